@@ -1,0 +1,1 @@
+"""Custom integrations for Home Assistant."""

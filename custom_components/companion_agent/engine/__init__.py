@@ -1,0 +1,1 @@
+"""The companion engine: pure asyncio, never imports homeassistant."""

@@ -1,0 +1,52 @@
+"""Chat messages as the engine sees them; ``llm.py`` converts them to the wire format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallRequest:
+    """A complete tool call the model asked for; ``arguments`` is the raw JSON text."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SystemMessage:
+    """Instructions: the persona and the output format. Never transient data."""
+
+    role: Literal["system"] = "system"
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessage:
+    """What the person said, with any reference data the hooks added."""
+
+    role: Literal["user"] = "user"
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantMessage:
+    """What the model answered in one round, and the tools it called."""
+
+    role: Literal["assistant"] = "assistant"
+    content: str = ""
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolMessage:
+    """A tool's result, sent back to the model under the call's id."""
+
+    role: Literal["tool"] = "tool"
+    call_id: str
+    content: str
+
+
+type ChatMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage

@@ -1,0 +1,1 @@
+"""Tools: contracts, the registry that runs them, and the guard in front of them."""

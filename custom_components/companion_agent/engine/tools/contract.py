@@ -1,0 +1,76 @@
+"""Tool contracts and the outcomes of tool calls."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..json_types import JSONObject, JSONValue
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """Who is asking, where, and under which trace id."""
+
+    conversation_id: str
+    user_id: str | None = None
+    trace_id: str = ""
+    language: str = "en"
+    agent_id: str = "default"
+
+
+type ToolHandler = Callable[[JSONObject, ToolContext], Awaitable[JSONValue]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """What the model is told about a tool: name, description, input JSON Schema."""
+
+    name: str
+    description: str
+    parameters: JSONObject = field(
+        default_factory=lambda: {"type": "object", "properties": {}, "additionalProperties": False}
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSuccess:
+    """The tool ran; ``content`` is the normalised text returned to the model."""
+
+    kind: Literal["success"] = "success"
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolFailure:
+    """The tool did not produce a result; ``content`` is the structured error for the model."""
+
+    kind: Literal["failure"] = "failure"
+    content: str
+    category: str
+    retryable: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolPending:
+    """The call waits for the person's confirmation; it was not executed."""
+
+    kind: Literal["pending"] = "pending"
+    content: str
+    token_id: str
+
+
+type ToolOutcome = ToolSuccess | ToolFailure | ToolPending
+
+
+def parse_arguments(raw: str) -> JSONObject | None:
+    """Parse a tool call's JSON arguments; None when they are not a JSON object."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -1,0 +1,20 @@
+"""Test setup: our custom_components package wins over the harness's own."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+for name in [
+    m for m in sys.modules if m == "custom_components" or m.startswith("custom_components.")
+]:
+    del sys.modules[name]
+
+import custom_components  # noqa: E402
+
+assert Path(custom_components.__path__[0]).resolve() == ROOT / "custom_components", (
+    "the harness's custom_components package shadows ours"
+)
