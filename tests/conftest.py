@@ -18,3 +18,16 @@ import custom_components  # noqa: E402
 assert Path(custom_components.__path__[0]).resolve() == ROOT / "custom_components", (
     "the harness's custom_components package shadows ours"
 )
+
+from collections.abc import AsyncIterator  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tests.support.llm_server import LLMServer  # noqa: E402
+
+
+@pytest.fixture
+async def llm_server(socket_enabled: None) -> AsyncIterator[LLMServer]:
+    """Run the local OpenAI-compatible streaming server on 127.0.0.1."""
+    async with LLMServer() as server:
+        yield server

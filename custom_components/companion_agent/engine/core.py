@@ -134,12 +134,13 @@ class AgentCore:
         outcomes: dict[str, ToolOutcome] = {}
         tasks: dict[asyncio.Task[ToolOutcome], _Prepared] = {}
         for item in prepared:
+            if item.rejection is None:
+                yield _event(item, None)
+                tasks[asyncio.create_task(self._execute(item.call, ctx))] = item
+        for item in prepared:
             if item.rejection is not None:
                 outcomes[item.call.call_id] = item.rejection
                 yield _event(item, item.rejection)
-                continue
-            yield _event(item, None)
-            tasks[asyncio.create_task(self._execute(item.call, ctx))] = item
         try:
             pending = set(tasks)
             while pending:
@@ -226,7 +227,7 @@ def _cut_call_report(cut: PartialToolCall) -> tuple[ToolCallEvent, ToolMessage]:
 
 async def _say(text: str, spoken: list[str]) -> AsyncIterator[str]:
     """Speak a notice, on a line of its own after anything already said."""
-    if spoken and not spoken[-1][-1:].isspace():
+    if spoken and not spoken[-1].endswith("\n"):
         spoken.append("\n")
         yield "\n"
     spoken.append(text)

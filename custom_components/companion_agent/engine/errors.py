@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from os import PathLike
+from pathlib import Path
+
 
 class CompanionError(Exception):
     """Root of every error the engine raises on purpose."""
@@ -58,3 +61,35 @@ class ToolDependencyError(ToolError):
 
 class StorageError(CompanionError):
     """Conversation storage could not be read or written."""
+
+
+class ConfigFileError(CompanionError):
+    """A plugin.toml or profile file is wrong; ``path`` and ``key`` say where."""
+
+    def __init__(self, path: str | PathLike[str], key: str, message: str) -> None:
+        """Name the file, the dotted key in it and what is wrong."""
+        super().__init__(f"{path}: {key}: {message}")
+        self.path = Path(path)
+        self.key = key
+        self.message = message
+
+
+class PluginConfigError(ConfigFileError):
+    """A plugin's plugin.toml, its code or a profile's override for it is wrong."""
+
+
+class ProfileConfigError(ConfigFileError):
+    """A profile file is wrong."""
+
+
+class ToolContractError(CompanionError, ValueError):
+    """A tool's contract is malformed (bad JSON Schema, duplicate id): a programming error."""
+
+
+class ConfirmationRefusedError(CompanionError):
+    """A confirmation was refused; ``reason`` says why, ``token_ref`` is the hashed token."""
+
+    def __init__(self, message: str, *, reason: str, token_ref: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.token_ref = token_ref

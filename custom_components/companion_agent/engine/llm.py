@@ -196,6 +196,7 @@ class OpenAIChatModel:
     ) -> None:
         """Create the SDK client; pass the host's shared HTTP client where there is one."""
         self.settings = settings
+        self._owns_http = http_client is None
         self._timeout = httpx.Timeout(
             connect=settings.connect_timeout,
             read=settings.chunk_timeout,
@@ -209,6 +210,11 @@ class OpenAIChatModel:
             timeout=self._timeout,
             http_client=http_client,
         )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections, unless the host lent its own client."""
+        if self._owns_http:
+            await self._client.close()
 
     async def list_models(self) -> list[str]:
         """Return the model ids the server offers; raise ``LLMError`` when it cannot."""

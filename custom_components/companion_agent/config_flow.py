@@ -1,0 +1,207 @@
+"""Config flow: the model server (user, reconfigure, reauth) and personas (subentries)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import voluptuous as vol
+from homeassistant.config_entries import (
+    ConfigEntry,
+    ConfigFlow,
+    ConfigFlowResult,
+    ConfigSubentryFlow,
+    SubentryFlowResult,
+)
+from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import llm
+from homeassistant.helpers.selector import (
+    NumberSelector,
+    NumberSelectorConfig,
+    SelectOptionDict,
+    SelectSelector,
+    SelectSelectorConfig,
+    TemplateSelector,
+    TextSelector,
+    TextSelectorConfig,
+    TextSelectorType,
+)
+
+from . import build_model
+from .const import (
+    CONF_BASE_URL,
+    CONF_MAX_ROUNDS,
+    CONF_MODEL,
+    CONF_PROMPT,
+    DEFAULT_CONVERSATION_NAME,
+    DEFAULT_MAX_ROUNDS,
+    DOMAIN,
+    LOGGER,
+    SUBENTRY_CONVERSATION,
+)
+from .engine.errors import LLMAuthError, LLMError
+
+SERVER_SCHEMA = vol.Schema(
+    {
+        vol.Required(CONF_BASE_URL): TextSelector(TextSelectorConfig(type=TextSelectorType.URL)),
+        vol.Optional(CONF_API_KEY): TextSelector(
+            TextSelectorConfig(type=TextSelectorType.PASSWORD)
+        ),
+        vol.Required(CONF_MODEL): str,
+    }
+)
+REAUTH_SCHEMA = vol.Schema(
+    {vol.Optional(CONF_API_KEY): TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))}
+)
+
+
+async def validate_server(hass: HomeAssistant, data: Mapping[str, Any]) -> dict[str, str]:
+    """Ask the server for its models; return form errors (empty when it works)."""
+    try:
+        models = await build_model(hass, dict(data)).list_models()
+    except LLMAuthError:
+        return {"base": "invalid_auth"}
+    except LLMError:
+        return {"base": "cannot_connect"}
+    except Exception:
+        LOGGER.exception("Unexpected error while checking the model server")
+        return {"base": "unknown"}
+    if models and data[CONF_MODEL] not in models:
+        return {CONF_MODEL: "model_not_found"}
+    return {}
+
+
+def default_persona() -> dict[str, Any]:
+    """Return the settings of the persona created with a new entry."""
+    return {CONF_LLM_HASS_API: [llm.LLM_API_ASSIST], CONF_MAX_ROUNDS: DEFAULT_MAX_ROUNDS}
+
+
+class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
+    """Set up a connection to an OpenAI-compatible model server."""
+
+    VERSION = 1
+    MINOR_VERSION = 1
+
+    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Ask for the server, check it live, and create the entry with one persona."""
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            self._async_abort_entries_match(
+                {CONF_BASE_URL: user_input[CONF_BASE_URL], CONF_MODEL: user_input[CONF_MODEL]}
+            )
+            errors = await validate_server(self.hass, user_input)
+            if not errors:
+                return self.async_create_entry(
+                    title=f"{user_input[CONF_MODEL]} @ {user_input[CONF_BASE_URL]}",
+                    data=user_input,
+                    subentries=[
+                        {
+                            "subentry_type": SUBENTRY_CONVERSATION,
+                            "data": default_persona(),
+                            "title": DEFAULT_CONVERSATION_NAME,
+                            "unique_id": None,
+                        }
+                    ],
+                )
+        return self.async_show_form(
+            step_id="user",
+            data_schema=self.add_suggested_values_to_schema(SERVER_SCHEMA, user_input or {}),
+            errors=errors,
+        )
+
+    async def async_step_reconfigure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Change the server, key or model of an existing entry."""
+        entry = self._get_reconfigure_entry()
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            errors = await validate_server(self.hass, user_input)
+            if not errors:
+                return self.async_update_reload_and_abort(entry, data_updates=user_input)
+        return self.async_show_form(
+            step_id="reconfigure",
+            data_schema=self.add_suggested_values_to_schema(
+                SERVER_SCHEMA, user_input or dict(entry.data)
+            ),
+            errors=errors,
+        )
+
+    async def async_step_reauth(self, entry_data: Mapping[str, Any]) -> ConfigFlowResult:
+        """Start re-authentication when the server rejects the key."""
+        return await self.async_step_reauth_confirm()
+
+    async def async_step_reauth_confirm(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
+        """Ask for a new API key and check it."""
+        entry = self._get_reauth_entry()
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            data = {**entry.data, CONF_API_KEY: user_input.get(CONF_API_KEY, "")}
+            errors = await validate_server(self.hass, data)
+            if not errors:
+                return self.async_update_reload_and_abort(entry, data=data)
+        return self.async_show_form(
+            step_id="reauth_confirm", data_schema=REAUTH_SCHEMA, errors=errors
+        )
+
+    @classmethod
+    @callback
+    def async_get_supported_subentry_types(
+        cls, config_entry: ConfigEntry
+    ) -> dict[str, type[ConfigSubentryFlow]]:
+        """Return the subentry kinds: one conversation agent per persona."""
+        return {SUBENTRY_CONVERSATION: PersonaSubentryFlow}
+
+
+class PersonaSubentryFlow(ConfigSubentryFlow):
+    """Add or change a persona: a conversation agent with its own prompt and tools."""
+
+    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
+        """Create a persona."""
+        return await self.async_step_set_options(user_input)
+
+    async def async_step_reconfigure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Change a persona."""
+        return await self.async_step_set_options(user_input)
+
+    async def async_step_set_options(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Show and store the persona's settings."""
+        is_new = self.source == "user"
+        if user_input is not None:
+            if not user_input.get(CONF_LLM_HASS_API):
+                user_input.pop(CONF_LLM_HASS_API, None)
+            if is_new:
+                return self.async_create_entry(title=user_input.pop(CONF_NAME), data=user_input)
+            return self.async_update_and_abort(
+                self._get_entry(), self._get_reconfigure_subentry(), data=user_input
+            )
+        current = default_persona() if is_new else dict(self._get_reconfigure_subentry().data)
+        return self.async_show_form(
+            step_id="set_options",
+            data_schema=self.add_suggested_values_to_schema(
+                persona_schema(self.hass, is_new), current
+            ),
+        )
+
+
+def persona_schema(hass: HomeAssistant, is_new: bool) -> vol.Schema:
+    """Return the persona form: name (new only), prompt, HA LLM APIs, tool rounds."""
+    apis = [SelectOptionDict(label=api.name, value=api.id) for api in llm.async_get_apis(hass)]
+    fields: dict[vol.Marker, object] = {}
+    if is_new:
+        fields[vol.Required(CONF_NAME, default=DEFAULT_CONVERSATION_NAME)] = str
+    fields[vol.Optional(CONF_PROMPT)] = TemplateSelector()
+    fields[vol.Optional(CONF_LLM_HASS_API)] = SelectSelector(
+        SelectSelectorConfig(options=apis, multiple=True)
+    )
+    fields[vol.Required(CONF_MAX_ROUNDS, default=DEFAULT_MAX_ROUNDS)] = vol.All(
+        NumberSelector(NumberSelectorConfig(min=1, max=12, step=1)), vol.Coerce(int)
+    )
+    return vol.Schema(fields)

@@ -1,0 +1,150 @@
+"""The config flow against a live local server: success and each error."""
+
+from __future__ import annotations
+
+from homeassistant import config_entries
+from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.companion_agent.const import (
+    CONF_BASE_URL,
+    CONF_MAX_ROUNDS,
+    CONF_MODEL,
+    CONF_PROMPT,
+    DOMAIN,
+    SUBENTRY_CONVERSATION,
+)
+from tests.ha.conftest import make_entry
+from tests.support.llm_server import LLMServer
+
+
+async def start(hass: HomeAssistant) -> str:
+    """Open the user step and return the flow id."""
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN, context={"source": config_entries.SOURCE_USER}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {}
+    return str(result["flow_id"])
+
+
+async def test_user_flow_creates_entry_with_a_persona(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """A reachable server creates the entry and its first persona."""
+    flow_id = await start(hass)
+    result = await hass.config_entries.flow.async_configure(
+        flow_id, {CONF_BASE_URL: llm_server.url, CONF_MODEL: "test-model"}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["data"] == {CONF_BASE_URL: llm_server.url, CONF_MODEL: "test-model"}
+    entry = result["result"]
+    subentries = list(entry.subentries.values())
+    assert [s.subentry_type for s in subentries] == [SUBENTRY_CONVERSATION]
+    assert subentries[0].data[CONF_LLM_HASS_API] == ["assist"]
+    await hass.async_block_till_done()
+
+
+async def test_unreachable_server(hass: HomeAssistant, socket_enabled: None) -> None:
+    """Nothing listening on the URL: cannot_connect."""
+    async with LLMServer() as server:
+        url = server.url
+    flow_id = await start(hass)
+    result = await hass.config_entries.flow.async_configure(
+        flow_id, {CONF_BASE_URL: url, CONF_MODEL: "test-model"}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {"base": "cannot_connect"}
+
+
+async def test_wrong_key(hass: HomeAssistant, socket_enabled: None) -> None:
+    """A key the server rejects: invalid_auth, then a right key succeeds."""
+    async with LLMServer(api_key="secret") as server:
+        flow_id = await start(hass)
+        result = await hass.config_entries.flow.async_configure(
+            flow_id, {CONF_BASE_URL: server.url, CONF_API_KEY: "nope", CONF_MODEL: "test-model"}
+        )
+        assert result["errors"] == {"base": "invalid_auth"}
+        result = await hass.config_entries.flow.async_configure(
+            flow_id,
+            {CONF_BASE_URL: server.url, CONF_API_KEY: "secret", CONF_MODEL: "test-model"},
+        )
+        assert result["type"] is FlowResultType.CREATE_ENTRY
+        await hass.async_block_till_done()
+        await hass.config_entries.async_unload(result["result"].entry_id)
+
+
+async def test_unknown_model(hass: HomeAssistant, llm_server: LLMServer) -> None:
+    """A model the server does not list: model_not_found on the model field."""
+    flow_id = await start(hass)
+    result = await hass.config_entries.flow.async_configure(
+        flow_id, {CONF_BASE_URL: llm_server.url, CONF_MODEL: "gpt-99"}
+    )
+    assert result["errors"] == {CONF_MODEL: "model_not_found"}
+
+
+async def test_reconfigure_updates_the_entry(hass: HomeAssistant, llm_server: LLMServer) -> None:
+    """Reconfigure checks the server again and stores the new settings."""
+    entry = make_entry(llm_server)
+    entry.add_to_hass(hass)
+    result = await entry.start_reconfigure_flow(hass)
+    assert result["step_id"] == "reconfigure"
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"], {CONF_BASE_URL: llm_server.url, CONF_MODEL: "gpt-99"}
+    )
+    assert result["errors"] == {CONF_MODEL: "model_not_found"}
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        {CONF_BASE_URL: llm_server.url, CONF_API_KEY: "k2", CONF_MODEL: "test-model"},
+    )
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reconfigure_successful"
+    assert entry.data[CONF_API_KEY] == "k2"
+    await hass.async_block_till_done()
+
+
+async def test_reauth_stores_the_new_key(hass: HomeAssistant, socket_enabled: None) -> None:
+    """A rejected key starts reauth at setup; a good key fixes the entry."""
+    async with LLMServer(api_key="good") as server:
+        entry = make_entry(server)
+        entry.add_to_hass(hass)
+        assert not await hass.config_entries.async_setup(entry.entry_id)
+        flows = hass.config_entries.flow.async_progress()
+        assert [f["context"]["source"] for f in flows] == ["reauth"]
+        result = await hass.config_entries.flow.async_configure(
+            flows[0]["flow_id"], {CONF_API_KEY: "bad"}
+        )
+        assert result["errors"] == {"base": "invalid_auth"}
+        result = await hass.config_entries.flow.async_configure(
+            flows[0]["flow_id"], {CONF_API_KEY: "good"}
+        )
+        assert result["reason"] == "reauth_successful"
+        await hass.async_block_till_done()
+        assert entry.data[CONF_API_KEY] == "good"
+        await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_persona_subentry_flow(hass: HomeAssistant, setup_entry: MockConfigEntry) -> None:
+    """A second persona can be added and then changed."""
+    result = await hass.config_entries.subentries.async_init(
+        (setup_entry.entry_id, SUBENTRY_CONVERSATION),
+        context={"source": config_entries.SOURCE_USER},
+    )
+    assert result["step_id"] == "set_options"
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"],
+        {CONF_NAME: "Butler", CONF_PROMPT: "Be dry.", CONF_LLM_HASS_API: [], CONF_MAX_ROUNDS: 3},
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    butler = next(s for s in setup_entry.subentries.values() if s.title == "Butler")
+    assert butler.data == {CONF_PROMPT: "Be dry.", CONF_MAX_ROUNDS: 3}
+    result = await setup_entry.start_subentry_reconfigure_flow(hass, butler.subentry_id)
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_PROMPT: "Be drier.", CONF_MAX_ROUNDS: 4}
+    )
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert setup_entry.subentries[butler.subentry_id].data[CONF_PROMPT] == "Be drier."

@@ -1,0 +1,1 @@
+"""Real peers the tests and the demo talk to over loopback."""

@@ -1,0 +1,149 @@
+"""Scripted replies for the local OpenAI-compatible server, and its default responder."""
+
+from dataclasses import dataclass
+from typing import Self
+
+DEFAULT_CHUNK_SIZE = 4
+DEFAULT_DELAY = 0.005
+TIME_WORDS = ("time", "date", "clock", "几点", "时间", "日期")
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    """A piece of assistant text, sent as `delta.content`."""
+
+    text: str
+    delay: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """A piece of a tool call, sent as one entry of `delta.tool_calls`.
+
+    The first chunk of a call carries `id` and `name`; later ones only `arguments`.
+    """
+
+    index: int
+    arguments: str = ""
+    id: str | None = None
+    name: str | None = None
+    delay: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningChunk:
+    """A piece of model reasoning, sent as `delta.reasoning_content` (DeepSeek, vLLM)."""
+
+    text: str
+    delay: float = 0.0
+
+
+type Chunk = TextChunk | ToolCallChunk | ReasoningChunk
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What the server answers to one chat completion request."""
+
+    chunks: tuple[Chunk, ...] = ()
+    finish_reason: str | None = "stop"
+    status: int = 200
+    cut_after: int | None = None
+    usage: dict[str, int] | None = None
+
+    @classmethod
+    def text(cls, text: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE, delay: float = 0.0) -> Self:
+        """Build a text reply split into chunks of `chunk_size` characters."""
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be at least 1")
+        pieces = [text[at : at + chunk_size] for at in range(0, len(text), chunk_size)]
+        return cls(chunks=tuple(TextChunk(piece, delay) for piece in pieces))
+
+    @classmethod
+    def tool_calls(
+        cls, *calls: tuple[str, str, str], split: int = 3, interleave: bool = True
+    ) -> Self:
+        """Build a reply calling tools, each `(call_id, name, arguments_json)`.
+
+        The arguments of each call are split across `split` chunks. With `interleave`
+        the chunks of different calls alternate (only `index` tells them apart);
+        without it each call is streamed whole before the next, as OpenAI does.
+        """
+        if split < 1:
+            raise ValueError("split must be at least 1")
+        per_call = [
+            _call_chunks(index, call_id, name, arguments, split)
+            for index, (call_id, name, arguments) in enumerate(calls)
+        ]
+        if interleave:
+            ordered = [
+                chunks[step] for step in range(split) for chunks in per_call if step < len(chunks)
+            ]
+        else:
+            ordered = [chunk for chunks in per_call for chunk in chunks]
+        return cls(chunks=tuple(ordered), finish_reason="tool_calls")
+
+    @classmethod
+    def error(cls, status: int) -> Self:
+        """Build a reply that fails with HTTP `status` before any chunk."""
+        if status < 400:
+            raise ValueError("an error reply needs a status of 400 or more")
+        return cls(status=status, finish_reason=None)
+
+
+def _call_chunks(
+    index: int, call_id: str, name: str, arguments: str, split: int
+) -> list[ToolCallChunk]:
+    """Split one tool call into chunks; the first carries id and name."""
+    bounds = [len(arguments) * step // split for step in range(split + 1)]
+    parts = [arguments[bounds[step] : bounds[step + 1]] for step in range(split)]
+    chunks = [ToolCallChunk(index, parts[0], id=call_id, name=name)]
+    chunks.extend(ToolCallChunk(index, part) for part in parts[1:] if part)
+    return chunks
+
+
+def default_reply(body: dict[str, object], sequence: int) -> Reply:
+    """Answer a request nobody scripted, the way a small helpful model would.
+
+    A tool result is summarised; a question about time or date calls an offered
+    time/date tool; anything else is echoed back.
+    """
+    messages = [m for m in _as_list(body.get("messages")) if isinstance(m, dict)]
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool":
+        result = _message_text(last).strip().rstrip(".")
+        return Reply.text(f"It is {result}.", delay=DEFAULT_DELAY)
+    user_texts = [_message_text(m) for m in messages if m.get("role") == "user"]
+    user_text = user_texts[-1].strip() if user_texts else ""
+    tool = _time_tool_name(body)
+    if tool is not None and any(word in user_text.lower() for word in TIME_WORDS):
+        return Reply.tool_calls((f"call_default_{sequence}", tool, "{}"), split=1)
+    return Reply.text(f"You said: {user_text.rstrip('.')}.", delay=DEFAULT_DELAY)
+
+
+def _time_tool_name(body: dict[str, object]) -> str | None:
+    """Return the name of the first offered tool about time or date."""
+    for tool in _as_list(body.get("tools")):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str) and ("time" in name.lower() or "date" in name.lower()):
+            return name
+    return None
+
+
+def _message_text(message: dict[object, object]) -> str:
+    """Return the text of a message whose content is a string or a list of parts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    texts = [
+        part["text"]
+        for part in _as_list(content)
+        if isinstance(part, dict) and isinstance(part.get("text"), str)
+    ]
+    return "".join(texts)
+
+
+def _as_list(value: object) -> list[object]:
+    """Return `value` if it is a list, else an empty list."""
+    return list(value) if isinstance(value, list) else []
