@@ -22,7 +22,7 @@ async def test_turns_survive_a_new_instance(tmp_path: Path) -> None:
         AssistantMessage(content="You're welcome."),
     ]
     assert again.path.parent == tmp_path
-    assert not list(tmp_path.glob(".*.tmp"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conv_1.json"]  # noqa: ASYNC240
 
 
 async def test_only_the_last_turns_are_kept(tmp_path: Path) -> None:

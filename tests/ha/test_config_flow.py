@@ -141,10 +141,10 @@ async def test_persona_subentry_flow(hass: HomeAssistant, setup_entry: MockConfi
     await hass.async_block_till_done()
     butler = next(s for s in setup_entry.subentries.values() if s.title == "Butler")
     assert butler.data == {CONF_PROMPT: "Be dry.", CONF_MAX_ROUNDS: 3}
-    result = await setup_entry.start_subentry_reconfigure_flow(hass, butler.subentry_id)
-    result = await hass.config_entries.subentries.async_configure(
-        result["flow_id"], {CONF_PROMPT: "Be drier.", CONF_MAX_ROUNDS: 4}
+    flow = await setup_entry.start_subentry_reconfigure_flow(hass, butler.subentry_id)
+    done = await hass.config_entries.subentries.async_configure(
+        flow["flow_id"], {CONF_PROMPT: "Be drier.", CONF_MAX_ROUNDS: 4}
     )
-    assert result["reason"] == "reconfigure_successful"
+    assert done["reason"] == "reconfigure_successful"
     await hass.async_block_till_done()
     assert setup_entry.subentries[butler.subentry_id].data[CONF_PROMPT] == "Be drier."

@@ -48,7 +48,8 @@ async def test_setup_and_unload(hass: HomeAssistant, setup_entry: MockConfigEntr
     assert hass.states.get(entity_id) is not None
     assert await hass.config_entries.async_unload(setup_entry.entry_id)
     await hass.async_block_till_done()
-    assert setup_entry.state is ConfigEntryState.NOT_LOADED
+    state: ConfigEntryState = setup_entry.state
+    assert state is ConfigEntryState.NOT_LOADED
 
 
 async def test_setup_retries_when_server_is_down(hass: HomeAssistant, socket_enabled: None) -> None:
