@@ -22,9 +22,7 @@ from tests.support.llm_server import LLMServer
 
 
 @pytest.fixture(autouse=True)
-async def auto_setup(
-    hass: HomeAssistant, enable_custom_integrations: None, tmp_path: Path
-) -> None:
+async def auto_setup(hass: HomeAssistant, enable_custom_integrations: None, tmp_path: Path) -> None:
     """Give HA a fresh config folder; load HA's core integration, which Assist needs."""
     hass.config.config_dir = str(tmp_path)
     assert await async_setup_component(hass, "homeassistant", {})

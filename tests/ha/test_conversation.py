@@ -136,3 +136,21 @@ async def test_model_down_mid_session_gives_a_spoken_apology(
         hass, "Hello?", None, Context(), language="en", agent_id=agent_id
     )
     assert "can't reach my language model" in result.response.speech["plain"]["speech"]
+
+
+async def test_diagnostics_redact_the_key(
+    hass: HomeAssistant, setup_entry: MockConfigEntry
+) -> None:
+    """Diagnostics show the setup but never the API key."""
+    from custom_components.companion_agent.diagnostics import (
+        async_get_config_entry_diagnostics,
+    )
+
+    hass.config_entries.async_update_entry(
+        setup_entry, data={**setup_entry.data, "api_key": "sk-very-secret"}
+    )
+    await hass.async_block_till_done()
+    diagnostics = await async_get_config_entry_diagnostics(hass, setup_entry)
+    assert "sk-very-secret" not in repr(diagnostics)
+    assert diagnostics["entry"]["api_key"] == "**REDACTED**"
+    assert diagnostics["tools"] == ["get_current_time"]

@@ -172,6 +172,10 @@ class ConversationShelf:
         self._max_turns = max_turns
         self._open: OrderedDict[str, JsonConversationStorage] = OrderedDict()
 
+    def __len__(self) -> int:
+        """Return how many conversations are held in memory."""
+        return len(self._open)
+
     def get(
         self, conversation_id: str, *, on_corrupt: CorruptionReporter | None = None
     ) -> JsonConversationStorage:

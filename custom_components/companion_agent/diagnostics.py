@@ -1,0 +1,34 @@
+"""Diagnostics: the entry's settings and personas, with secrets redacted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.components.diagnostics import async_redact_data
+from homeassistant.const import CONF_API_KEY
+from homeassistant.core import HomeAssistant
+
+from . import CompanionConfigEntry
+from .const import CONF_BASE_URL
+
+TO_REDACT = {CONF_API_KEY, "token", "password", "authorization"}
+
+
+async def async_get_config_entry_diagnostics(
+    hass: HomeAssistant, entry: CompanionConfigEntry
+) -> dict[str, Any]:
+    """Return what support needs to see, never a key."""
+    runtime = entry.runtime_data
+    return {
+        "entry": async_redact_data(dict(entry.data), TO_REDACT),
+        "server": {"base_url": entry.data[CONF_BASE_URL], "model": runtime.model.settings.model},
+        "personas": {
+            sub.subentry_id: {
+                "title": sub.title,
+                "data": async_redact_data(dict(sub.data), TO_REDACT),
+            }
+            for sub in entry.subentries.values()
+        },
+        "tools": sorted(spec.name for spec in runtime.tools.specs()),
+        "open_conversations": {pid: len(shelf) for pid, shelf in runtime.shelves.items()},
+    }
