@@ -1,0 +1,53 @@
+"""Plugins and profiles: plugin types, plugin.toml loader, profile TOML, hook manager."""
+
+from .active import PluginSet
+from .config import ConfigValue, PluginConfig
+from .hooks import HookManager
+from .library import Library, load_library
+from .loader import LoadProblem, PluginCatalog, builtin_roots, load_plugins
+from .manifest import PluginManifest
+from .profile import EnabledPlugin, ModelChoice, OutputFormat, PolicyLevel, Profile, ProfileLibrary
+from .types import (
+    HookPlugin,
+    HostServices,
+    Plugin,
+    PluginContext,
+    PluginType,
+    ProactiveEmitter,
+    ProactiveRequest,
+    ToolPlugin,
+    TransformerPlugin,
+    TriggerPlugin,
+    TurnContext,
+)
+
+__all__ = [
+    "ConfigValue",
+    "EnabledPlugin",
+    "HookManager",
+    "HookPlugin",
+    "HostServices",
+    "Library",
+    "LoadProblem",
+    "ModelChoice",
+    "OutputFormat",
+    "Plugin",
+    "PluginCatalog",
+    "PluginConfig",
+    "PluginContext",
+    "PluginManifest",
+    "PluginSet",
+    "PluginType",
+    "PolicyLevel",
+    "ProactiveEmitter",
+    "ProactiveRequest",
+    "Profile",
+    "ProfileLibrary",
+    "ToolPlugin",
+    "TransformerPlugin",
+    "TriggerPlugin",
+    "TurnContext",
+    "builtin_roots",
+    "load_library",
+    "load_plugins",
+]

@@ -1,0 +1,219 @@
+"""Profiles: one TOML file per persona, read into frozen snapshots.
+
+A running turn keeps the ``Profile`` it started with; ``ProfileLibrary.reload`` builds new
+snapshots for new turns. Blocking (file reads): hosts run loading in an executor.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
+
+from ..core import DEFAULT_MAX_ROUNDS
+from ..errors import ConfigFileError, PluginConfigError, ProfileConfigError
+from .config import PluginConfig, TableReader, read_toml
+from .loader import PROFILES_DIR, LoadProblem, PluginCatalog
+
+type PolicyLevel = Literal["allow", "validate", "confirm"]
+POLICY_LEVELS: tuple[PolicyLevel, ...] = ("allow", "validate", "confirm")
+PROFILE_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+DEFAULT_PROFILE = "default"
+DEFAULT_HOOK_TIMEOUT = 1.5
+KEPT = "; the previous version of this profile stays in use until this is fixed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputFormat:
+    """How answers are written, and the emotion/action tags the model may use."""
+
+    instructions: str = ""
+    actions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelChoice:
+    """Model names per role; None keeps the model configured on the host's entry."""
+
+    chat: str | None = None
+    vision: str | None = None
+    memory: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnabledPlugin:
+    """A plugin the profile enables, with its settings resolved for this profile."""
+
+    id: str
+    config: PluginConfig
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Profile:
+    """A persona: prompt, output format, language, models, plugins and tool policy."""
+
+    id: str
+    name: str
+    source: Path
+    persona: str = ""
+    language: str = "en"
+    output: OutputFormat = field(default_factory=OutputFormat)
+    models: ModelChoice = field(default_factory=ModelChoice)
+    max_rounds: int = DEFAULT_MAX_ROUNDS
+    hook_timeout: float = DEFAULT_HOOK_TIMEOUT
+    plugins: tuple[EnabledPlugin, ...] = ()
+    policy: Mapping[str, PolicyLevel] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def plugin_ids(self) -> tuple[str, ...]:
+        """Return the enabled plugins' ids, in the order the profile lists them."""
+        return tuple(plugin.id for plugin in self.plugins)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfileLibrary:
+    """Every valid profile under the roots, by id; later roots replace earlier ones."""
+
+    roots: tuple[Path, ...] = ()
+    profiles: Mapping[str, Profile] = field(default_factory=lambda: MappingProxyType({}))
+    problems: tuple[LoadProblem, ...] = ()
+
+    @classmethod
+    def load(cls, roots: Sequence[Path], catalog: PluginCatalog) -> ProfileLibrary:
+        """Read ``root/profiles/*.toml`` for each root; blocking."""
+        return cls(roots=tuple(roots)).reload(catalog)
+
+    def reload(self, catalog: PluginCatalog) -> ProfileLibrary:
+        """Read the files again into new snapshots; a now-broken file keeps its last good one."""
+        previous = {profile.source: profile for profile in self.profiles.values()}
+        problems: list[LoadProblem] = []
+        profiles: dict[str, Profile] = {}
+        for root in self.roots:
+            claimed: dict[str, Path] = {}
+            for path in sorted((root / PROFILES_DIR).glob("*.toml")):
+                profile, notes = _read_or_keep(path, catalog, previous.get(path))
+                if profile is not None and profile.id in claimed:
+                    message = f"id also used by {claimed[profile.id]}"
+                    notes = [LoadProblem(kind="profile", path=path, key="id", message=message)]
+                    profile = None
+                problems.extend(notes)
+                if profile is not None:
+                    claimed[profile.id] = path
+                    profiles[profile.id] = profile
+        return ProfileLibrary(
+            roots=self.roots, profiles=MappingProxyType(profiles), problems=tuple(problems)
+        )
+
+    def get(self, profile_id: str) -> Profile | None:
+        """Return the profile with ``profile_id``, or None."""
+        return self.profiles.get(profile_id)
+
+    @property
+    def default(self) -> Profile | None:
+        """Return the ``default`` profile, else the first one, else None."""
+        return self.profiles.get(DEFAULT_PROFILE) or next(iter(self.profiles.values()), None)
+
+    def __iter__(self) -> Iterator[Profile]:
+        """Iterate over the profiles, sorted by id."""
+        return iter(sorted(self.profiles.values(), key=lambda profile: profile.id))
+
+
+def _read_or_keep(
+    path: Path, catalog: PluginCatalog, kept: Profile | None
+) -> tuple[Profile | None, list[LoadProblem]]:
+    """Read a profile; when it is broken, fall back to its last good snapshot, if any."""
+    try:
+        return read_profile(path, catalog)
+    except ConfigFileError as err:
+        message = err.message + (KEPT if kept is not None else "")
+        problem = LoadProblem(kind="profile", path=path, key=err.key, message=message)
+        return kept, [problem]
+
+
+def read_profile(path: Path, catalog: PluginCatalog) -> tuple[Profile, list[LoadProblem]]:
+    """Parse one profile; raise for errors, return non-fatal problems alongside it."""
+    document = TableReader(read_toml(path, ProfileConfigError), path=path, error=ProfileConfigError)
+    profile_id = document.text("id", path.stem)
+    if not PROFILE_ID.match(profile_id):
+        raise document.fail("id", "use lower-case letters, digits, '-' and '_'")
+    language = document.text("language", "en")
+    if not LANGUAGE.match(language):
+        raise document.fail("language", "expected a language tag such as 'en' or 'zh-CN'")
+    output = document.table("output")
+    models = document.table("models")
+    plugins, problems = _plugins(document.table("plugins"), catalog, path)
+    profile = Profile(
+        id=profile_id,
+        name=document.text("name", profile_id),
+        source=path,
+        persona=document.text("persona", ""),
+        language=language,
+        output=OutputFormat(instructions=output.text("instructions", ""), actions=_actions(output)),
+        models=ModelChoice(
+            chat=models.optional_text("chat"),
+            vision=models.optional_text("vision"),
+            memory=models.optional_text("memory"),
+        ),
+        max_rounds=document.integer("max_rounds", DEFAULT_MAX_ROUNDS, minimum=1),
+        hook_timeout=document.number("hook_timeout", DEFAULT_HOOK_TIMEOUT, minimum=0.05),
+        plugins=plugins,
+        policy=_policy(document.table("policy")),
+    )
+    for table in (output, models, document):
+        table.finish()
+    return profile, problems
+
+
+def _actions(output: TableReader) -> tuple[str, ...]:
+    """Read the action/emotion tag vocabulary: short words, no brackets or spaces."""
+    actions = output.texts("actions")
+    for action in actions:
+        if not re.fullmatch(r"[^\s\[\]]{1,32}", action):
+            raise output.fail("actions", f"{action!r} is not a valid tag (no spaces or brackets)")
+    return tuple(dict.fromkeys(actions))
+
+
+def _policy(table: TableReader) -> Mapping[str, PolicyLevel]:
+    """Read ``[policy]``: tool, domain or entity id → allow | validate | confirm."""
+    policy: dict[str, PolicyLevel] = {}
+    for key, value in table.remaining().items():
+        if value not in POLICY_LEVELS:
+            raise table.fail(key, f"expected one of {', '.join(POLICY_LEVELS)}")
+        policy[key] = value
+    return MappingProxyType(policy)
+
+
+def _plugins(
+    table: TableReader, catalog: PluginCatalog, path: Path
+) -> tuple[tuple[EnabledPlugin, ...], list[LoadProblem]]:
+    """Resolve ``[plugins]``: enabled ids, each with its overrides checked against its defaults."""
+    enabled = table.texts("enabled")
+    overrides = {key: table.table(key) for key in list(table.remaining())}
+    problems: list[LoadProblem] = []
+    resolved: list[EnabledPlugin] = []
+    for plugin_id in (*dict.fromkeys(enabled), *(k for k in overrides if k not in enabled)):
+        loaded = catalog.plugins.get(plugin_id)
+        reader = overrides.get(plugin_id)
+        if loaded is None:
+            if plugin_id not in catalog.failed:
+                key = table.key(plugin_id) if plugin_id not in enabled else table.key("enabled")
+                problems.append(_unknown_plugin(path, key, plugin_id, catalog))
+            continue
+        config = loaded.manifest.defaults
+        if reader is not None:
+            config = config.with_overrides(reader.remaining(), path=path, prefix=reader.prefix)
+        if plugin_id in enabled:
+            resolved.append(EnabledPlugin(id=plugin_id, config=config))
+    table.finish()
+    return tuple(resolved), problems
+
+
+def _unknown_plugin(path: Path, key: str, plugin_id: str, catalog: PluginCatalog) -> LoadProblem:
+    """Report a profile naming a plugin that no root provides; the profile still loads."""
+    known = ", ".join(sorted(catalog.plugins)) or "none"
+    err = PluginConfigError(path, key, f"no plugin {plugin_id!r} is installed (installed: {known})")
+    return LoadProblem.from_error("profile", err)

@@ -1,0 +1,157 @@
+"""The four plugin types, what the host gives a plugin, and what a turn tells a hook.
+
+A plugin is a class deriving from one or more of ``HookPlugin``, ``ToolPlugin``,
+``TriggerPlugin`` and ``TransformerPlugin`` (all derive from ``Plugin``). The loader builds
+it as ``cls(context)``; the constructor must not do I/O (it runs on the event loop).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+from typing import Literal
+
+import httpx
+
+from ..events import OutputItem
+from ..tools.registry import Tool
+from .config import PluginConfig
+
+type PluginType = Literal["tool", "hook", "trigger", "transformer"]
+PLUGIN_TYPES: tuple[PluginType, ...] = ("tool", "hook", "trigger", "transformer")
+
+
+def utc_now() -> datetime:
+    """Return the current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PluginContext:
+    """What the host hands a plugin: its settings, a data folder, time and HTTP."""
+
+    plugin_id: str
+    profile_id: str
+    config: PluginConfig
+    data_dir: Path
+    time_zone: tzinfo
+    http: httpx.AsyncClient
+    language: str = "en"
+    clock: Callable[[], datetime] = field(default=utc_now)
+
+    def now(self) -> datetime:
+        """Return the current time in the host's time zone."""
+        return self.clock().astimezone(self.time_zone)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostServices:
+    """The host's shared services, from which each plugin's ``PluginContext`` is made."""
+
+    data_root: Path
+    time_zone: tzinfo
+    http: httpx.AsyncClient
+    clock: Callable[[], datetime] = field(default=utc_now)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnContext:
+    """Which conversation a hook call belongs to, and whether it is its first turn."""
+
+    conversation_id: str
+    profile_id: str
+    language: str = "en"
+    user_id: str | None = None
+    device_id: str | None = None
+    first_turn: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProactiveRequest:
+    """A trigger asks the host to start a turn: ``prompt`` tells the model why to speak."""
+
+    source: str
+    prompt: str
+    conversation_id: str | None = None
+    device_id: str | None = None
+
+
+type ProactiveEmitter = Callable[[ProactiveRequest], Awaitable[None]]
+
+
+class Plugin:
+    """Base of every plugin: holds its context; ``close`` releases what it holds."""
+
+    def __init__(self, context: PluginContext) -> None:
+        """Keep the context; do no I/O here."""
+        self.context = context
+
+    @property
+    def plugin_id(self) -> str:
+        """Return the id from plugin.toml."""
+        return self.context.plugin_id
+
+    async def close(self) -> None:
+        """Release resources; called once when the plugin set is retired."""
+        return
+
+
+class HookPlugin(Plugin):
+    """Lifecycle hooks around a turn; override any of them, the rest do nothing."""
+
+    async def on_first_turn(self, ctx: TurnContext) -> str | None:
+        """Return reference text read once at the start of a conversation, or None."""
+        return None
+
+    async def on_before_turn(self, user_text: str, ctx: TurnContext) -> str | None:
+        """Return reference text for this turn's ``[memory context]``, or None."""
+        return None
+
+    async def on_after_turn(self, user_text: str, assistant_text: str, ctx: TurnContext) -> None:
+        """Act on a finished turn, in the background (e.g. write memory)."""
+        return
+
+    async def on_after_playback(
+        self, user_text: str, assistant_text: str, ctx: TurnContext
+    ) -> None:
+        """Act once the answer's audio has finished playing."""
+        return
+
+
+class ToolPlugin(Plugin, ABC):
+    """Adds tools the model may call."""
+
+    @abstractmethod
+    def tools(self) -> Sequence[Tool]:
+        """Return this plugin's tools."""
+
+
+class TriggerPlugin(Plugin, ABC):
+    """Starts turns by itself: on a schedule, an event, a mood."""
+
+    @abstractmethod
+    async def start(self, emit: ProactiveEmitter) -> None:
+        """Begin watching; call ``emit`` to ask for a turn. Return promptly."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Stop watching; no ``emit`` after this returns."""
+
+
+class TransformerPlugin(Plugin, ABC):
+    """An extra output-pipeline stage; unknown items must pass through unchanged."""
+
+    @abstractmethod
+    def transform(self, items: AsyncIterator[OutputItem]) -> AsyncIterator[OutputItem]:
+        """Return the stage's output stream for ``items``."""
+
+
+PLUGIN_BASES: dict[PluginType, type[Plugin]] = {
+    "tool": ToolPlugin,
+    "hook": HookPlugin,
+    "trigger": TriggerPlugin,
+    "transformer": TransformerPlugin,
+}

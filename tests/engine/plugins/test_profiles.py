@@ -1,0 +1,153 @@
+"""Profiles: the shipped ones load; a malformed one is named by file and key; reload snapshots."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from custom_components.companion_agent.engine.plugins import (
+    LoadProblem,
+    ProfileLibrary,
+    builtin_roots,
+    load_library,
+    load_plugins,
+)
+from custom_components.companion_agent.engine.prompt import PromptBuilder
+
+from .samples import HOOK_CODE, HOOK_TOML, write_plugin, write_profile
+
+OVERRIDE = '[plugins]\nenabled = ["recorder"]\n[plugins.recorder]\n'
+ROOT = Path(__file__).resolve().parents[3]
+GOOD = """
+name = "Good"
+persona = "You are good."
+[plugins]
+enabled = ["recorder"]
+"""
+
+
+def only_problem(problems: tuple[LoadProblem, ...]) -> LoadProblem:
+    """Return the single problem."""
+    assert len(problems) == 1, problems
+    return problems[0]
+
+
+def test_the_shipped_profiles_and_plugins_load() -> None:
+    """default, baoqiao (zh-CN) and butler load from the repo with no problem at all."""
+    assert builtin_roots() == (ROOT,)
+    library = load_library(builtin_roots())
+    assert library.problems == ()
+    assert {"datetime", "diary", "web_search"} <= set(library.catalog.plugins)
+    profiles = {profile.id: profile for profile in library.profiles}
+    assert {"default", "baoqiao", "butler"} <= set(profiles)
+    assert library.profiles.default is profiles["default"]
+    assert profiles["default"].language == "en"
+    assert profiles["baoqiao"].language == "zh-CN"
+    assert "joy" in profiles["baoqiao"].output.actions
+    assert profiles["butler"].language.startswith("en")
+    assert len({p.persona for p in profiles.values()}) == len(profiles)
+    for profile in profiles.values():
+        assert "datetime" in profile.plugin_ids
+        assert profile.persona.strip()
+        assert profile.max_rounds >= 1
+    diary = next(p for p in profiles["butler"].plugins if p.id == "diary")
+    assert diary.config.integer("summary_chars") == 400
+    assert profiles["butler"].policy["lock"] == "confirm"
+    system = PromptBuilder(profiles["baoqiao"]).system_message().content
+    assert "宝巧" in system
+    assert "Simplified Chinese (zh-CN)" in system
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "words"),
+    [
+        ('name = "x"\npersonality = "odd"\n', "personality", "unknown key"),
+        ('[output]\nformat = "short"\n', "output.format", "unknown key"),
+        ('[output]\nactions = ["big smile"]\n', "output.actions", "not a valid tag"),
+        ("[models]\nchat = 3\n", "models.chat", "expected a string"),
+        ('[models]\naudio = "x"\n', "models.audio", "unknown key"),
+        ("max_rounds = 0\n", "max_rounds", "at least 1"),
+        ('max_rounds = "six"\n', "max_rounds", "expected an integer, got a string"),
+        ('language = "Chinese please"\n', "language", "language tag"),
+        ('[policy]\n"lock.front_door" = "maybe"\n', "policy.lock.front_door", "allow, validate"),
+        ('[plugins]\nenabled = "recorder"\n', "plugins.enabled", "array of strings"),
+        (OVERRIDE + 'notes = "x"\n', "plugins.recorder.notes", "unknown setting"),
+        (OVERRIDE + "note = 5\n", "plugins.recorder.note", "expected a string, got an integer"),
+        ("[plugins]\nrecorder = 1\n", "plugins.recorder", "expected a table"),
+        ('name = "unterminated\n', "(toml)", "not valid TOML"),
+    ],
+)
+def test_malformed_profile_names_file_and_key(
+    tmp_path: Path, text: str, key: str, words: str
+) -> None:
+    """Each mistake is reported with the profile file and the dotted key; others still load."""
+    write_plugin(tmp_path, "recorder", HOOK_TOML, {"plugin.py": HOOK_CODE})
+    write_profile(tmp_path, "good", GOOD)
+    bad = write_profile(tmp_path, "bad", text)
+    library = load_library([tmp_path])
+    problem = only_problem(library.problems)
+    assert (problem.kind, problem.path, problem.key) == ("profile", bad, key)
+    assert words in problem.message
+    assert set(library.profiles.profiles) == {"good"}
+
+
+def test_unknown_plugin_is_reported_but_the_profile_loads(tmp_path: Path) -> None:
+    """A profile naming a plugin nobody installed still loads, without it, and says so."""
+    write_plugin(tmp_path, "recorder", HOOK_TOML, {"plugin.py": HOOK_CODE})
+    path = write_profile(tmp_path, "p", '[plugins]\nenabled = ["recorder", "memory"]\n')
+    library = load_library([tmp_path])
+    problem = only_problem(library.problems)
+    assert (problem.path, problem.key) == (path, "plugins.enabled")
+    assert "'memory'" in problem.message
+    profile = library.profiles.get("p")
+    assert profile is not None
+    assert profile.plugin_ids == ("recorder",)
+
+
+def test_broken_plugin_leaves_profiles_working(tmp_path: Path) -> None:
+    """A plugin that fails to load is reported once; profiles enabling it load without it."""
+    write_plugin(tmp_path, "recorder", HOOK_TOML, {"plugin.py": "raise ImportError('gone')\n"})
+    write_profile(tmp_path, "good", GOOD)
+    library = load_library([tmp_path])
+    problem = only_problem(library.problems)
+    assert problem.kind == "plugin"
+    profile = library.profiles.get("good")
+    assert profile is not None
+    assert profile.plugin_ids == ()
+
+
+def test_reload_gives_new_snapshots_and_keeps_old_ones_intact(tmp_path: Path) -> None:
+    """A turn's snapshot never changes; reload returns new ones; a broken edit keeps the last."""
+    write_plugin(tmp_path, "recorder", HOOK_TOML, {"plugin.py": HOOK_CODE})
+    path = write_profile(tmp_path, "good", GOOD)
+    catalog = load_plugins([tmp_path])
+    library = ProfileLibrary.load([tmp_path], catalog)
+    running = library.get("good")
+    assert running is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        running.persona = "changed"  # type: ignore[misc]
+
+    path.write_text(GOOD.replace("You are good.", "You are better."), encoding="utf-8")
+    reloaded = library.reload(catalog)
+    fresh = reloaded.get("good")
+    assert fresh is not None
+    assert (running.persona, fresh.persona) == ("You are good.", "You are better.")
+
+    path.write_text("oops = 1\n" + GOOD, encoding="utf-8")
+    broken = reloaded.reload(catalog)
+    problem = only_problem(broken.problems)
+    assert (problem.path, problem.key) == (path, "oops")
+    assert "previous version" in problem.message
+    assert broken.get("good") is fresh
+
+
+def test_user_profile_replaces_a_shipped_one(tmp_path: Path) -> None:
+    """A user profile with the same id as a shipped one wins for new turns."""
+    write_profile(tmp_path, "default", 'name = "Mine"\n')
+    library = load_library([*builtin_roots(), tmp_path])
+    profile = library.profiles.get("default")
+    assert profile is not None
+    assert (profile.name, profile.source) == ("Mine", tmp_path / "profiles" / "default.toml")
+    assert library.problems == ()
