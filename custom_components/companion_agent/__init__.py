@@ -2,58 +2,35 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from homeassistant.config_entries import ConfigEntry
-from homeassistant.const import CONF_API_KEY, Platform
+from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
+from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.httpx_client import get_async_client
+from homeassistant.helpers.typing import ConfigType
 from homeassistant.util import dt as dt_util
 
-from .const import CONF_BASE_URL, CONF_MODEL, LOGGER, STORAGE_FOLDER
+from .const import CONF_BASE_URL, DOMAIN, LOGGER, STORAGE_FOLDER
 from .engine.errors import LLMAuthError, LLMError
-from .engine.llm import LLMSettings, OpenAIChatModel
-from .engine.storage import ConversationShelf
-from .engine.tools.clock import clock_tool
-from .engine.tools.registry import ToolRegistry
+from .engine.plugins import HostServices, load_library
+from .repairs import async_sync_load_problems
+from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
+from .services import async_setup_services
 
 PLATFORMS = (Platform.CONVERSATION,)
+CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 
-@dataclass(slots=True, kw_only=True)
-class CompanionRuntime:
-    """What a loaded entry shares with its platforms."""
-
-    model: OpenAIChatModel
-    tools: ToolRegistry
-    data_dir: Path
-    shelves: dict[str, ConversationShelf] = field(default_factory=dict)
-
-    def shelf(self, persona_id: str) -> ConversationShelf:
-        """Return the conversation storage of one persona."""
-        if persona_id not in self.shelves:
-            folder = self.data_dir / "conversations" / persona_id
-            self.shelves[persona_id] = ConversationShelf(folder)
-        return self.shelves[persona_id]
-
-
-type CompanionConfigEntry = ConfigEntry[CompanionRuntime]
-
-
-def build_model(hass: HomeAssistant, data: dict[str, str]) -> OpenAIChatModel:
-    """Create the model adapter for an entry's connection settings."""
-    settings = LLMSettings(
-        base_url=data[CONF_BASE_URL],
-        model=data[CONF_MODEL],
-        api_key=data.get(CONF_API_KEY) or None,
-    )
-    return OpenAIChatModel(settings, http_client=get_async_client(hass))
+async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
+    """Register the integration's services."""
+    async_setup_services(hass)
+    return True
 
 
 async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -> bool:
-    """Connect to the model server and set up the conversation agents."""
+    """Connect to the model server, load plugins and profiles, set up the agents."""
     model = build_model(hass, dict(entry.data))
     try:
         await model.list_models()
@@ -61,11 +38,19 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         raise ConfigEntryAuthFailed(str(err)) from err
     except LLMError as err:
         raise ConfigEntryNotReady(str(err)) from err
+    library = await hass.async_add_executor_job(load_library, library_roots(hass))
+    data_dir = Path(hass.config.path(STORAGE_FOLDER))
     entry.runtime_data = CompanionRuntime(
         model=model,
-        tools=ToolRegistry([clock_tool(dt_util.get_default_time_zone())]),
-        data_dir=Path(hass.config.path(STORAGE_FOLDER)),
+        library=library,
+        host=HostServices(
+            data_root=data_dir / "data",
+            time_zone=dt_util.get_default_time_zone(),
+            http=get_async_client(hass),
+        ),
+        data_dir=data_dir,
     )
+    async_sync_load_problems(hass, entry.runtime_data.problems)
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     entry.async_on_unload(entry.add_update_listener(_async_update_listener))
     LOGGER.debug("Companion Agent set up for %s", entry.data[CONF_BASE_URL])
@@ -73,8 +58,12 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
 
 
 async def async_unload_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -> bool:
-    """Unload the conversation agents."""
-    return await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+    """Unload the agents and let stored turns reach the disk."""
+    unloaded = await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+    if unloaded:
+        for shelf in entry.runtime_data.shelves.values():
+            await shelf.flush()
+    return unloaded
 
 
 async def _async_update_listener(hass: HomeAssistant, entry: CompanionConfigEntry) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import voluptuous as vol
 from homeassistant.config_entries import (
     ConfigEntry,
+    ConfigEntryState,
     ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
@@ -17,8 +18,6 @@ from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import llm
 from homeassistant.helpers.selector import (
-    NumberSelector,
-    NumberSelectorConfig,
     SelectOptionDict,
     SelectSelector,
     SelectSelectorConfig,
@@ -28,19 +27,19 @@ from homeassistant.helpers.selector import (
     TextSelectorType,
 )
 
-from . import build_model
 from .const import (
     CONF_BASE_URL,
-    CONF_MAX_ROUNDS,
     CONF_MODEL,
+    CONF_PROFILE,
     CONF_PROMPT,
     DEFAULT_CONVERSATION_NAME,
-    DEFAULT_MAX_ROUNDS,
+    DEFAULT_PROFILE,
     DOMAIN,
     LOGGER,
     SUBENTRY_CONVERSATION,
 )
 from .engine.errors import LLMAuthError, LLMError
+from .runtime import CompanionConfigEntry, build_model
 
 SERVER_SCHEMA = vol.Schema(
     {
@@ -74,7 +73,7 @@ async def validate_server(hass: HomeAssistant, data: Mapping[str, Any]) -> dict[
 
 def default_persona() -> dict[str, Any]:
     """Return the settings of the persona created with a new entry."""
-    return {CONF_LLM_HASS_API: [llm.LLM_API_ASSIST], CONF_MAX_ROUNDS: DEFAULT_MAX_ROUNDS}
+    return {CONF_PROFILE: DEFAULT_PROFILE, CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]}
 
 
 class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
@@ -174,6 +173,9 @@ class PersonaSubentryFlow(ConfigSubentryFlow):
     ) -> SubentryFlowResult:
         """Show and store the persona's settings."""
         is_new = self.source == "user"
+        entry: CompanionConfigEntry = self._get_entry()
+        if entry.state is not ConfigEntryState.LOADED:
+            return self.async_abort(reason="entry_not_loaded")
         if user_input is not None:
             if not user_input.get(CONF_LLM_HASS_API):
                 user_input.pop(CONF_LLM_HASS_API, None)
@@ -186,22 +188,26 @@ class PersonaSubentryFlow(ConfigSubentryFlow):
         return self.async_show_form(
             step_id="set_options",
             data_schema=self.add_suggested_values_to_schema(
-                persona_schema(self.hass, is_new), current
+                persona_schema(self.hass, entry, is_new), current
             ),
         )
 
 
-def persona_schema(hass: HomeAssistant, is_new: bool) -> vol.Schema:
-    """Return the persona form: name (new only), prompt, HA LLM APIs, tool rounds."""
+def persona_schema(hass: HomeAssistant, entry: CompanionConfigEntry, is_new: bool) -> vol.Schema:
+    """Return the persona form: name (new only), profile, extra prompt, HA LLM APIs."""
     apis = [SelectOptionDict(label=api.name, value=api.id) for api in llm.async_get_apis(hass)]
+    profiles = [
+        SelectOptionDict(label=profile.name, value=profile.id)
+        for profile in entry.runtime_data.library.profiles
+    ]
     fields: dict[vol.Marker, object] = {}
     if is_new:
         fields[vol.Required(CONF_NAME, default=DEFAULT_CONVERSATION_NAME)] = str
+    fields[vol.Required(CONF_PROFILE, default=DEFAULT_PROFILE)] = SelectSelector(
+        SelectSelectorConfig(options=profiles, custom_value=True)
+    )
     fields[vol.Optional(CONF_PROMPT)] = TemplateSelector()
     fields[vol.Optional(CONF_LLM_HASS_API)] = SelectSelector(
         SelectSelectorConfig(options=apis, multiple=True)
-    )
-    fields[vol.Required(CONF_MAX_ROUNDS, default=DEFAULT_MAX_ROUNDS)] = vol.All(
-        NumberSelector(NumberSelectorConfig(min=1, max=12, step=1)), vol.Coerce(int)
     )
     return vol.Schema(fields)

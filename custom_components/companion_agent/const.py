@@ -8,9 +8,18 @@ LOGGER = logging.getLogger(__package__)
 CONF_BASE_URL = "base_url"
 CONF_MODEL = "model"
 CONF_PROMPT = "prompt"
-CONF_MAX_ROUNDS = "max_rounds"
 
 SUBENTRY_CONVERSATION = "conversation"
 DEFAULT_CONVERSATION_NAME = "Companion"
-DEFAULT_MAX_ROUNDS = 6
 STORAGE_FOLDER = "companion_agent"
+
+CONF_PROFILE = "profile"
+DEFAULT_PROFILE = "default"
+SERVICE_RELOAD = "reload"
+EVENT_PROACTIVE = f"{DOMAIN}_proactive"
+HOST_PROMPT = "Stay in the persona described above."
+
+
+def signal_library_reloaded(entry_id: str) -> str:
+    """Return the dispatcher signal sent when an entry's plugins and profiles reload."""
+    return f"{DOMAIN}_library_reloaded_{entry_id}"

@@ -7,25 +7,29 @@ from typing import Literal
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
-from homeassistant.core import HomeAssistant
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
+from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util.ulid import ulid_now
 
-from . import CompanionConfigEntry
 from .chat_stream import ChatLogStream
 from .const import (
-    CONF_MAX_ROUNDS,
     CONF_MODEL,
     CONF_PROMPT,
-    DEFAULT_MAX_ROUNDS,
     DOMAIN,
-    LOGGER,
+    EVENT_PROACTIVE,
+    HOST_PROMPT,
     SUBENTRY_CONVERSATION,
+    signal_library_reloaded,
 )
-from .engine.core import AgentCore
-from .engine.messages import ChatMessage, SystemMessage, UserMessage
+from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
+from .engine.turn import Persona, TurnRequest
+from .personas import build_persona
+from .runtime import CompanionConfigEntry
+
+PLUGIN_CLOSE_GRACE = 30.0
 
 
 async def async_setup_entry(
@@ -53,6 +57,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         """Bind the entity to its entry and persona."""
         self.entry = entry
         self.subentry = subentry
+        self._persona: Persona | None = None
         self._attr_unique_id = subentry.subentry_id
         self._attr_device_info = DeviceInfo(
             identifiers={(DOMAIN, subentry.subentry_id)},
@@ -69,50 +74,88 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         """Answer in any language the model speaks."""
         return MATCH_ALL
 
+    @property
+    def persona(self) -> Persona:
+        """Return the persona snapshot new turns use."""
+        assert self._persona is not None
+        return self._persona
+
+    async def async_added_to_hass(self) -> None:
+        """Build the persona and follow reloads of plugins and profiles."""
+        await super().async_added_to_hass()
+        await self._async_activate()
+        self.async_on_remove(
+            async_dispatcher_connect(
+                self.hass, signal_library_reloaded(self.entry.entry_id), self._async_reactivate
+            )
+        )
+
+    async def async_will_remove_from_hass(self) -> None:
+        """Stop the persona's plugins."""
+        if self._persona is not None:
+            await self._persona.plugins.close(grace=5.0)
+        await super().async_will_remove_from_hass()
+
+    async def _async_activate(self) -> None:
+        """Build a persona snapshot from the current library and start its triggers."""
+        self._persona = build_persona(self.hass, self.entry, self.subentry)
+        await self._persona.plugins.start_triggers(self._async_proactive)
+
+    @callback
+    def _async_reactivate(self) -> None:
+        """Switch new turns to a fresh snapshot; running turns finish on the old one."""
+        old = self._persona
+        self.entry.async_create_background_task(
+            self.hass, self._async_activate(), f"{DOMAIN} reload persona"
+        )
+        if old is not None:
+            self.entry.async_create_background_task(
+                self.hass, old.plugins.close(grace=PLUGIN_CLOSE_GRACE), f"{DOMAIN} retire plugins"
+            )
+
+    async def _async_proactive(self, request: ProactiveRequest) -> None:
+        """Announce that a trigger wants to speak, so automations can act on it."""
+        self.hass.bus.async_fire(
+            EVENT_PROACTIVE,
+            {"entity_id": self.entity_id, "plugin": request.source, "prompt": request.prompt},
+        )
+
     async def _async_handle_message(
         self,
         user_input: conversation.ConversationInput,
         chat_log: conversation.ChatLog,
     ) -> conversation.ConversationResult:
         """Run one turn through the engine and stream it into the ChatLog."""
+        persona = self.persona
         try:
             await chat_log.async_provide_llm_data(
                 user_input.as_llm_context(DOMAIN),
                 self.subentry.data.get(CONF_LLM_HASS_API),
-                self.subentry.data.get(CONF_PROMPT),
+                self.subentry.data.get(CONF_PROMPT) or HOST_PROMPT,
                 user_input.extra_system_prompt,
             )
         except conversation.ConverseError as err:
             return err.as_conversation_result()
         runtime = self.entry.runtime_data
-        storage = runtime.shelf(self.subentry.subentry_id).get(chat_log.conversation_id)
         system = chat_log.content[0]
-        prompt = system.content if isinstance(system, conversation.SystemContent) else ""
-        messages: list[ChatMessage] = [
-            SystemMessage(content=prompt),
-            *await storage.load(),
-            UserMessage(content=user_input.text),
-        ]
-        ctx = ToolContext(
-            conversation_id=chat_log.conversation_id,
-            user_id=user_input.context.user_id,
-            trace_id=ulid_now(),
-            language=user_input.language,
-            agent_id=self.subentry.subentry_id,
+        request = TurnRequest(
+            text=user_input.text,
+            context=ToolContext(
+                conversation_id=chat_log.conversation_id,
+                user_id=user_input.context.user_id,
+                trace_id=ulid_now(),
+                language=user_input.language,
+                agent_id=self.subentry.subentry_id,
+            ),
+            storage=runtime.shelf(self.subentry.subentry_id).get(chat_log.conversation_id),
+            device_id=user_input.device_id,
+            host_instructions=system.content
+            if isinstance(system, conversation.SystemContent)
+            else "",
         )
-        core = AgentCore(
-            runtime.model,
-            runtime.tools,
-            max_rounds=int(self.subentry.data.get(CONF_MAX_ROUNDS, DEFAULT_MAX_ROUNDS)),
-        )
-        stream = ChatLogStream(core.run_turn(messages, ctx))
+        stream = ChatLogStream(runtime.runner.run(persona, request))
         async for _content in chat_log.async_add_delta_content_stream(
             self.entity_id, stream.deltas()
         ):
             pass
-        answer = stream.result.text if stream.result else ""
-        LOGGER.debug("Turn %s finished", ctx.trace_id)
-        self.entry.async_create_background_task(
-            self.hass, storage.append_turn(user_input.text, answer), f"{DOMAIN} store turn"
-        )
         return conversation.async_get_result_from_chat_log(user_input, chat_log)

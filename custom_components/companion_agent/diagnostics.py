@@ -8,8 +8,8 @@ from homeassistant.components.diagnostics import async_redact_data
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 
-from . import CompanionConfigEntry
 from .const import CONF_BASE_URL
+from .runtime import CompanionConfigEntry
 
 TO_REDACT = {CONF_API_KEY, "token", "password", "authorization"}
 
@@ -29,6 +29,8 @@ async def async_get_config_entry_diagnostics(
             }
             for sub in entry.subentries.values()
         },
-        "tools": sorted(spec.name for spec in runtime.tools.specs()),
+        "profiles": sorted(profile.id for profile in runtime.library.profiles),
+        "plugins": sorted(runtime.library.catalog.plugins),
+        "problems": [str(problem) for problem in runtime.problems],
         "open_conversations": {pid: len(shelf) for pid, shelf in runtime.shelves.items()},
     }

@@ -50,7 +50,9 @@ class Recorder:
             self.log.append(f"end {name}")
             return result
 
-        return Tool(spec=ToolSpec(name=name, description=name), handler=handler)
+        parameters: JSONObject = {"type": "object", "properties": {"zone": {"type": "string"}}}
+        spec = ToolSpec(name=name, description=name, parameters=parameters)
+        return Tool(spec=spec, handler=handler)
 
 
 async def collect(core: AgentCore, messages: Sequence[ChatMessage] = MESSAGES) -> list[TurnItem]:

@@ -14,6 +14,7 @@ async def test_turns_survive_a_new_instance(tmp_path: Path) -> None:
     first = JsonConversationStorage.for_conversation(tmp_path, "conv/1")
     await first.append_turn("Turn on the light", "Done.")
     await first.append_turn("Thanks", "You're welcome.")
+    await first.flush()
     again = JsonConversationStorage.for_conversation(tmp_path, "conv/1")
     assert await again.load() == [
         UserMessage(content="Turn on the light"),
@@ -30,6 +31,7 @@ async def test_only_the_last_turns_are_kept(tmp_path: Path) -> None:
     storage = JsonConversationStorage(tmp_path / "c.json", max_turns=2)
     for n in range(5):
         await storage.append_turn(f"q{n}", f"a{n}")
+    await storage.flush()
     data = json.loads((tmp_path / "c.json").read_text())
     assert [t["user"] for t in data["turns"]] == ["q3", "q4"]
 
@@ -47,4 +49,5 @@ async def test_corrupt_file_is_moved_aside_and_reported(tmp_path: Path) -> None:
     assert reports[0][0] == path
     assert reports[0][1].read_text() == '{"version": 1, "turns": [{"user": 3'
     await storage.append_turn("hello", "hi")
+    await storage.flush()
     assert json.loads(path.read_text())["turns"][0]["user"] == "hello"

@@ -13,8 +13,8 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import (
     CONF_BASE_URL,
-    CONF_MAX_ROUNDS,
     CONF_MODEL,
+    CONF_PROFILE,
     DOMAIN,
     SUBENTRY_CONVERSATION,
 )
@@ -30,7 +30,7 @@ async def auto_setup(hass: HomeAssistant, enable_custom_integrations: None, tmp_
 
 def make_entry(server: LLMServer, *, llm_apis: list[str] | None = None) -> MockConfigEntry:
     """Return an entry for the local server with one persona subentry."""
-    persona: dict[str, object] = {CONF_MAX_ROUNDS: 6}
+    persona: dict[str, object] = {CONF_PROFILE: "default"}
     if llm_apis:
         persona[CONF_LLM_HASS_API] = llm_apis
     return MockConfigEntry(

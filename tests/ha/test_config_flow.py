@@ -10,8 +10,8 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import (
     CONF_BASE_URL,
-    CONF_MAX_ROUNDS,
     CONF_MODEL,
+    CONF_PROFILE,
     CONF_PROMPT,
     DOMAIN,
     SUBENTRY_CONVERSATION,
@@ -135,15 +135,20 @@ async def test_persona_subentry_flow(hass: HomeAssistant, setup_entry: MockConfi
     assert result["step_id"] == "set_options"
     result = await hass.config_entries.subentries.async_configure(
         result["flow_id"],
-        {CONF_NAME: "Butler", CONF_PROMPT: "Be dry.", CONF_LLM_HASS_API: [], CONF_MAX_ROUNDS: 3},
+        {
+            CONF_NAME: "Butler",
+            CONF_PROFILE: "butler",
+            CONF_PROMPT: "Be dry.",
+            CONF_LLM_HASS_API: [],
+        },
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
     butler = next(s for s in setup_entry.subentries.values() if s.title == "Butler")
-    assert butler.data == {CONF_PROMPT: "Be dry.", CONF_MAX_ROUNDS: 3}
+    assert butler.data == {CONF_PROFILE: "butler", CONF_PROMPT: "Be dry."}
     flow = await setup_entry.start_subentry_reconfigure_flow(hass, butler.subentry_id)
     done = await hass.config_entries.subentries.async_configure(
-        flow["flow_id"], {CONF_PROMPT: "Be drier.", CONF_MAX_ROUNDS: 4}
+        flow["flow_id"], {CONF_PROFILE: "butler", CONF_PROMPT: "Be drier."}
     )
     assert done["reason"] == "reconfigure_successful"
     await hass.async_block_till_done()

@@ -121,7 +121,7 @@ async def test_turns_are_stored_and_sent_as_history(
         ("assistant", "Hello, Ada."),
         ("user", "Who am I?"),
     ]
-    await hass.async_block_till_done(wait_background_tasks=True)
+    assert await hass.config_entries.async_unload(setup_entry.entry_id)
     folder = Path(hass.config.path(DOMAIN)) / "conversations"
     assert len(list(folder.rglob("*.json"))) == 1
 
@@ -153,4 +153,6 @@ async def test_diagnostics_redact_the_key(
     diagnostics = await async_get_config_entry_diagnostics(hass, setup_entry)
     assert "sk-very-secret" not in repr(diagnostics)
     assert diagnostics["entry"]["api_key"] == "**REDACTED**"
-    assert diagnostics["tools"] == ["get_current_time"]
+    assert diagnostics["profiles"] == ["baoqiao", "butler", "default"]
+    assert diagnostics["plugins"] == ["datetime", "diary", "web_search"]
+    assert diagnostics["problems"] == []

@@ -59,10 +59,6 @@ class ToolDependencyError(ToolError):
     retryable = True
 
 
-class StorageError(CompanionError):
-    """Conversation storage could not be read or written."""
-
-
 class ConfigFileError(CompanionError):
     """A plugin.toml or profile file is wrong; ``path`` and ``key`` say where."""
 
@@ -90,6 +86,7 @@ class ConfirmationRefusedError(CompanionError):
     """A confirmation was refused; ``reason`` says why, ``token_ref`` is the hashed token."""
 
     def __init__(self, message: str, *, reason: str, token_ref: str) -> None:
+        """Say why and which token (hashed), never the token itself."""
         super().__init__(message)
         self.reason = reason
         self.token_ref = token_ref

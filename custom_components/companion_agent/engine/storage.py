@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Self
 
-from .errors import StorageError
 from .messages import AssistantMessage, ChatMessage, UserMessage
 
 LOGGER = logging.getLogger(__name__)
@@ -40,7 +39,7 @@ class ConversationStorage(Protocol):
         ...
 
     async def append_turn(self, user_block: str, response: str) -> None:
-        """Add one finished exchange."""
+        """Add one finished exchange; the next ``load`` sees it at once."""
         ...
 
 
@@ -63,6 +62,8 @@ class JsonConversationStorage:
         self._on_corrupt = on_corrupt
         self._turns: list[StoredTurn] | None = None
         self._lock = asyncio.Lock()
+        self._dirty = False
+        self._writer: asyncio.Task[None] | None = None
 
     @classmethod
     def for_conversation(
@@ -84,21 +85,35 @@ class JsonConversationStorage:
         return _as_messages(turns)
 
     async def append_turn(self, user_block: str, response: str) -> None:
-        """Add a turn and rewrite the file atomically, off the event loop."""
+        """Add a turn, visible to the next ``load`` at once; the file is rewritten after."""
         async with self._lock:
             turns = await self._turns_loaded()
             turns.append(StoredTurn(user=user_block, assistant=response, time=time.time()))
             del turns[: -self._max_turns]
-            payload = {
-                "version": FORMAT_VERSION,
-                "turns": [
-                    {"user": t.user, "assistant": t.assistant, "time": t.time} for t in turns
-                ],
-            }
+            self._dirty = True
+            if self._writer is None or self._writer.done():
+                self._writer = asyncio.create_task(self._write_while_dirty())
+
+    async def flush(self) -> None:
+        """Wait until every added turn is on disk."""
+        if self._writer is not None:
+            await self._writer
+
+    async def _write_while_dirty(self) -> None:
+        """Rewrite the file atomically, off the event loop, until nothing new is waiting."""
+        while self._dirty:
+            self._dirty = False
+            rows = [
+                {"user": t.user, "assistant": t.assistant, "time": t.time}
+                for t in self._turns or ()
+            ]
             try:
-                await asyncio.to_thread(_write_atomic, self.path, payload)
+                await asyncio.to_thread(
+                    _write_atomic, self.path, {"version": FORMAT_VERSION, "turns": rows}
+                )
             except OSError as err:
-                raise StorageError(f"cannot write {self.path}: {err}") from err
+                LOGGER.warning("Cannot write %s (%s); the turns stay in memory", self.path, err)
+                return
 
     async def _turns_loaded(self) -> list[StoredTurn]:
         """Return the cached turns, reading the file the first time."""
@@ -175,6 +190,10 @@ class ConversationShelf:
     def __len__(self) -> int:
         """Return how many conversations are held in memory."""
         return len(self._open)
+
+    async def flush(self) -> None:
+        """Wait until every conversation held in memory is on disk."""
+        await asyncio.gather(*(storage.flush() for storage in self._open.values()))
 
     def get(
         self, conversation_id: str, *, on_corrupt: CorruptionReporter | None = None

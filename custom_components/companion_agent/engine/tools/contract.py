@@ -23,6 +23,9 @@ class ToolContext:
 
 type ToolHandler = Callable[[JSONObject, ToolContext], Awaitable[JSONValue]]
 
+type Policy = Literal["allow", "validate", "confirm"]
+"""How the guard treats a call: run it, check state first, or wait for the person."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSpec:
@@ -63,6 +66,11 @@ class ToolPending:
 
 
 type ToolOutcome = ToolSuccess | ToolFailure | ToolPending
+
+
+def canonical_arguments(args: JSONObject) -> str:
+    """Return the canonical JSON text of arguments: sorted keys, no spaces."""
+    return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def parse_arguments(raw: str) -> JSONObject | None:

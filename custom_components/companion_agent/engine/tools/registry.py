@@ -1,26 +1,45 @@
-"""The tool registry: looks tools up, runs them, and turns every outcome into model text."""
+"""The tool registry: contracts, argument validation, timeouts, retries, bounded results."""
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from ..errors import ToolError
+from ..errors import ToolContractError, ToolDependencyError, ToolError, ToolValidationError
+from ..json_types import JSONObject, JSONValue
 from ..messages import ToolCallRequest
 from .contract import (
+    Policy,
     ToolContext,
-    ToolFailure,
     ToolHandler,
     ToolOutcome,
     ToolSpec,
     ToolSuccess,
     parse_arguments,
 )
+from .redact import scrub_text
+from .results import DEFAULT_MAX_RESULT_CHARS, failure, normalise_result
+from .schema import SchemaValidator, strict_schema
+
+__all__ = [
+    "RetryPolicy",
+    "RunReport",
+    "Tool",
+    "ToolExecutor",
+    "ToolRegistry",
+    "failure",
+    "normalise_result",
+]
 
 LOGGER = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_MS = 10_000
+
+type Sleep = Callable[[float], Awaitable[None]]
 
 
 class ToolExecutor(Protocol):
@@ -37,62 +56,182 @@ class ToolExecutor(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Tool:
-    """A tool: its contract for the model and the coroutine that runs it."""
+    """A tool's contract (schema, limits, policy) and the coroutine that runs it.
+
+    ``spec.parameters`` is the input JSON Schema; object schemas without
+    ``additionalProperties`` are made strict on registration. ``policy`` is the tool's own
+    floor: the guard may make a call stricter (per domain, per entity), never looser.
+    """
 
     spec: ToolSpec
     handler: ToolHandler
+    output_schema: JSONObject | None = None
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    idempotent: bool = False
+    policy: Policy = "allow"
+
+    @property
+    def tool_id(self) -> str:
+        """Return the id the model calls the tool by."""
+        return self.spec.name
 
 
-def failure(category: str, message: str, *, retryable: bool = False) -> ToolFailure:
-    """Build the short, structured error the model receives."""
-    content = json.dumps(
-        {"error": category, "message": message, "retryable": retryable}, ensure_ascii=False
-    )
-    return ToolFailure(content=content, category=category, retryable=retryable)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """Waits before each retry of a dependency error; no more retries than delays."""
+
+    delays: tuple[float, ...] = (0.2, 0.5)
+    sleep: Sleep = field(default=asyncio.sleep, repr=False)
 
 
-def normalise_result(value: object) -> str:
-    """Turn a tool's return value into the text sent back to the model."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunReport:
+    """How a run ended, after how many attempts, and how long the tool itself took."""
+
+    outcome: ToolOutcome
+    attempts: int
+    tool_ms: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Entry:
+    """A registered tool with its compiled schemas."""
+
+    tool: Tool
+    inputs: SchemaValidator
+    outputs: SchemaValidator | None
 
 
 class ToolRegistry:
-    """Holds tools by name and executes calls against them."""
+    """Holds tool contracts by id; validates and runs calls against them."""
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        """Register the given tools."""
-        self._tools: dict[str, Tool] = {}
+    def __init__(
+        self,
+        tools: Iterable[Tool] = (),
+        *,
+        retry: RetryPolicy | None = None,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+    ) -> None:
+        """Register the given tools; ``retry`` and ``max_result_chars`` apply to all."""
+        self._entries: dict[str, _Entry] = {}
+        self._retry = RetryPolicy() if retry is None else retry
+        self._max_result_chars = max_result_chars
         for tool in tools:
             self.register(tool)
 
-    def register(self, tool: Tool) -> None:
-        """Add a tool; a second tool with the same name is an error."""
-        if tool.spec.name in self._tools:
-            raise ValueError(f"tool {tool.spec.name!r} is registered twice")
-        self._tools[tool.spec.name] = tool
+    def register(self, tool: Tool) -> Tool:
+        """Add a tool with a strict input schema; return it as registered."""
+        name = tool.tool_id
+        if name in self._entries:
+            raise ToolContractError(f"tool {name!r} is registered twice")
+        if tool.timeout_ms <= 0:
+            raise ToolContractError(f"tool {name!r}: timeout_ms must be positive")
+        strict = replace(tool.spec, parameters=strict_schema(tool.spec.parameters))
+        tool = replace(tool, spec=strict)
+        inputs = SchemaValidator(strict.parameters, what=f"tool {name!r} input")
+        outputs = None
+        if tool.output_schema is not None:
+            outputs = SchemaValidator(tool.output_schema, what=f"tool {name!r} output")
+        self._entries[name] = _Entry(tool=tool, inputs=inputs, outputs=outputs)
+        return tool
+
+    def unregister(self, tool_id: str) -> None:
+        """Remove a tool; unknown ids are ignored."""
+        self._entries.pop(tool_id, None)
+
+    def get(self, tool_id: str) -> Tool | None:
+        """Return the registered tool, or None."""
+        entry = self._entries.get(tool_id)
+        return None if entry is None else entry.tool
 
     def specs(self) -> Sequence[ToolSpec]:
         """Return the specs of every registered tool."""
-        return [tool.spec for tool in self._tools.values()]
+        return [entry.tool.spec for entry in self._entries.values()]
+
+    def unknown(self, tool_id: str) -> ToolOutcome:
+        """Return the failure for a call to a tool that does not exist."""
+        names = ", ".join(sorted(self._entries)) or "none"
+        return failure("validation", f"unknown tool {tool_id!r}; tools available: {names}")
+
+    def check_arguments(self, tool: Tool, raw: str) -> JSONObject:
+        """Parse and validate a call's arguments; raise ``ToolValidationError`` when they fail."""
+        args = parse_arguments(raw)
+        if args is None:
+            raise ToolValidationError(
+                f"arguments for {tool.tool_id!r} are not a JSON object; it was not run, call again"
+            )
+        problems = self._entries[tool.tool_id].inputs.problems(args)
+        if problems:
+            raise ToolValidationError(
+                f"invalid arguments for {tool.tool_id!r}, it was not run: " + "; ".join(problems)
+            )
+        return args
+
+    async def run(self, tool: Tool, args: JSONObject, ctx: ToolContext) -> RunReport:
+        """Run validated arguments; retry dependency errors; never raise for the tool's failure."""
+        entry = self._entries.get(tool.tool_id)
+        if entry is None:
+            return RunReport(outcome=self.unknown(tool.tool_id), attempts=0, tool_ms=0.0)
+        delays = iter(self._retry.delays)
+        attempts = 0
+        tool_ms = 0.0
+        while True:
+            attempts += 1
+            started = time.perf_counter()
+            outcome, may_retry = await self._attempt(entry, args, ctx)
+            tool_ms += (time.perf_counter() - started) * 1000
+            delay = next(delays, None) if may_retry else None
+            if delay is None:
+                return RunReport(outcome=outcome, attempts=attempts, tool_ms=tool_ms)
+            LOGGER.debug("Retrying %s in %.2fs (attempt %d)", tool.tool_id, delay, attempts)
+            await self._retry.sleep(delay)
 
     async def execute(self, call: ToolCallRequest, ctx: ToolContext) -> ToolOutcome:
-        """Run one call; unknown tools, bad JSON and raising tools become failures."""
-        tool = self._tools.get(call.name)
+        """Validate and run one call with no guard in front; failures become outcomes."""
+        tool = self.get(call.name)
         if tool is None:
-            names = ", ".join(sorted(self._tools)) or "none"
-            return failure("validation", f"unknown tool {call.name!r}; tools available: {names}")
-        args = parse_arguments(call.arguments)
-        if args is None:
-            return failure(
-                "validation", f"arguments for {call.name!r} are not a JSON object; call again"
-            )
+            return self.unknown(call.name)
         try:
-            value = await tool.handler(args, ctx)
+            args = self.check_arguments(tool, call.arguments)
+        except ToolValidationError as err:
+            return failure(err.category, str(err))
+        return (await self.run(tool, args, ctx)).outcome
+
+    async def _attempt(
+        self, entry: _Entry, args: JSONObject, ctx: ToolContext
+    ) -> tuple[ToolOutcome, bool]:
+        """Run the handler once under its timeout; say whether a retry is allowed."""
+        tool = entry.tool
+        try:
+            async with asyncio.timeout(tool.timeout_ms / 1000):
+                value = await tool.handler(args, ctx)
+        except TimeoutError:
+            # The call may have taken effect: only an idempotent tool is tried again.
+            message = f"{tool.tool_id} did not finish within {tool.timeout_ms} ms"
+            return failure("dependency", message, retryable=True), tool.idempotent
+        except (ToolDependencyError, ConnectionError) as err:
+            message = f"{tool.tool_id}: {_reason(err)}"
+            return failure("dependency", message, retryable=True), True
         except ToolError as err:
-            return failure(err.category, str(err), retryable=err.retryable)
+            return failure(err.category, str(err), retryable=err.retryable), False
         except Exception as err:  # a tool's bug must not end the turn
-            LOGGER.warning("Tool %s raised %s", call.name, type(err).__name__, exc_info=True)
-            return failure("execution", f"{call.name} failed: {type(err).__name__}: {err}")
-        return ToolSuccess(content=normalise_result(value))
+            LOGGER.warning("Tool %s raised %s", tool.tool_id, type(err).__name__, exc_info=True)
+            return failure("execution", f"{tool.tool_id} failed: {_reason(err)}"), False
+        return self._result(entry, value), False
+
+    def _result(self, entry: _Entry, value: JSONValue) -> ToolOutcome:
+        """Check the value against the output schema and normalise it for the model."""
+        if entry.outputs is not None:
+            problems = entry.outputs.problems(value)
+            if problems:
+                LOGGER.warning("Tool %s broke its output schema: %s", entry.tool.tool_id, problems)
+                return failure(
+                    "execution", f"{entry.tool.tool_id} returned a result that breaks its contract"
+                )
+        return ToolSuccess(content=normalise_result(value, self._max_result_chars))
+
+
+def _reason(err: BaseException) -> str:
+    """Return an error's type and message, secrets scrubbed."""
+    text = str(err)
+    return scrub_text(f"{type(err).__name__}: {text}" if text else type(err).__name__)

@@ -1,0 +1,309 @@
+"""Where sentences end: an incremental scanner that decides each boundary once.
+
+Boundary rules (every decision depends on the text alone, never on how it was chunked):
+
+- Full-width terminators ``。！？；｡．`` and ASCII ``.!?`` right after a CJK character end
+  the sentence at once, in the same step as the token that carries them: no lookahead.
+- ASCII ``.!?`` elsewhere wait for exactly one more character (the one after the run of
+  ``.!?``, closing quotes/brackets and ``*_` `` markup): whitespace or a CJK character ends
+  the sentence, anything else (``3.14``, ``10.30``, ``example.com``, ``?q=``) does not.
+  Two or more dots (``...``) are an ellipsis, never an end; ``…`` is not a terminator.
+- After ``.``, the word before it decides: ``Mr. Dr. e.g. i.e. vs. St.``, single capital
+  initials and list numbers at the start of a line (``1.``) never end a sentence; ``etc. a.m.
+  p.m. U.S. Inc.`` (and any ``x.y.``) end it only if the next word starts with a capital
+  or a CJK character; ``No.`` ends it unless a number follows. Only these wait past the
+  whitespace for the next word.
+- Quotes and brackets are tracked: inside an open one nothing ends the sentence; the
+  closer that empties the stack right after a terminator ends it (``「はい。」`` is released
+  at ``」``), so closing quotes and brackets stay with their sentence.
+- A newline always ends a sentence, so markdown list items stand alone.
+- ``faster_first_response``: the first sentence may end after ``，、`` (at once) or ``,``
+  (one character of lookahead, not before a digit) once it holds enough characters.
+- The hard cap cuts at the best break in the cap's second half: a pending terminator,
+  the last clause mark, the last space, else a grapheme-cluster boundary (emoji with
+  ZWJ, skin tones, flags and combining marks are never split). It never cuts inside an
+  action tag opened in the last 32 characters. A whitespace run longer than half the cap
+  may be dropped; nothing else ever is.
+
+Whitespace at a boundary (before a newline too) starts the next sentence, so no sentence
+ends with whitespace and the sentences of one stretch of text concatenate to that stretch
+exactly, minus its leading and trailing whitespace.
+Each character is examined once (a cap cut rescans at most half a cap), so the cost is
+linear in the input and the buffer never holds more than one sentence and one chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from .chars import is_extender, is_wide, safe_cut
+from .config import DEFAULT_CONFIG, PipelineConfig
+
+_ASCII_TERMINATORS = ".!?"
+_WIDE_TERMINATORS = "。！？；｡．"
+_TERMINATORS = _ASCII_TERMINATORS + _WIDE_TERMINATORS
+_PAIRS = dict(zip('([{「『“‘（【《〈〔［｛﹁﹃"', ')]}」』”’）】》〉〕］｝﹂﹄"', strict=True))
+_CLOSERS = frozenset(_PAIRS.values())
+_NEWLINES = "\n\u2028\u2029"
+_RUN_MARKUP = "*_`"
+_CAP_BREAKS = ",，、;；:："
+_TAG_REACH = 32
+_WORD_STOPS = frozenset(" \t\r\n\u3000'\"") | frozenset(_PAIRS)
+_LONGEST_ABBREVIATION = 8
+_LIST_LEAD = " \t\r\n*-+#>"
+
+_NEVER_FINAL = frozenset(
+    {"mr", "mrs", "ms", "dr", "prof", "st", "mt", "sgt", "capt", "gen", "rev", "vs", "cf"}
+    | {"e.g", "i.e", "fig", "approx", "ca", "dept"}
+)
+_FINAL_IF_CAPITAL = frozenset(
+    {"etc", "a.m", "p.m", "u.s", "u.k", "u.n", "inc", "ltd", "co", "corp", "jr", "sr", "ave"}
+)
+_DOTTED = re.compile(r"(?:[a-z]\.)+[a-z]")
+
+_SPECIAL = re.escape(_TERMINATORS + "".join(_PAIRS) + "".join(_CLOSERS) + _NEWLINES)
+_SCAN = re.compile(f"[{_SPECIAL}]")
+_SCAN_FIRST = re.compile(f"[{_SPECIAL},，、]")
+
+type Mode = Literal["scan", "run", "comma", "await_capital", "await_number"]
+type Verdict = Literal["cut", "keep", "await_capital", "await_number"]
+
+
+class SentenceDivider:
+    """Feed text, get finished sentences; ``flush`` releases the rest."""
+
+    __slots__ = (
+        "_at_start",
+        "_await_cut",
+        "_buf",
+        "_cap",
+        "_clause_cut",
+        "_eager",
+        "_min_clause",
+        "_mode",
+        "_open_at",
+        "_pos",
+        "_run_start",
+        "_stack",
+    )
+
+    def __init__(self, config: PipelineConfig = DEFAULT_CONFIG) -> None:
+        """Start an empty stream with ``config``'s cap and first-sentence rule."""
+        self._cap = config.max_sentence_chars
+        self._clause_cut = config.faster_first_response
+        self._min_clause = config.first_clause_min_chars
+        self._buf = ""
+        self._pos = 0
+        self._at_start = True
+        self._stack: list[str] = []
+        self._open_at: list[int] = []
+        self._mode: Mode = "scan"
+        self._run_start = 0
+        self._eager = False
+        self._await_cut = 0
+
+    def feed(self, text: str) -> list[str]:
+        """Add ``text``; return every sentence it completes."""
+        if self._at_start:
+            text = text.lstrip()
+            if not text:
+                return []
+            self._at_start = False
+        self._buf += text
+        return self._scan()
+
+    def flush(self) -> str | None:
+        """End the stretch of text: return what is left, if it holds anything visible."""
+        rest = self._buf.rstrip()
+        self._buf = ""
+        self._pos = 0
+        self._at_start = True
+        self._reset()
+        if rest:
+            self._clause_cut = False
+            return rest
+        return None
+
+    def _reset(self) -> None:
+        """Forget the quote stack and any pending decision."""
+        self._stack.clear()
+        self._open_at.clear()
+        self._mode = "scan"
+
+    def _cut(self, index: int, out: list[str]) -> None:
+        """Release ``buf[:index]`` as a sentence and start the next one after it."""
+        piece, self._buf = self._buf[:index], self._buf[index:]
+        if piece.strip():
+            out.append(piece)
+            self._clause_cut = False
+        self._reset()
+
+    def _scan(self) -> list[str]:
+        """Examine every character not yet seen; cut where a boundary is decided."""
+        out: list[str] = []
+        i = self._pos
+        cap = self._cap
+        while i < len(self._buf):
+            if i >= cap:
+                self._cut_at_cap(out)
+                i = 0
+            elif self._mode != "scan":
+                i = self._pending(i, self._buf[i], out)
+            elif found := (_SCAN_FIRST if self._clause_cut else _SCAN).search(self._buf, i, cap):
+                i = self._special(found.start(), found.group(), out)
+            else:
+                i = min(len(self._buf), cap)
+        self._pos = i
+        return out
+
+    def _pop_to(self, closer: str) -> bool:
+        """Close the innermost open quote or bracket that ``closer`` ends, if any."""
+        if closer not in self._stack:
+            return False
+        while self._stack:
+            self._open_at.pop()
+            if self._stack.pop() == closer:
+                break
+        return True
+
+    def _special(self, i: int, char: str, out: list[str]) -> int:
+        """Handle a character the scan stopped at; return where to continue."""
+        buf = self._buf
+        if char in _NEWLINES:
+            self._reset()
+            if end := len(buf[:i].rstrip()):
+                self._cut(end, out)
+                return i - end + 1
+            return i + 1
+        if char in _TERMINATORS:
+            eager = char in _WIDE_TERMINATORS or (i > 0 and is_wide(buf[i - 1]))
+            if eager and not self._stack:
+                self._cut(i + 1, out)
+                return 0
+            self._mode, self._run_start, self._eager = "run", i, eager
+        elif char in "，、":
+            if not self._stack and len(buf[: i + 1].strip()) >= self._min_clause:
+                self._cut(i + 1, out)
+                return 0
+        elif char == ",":
+            self._mode = "comma"
+        elif not self._pop_to(char) and char in _PAIRS:
+            self._stack.append(_PAIRS[char])
+            self._open_at.append(i)
+        return i + 1
+
+    def _pending(self, i: int, char: str, out: list[str]) -> int:
+        """Continue a decision that waits on the next character; return where to go on."""
+        match self._mode:
+            case "run":
+                return self._extend_run(i, char, out)
+            case "comma":
+                self._mode = "scan"
+                if (
+                    (char.isspace() or is_wide(char))
+                    and not self._stack
+                    and len(self._buf[:i].strip()) >= self._min_clause
+                ):
+                    self._cut(i, out)
+                    return 0
+                return i
+            case mode:
+                if char in " \t\r\u3000":
+                    return i + 1
+                self._mode = "scan"
+                if char in _NEWLINES:
+                    return i
+                if mode == "await_number":
+                    starts = not (char.isdigit() or char == "#")
+                else:
+                    starts = char.isupper() or is_wide(char) or char in _PAIRS
+                if starts:
+                    cut = self._await_cut
+                    self._cut(cut, out)
+                    return i - cut
+                return i
+
+    def _extend_run(self, i: int, char: str, out: list[str]) -> int:
+        """Grow a run of terminators and closers, or decide the boundary it makes."""
+        if char in _TERMINATORS:
+            if (char in _WIDE_TERMINATORS or self._eager) and not self._stack:
+                self._cut(i + 1, out)
+                return 0
+            return i + 1
+        if char in _CLOSERS:
+            if self._pop_to(char) and self._eager and not self._stack:
+                self._cut(i + 1, out)
+                return 0
+            return i + 1
+        if char in _RUN_MARKUP or is_extender(char):
+            return i + 1
+        self._mode = "scan"
+        if self._stack or self._eager or not (char.isspace() or is_wide(char)):
+            return i
+        match self._after_run(i, char):
+            case "cut":
+                self._cut(i, out)
+                return 0
+            case "await_capital" | "await_number" as verdict:
+                self._mode, self._await_cut = verdict, i
+        return i
+
+    def _after_run(self, i: int, char: str) -> Verdict:
+        """Decide what a finished ASCII run followed by ``char`` means."""
+        buf, run_start = self._buf, self._run_start
+        run = buf[run_start:i]
+        if run.count(".") >= 2:
+            return "keep"
+        if run[0] != ".":
+            return "cut"
+        start = run_start
+        while start > 0 and buf[start - 1] not in _WORD_STOPS:
+            start -= 1
+            if run_start - start > _LONGEST_ABBREVIATION:
+                return "cut"
+        word = buf[start:run_start]
+        lowered = word.lower()
+        if not word:
+            return "cut"
+        if word.isdigit() and len(word) <= 3 and not buf[:start].strip(_LIST_LEAD):
+            return "keep"
+        if lowered in _NEVER_FINAL or (len(word) == 1 and word.isupper()):
+            return "keep"
+        if lowered == "no":
+            return "await_number"
+        if lowered in _FINAL_IF_CAPITAL or _DOTTED.fullmatch(lowered):
+            return "cut" if is_wide(char) else "await_capital"
+        return "cut"
+
+    def _cut_at_cap(self, out: list[str]) -> None:
+        """Cut a sentence that reached the cap at its best break."""
+        cap = self._cap
+        low = cap // 2
+        limit = cap
+        for closer, at in zip(self._stack, self._open_at, strict=True):
+            if closer in "]】" and at >= max(low, cap - _TAG_REACH):
+                limit = at
+                break
+        match self._mode:
+            case "run" | "comma" if limit == cap:
+                cut = cap
+            case "await_capital" | "await_number":
+                cut = self._await_cut
+            case _:
+                cut = self._best_break(low, limit)
+        self._cut(cut, out)
+
+    def _best_break(self, low: int, limit: int) -> int:
+        """Return the last clause mark, else the last space, in reach; else a safe cut."""
+        buf = self._buf
+        space = limit if buf[limit].isspace() else -1
+        for j in range(limit - 1, low - 1, -1):
+            char = buf[j]
+            if char in _CAP_BREAKS and not (char == "," and buf[j + 1].isdigit()):
+                return j + 1
+            if space < 0 and char.isspace():
+                space = j
+        if space >= 0:
+            return len(buf[:space].rstrip()) or space + 1
+        return safe_cut(buf, limit, max(1, low))

@@ -1,0 +1,62 @@
+"""Character classes the stages share: wide (CJK) script and grapheme-cluster extenders."""
+
+from __future__ import annotations
+
+import unicodedata
+
+ZWJ = "\u200d"
+
+
+def is_wide(char: str) -> bool:
+    """Say whether ``char`` is a CJK letter, kana, hangul or full-width mark."""
+    return (
+        "\u2e80" <= char <= "\u9fff"
+        or "\uac00" <= char <= "\ud7af"
+        or "\uf900" <= char <= "\ufaff"
+        or "\ufe30" <= char <= "\ufe4f"
+        or "\uff00" <= char <= "\uffef"
+        or "\U00020000" <= char <= "\U0003134f"
+    )
+
+
+def is_extender(char: str) -> bool:
+    """Say whether ``char`` continues the grapheme cluster before it (never starts a cut)."""
+    if char < "\u0300":
+        return False
+    return (
+        char == ZWJ
+        or "\ufe00" <= char <= "\ufe0f"
+        or "\U0001f3fb" <= char <= "\U0001f3ff"
+        or "\U000e0020" <= char <= "\U000e007f"
+        or "\U000e0100" <= char <= "\U000e01ef"
+        or "\udc00" <= char <= "\udfff"
+        or unicodedata.category(char) in ("Mn", "Me", "Mc")
+    )
+
+
+def _is_regional(char: str) -> bool:
+    """Say whether ``char`` is a regional indicator (half of a flag)."""
+    return "\U0001f1e6" <= char <= "\U0001f1ff"
+
+
+def splits_cluster(text: str, index: int) -> bool:
+    """Say whether cutting ``text`` before ``index`` would break a grapheme cluster."""
+    if index <= 0 or index >= len(text):
+        return False
+    char, before = text[index], text[index - 1]
+    if is_extender(char) or before == ZWJ:
+        return True
+    if _is_regional(char) and _is_regional(before):
+        run = 0
+        while index - run - 1 >= 0 and _is_regional(text[index - run - 1]):
+            run += 1
+        return run % 2 == 1
+    return False
+
+
+def safe_cut(text: str, index: int, lowest: int) -> int:
+    """Move a cut at ``index`` back to a cluster boundary above ``lowest``, if there is one."""
+    cut = index
+    while cut > lowest and splits_cluster(text, cut):
+        cut -= 1
+    return cut if not splits_cluster(text, cut) else index

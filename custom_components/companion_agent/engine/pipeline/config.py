@@ -1,0 +1,40 @@
+"""The output pipeline's settings, one frozen value shared by every stage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIN_SENTENCE_CHARS = 8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PipelineConfig:
+    """How sentences are cut, which tags are actions, what is shown and what is spoken.
+
+    ``max_sentence_chars``: hard cap; a longer sentence is cut at its best break.
+    ``faster_first_response``: the first sentence may end at a comma (``,，、``) once it
+    holds ``first_clause_min_chars`` characters, so the first audio starts earlier.
+    ``action_tags``: the profile's emotion/action vocabulary (``joy`` matches ``[joy]``
+    and ``【joy】``, case-insensitively); other bracketed text stays text.
+    ``show_thinking``: pass ``ThinkingDelta`` on to the display, or drop it.
+    ``url_word``: what TTS says instead of a URL; ``None`` picks one by script.
+    """
+
+    max_sentence_chars: int = 200
+    faster_first_response: bool = False
+    first_clause_min_chars: int = 10
+    action_tags: frozenset[str] = frozenset()
+    show_thinking: bool = False
+    url_word: str | None = None
+
+    def __post_init__(self) -> None:
+        """Reject settings no stage can honour."""
+        if self.max_sentence_chars < MIN_SENTENCE_CHARS:
+            msg = f"max_sentence_chars must be at least {MIN_SENTENCE_CHARS}"
+            raise ValueError(msg)
+        if self.first_clause_min_chars < 1:
+            msg = "first_clause_min_chars must be at least 1"
+            raise ValueError(msg)
+
+
+DEFAULT_CONFIG = PipelineConfig()

@@ -1,0 +1,133 @@
+"""Guard policy: per tool, per domain and per entity; the strictest matching rule wins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from .contract import Policy
+from .targets import Target
+
+STRICTNESS: dict[Policy, int] = {"allow": 0, "validate": 1, "confirm": 2}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyRule:
+    """A rule: every criterion given must match; ``tool`` and ``entity_id`` take globs.
+
+    A rule with only ``tool`` (or nothing) applies to the call whatever it targets; a rule
+    with entity criteria applies when any target matches them.
+    """
+
+    policy: Policy
+    tool: str | None = None
+    domain: str | None = None
+    entity_id: str | None = None
+    services: frozenset[str] = frozenset()
+    device_classes: frozenset[str] = frozenset()
+    reason: str = ""
+
+    @classmethod
+    def for_tool(cls, tool: str, policy: Policy) -> PolicyRule:
+        """Build a rule for a tool id (glob), as a profile marks it."""
+        return cls(policy=policy, tool=tool, reason=f"tool {tool} is marked {policy}")
+
+    @classmethod
+    def for_domain(cls, domain: str, policy: Policy) -> PolicyRule:
+        """Build a rule for every entity of a domain, as a profile marks it."""
+        return cls(policy=policy, domain=domain, reason=f"domain {domain} is marked {policy}")
+
+    @classmethod
+    def for_entity(cls, entity_id: str, policy: Policy) -> PolicyRule:
+        """Build a rule for one entity id (glob), as a profile marks it."""
+        return cls(policy=policy, entity_id=entity_id, reason=f"{entity_id} is marked {policy}")
+
+    @property
+    def needs_target(self) -> bool:
+        """Return True when the rule looks at entities, not only at the tool."""
+        return bool(self.domain or self.entity_id or self.services or self.device_classes)
+
+    def matches(self, tool_id: str, target: Target | None) -> bool:
+        """Return True when the rule applies to this tool and target."""
+        if self.tool is not None and not fnmatchcase(tool_id, self.tool):
+            return False
+        if not self.needs_target:
+            return True
+        if target is None:
+            return False
+        if self.domain is not None and target.domain != self.domain:
+            return False
+        if self.entity_id is not None and not fnmatchcase(target.entity_id, self.entity_id):
+            return False
+        if self.services and target.service is not None and target.service not in self.services:
+            return False
+        return not self.device_classes or target.device_class in self.device_classes
+
+
+DEFAULT_RULES: tuple[PolicyRule, ...] = (
+    PolicyRule(
+        policy="confirm",
+        domain="lock",
+        services=frozenset({"unlock", "open"}),
+        reason="unlocking or opening a lock",
+    ),
+    PolicyRule(
+        policy="confirm",
+        domain="alarm_control_panel",
+        services=frozenset({"alarm_disarm", "disarm"}),
+        reason="disarming an alarm",
+    ),
+    PolicyRule(
+        policy="confirm",
+        domain="cover",
+        device_classes=frozenset({"garage", "gate", "door"}),
+        reason="moving a garage door, gate or door",
+    ),
+    PolicyRule(
+        policy="confirm",
+        domain="valve",
+        device_classes=frozenset({"garage", "gate", "door"}),
+        reason="moving a garage door, gate or door",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """The guard's decision for one call and the reasons behind it."""
+
+    policy: Policy
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GuardPolicy:
+    """The rules the guard applies; the tool's own policy is always one of them."""
+
+    rules: tuple[PolicyRule, ...] = DEFAULT_RULES
+
+    def extended(self, rules: Iterable[PolicyRule]) -> GuardPolicy:
+        """Return a policy with more rules (a profile's marks) after these."""
+        return GuardPolicy(rules=(*self.rules, *rules))
+
+    def decide(self, tool_id: str, own: Policy, targets: Sequence[Target]) -> Verdict:
+        """Return the strictest policy among the tool's own and every matching rule."""
+        policy = own
+        reasons: list[str] = [f"tool {tool_id} is {own}"] if own != "allow" else []
+        for rule in self.rules:
+            if not _applies(rule, tool_id, targets):
+                continue
+            if STRICTNESS[rule.policy] > STRICTNESS[policy]:
+                policy = rule.policy
+                reasons = []
+            if rule.policy == policy and rule.policy != "allow":
+                reasons.append(rule.reason or rule.policy)
+        return Verdict(policy=policy, reasons=tuple(reasons))
+
+
+def _applies(rule: PolicyRule, tool_id: str, targets: Sequence[Target]) -> bool:
+    """Return True when the rule matches the call or any of its targets."""
+    if not rule.needs_target:
+        return rule.matches(tool_id, None)
+    return any(rule.matches(tool_id, target) for target in targets)

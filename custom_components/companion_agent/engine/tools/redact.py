@@ -1,0 +1,77 @@
+"""Secret redaction for everything that leaves the engine as a record: audit, logs, errors."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from functools import lru_cache
+
+from ..json_types import JSONValue
+
+REDACTED = "***"
+
+_SECRET_WORDS = frozenset(
+    {
+        "apikey",
+        "auth",
+        "authorization",
+        "bearer",
+        "code",
+        "cookie",
+        "credential",
+        "credentials",
+        "otp",
+        "passcode",
+        "passphrase",
+        "passwd",
+        "password",
+        "pin",
+        "pwd",
+        "secret",
+        "signature",
+        "token",
+    }
+)
+_SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key"), ("x", "api")})
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_PARTS = re.compile(r"[^a-z0-9]+")
+_SECRET_TEXT = re.compile(
+    r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"
+    r"|\bsk-[A-Za-z0-9_-]{12,}"
+    r"|\b(?:api[_-]?key|token|password|secret|access_token)\s*[=:]\s*[^\s&,;\"']+"
+)
+
+
+@lru_cache(maxsize=2048)
+def is_secret_key(key: str) -> bool:
+    """Return True when a mapping key names a secret (api_key, accessToken, lock code …)."""
+    parts = [p for p in _PARTS.split(_CAMEL.sub("_", key).lower()) if p]
+    if any(part in _SECRET_WORDS for part in parts):
+        return True
+    return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(parts))
+
+
+def scrub_text(text: str) -> str:
+    """Replace secret-looking fragments of free text (bearer headers, sk- keys, key=value)."""
+    return _SECRET_TEXT.sub(REDACTED, text)
+
+
+def redact(value: JSONValue) -> JSONValue:
+    """Return a copy with secret keys masked at any depth and secret-looking text scrubbed."""
+    match value:
+        case dict():
+            return {
+                key: REDACTED if is_secret_key(key) else redact(item) for key, item in value.items()
+            }
+        case list():
+            return [redact(item) for item in value]
+        case str():
+            return scrub_text(value)
+        case _:
+            return value
+
+
+def token_ref(token_id: str) -> str:
+    """Return the short hash under which a confirmation token may be logged."""
+    return hashlib.sha256(token_id.encode()).hexdigest()[:16]

@@ -1,0 +1,53 @@
+"""What goes back to the model: normalised, bounded results and short structured errors."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .contract import ToolFailure
+from .redact import scrub_text
+
+DEFAULT_MAX_RESULT_CHARS = 4000
+MAX_ERROR_MESSAGE_CHARS = 300
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def failure(category: str, message: str, *, retryable: bool = False) -> ToolFailure:
+    """Build the short, structured error the model receives."""
+    text = scrub_text(message)
+    if len(text) > MAX_ERROR_MESSAGE_CHARS:
+        text = text[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
+    content = json.dumps(
+        {"error": category, "message": text, "retryable": retryable}, ensure_ascii=False
+    )
+    return ToolFailure(content=content, category=category, retryable=retryable)
+
+
+def normalise_result(value: object, max_chars: int = DEFAULT_MAX_RESULT_CHARS) -> str:
+    """Turn a tool's return value into bounded model text: JSON, no control characters."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
+        except ValueError:
+            text = json.dumps(str(value), ensure_ascii=False)
+    text = _CONTROL.sub("", text)
+    if len(text) <= max_chars:
+        return text
+    return truncate(text, max_chars)
+
+
+def truncate(text: str, max_chars: int) -> str:
+    """Cut text to a bound, wrapped in JSON that says it was cut and how long it was."""
+    budget = max(max_chars - 80, 0)
+    cut = text[:budget]
+    while True:
+        wrapped = json.dumps(
+            {"truncated": True, "original_chars": len(text), "partial": cut}, ensure_ascii=False
+        )
+        if len(wrapped) <= max_chars or not cut:
+            return wrapped
+        cut = cut[: max(len(cut) - (len(wrapped) - max_chars) - 1, 0)]

@@ -1,0 +1,122 @@
+"""Token and call counters per conversation, user and tool, for sensors and diagnostics."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Literal
+
+from ..json_types import JSONObject
+
+ANONYMOUS = "anonymous"
+DEFAULT_MAX_CONVERSATIONS = 256
+
+type CallOutcome = Literal["success", "failure", "pending", "cancelled", "refused"]
+
+
+@dataclass(slots=True, kw_only=True)
+class Tally:
+    """Counts for one conversation, user or tool."""
+
+    calls: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    pending: int = 0
+    cancelled: int = 0
+    refused: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def add_call(self, outcome: CallOutcome) -> None:
+        """Count one call by how it ended."""
+        self.calls += 1
+        match outcome:
+            case "success":
+                self.succeeded += 1
+            case "failure":
+                self.failed += 1
+            case "pending":
+                self.pending += 1
+            case "cancelled":
+                self.cancelled += 1
+            case "refused":
+                self.refused += 1
+
+    def add_tokens(self, usage: Mapping[str, int]) -> None:
+        """Add a turn's token usage."""
+        self.prompt_tokens += usage.get("prompt_tokens", 0)
+        self.completion_tokens += usage.get("completion_tokens", 0)
+        self.total_tokens += usage.get("total_tokens", 0)
+
+    def as_json(self) -> JSONObject:
+        """Return the counts as JSON."""
+        return dict(asdict(self))
+
+
+class UsageCounters:
+    """Counters the host exposes; conversations are bounded, oldest dropped first."""
+
+    def __init__(self, *, max_conversations: int = DEFAULT_MAX_CONVERSATIONS) -> None:
+        """Start at zero."""
+        self.total = Tally()
+        self._max_conversations = max_conversations
+        self._conversations: OrderedDict[str, Tally] = OrderedDict()
+        self._users: dict[str, Tally] = {}
+        self._tools: dict[str, Tally] = {}
+
+    def count_call(
+        self, *, conversation_id: str, user_id: str | None, tool_id: str, outcome: CallOutcome
+    ) -> None:
+        """Count one tool call (or one confirmation's end) for its conversation, user, tool."""
+        for tally in (
+            self.total,
+            self._conversation(conversation_id),
+            self._users.setdefault(user_id or ANONYMOUS, Tally()),
+            self._tools.setdefault(tool_id, Tally()),
+        ):
+            tally.add_call(outcome)
+
+    def count_tokens(
+        self, *, conversation_id: str, user_id: str | None, usage: Mapping[str, int]
+    ) -> None:
+        """Add a turn's token usage (``TurnResult.usage``) to its conversation and user."""
+        for tally in (
+            self.total,
+            self._conversation(conversation_id),
+            self._users.setdefault(user_id or ANONYMOUS, Tally()),
+        ):
+            tally.add_tokens(usage)
+
+    def conversation(self, conversation_id: str) -> Tally:
+        """Return a copy of a conversation's counts."""
+        return replace(self._conversations.get(conversation_id) or Tally())
+
+    def user(self, user_id: str | None) -> Tally:
+        """Return a copy of a user's counts."""
+        return replace(self._users.get(user_id or ANONYMOUS) or Tally())
+
+    def tool(self, tool_id: str) -> Tally:
+        """Return a copy of a tool's counts."""
+        return replace(self._tools.get(tool_id) or Tally())
+
+    def snapshot(self) -> JSONObject:
+        """Return every count as JSON, for diagnostics."""
+        return {
+            "total": self.total.as_json(),
+            "conversations": {k: v.as_json() for k, v in self._conversations.items()},
+            "users": {k: v.as_json() for k, v in self._users.items()},
+            "tools": {k: v.as_json() for k, v in self._tools.items()},
+        }
+
+    def _conversation(self, conversation_id: str) -> Tally:
+        """Return the live tally of a conversation, creating it and keeping the bound."""
+        tally = self._conversations.get(conversation_id)
+        if tally is None:
+            tally = self._conversations[conversation_id] = Tally()
+            while len(self._conversations) > self._max_conversations:
+                self._conversations.popitem(last=False)
+        else:
+            self._conversations.move_to_end(conversation_id)
+        return tally

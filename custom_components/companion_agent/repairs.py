@@ -1,0 +1,37 @@
+"""Repair issues for plugins and profiles that could not be loaded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import issue_registry as ir
+
+from .const import DOMAIN
+from .engine.plugins import LoadProblem
+
+PROBLEM_PREFIXES = ("plugin_", "profile_")
+
+
+@callback
+def async_sync_load_problems(hass: HomeAssistant, problems: Iterable[LoadProblem]) -> None:
+    """Raise one repair issue per problem and remove the issues that are fixed."""
+    wanted = {problem.issue_id: problem for problem in problems}
+    registry = ir.async_get(hass)
+    for domain, issue_id in list(registry.issues):
+        if domain == DOMAIN and issue_id.startswith(PROBLEM_PREFIXES) and issue_id not in wanted:
+            ir.async_delete_issue(hass, DOMAIN, issue_id)
+    for issue_id, problem in wanted.items():
+        ir.async_create_issue(
+            hass,
+            DOMAIN,
+            issue_id,
+            is_fixable=False,
+            severity=ir.IssueSeverity.WARNING,
+            translation_key=f"{problem.kind}_problem",
+            translation_placeholders={
+                "path": str(problem.path),
+                "key": problem.key,
+                "message": problem.message,
+            },
+        )

@@ -1,0 +1,74 @@
+"""The runtime state of a loaded entry, and how it is built from the entry's settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.const import CONF_API_KEY
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.httpx_client import get_async_client
+
+from .const import CONF_BASE_URL, CONF_MODEL, STORAGE_FOLDER
+from .engine.llm import LLMSettings, OpenAIChatModel
+from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
+from .engine.storage import ConversationShelf
+from .engine.turn import TurnRunner
+
+
+@dataclass(slots=True, kw_only=True)
+class CompanionRuntime:
+    """What a loaded entry shares with its platforms."""
+
+    model: OpenAIChatModel
+    library: Library
+    host: HostServices
+    data_dir: Path
+    runner: TurnRunner = field(default_factory=TurnRunner)
+    models: dict[str, OpenAIChatModel] = field(default_factory=dict)
+    shelves: dict[str, ConversationShelf] = field(default_factory=dict)
+    persona_problems: dict[str, tuple[LoadProblem, ...]] = field(default_factory=dict)
+
+    @property
+    def problems(self) -> list[LoadProblem]:
+        """Return every plugin and profile problem: the library's and each persona's."""
+        active = [p for problems in self.persona_problems.values() for p in problems]
+        return [*self.library.problems, *active]
+
+    def shelf(self, persona_id: str) -> ConversationShelf:
+        """Return the conversation storage of one persona."""
+        if persona_id not in self.shelves:
+            folder = self.data_dir / "conversations" / persona_id
+            self.shelves[persona_id] = ConversationShelf(folder)
+        return self.shelves[persona_id]
+
+    def model_named(self, name: str | None) -> OpenAIChatModel:
+        """Return the entry's model, or the same server with another model a profile names."""
+        if not name or name == self.model.settings.model:
+            return self.model
+        if name not in self.models:
+            settings = self.model.settings
+            self.models[name] = OpenAIChatModel(
+                LLMSettings(base_url=settings.base_url, model=name, api_key=settings.api_key),
+                http_client=self.host.http,
+            )
+        return self.models[name]
+
+
+type CompanionConfigEntry = ConfigEntry[CompanionRuntime]
+
+
+def build_model(hass: HomeAssistant, data: dict[str, str]) -> OpenAIChatModel:
+    """Create the model adapter for an entry's connection settings."""
+    settings = LLMSettings(
+        base_url=data[CONF_BASE_URL],
+        model=data[CONF_MODEL],
+        api_key=data.get(CONF_API_KEY) or None,
+    )
+    return OpenAIChatModel(settings, http_client=get_async_client(hass))
+
+
+def library_roots(hass: HomeAssistant) -> tuple[Path, ...]:
+    """Return where plugins and profiles come from: built-in first, the user's folder last."""
+    return (*builtin_roots(), Path(hass.config.path(STORAGE_FOLDER)))

@@ -1,0 +1,37 @@
+"""Services: reload plugins and profiles."""
+
+from __future__ import annotations
+
+from homeassistant.config_entries import ConfigEntryState
+from homeassistant.core import HomeAssistant, ServiceCall, callback
+from homeassistant.exceptions import ServiceValidationError
+from homeassistant.helpers.dispatcher import async_dispatcher_send
+
+from .const import DOMAIN, SERVICE_RELOAD, signal_library_reloaded
+from .engine.plugins import load_library
+from .repairs import async_sync_load_problems
+from .runtime import CompanionConfigEntry, library_roots
+
+
+@callback
+def async_setup_services(hass: HomeAssistant) -> None:
+    """Register the integration's services once."""
+
+    async def reload(call: ServiceCall) -> None:
+        """Reload plugins and profiles; running turns keep what they started with."""
+        entries: list[CompanionConfigEntry] = [
+            entry
+            for entry in hass.config_entries.async_entries(DOMAIN)
+            if entry.state is ConfigEntryState.LOADED
+        ]
+        if not entries:
+            raise ServiceValidationError(translation_domain=DOMAIN, translation_key="not_loaded")
+        for entry in entries:
+            runtime = entry.runtime_data
+            runtime.library = await hass.async_add_executor_job(
+                load_library, library_roots(hass), runtime.library
+            )
+            async_sync_load_problems(hass, runtime.problems)
+            async_dispatcher_send(hass, signal_library_reloaded(entry.entry_id))
+
+    hass.services.async_register(DOMAIN, SERVICE_RELOAD, reload)

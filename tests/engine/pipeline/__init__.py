@@ -1,0 +1,1 @@
+"""Tests of the token-level output pipeline (engine only, no Home Assistant)."""

@@ -1,0 +1,79 @@
+"""Drive pipeline stages in tests: no event loop, every step observable."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+
+from custom_components.companion_agent.engine.events import SentenceOutput
+from custom_components.companion_agent.engine.pipeline import (
+    PipelineConfig,
+    SentenceDivider,
+    Stage,
+)
+
+
+def drain[T](stream: AsyncIterator[T]) -> list[T]:
+    """Collect ``stream`` to the end without an event loop (stages never await else)."""
+
+    async def collect() -> list[T]:
+        """Gather the stream."""
+        return [item async for item in stream]
+
+    step = collect()
+    try:
+        step.send(None)
+    except StopIteration as done:
+        result: list[T] = done.value
+        return result
+    step.close()
+    raise AssertionError("a stage awaited something other than its input stream")
+
+
+def run(stage: Stage, items: Iterable[object]) -> list[object]:
+    """Run ``stage`` over ``items`` to the end and return everything it yields."""
+
+    async def source() -> AsyncIterator[object]:
+        """Yield the items."""
+        for item in items:
+            yield item
+
+    return drain(stage(source()))
+
+
+def trace(stage: Stage, items: Sequence[object]) -> list[tuple[int, object]]:
+    """Return each output with the number of input items pulled before it came out."""
+    pulled = 0
+
+    async def source() -> AsyncIterator[object]:
+        """Yield the items, counting each pull."""
+        nonlocal pulled
+        for item in items:
+            pulled += 1
+            yield item
+
+    async def paired() -> AsyncIterator[tuple[int, object]]:
+        """Pair each output with the pull count at that moment."""
+        async for item in stage(source()):
+            yield pulled, item
+
+    return drain(paired())
+
+
+def sentences(items: Iterable[object]) -> list[SentenceOutput]:
+    """Return only the sentences."""
+    return [item for item in items if isinstance(item, SentenceOutput)]
+
+
+def divide(chunks: Iterable[str], config: PipelineConfig | None = None) -> list[str]:
+    """Run the bare divider over ``chunks`` and flush it."""
+    divider = SentenceDivider(config or PipelineConfig())
+    out = [sentence for chunk in chunks for sentence in divider.feed(chunk)]
+    rest = divider.flush()
+    return [*out, rest] if rest is not None else out
+
+
+def chunkings(text: str) -> list[list[str]]:
+    """Return a few fixed ways to chunk ``text``: whole, per character, by 2, 3 and 7."""
+    sizes = (2, 3, 7)
+    fixed = [[text[i : i + size] for i in range(0, len(text), size)] for size in sizes]
+    return [[text], list(text), *fixed]
