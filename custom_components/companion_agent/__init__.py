@@ -19,7 +19,7 @@ from .repairs import async_sync_load_problems
 from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
 from .services import async_setup_services
 
-PLATFORMS = (Platform.CONVERSATION,)
+PLATFORMS = (Platform.CONVERSATION, Platform.SENSOR)
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 

@@ -1,8 +1,8 @@
-"""Translate the engine's turn items into HA ChatLog deltas."""
+"""Translate the engine's output items into HA ChatLog deltas."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from homeassistant.components.conversation import (
     AssistantContentDeltaDict,
@@ -10,10 +10,11 @@ from homeassistant.components.conversation import (
 )
 from homeassistant.helpers import llm
 
-from .engine.events import ThinkingDelta, ToolCallEvent, TurnItem, TurnResult
+from .engine.events import OutputItem, SentenceOutput, ThinkingDelta, ToolCallEvent, TurnResult
 from .engine.json_types import JSONObject
 
 type ChatDelta = AssistantContentDeltaDict | ToolResultContentDeltaDict
+type SentenceListener = Callable[[SentenceOutput], None]
 
 
 def tool_result_payload(event: ToolCallEvent) -> JSONObject:
@@ -22,49 +23,85 @@ def tool_result_payload(event: ToolCallEvent) -> JSONObject:
 
 
 class ChatLogStream:
-    """Feed a turn into ``ChatLog.async_add_delta_content_stream``; keep its ``TurnResult``."""
+    """Feed a turn into ``ChatLog.async_add_delta_content_stream``; keep what TTS should say."""
 
-    def __init__(self, items: AsyncIterator[TurnItem]) -> None:
-        """Wrap the engine's stream of one turn."""
+    def __init__(
+        self, items: AsyncIterator[OutputItem], on_sentence: SentenceListener | None = None
+    ) -> None:
+        """Wrap the output stream of one turn; ``on_sentence`` sees every sentence."""
         self._items = items
+        self._on_sentence = on_sentence
         self._announced: set[str] = set()
+        self._open = False
+        self.spoken: list[str] = []
         self.result: TurnResult | None = None
 
     async def deltas(self) -> AsyncIterator[ChatDelta]:
-        """Yield deltas; each tool call is recorded once, as executed outside HA."""
-        open_message = False
+        """Yield deltas: display text per sentence, each tool call once, as run outside HA."""
         async for item in self._items:
             match item:
-                case str() | ThinkingDelta() if not open_message:
-                    yield {"role": "assistant"}
-                    open_message = True
-            match item:
-                case str():
-                    yield {"content": item}
+                case SentenceOutput() as sentence:
+                    if self._on_sentence is not None:
+                        self._on_sentence(sentence)
+                    if sentence.display_text:
+                        for delta in self._start():
+                            yield delta
+                        yield {"content": sentence.display_text}
+                    if sentence.tts_text:
+                        self.spoken.append(sentence.tts_text)
                 case ThinkingDelta(text=text):
+                    for delta in self._start():
+                        yield delta
                     yield {"thinking_content": text}
                 case ToolCallEvent(status="running") as event:
-                    yield self._call(event, open_message)
-                    open_message = True
+                    yield self._call(event)
                 case ToolCallEvent() as event:
                     if event.tool_id not in self._announced:
-                        yield self._call(event, open_message)
+                        yield self._call(event)
                     yield {
                         "role": "tool_result",
                         "tool_call_id": event.tool_id,
                         "tool_name": event.tool_name,
                         "tool_result": tool_result_payload(event),
                     }
-                    open_message = False
+                    self._open = False
+                    self.spoken.clear()
                 case TurnResult() as result:
                     self.result = result
 
-    def _call(self, event: ToolCallEvent, open_message: bool) -> AssistantContentDeltaDict:
-        """Announce a tool call on the current assistant message (or a new one)."""
+    def speech(self) -> str:
+        """Return what TTS should say: the clean text of the last message."""
+        return join_sentences(self.spoken)
+
+    def _start(self) -> list[ChatDelta]:
+        """Open a new assistant message unless one is open."""
+        if self._open:
+            return []
+        self._open = True
+        return [{"role": "assistant"}]
+
+    def _call(self, event: ToolCallEvent) -> AssistantContentDeltaDict:
+        """Announce a tool call on the open assistant message, or on a new one."""
         self._announced.add(event.tool_id)
         tool_input = llm.ToolInput(
             id=event.tool_id, tool_name=event.tool_name, tool_args=event.args, external=True
         )
-        if open_message:
+        if self._open:
             return {"tool_calls": [tool_input]}
+        self._open = True
         return {"role": "assistant", "tool_calls": [tool_input]}
+
+
+def join_sentences(sentences: list[str]) -> str:
+    """Join sentences with a space, except between two CJK characters."""
+    text = ""
+    for sentence in sentences:
+        if text and not (_is_cjk(text[-1]) and _is_cjk(sentence[0])):
+            text += " "
+        text += sentence
+    return text
+
+
+def _is_cjk(char: str) -> bool:
+    """Return whether ``char`` is a CJK ideograph, kana or full-width punctuation."""
+    return "\u3000" <= char <= "\u9fff" or "\uff00" <= char <= "\uffef"

@@ -17,9 +17,36 @@ CONF_PROFILE = "profile"
 DEFAULT_PROFILE = "default"
 SERVICE_RELOAD = "reload"
 EVENT_PROACTIVE = f"{DOMAIN}_proactive"
+EVENT_ACTION = f"{DOMAIN}_action"
+EMOTIONS = frozenset(
+    {
+        "joy",
+        "happy",
+        "sad",
+        "angry",
+        "surprise",
+        "surprised",
+        "fear",
+        "shy",
+        "love",
+        "excited",
+        "calm",
+        "tired",
+        "confused",
+        "think",
+        "neutral",
+        "proud",
+        "worried",
+    }
+)
 HOST_PROMPT = "Stay in the persona described above."
 
 
 def signal_library_reloaded(entry_id: str) -> str:
     """Return the dispatcher signal sent when an entry's plugins and profiles reload."""
     return f"{DOMAIN}_library_reloaded_{entry_id}"
+
+
+def signal_emotion(persona_id: str) -> str:
+    """Return the dispatcher signal sent when a persona shows an emotion."""
+    return f"{DOMAIN}_emotion_{persona_id}"

@@ -9,7 +9,7 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
-from homeassistant.helpers.dispatcher import async_dispatcher_connect
+from homeassistant.helpers.dispatcher import async_dispatcher_connect, async_dispatcher_send
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util.ulid import ulid_now
 
@@ -18,11 +18,15 @@ from .const import (
     CONF_MODEL,
     CONF_PROMPT,
     DOMAIN,
+    EMOTIONS,
+    EVENT_ACTION,
     EVENT_PROACTIVE,
     HOST_PROMPT,
     SUBENTRY_CONVERSATION,
+    signal_emotion,
     signal_library_reloaded,
 )
+from .engine.events import SentenceOutput
 from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
 from .engine.turn import Persona, TurnRequest
@@ -153,9 +157,35 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             if isinstance(system, conversation.SystemContent)
             else "",
         )
-        stream = ChatLogStream(runtime.runner.run(persona, request))
+        stream = ChatLogStream(
+            runtime.runner.speak(persona, request),
+            on_sentence=lambda sentence: self._async_sentence(sentence, request.context),
+        )
         async for _content in chat_log.async_add_delta_content_stream(
             self.entity_id, stream.deltas()
         ):
             pass
-        return conversation.async_get_result_from_chat_log(user_input, chat_log)
+        result = conversation.async_get_result_from_chat_log(user_input, chat_log)
+        if speech := stream.speech():
+            result.response.async_set_speech(speech)
+        return result
+
+    @callback
+    def _async_sentence(self, sentence: SentenceOutput, context: ToolContext) -> None:
+        """Fire an event per action tag and update the persona's emotion sensor."""
+        for action in sentence.actions:
+            is_emotion = action.lower() in EMOTIONS
+            self.hass.bus.async_fire(
+                EVENT_ACTION,
+                {
+                    "entity_id": self.entity_id,
+                    "conversation_id": context.conversation_id,
+                    "action": action,
+                    "kind": "emotion" if is_emotion else "action",
+                    "text": sentence.display_text,
+                },
+            )
+            if is_emotion:
+                async_dispatcher_send(
+                    self.hass, signal_emotion(self.subentry.subentry_id), action.lower()
+                )

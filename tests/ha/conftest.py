@@ -28,9 +28,11 @@ async def auto_setup(hass: HomeAssistant, enable_custom_integrations: None, tmp_
     assert await async_setup_component(hass, "homeassistant", {})
 
 
-def make_entry(server: LLMServer, *, llm_apis: list[str] | None = None) -> MockConfigEntry:
+def make_entry(
+    server: LLMServer, *, llm_apis: list[str] | None = None, profile: str = "default"
+) -> MockConfigEntry:
     """Return an entry for the local server with one persona subentry."""
-    persona: dict[str, object] = {CONF_PROFILE: "default"}
+    persona: dict[str, object] = {CONF_PROFILE: profile}
     if llm_apis:
         persona[CONF_LLM_HASS_API] = llm_apis
     return MockConfigEntry(

@@ -21,8 +21,8 @@ type Delta = dict[str, object]
 def agent_entity_id(hass: HomeAssistant, entry: MockConfigEntry) -> str:
     """Return the conversation entity of the entry's only persona."""
     entities = er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-    assert [e.domain for e in entities] == ["conversation"]
-    return entities[0].entity_id
+    assert sorted(e.domain for e in entities) == ["conversation", "sensor"]
+    return next(e.entity_id for e in entities if e.domain == "conversation")
 
 
 async def converse(
@@ -75,9 +75,9 @@ async def test_streamed_turn_with_a_tool(
     deltas: list[Delta] = []
     result, content = await converse(hass, agent_id, "What time is it?", deltas)
 
-    streamed = "".join(str(d["content"]) for d in deltas if d.get("content"))
-    assert streamed == "It is noon. Time for lunch?"
-    assert len([d for d in deltas if d.get("content")]) > 3
+    sentences = [d["content"] for d in deltas if d.get("content")]
+    assert sentences == ["It is noon.", " Time for lunch?"]
+    streamed = "".join(str(s) for s in sentences)
     assert result.response.speech["plain"]["speech"] == streamed
     assert result.continue_conversation is True
 
@@ -156,3 +156,51 @@ async def test_diagnostics_redact_the_key(
     assert diagnostics["profiles"] == ["baoqiao", "butler", "default"]
     assert diagnostics["plugins"] == ["datetime", "diary", "web_search"]
     assert diagnostics["problems"] == []
+
+
+async def test_actions_become_events_and_the_emotion_sensor(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """Tags leave the text, fire companion_agent_action events and set the emotion sensor."""
+    from homeassistant.setup import async_setup_component
+
+    from tests.ha.conftest import make_entry
+
+    assert await async_setup_component(hass, "conversation", {})
+    entry = make_entry(llm_server, profile="baoqiao")
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    events: list[dict[str, object]] = []
+    hass.bus.async_listen("companion_agent_action", lambda event: events.append(event.data))
+    llm_server.script(Reply.text("[joy]太好啦！[wave]我们出发吧。", chunk_size=2))
+    deltas: list[Delta] = []
+    result, _content = await converse(hass, agent_entity_id(hass, entry), "出发！", deltas)
+    await hass.async_block_till_done()
+
+    assert [(e["action"], e["kind"]) for e in events] == [("joy", "emotion"), ("wave", "action")]
+    assert "".join(str(d["content"]) for d in deltas if d.get("content")) == "太好啦！我们出发吧。"
+    assert result.response.speech["plain"]["speech"] == "太好啦！我们出发吧。"
+    sensor = next(
+        e.entity_id
+        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
+        if e.domain == "sensor"
+    )
+    state = hass.states.get(sensor)
+    assert state is not None
+    assert state.state == "joy"
+
+
+async def test_speech_is_the_tts_text(
+    hass: HomeAssistant, setup_entry: MockConfigEntry, llm_server: LLMServer
+) -> None:
+    """The ChatLog keeps markdown for reading; the speech has none, and no URL."""
+    llm_server.script(Reply.text("**Done.** The manual is at https://example.com/manual.pdf now."))
+    deltas: list[Delta] = []
+    result, _content = await converse(hass, agent_entity_id(hass, setup_entry), "Go", deltas)
+    shown = "".join(str(d["content"]) for d in deltas if d.get("content"))
+    assert shown == "**Done.** The manual is at https://example.com/manual.pdf now."
+    speech = result.response.speech["plain"]["speech"]
+    assert "**" not in speech
+    assert "https" not in speech
+    assert speech.startswith("Done.")

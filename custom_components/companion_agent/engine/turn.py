@@ -11,8 +11,16 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from .core import AgentCore
-from .events import TurnItem, TurnResult
+from .events import (
+    OutputItem,
+    SentenceOutput,
+    ThinkingDelta,
+    ToolCallEvent,
+    TurnItem,
+    TurnResult,
+)
 from .llm import ChatModel
+from .pipeline import PipelineConfig, build_pipeline
 from .plugins import PluginSet, Profile, TurnContext
 from .prompt import PromptBuilder, UserPromptBlock
 from .storage import ConversationStorage
@@ -43,8 +51,22 @@ class TurnRequest:
     host_tools: Sequence[Tool] = ()
 
 
+def pipeline_config(profile: Profile) -> PipelineConfig:
+    """Return the output pipeline settings for a profile: its tags, voice-first cuts."""
+    return PipelineConfig(
+        action_tags=frozenset(profile.output.actions),
+        faster_first_response=True,
+        show_thinking=True,
+    )
+
+
 class TurnRunner:
     """Run turns for personas."""
+
+    def speak(self, persona: Persona, request: TurnRequest) -> AsyncIterator[OutputItem]:
+        """Run a turn through the output pipeline and the persona's transformer plugins."""
+        pipeline = build_pipeline(pipeline_config(persona.profile))
+        return persona.plugins.transform(_output_items(pipeline(self.run(persona, request))))
 
     def tools_for(self, persona: Persona, request: TurnRequest) -> ToolExecutor:
         """Return the tools of one turn: the persona's plugins, then the host's."""
@@ -88,3 +110,13 @@ class TurnRunner:
             LOGGER.warning(
                 "Could not store the turn of %s", request.context.conversation_id, exc_info=True
             )
+
+
+async def _output_items(items: AsyncIterator[object]) -> AsyncIterator[OutputItem]:
+    """Narrow the pipeline's stream to the output item types."""
+    async for item in items:
+        match item:
+            case SentenceOutput() | ToolCallEvent() | ThinkingDelta() | TurnResult():
+                yield item
+            case _:
+                LOGGER.debug("Dropped an unknown output item %s", type(item).__name__)
