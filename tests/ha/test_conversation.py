@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from homeassistant.components import conversation
@@ -171,7 +172,7 @@ async def test_actions_become_events_and_the_emotion_sensor(
     entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entry.entry_id)
     await hass.async_block_till_done()
-    events: list[dict[str, object]] = []
+    events: list[Mapping[str, object]] = []
     hass.bus.async_listen("companion_agent_action", lambda event: events.append(event.data))
     llm_server.script(Reply.text("[joy]太好啦！[wave]我们出发吧。", chunk_size=2))
     deltas: list[Delta] = []
