@@ -11,14 +11,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
 
 from ..core import DEFAULT_MAX_ROUNDS
 from ..errors import ConfigFileError, PluginConfigError, ProfileConfigError
+from ..tools.contract import Policy
 from .config import PluginConfig, TableReader, read_toml
 from .loader import PROFILES_DIR, LoadProblem, PluginCatalog
 
-type PolicyLevel = Literal["allow", "validate", "confirm"]
+type PolicyLevel = Policy
 POLICY_LEVELS: tuple[PolicyLevel, ...] = ("allow", "validate", "confirm")
 PROFILE_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")

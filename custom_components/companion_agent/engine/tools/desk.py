@@ -24,6 +24,7 @@ from .notices import (
     ConfirmationResult,
     ConfirmationStatus,
     ConsentReply,
+    NoticeBoard,
     NoticeStatus,
     declined,
     describe_action,
@@ -50,13 +51,14 @@ class ConfirmationDesk:
         runner: CallRunner,
         ledger: Ledger,
         listener: ConfirmationListener | None = None,
+        notices: NoticeBoard | None = None,
     ) -> None:
-        """Bind the token book, the runner that executes approved calls, and the ledger."""
+        """Bind the token book, the runner that runs approved calls, the ledger, the notices."""
         self.book = book
         self._runner = runner
         self._ledger = ledger
         self._listener = listener
-        self._notices: dict[str, list[ConfirmationNotice]] = {}
+        self._notices = NoticeBoard() if notices is None else notices
 
     def hold(self, call: GuardedCall, verdict: Verdict) -> ToolPending:
         """Hold a call for the person: issue a token, tell the model, tell the host."""

@@ -22,7 +22,7 @@ from .contract import ToolContext, ToolOutcome, ToolSpec
 from .desk import ConfirmationDesk
 from .idempotency import IdempotencyCache
 from .ledger import Entry, Ledger
-from .notices import ConfirmationListener
+from .notices import ConfirmationListener, NoticeBoard
 from .policy import GuardPolicy
 from .registry import ToolRegistry, failure
 from .runner import CallRunner, GuardedCall
@@ -52,6 +52,7 @@ class GuardedExecutor:
         state: StateProbe | None = None,
         counters: UsageCounters | None = None,
         on_confirmation: ConfirmationListener | None = None,
+        notices: NoticeBoard | None = None,
         wall_clock: Callable[[], float] = time.time,
         host_timeout: float = DEFAULT_HOST_TIMEOUT,
     ) -> None:
@@ -71,6 +72,7 @@ class GuardedExecutor:
             self._runner,
             self._ledger,
             on_confirmation,
+            notices,
         )
         self._resolver: TargetResolver = NoTargets() if resolver is None else resolver
         self._policy = GuardPolicy() if policy is None else policy

@@ -45,6 +45,10 @@ class ConfirmationNotice:
     content: str
 
 
+class NoticeBoard(dict[str, list[ConfirmationNotice]]):
+    """Notices per conversation, shared by every turn's desk until the model has heard them."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsentReply:
     """What the person's utterance did to the confirmations waiting in their conversation."""
