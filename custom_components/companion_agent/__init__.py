@@ -12,9 +12,22 @@ from homeassistant.helpers.httpx_client import get_async_client
 from homeassistant.helpers.typing import ConfigType
 from homeassistant.util import dt as dt_util
 
-from .const import CONF_BASE_URL, DOMAIN, LOGGER, STORAGE_FOLDER
+from .confirmations import async_fire_confirmation
+from .const import (
+    AUDIT_FILE,
+    CONF_BASE_URL,
+    CONF_CONFIRM_TTL,
+    DEFAULT_CONFIRM_TTL,
+    DOMAIN,
+    LOGGER,
+    STORAGE_FOLDER,
+)
 from .engine.errors import LLMAuthError, LLMError
 from .engine.plugins import HostServices, load_library
+from .engine.tools.audit import AuditLog
+from .engine.tools.confirmation import ConfirmationBook
+from .engine.tools.kit import GuardKit
+from .engine.turn import TurnRunner
 from .repairs import async_sync_load_problems
 from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
 from .services import async_setup_services
@@ -40,7 +53,15 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         raise ConfigEntryNotReady(str(err)) from err
     library = await hass.async_add_executor_job(load_library, library_roots(hass))
     data_dir = Path(hass.config.path(STORAGE_FOLDER))
+    audit = AuditLog(data_dir / AUDIT_FILE)
+    guard = GuardKit(
+        book=ConfirmationBook(ttl=float(entry.options.get(CONF_CONFIRM_TTL, DEFAULT_CONFIRM_TTL))),
+        audit=audit,
+        listener=lambda token, status: async_fire_confirmation(hass, entry, token, status),
+    )
     entry.runtime_data = CompanionRuntime(
+        runner=TurnRunner(guard),
+        audit=audit,
         model=model,
         library=library,
         host=HostServices(
@@ -63,6 +84,7 @@ async def async_unload_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
     if unloaded:
         for shelf in entry.runtime_data.shelves.values():
             await shelf.flush()
+        await entry.runtime_data.audit.close()
     return unloaded
 
 

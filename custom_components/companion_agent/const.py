@@ -14,6 +14,12 @@ DEFAULT_CONVERSATION_NAME = "Companion"
 STORAGE_FOLDER = "companion_agent"
 
 CONF_PROFILE = "profile"
+CONF_CONFIRM_TTL = "confirm_ttl"
+DEFAULT_CONFIRM_TTL = 60
+AUDIT_FILE = "audit.jsonl"
+SERVICE_CONFIRM_ACTION = "confirm_action"
+EVENT_CONFIRMATION = f"{DOMAIN}_confirmation"
+SIGNAL_USAGE = f"{DOMAIN}_usage"
 DEFAULT_PROFILE = "default"
 SERVICE_RELOAD = "reload"
 EVENT_PROACTIVE = f"{DOMAIN}_proactive"

@@ -22,6 +22,7 @@ from .const import (
     EVENT_ACTION,
     EVENT_PROACTIVE,
     HOST_PROMPT,
+    SIGNAL_USAGE,
     SUBENTRY_CONVERSATION,
     signal_emotion,
     signal_library_reloaded,
@@ -30,6 +31,7 @@ from .engine.events import SentenceOutput
 from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
 from .engine.turn import Persona, TurnRequest
+from .ha_tools import HassTurnTools
 from .personas import build_persona
 from .runtime import CompanionConfigEntry
 
@@ -142,6 +144,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             return err.as_conversation_result()
         runtime = self.entry.runtime_data
         system = chat_log.content[0]
+        house = HassTurnTools(self.hass, chat_log.llm_api)
         request = TurnRequest(
             text=user_input.text,
             context=ToolContext(
@@ -156,6 +159,9 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             host_instructions=system.content
             if isinstance(system, conversation.SystemContent)
             else "",
+            host_tools=house.tools(),
+            host_targets=house,
+            host_state=house,
         )
         stream = ChatLogStream(
             runtime.runner.speak(persona, request),
@@ -165,6 +171,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             self.entity_id, stream.deltas()
         ):
             pass
+        async_dispatcher_send(self.hass, SIGNAL_USAGE)
         result = conversation.async_get_result_from_chat_log(user_input, chat_log)
         if speech := stream.speech():
             result.response.async_set_speech(speech)

@@ -14,6 +14,7 @@ from .const import CONF_BASE_URL, CONF_MODEL, STORAGE_FOLDER
 from .engine.llm import LLMSettings, OpenAIChatModel
 from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
 from .engine.storage import ConversationShelf
+from .engine.tools.audit import AuditLog
 from .engine.turn import TurnRunner
 
 
@@ -25,7 +26,8 @@ class CompanionRuntime:
     library: Library
     host: HostServices
     data_dir: Path
-    runner: TurnRunner = field(default_factory=TurnRunner)
+    runner: TurnRunner
+    audit: AuditLog
     models: dict[str, OpenAIChatModel] = field(default_factory=dict)
     shelves: dict[str, ConversationShelf] = field(default_factory=dict)
     persona_problems: dict[str, tuple[LoadProblem, ...]] = field(default_factory=dict)

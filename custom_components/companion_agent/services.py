@@ -1,13 +1,22 @@
-"""Services: reload plugins and profiles."""
+"""Services: reload plugins and profiles; confirm or deny a held action."""
 
 from __future__ import annotations
 
+import voluptuous as vol
 from homeassistant.config_entries import ConfigEntryState
-from homeassistant.core import HomeAssistant, ServiceCall, callback
+from homeassistant.core import (
+    HomeAssistant,
+    ServiceCall,
+    ServiceResponse,
+    SupportsResponse,
+    callback,
+)
 from homeassistant.exceptions import ServiceValidationError
+from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.dispatcher import async_dispatcher_send
 
-from .const import DOMAIN, SERVICE_RELOAD, signal_library_reloaded
+from .confirmations import async_confirm_action
+from .const import DOMAIN, SERVICE_CONFIRM_ACTION, SERVICE_RELOAD, signal_library_reloaded
 from .engine.plugins import load_library
 from .repairs import async_sync_load_problems
 from .runtime import CompanionConfigEntry, library_roots
@@ -34,4 +43,17 @@ def async_setup_services(hass: HomeAssistant) -> None:
             async_sync_load_problems(hass, runtime.problems)
             async_dispatcher_send(hass, signal_library_reloaded(entry.entry_id))
 
+    async def confirm(call: ServiceCall) -> ServiceResponse:
+        """Approve or deny a held call by its token."""
+        return await async_confirm_action(hass, call)
+
     hass.services.async_register(DOMAIN, SERVICE_RELOAD, reload)
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_CONFIRM_ACTION,
+        confirm,
+        schema=vol.Schema(
+            {vol.Required("token"): cv.string, vol.Optional("approve", default=True): cv.boolean}
+        ),
+        supports_response=SupportsResponse.OPTIONAL,
+    )

@@ -22,7 +22,7 @@ type Delta = dict[str, object]
 def agent_entity_id(hass: HomeAssistant, entry: MockConfigEntry) -> str:
     """Return the conversation entity of the entry's only persona."""
     entities = er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-    assert sorted(e.domain for e in entities) == ["conversation", "sensor"]
+    assert sorted(e.domain for e in entities) == ["conversation", "sensor", "sensor", "sensor"]
     return next(e.entity_id for e in entities if e.domain == "conversation")
 
 
@@ -185,7 +185,7 @@ async def test_actions_become_events_and_the_emotion_sensor(
     sensor = next(
         e.entity_id
         for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-        if e.domain == "sensor"
+        if e.unique_id.endswith("_emotion")
     )
     state = hass.states.get(sensor)
     assert state is not None

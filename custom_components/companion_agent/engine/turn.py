@@ -32,6 +32,7 @@ from .tools.kit import GuardKit
 from .tools.notices import ConfirmationResult
 from .tools.redact import token_ref
 from .tools.registry import Tool, ToolRegistry
+from .tools.targets import StateProbe, TargetResolver
 
 LOGGER = logging.getLogger(__name__)
 
@@ -55,6 +56,8 @@ class TurnRequest:
     device_id: str | None = None
     host_instructions: str = ""
     host_tools: Sequence[Tool] = ()
+    host_targets: TargetResolver | None = None
+    host_state: StateProbe | None = None
 
 
 def pipeline_config(profile: Profile) -> PipelineConfig:
@@ -83,7 +86,12 @@ class TurnRunner:
     def executor_for(self, persona: Persona, request: TurnRequest) -> GuardedExecutor:
         """Return the guarded tools of one turn: the persona's plugins, then the host's."""
         registry = ToolRegistry([*persona.plugins.tools, *request.host_tools])
-        executor = self.guard.executor(registry, persona.profile.policy)
+        executor = self.guard.executor(
+            registry,
+            persona.profile.policy,
+            resolver=request.host_targets,
+            state=request.host_state,
+        )
         conversation_id = request.context.conversation_id
         self._executors.pop(conversation_id, None)
         self._executors[conversation_id] = executor

@@ -41,16 +41,23 @@ class GuardKit:
     state: StateProbe | None = None
     listener: ConfirmationListener | None = None
 
-    def executor(self, registry: ToolRegistry, marks: Mapping[str, Policy]) -> GuardedExecutor:
-        """Return the guarded executor of one turn over ``registry``, with a profile's marks."""
+    def executor(
+        self,
+        registry: ToolRegistry,
+        marks: Mapping[str, Policy],
+        *,
+        resolver: TargetResolver | None = None,
+        state: StateProbe | None = None,
+    ) -> GuardedExecutor:
+        """Return one turn's guarded executor: a profile's marks, the turn's view of the host."""
         return GuardedExecutor(
             registry,
-            resolver=self.resolver,
+            resolver=self.resolver if resolver is None else resolver,
             policy=GuardPolicy().extended(profile_rules(marks)),
             book=self.book,
             audit=self.audit,
             idempotency=self.idempotency,
-            state=self.state,
+            state=self.state if state is None else state,
             counters=self.counters,
             on_confirmation=self.listener,
             notices=self.notices,
