@@ -12,12 +12,15 @@ from homeassistant.config_entries import (
     ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
+    OptionsFlow,
     SubentryFlowResult,
 )
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import llm
 from homeassistant.helpers.selector import (
+    NumberSelector,
+    NumberSelectorConfig,
     SelectOptionDict,
     SelectSelector,
     SelectSelectorConfig,
@@ -29,9 +32,11 @@ from homeassistant.helpers.selector import (
 
 from .const import (
     CONF_BASE_URL,
+    CONF_CONFIRM_TTL,
     CONF_MODEL,
     CONF_PROFILE,
     CONF_PROMPT,
+    DEFAULT_CONFIRM_TTL,
     DEFAULT_CONVERSATION_NAME,
     DEFAULT_PROFILE,
     DOMAIN,
@@ -146,6 +151,12 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
             step_id="reauth_confirm", data_schema=REAUTH_SCHEMA, errors=errors
         )
 
+    @staticmethod
+    @callback
+    def async_get_options_flow(config_entry: ConfigEntry) -> CompanionOptionsFlow:
+        """Return the flow for the entry's tunables."""
+        return CompanionOptionsFlow()
+
     @classmethod
     @callback
     def async_get_supported_subentry_types(
@@ -153,6 +164,29 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
     ) -> dict[str, type[ConfigSubentryFlow]]:
         """Return the subentry kinds: one conversation agent per persona."""
         return {SUBENTRY_CONVERSATION: PersonaSubentryFlow}
+
+
+class CompanionOptionsFlow(OptionsFlow):
+    """Tune how the companion acts: how long a held action waits for a yes."""
+
+    async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Show and store the options."""
+        if user_input is not None:
+            return self.async_create_entry(data=user_input)
+        schema = vol.Schema(
+            {
+                vol.Required(CONF_CONFIRM_TTL, default=DEFAULT_CONFIRM_TTL): vol.All(
+                    NumberSelector(
+                        NumberSelectorConfig(min=10, max=600, step=5, unit_of_measurement="s")
+                    ),
+                    vol.Coerce(int),
+                )
+            }
+        )
+        return self.async_show_form(
+            step_id="init",
+            data_schema=self.add_suggested_values_to_schema(schema, self.config_entry.options),
+        )
 
 
 class PersonaSubentryFlow(ConfigSubentryFlow):

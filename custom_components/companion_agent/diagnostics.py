@@ -32,5 +32,8 @@ async def async_get_config_entry_diagnostics(
         "profiles": sorted(profile.id for profile in runtime.library.profiles),
         "plugins": sorted(runtime.library.catalog.plugins),
         "problems": [str(problem) for problem in runtime.problems],
+        "options": dict(entry.options),
+        "usage": runtime.runner.guard.counters.snapshot(),
+        "pending_confirmations": runtime.runner.guard.book.pending_count(),
         "open_conversations": {pid: len(shelf) for pid, shelf in runtime.shelves.items()},
     }

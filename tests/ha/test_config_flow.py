@@ -153,3 +153,18 @@ async def test_persona_subentry_flow(hass: HomeAssistant, setup_entry: MockConfi
     assert done["reason"] == "reconfigure_successful"
     await hass.async_block_till_done()
     assert setup_entry.subentries[butler.subentry_id].data[CONF_PROMPT] == "Be drier."
+
+
+async def test_options_flow_sets_the_confirmation_wait(
+    hass: HomeAssistant, setup_entry: MockConfigEntry
+) -> None:
+    """The confirmation wait is a tunable option, applied on reload."""
+    result = await hass.config_entries.options.async_init(setup_entry.entry_id)
+    assert result["step_id"] == "init"
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {"confirm_ttl": 120}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    assert setup_entry.options == {"confirm_ttl": 120}
+    assert setup_entry.runtime_data.runner.guard.book.ttl == 120

@@ -137,6 +137,11 @@ class ConfirmationBook:
         self._pending[token.token_id] = token
         return token
 
+    def pending_count(self) -> int:
+        """Return how many calls wait for confirmation now."""
+        self._collect()
+        return len(self._pending)
+
     def pending_for(self, conversation_id: str) -> list[ConfirmationToken]:
         """Return the live tokens of a conversation, oldest first."""
         self._collect()
