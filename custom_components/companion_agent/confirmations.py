@@ -23,6 +23,7 @@ def async_fire_confirmation(
         "config_entry_id": entry.entry_id,
         "status": status,
         "conversation_id": token.conversation_id,
+        "trace_id": token.trace_id,
         "action": token.action,
     }
     if status == "requested":

@@ -22,6 +22,7 @@ from .const import (
     EVENT_ACTION,
     EVENT_PROACTIVE,
     HOST_PROMPT,
+    LOGGER,
     SIGNAL_USAGE,
     SUBENTRY_CONVERSATION,
     signal_emotion,
@@ -163,6 +164,12 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             host_targets=house,
             host_state=house,
         )
+        LOGGER.debug(
+            "Turn %s: persona %s, profile %s",
+            request.context.trace_id,
+            self.subentry.title,
+            persona.profile.id,
+        )
         stream = ChatLogStream(
             runtime.runner.speak(persona, request),
             on_sentence=lambda sentence: self._async_sentence(sentence, request.context),
@@ -172,6 +179,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         ):
             pass
         async_dispatcher_send(self.hass, SIGNAL_USAGE)
+        LOGGER.debug("Turn %s finished", request.context.trace_id)
         result = conversation.async_get_result_from_chat_log(user_input, chat_log)
         if speech := stream.speech():
             result.response.async_set_speech(speech)
@@ -187,6 +195,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
                 {
                     "entity_id": self.entity_id,
                     "conversation_id": context.conversation_id,
+                    "trace_id": context.trace_id,
                     "action": action,
                     "kind": "emotion" if is_emotion else "action",
                     "text": sentence.display_text,
