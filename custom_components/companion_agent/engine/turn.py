@@ -119,48 +119,49 @@ class TurnRunner:
     async def run(self, persona: Persona, request: TurnRequest) -> AsyncIterator[TurnItem]:
         """Yield the turn's text and events; store the exchange and run after-turn hooks."""
         profile, hooks, ctx = persona.profile, persona.plugins.hooks, request.context
-        executor = self.executor_for(persona, request)
-        desk = executor.confirmations
-        reply = await desk.answer(
-            request.text,
-            language=ctx.language,
-            user_id=ctx.user_id,
-            conversation_id=ctx.conversation_id,
-            trace_id=ctx.trace_id,
-        )
-        for confirmed in reply.results if reply is not None else ():
-            yield _confirmed_event(confirmed)
-        history = await request.storage.load()
-        turn = TurnContext(
-            conversation_id=ctx.conversation_id,
-            profile_id=profile.id,
-            language=ctx.language,
-            user_id=ctx.user_id,
-            device_id=request.device_id,
-            first_turn=not history,
-        )
-        hooks.start_preread(turn)
-        snippets = await hooks.before_turn(request.text, turn)
-        notices = tuple(
-            ContextSnippet(source="confirmations", text=notice.content)
-            for notice in desk.take_notices(ctx.conversation_id)
-        )
-        block = UserPromptBlock(text=request.text, context=(*notices, *snippets))
-        builder = PromptBuilder(profile, extra_instructions=request.host_instructions)
-        messages = builder.build(history, block)
-        core = AgentCore(persona.model, executor, max_rounds=profile.max_rounds)
-        result: TurnResult | None = None
-        async for item in core.run_turn(messages, ctx):
-            if isinstance(item, TurnResult):
-                result = item
-            yield item
-        answer = result.text if result is not None else ""
-        if result is not None:
-            self.guard.counters.count_tokens(
-                conversation_id=ctx.conversation_id, user_id=ctx.user_id, usage=result.usage
+        async with persona.plugins.lease():
+            executor = self.executor_for(persona, request)
+            desk = executor.confirmations
+            reply = await desk.answer(
+                request.text,
+                language=ctx.language,
+                user_id=ctx.user_id,
+                conversation_id=ctx.conversation_id,
+                trace_id=ctx.trace_id,
             )
-        await self._store(request, answer)
-        hooks.after_turn(request.text, answer, turn)
+            for confirmed in reply.results if reply is not None else ():
+                yield _confirmed_event(confirmed)
+            history = await request.storage.load()
+            turn = TurnContext(
+                conversation_id=ctx.conversation_id,
+                profile_id=profile.id,
+                language=ctx.language,
+                user_id=ctx.user_id,
+                device_id=request.device_id,
+                first_turn=not history,
+            )
+            hooks.start_preread(turn)
+            snippets = await hooks.before_turn(request.text, turn)
+            notices = tuple(
+                ContextSnippet(source="confirmations", text=notice.content)
+                for notice in desk.take_notices(ctx.conversation_id)
+            )
+            block = UserPromptBlock(text=request.text, context=(*notices, *snippets))
+            builder = PromptBuilder(profile, extra_instructions=request.host_instructions)
+            messages = builder.build(history, block)
+            core = AgentCore(persona.model, executor, max_rounds=profile.max_rounds)
+            result: TurnResult | None = None
+            async for item in core.run_turn(messages, ctx):
+                if isinstance(item, TurnResult):
+                    result = item
+                yield item
+            answer = result.text if result is not None else ""
+            if result is not None:
+                self.guard.counters.count_tokens(
+                    conversation_id=ctx.conversation_id, user_id=ctx.user_id, usage=result.usage
+                )
+            await self._store(request, answer)
+            hooks.after_turn(request.text, answer, turn)
 
     @staticmethod
     async def _store(request: TurnRequest, answer: str) -> None:

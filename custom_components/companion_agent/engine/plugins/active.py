@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from ..errors import ConfigFileError
@@ -53,6 +54,9 @@ class PluginSet:
         self._problems = list(problems)
         self.tools = self._collect_tools()
         self._started: list[TriggerPlugin] = []
+        self._leases = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     @classmethod
     def build(cls, catalog: PluginCatalog, profile: Profile, host: HostServices) -> PluginSet:
@@ -113,12 +117,30 @@ class PluginSet:
                 continue
             self._started.append(plugin)
 
+    @asynccontextmanager
+    async def lease(self) -> AsyncIterator[None]:
+        """Hold the plugins open for one turn; ``close`` waits for every lease to end."""
+        self._leases += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._leases -= 1
+            if self._leases == 0:
+                self._idle.set()
+
     async def close(self, grace: float = 0.0) -> None:
-        """Stop triggers, let hooks finish for ``grace`` seconds, then close every plugin."""
+        """Stop triggers, let turns and hooks finish within ``grace`` seconds, close all."""
+        deadline = asyncio.get_running_loop().time() + grace
         started, self._started = self._started, []
         for trigger in started:
             await _quietly(trigger.stop(), trigger.plugin_id, "stop")
-        await self.hooks.close(grace)
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self._idle.wait()
+        except TimeoutError:
+            LOGGER.warning("Closing plugins while %d turn(s) still use them", self._leases)
+        await self.hooks.close(max(0.0, deadline - asyncio.get_running_loop().time()))
         for member in self._members:
             await _quietly(member.plugin.close(), member.plugin.plugin_id, "close")
 
