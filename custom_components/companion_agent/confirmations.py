@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from homeassistant.config_entries import ConfigEntry, ConfigEntryState
+from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant, ServiceCall, callback
 from homeassistant.exceptions import ServiceValidationError
 
@@ -11,7 +11,7 @@ from .engine.errors import ConfirmationRefusedError
 from .engine.json_types import JSONObject
 from .engine.tools.confirmation import ConfirmationToken
 from .engine.tools.notices import ConfirmationResult, ConfirmationStatus
-from .runtime import CompanionConfigEntry
+from .runtime import loaded_entries
 
 
 @callback
@@ -36,13 +36,7 @@ async def async_confirm_action(hass: HomeAssistant, call: ServiceCall) -> JSONOb
     """Approve or deny a held call by its token, from a dashboard or a notification."""
     token_id: str = call.data["token"]
     approve: bool = call.data["approve"]
-    entries: list[CompanionConfigEntry] = [
-        entry
-        for entry in hass.config_entries.async_entries(DOMAIN)
-        if entry.state is ConfigEntryState.LOADED
-    ]
-    if not entries:
-        raise ServiceValidationError(translation_domain=DOMAIN, translation_key="not_loaded")
+    entries = loaded_entries(hass)
     owner = next(
         (e for e in entries if e.runtime_data.runner.guard.book.peek(token_id) is not None),
         entries[0],

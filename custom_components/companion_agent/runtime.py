@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from homeassistant.config_entries import ConfigEntry
+from homeassistant.config_entries import ConfigEntry, ConfigEntryState
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers.httpx_client import get_async_client
 
-from .const import CONF_BASE_URL, CONF_MODEL, STORAGE_FOLDER
+from .const import CONF_BASE_URL, CONF_MODEL, DOMAIN, STORAGE_FOLDER
 from .engine.llm import LLMSettings, OpenAIChatModel
 from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
 from .engine.storage import ConversationShelf
@@ -74,3 +75,15 @@ def build_model(hass: HomeAssistant, data: dict[str, str]) -> OpenAIChatModel:
 def library_roots(hass: HomeAssistant) -> tuple[Path, ...]:
     """Return where plugins and profiles come from: built-in first, the user's folder last."""
     return (*builtin_roots(), Path(hass.config.path(STORAGE_FOLDER)))
+
+
+def loaded_entries(hass: HomeAssistant) -> list[CompanionConfigEntry]:
+    """Return the loaded entries; raise the translated error a service shows when none is."""
+    entries: list[CompanionConfigEntry] = [
+        entry
+        for entry in hass.config_entries.async_entries(DOMAIN)
+        if entry.state is ConfigEntryState.LOADED
+    ]
+    if not entries:
+        raise ServiceValidationError(translation_domain=DOMAIN, translation_key="not_loaded")
+    return entries

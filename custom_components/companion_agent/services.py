@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import voluptuous as vol
-from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import (
     HomeAssistant,
     ServiceCall,
@@ -11,7 +10,6 @@ from homeassistant.core import (
     SupportsResponse,
     callback,
 )
-from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.dispatcher import async_dispatcher_send
 
@@ -19,7 +17,7 @@ from .confirmations import async_confirm_action
 from .const import DOMAIN, SERVICE_CONFIRM_ACTION, SERVICE_RELOAD, signal_library_reloaded
 from .engine.plugins import load_library
 from .repairs import async_sync_load_problems
-from .runtime import CompanionConfigEntry, library_roots
+from .runtime import library_roots, loaded_entries
 
 
 @callback
@@ -28,13 +26,7 @@ def async_setup_services(hass: HomeAssistant) -> None:
 
     async def reload(call: ServiceCall) -> None:
         """Reload plugins and profiles; running turns keep what they started with."""
-        entries: list[CompanionConfigEntry] = [
-            entry
-            for entry in hass.config_entries.async_entries(DOMAIN)
-            if entry.state is ConfigEntryState.LOADED
-        ]
-        if not entries:
-            raise ServiceValidationError(translation_domain=DOMAIN, translation_key="not_loaded")
+        entries = loaded_entries(hass)
         for entry in entries:
             runtime = entry.runtime_data
             runtime.library = await hass.async_add_executor_job(

@@ -28,13 +28,11 @@ async def auto_setup(hass: HomeAssistant, enable_custom_integrations: None, tmp_
     assert await async_setup_component(hass, "homeassistant", {})
 
 
-def make_entry(
-    server: LLMServer, *, llm_apis: list[str] | None = None, profile: str = "default"
+def make_personas_entry(
+    server: LLMServer, personas: dict[str, str], *, llm_apis: list[str] | None = None
 ) -> MockConfigEntry:
-    """Return an entry for the local server with one persona subentry."""
-    persona: dict[str, object] = {CONF_PROFILE: profile}
-    if llm_apis:
-        persona[CONF_LLM_HASS_API] = llm_apis
+    """Return an entry for the local server with one subentry per ``title: profile``."""
+    extra: dict[str, object] = {CONF_LLM_HASS_API: llm_apis} if llm_apis else {}
     return MockConfigEntry(
         domain=DOMAIN,
         title="test-model",
@@ -42,12 +40,20 @@ def make_entry(
         subentries_data=[
             {
                 "subentry_type": SUBENTRY_CONVERSATION,
-                "data": persona,
-                "title": "Companion",
+                "data": {CONF_PROFILE: profile, **extra},
+                "title": title,
                 "unique_id": None,
             }
+            for title, profile in personas.items()
         ],
     )
+
+
+def make_entry(
+    server: LLMServer, *, llm_apis: list[str] | None = None, profile: str = "default"
+) -> MockConfigEntry:
+    """Return an entry for the local server with one persona subentry."""
+    return make_personas_entry(server, {"Companion": profile}, llm_apis=llm_apis)
 
 
 @pytest.fixture

@@ -6,19 +6,14 @@ from pathlib import Path
 from textwrap import dedent
 
 from homeassistant.components import conversation
-from homeassistant.const import CONF_API_KEY
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import (
-    CONF_BASE_URL,
-    CONF_MODEL,
-    CONF_PROFILE,
-    DOMAIN,
     STORAGE_FOLDER,
-    SUBENTRY_CONVERSATION,
 )
+from tests.ha.conftest import make_personas_entry
 from tests.support.llm_server import LLMServer
 
 type Body = dict[str, object]
@@ -47,24 +42,6 @@ def write_profile(hass: HomeAssistant, profile_id: str, text: str) -> Path:
     path = folder / f"{profile_id}.toml"
     path.write_text(dedent(text), encoding="utf-8")
     return path
-
-
-def make_personas_entry(server: LLMServer, personas: dict[str, str]) -> MockConfigEntry:
-    """Return an entry for the local server with one subentry per ``title: profile``."""
-    return MockConfigEntry(
-        domain=DOMAIN,
-        title="test-model",
-        data={CONF_BASE_URL: server.url, CONF_API_KEY: "", CONF_MODEL: "test-model"},
-        subentries_data=[
-            {
-                "subentry_type": SUBENTRY_CONVERSATION,
-                "data": {CONF_PROFILE: profile},
-                "title": title,
-                "unique_id": None,
-            }
-            for title, profile in personas.items()
-        ],
-    )
 
 
 async def setup_personas(

@@ -37,8 +37,9 @@ def instant_demo_lock() -> Iterator[None]:
         yield
 
 
-@pytest.fixture
-async def house(hass: HomeAssistant, llm_server: LLMServer) -> MockConfigEntry:
+async def build_house(
+    hass: HomeAssistant, server: LLMServer, options: dict[str, object] | None = None
+) -> MockConfigEntry:
     """Set up HA's demo lock, light and cover, expose a few, and the companion with Assist."""
     assert await async_setup_component(hass, "conversation", {})
     with patch(
@@ -50,11 +51,19 @@ async def house(hass: HomeAssistant, llm_server: LLMServer) -> MockConfigEntry:
         await hass.async_block_till_done()
     for entity_id in EXPOSED:
         async_expose_entity(hass, conversation.DOMAIN, entity_id, True)
-    entry = make_entry(llm_server, llm_apis=[llm.LLM_API_ASSIST])
+    entry = make_entry(server, llm_apis=[llm.LLM_API_ASSIST])
     entry.add_to_hass(hass)
+    if options:
+        hass.config_entries.async_update_entry(entry, options=options)
     assert await hass.config_entries.async_setup(entry.entry_id)
     await hass.async_block_till_done()
     return entry
+
+
+@pytest.fixture
+async def house(hass: HomeAssistant, llm_server: LLMServer) -> MockConfigEntry:
+    """Return the companion set up in a house with demo devices."""
+    return await build_house(hass, llm_server)
 
 
 def agent(hass: HomeAssistant, entry: MockConfigEntry) -> str:
@@ -209,18 +218,7 @@ async def test_silence_past_the_ttl_cancels_and_the_model_is_told(
     hass: HomeAssistant, llm_server: LLMServer
 ) -> None:
     """A held call expires; the next turn tells the model, and "yes" no longer runs it."""
-    assert await async_setup_component(hass, "conversation", {})
-    with patch(
-        "homeassistant.components.demo.COMPONENTS_WITH_CONFIG_ENTRY_DEMO_PLATFORM", DEMO_PLATFORMS
-    ):
-        demo = MockConfigEntry(domain="demo")
-        demo.add_to_hass(hass)
-        assert await hass.config_entries.async_setup(demo.entry_id)
-    async_expose_entity(hass, conversation.DOMAIN, "lock.front_door", True)
-    entry = make_entry(llm_server, llm_apis=[llm.LLM_API_ASSIST])
-    entry.add_to_hass(hass)
-    hass.config_entries.async_update_entry(entry, options={CONF_CONFIRM_TTL: 0.2})
-    assert await hass.config_entries.async_setup(entry.entry_id)
+    entry = await build_house(hass, llm_server, {CONF_CONFIRM_TTL: 0.2})
     events: list[Mapping[str, object]] = []
     conversation_id = await ask_to_unlock(hass, entry, llm_server, events)
     await asyncio.sleep(0.3)
