@@ -168,7 +168,7 @@ async def test_invalid_json_arguments_are_not_executed(
     told = sent_tool_messages(llm_server, 1)[0]["content"]
     assert isinstance(told, str)
     assert json.loads(told)["error"] == "validation"
-    assert "not valid JSON" in told
+    assert "not a JSON object; it was not run" in told
 
 
 async def test_unknown_tool_lists_the_tools_available(

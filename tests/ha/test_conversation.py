@@ -7,7 +7,7 @@ from pathlib import Path
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigEntryState
-from homeassistant.core import Context, HomeAssistant
+from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.helpers import chat_session
 from homeassistant.helpers import entity_registry as er
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -173,7 +173,9 @@ async def test_actions_become_events_and_the_emotion_sensor(
     assert await hass.config_entries.async_setup(entry.entry_id)
     await hass.async_block_till_done()
     events: list[Mapping[str, object]] = []
-    hass.bus.async_listen("companion_agent_action", lambda event: events.append(event.data))
+    hass.bus.async_listen(
+        "companion_agent_action", callback(lambda event: events.append(event.data))
+    )
     llm_server.script(Reply.text("[joy]太好啦！[wave]我们出发吧。", chunk_size=2))
     deltas: list[Delta] = []
     result, _content = await converse(hass, agent_entity_id(hass, entry), "出发！", deltas)

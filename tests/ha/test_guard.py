@@ -12,7 +12,7 @@ import pytest
 from homeassistant.components import conversation
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.const import Platform
-from homeassistant.core import Context, HomeAssistant
+from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import chat_session, llm
 from homeassistant.helpers import entity_registry as er
@@ -136,7 +136,7 @@ async def ask_to_unlock(
     events: list[Mapping[str, object]],
 ) -> str:
     """Have the model try to unlock the front door; return the conversation id."""
-    hass.bus.async_listen("companion_agent_confirmation", lambda e: events.append(e.data))
+    hass.bus.async_listen("companion_agent_confirmation", callback(lambda e: events.append(e.data)))
     server.script(
         Reply.tool_calls(("call_unlock", "HassTurnOff", UNLOCK)),
         Reply.text("Should I unlock the front door?"),

@@ -43,10 +43,10 @@ def apology(reason: str, language: str) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Prepared:
-    """A tool call checked before execution, with the reason it may not run."""
+    """A tool call, and whether it looks runnable (a known tool, JSON arguments)."""
 
     call: ToolCallRequest
-    rejection: ToolOutcome | None
+    runnable: bool
 
 
 class AgentCore:
@@ -134,13 +134,10 @@ class AgentCore:
         outcomes: dict[str, ToolOutcome] = {}
         tasks: dict[asyncio.Task[ToolOutcome], _Prepared] = {}
         for item in prepared:
-            if item.rejection is None:
+            if item.runnable:
                 yield _event(item, None)
-                tasks[asyncio.create_task(self._execute(item.call, ctx))] = item
         for item in prepared:
-            if item.rejection is not None:
-                outcomes[item.call.call_id] = item.rejection
-                yield _event(item, item.rejection)
+            tasks[asyncio.create_task(self._execute(item.call, ctx))] = item
         try:
             pending = set(tasks)
             while pending:
@@ -170,15 +167,12 @@ class AgentCore:
 
 
 def _prepare(call: ToolCallRequest, names: set[str]) -> _Prepared:
-    """Reject calls to unknown tools or with arguments that are not a JSON object."""
-    if call.name not in names:
-        available = ", ".join(sorted(names)) or "none"
-        reason = f"unknown tool {call.name!r}; tools you may use this turn: {available}"
-        return _Prepared(call=call, rejection=failure("validation", reason))
-    if parse_arguments(call.arguments) is None:
-        reason = f"the arguments for {call.name!r} are not valid JSON; it was not run, call again"
-        return _Prepared(call=call, rejection=failure("validation", reason))
-    return _Prepared(call=call, rejection=None)
+    """Mark calls to unknown tools or with non-JSON arguments: they get no ``running`` event.
+
+    They still go to the executor, which refuses them, says why, and audits the attempt.
+    """
+    runnable = call.name in names and parse_arguments(call.arguments) is not None
+    return _Prepared(call=call, runnable=runnable)
 
 
 def _event(item: _Prepared, outcome: ToolOutcome | None) -> ToolCallEvent:
