@@ -329,6 +329,31 @@ async def test_default_responder_calls_time_tool(client: openai.AsyncOpenAI, que
     assert text_of(await stream(client, asked)) == f"You said: {question.rstrip('.')}."
 
 
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [("What time is it?", "It is 14:05 on Monday."), ("现在几点了？", "现在是14:05。")],
+)
+async def test_default_responder_reads_a_clock_result(
+    client: openai.AsyncOpenAI, question: str, answer: str
+) -> None:
+    """Say a structured time result as a clock time, in the asker's language."""
+    result = json.dumps({"time": "14:05", "weekday": "Monday"})
+    answered = await stream(
+        client,
+        [
+            {"role": "user", "content": question},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": result},
+        ],
+    )
+    assert text_of(answered) == answer
+
+
 async def test_consumes_script_in_order(server: LLMServer, client: openai.AsyncOpenAI) -> None:
     """Consume scripted replies first in, first out, then fall back to the default."""
     server.script(Reply.text("one"), Reply.text("two"))

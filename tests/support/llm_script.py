@@ -1,5 +1,6 @@
 """Scripted replies for the local OpenAI-compatible server, and its default responder."""
 
+import json
 from dataclasses import dataclass
 from typing import Self
 
@@ -110,15 +111,29 @@ def default_reply(body: dict[str, object], sequence: int) -> Reply:
     """
     messages = [m for m in _as_list(body.get("messages")) if isinstance(m, dict)]
     last = messages[-1] if messages else {}
-    if last.get("role") == "tool":
-        result = _message_text(last).strip().rstrip(".")
-        return Reply.text(f"It is {result}.", delay=DEFAULT_DELAY)
     user_texts = [_message_text(m) for m in messages if m.get("role") == "user"]
     user_text = user_texts[-1].strip() if user_texts else ""
+    if last.get("role") == "tool":
+        return Reply.text(_summary(_message_text(last), user_text), delay=DEFAULT_DELAY)
     tool = _time_tool_name(body)
     if tool is not None and any(word in user_text.lower() for word in TIME_WORDS):
         return Reply.tool_calls((f"call_default_{sequence}", tool, "{}"), split=1)
     return Reply.text(f"You said: {user_text.rstrip('.')}.", delay=DEFAULT_DELAY)
+
+
+def _summary(result: str, user_text: str) -> str:
+    """Say a tool result: a time result as a clock time, anything else as it is."""
+    try:
+        data = json.loads(result)
+    except ValueError:
+        data = None
+    chinese = any("\u4e00" <= char <= "\u9fff" for char in user_text)
+    if isinstance(data, dict) and isinstance(data.get("time"), str):
+        weekday = data.get("weekday", "")
+        if chinese:
+            return f"现在是{data['time']}。"
+        return f"It is {data['time']} on {weekday}." if weekday else f"It is {data['time']}."
+    return f"It is {result.strip().rstrip('.')}."
 
 
 def _time_tool_name(body: dict[str, object]) -> str | None:
