@@ -1,6 +1,7 @@
 """The local OpenAI-compatible server, exercised through the real `openai` SDK."""
 
 import asyncio
+import json
 import logging
 import math
 from collections.abc import AsyncIterator, Iterable
