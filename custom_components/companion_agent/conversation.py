@@ -13,6 +13,7 @@ from homeassistant.helpers.dispatcher import async_dispatcher_connect, async_dis
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util.ulid import ulid_now
 
+from .briefing import HomeBriefing
 from .chat_stream import ChatLogStream
 from .const import (
     CONF_MODEL,
@@ -163,6 +164,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             host_tools=house.tools(),
             host_targets=house,
             host_state=house,
+            host_preread=HomeBriefing(self.hass, user_input.context.user_id).read,
         )
         LOGGER.debug(
             "Turn %s: persona %s, profile %s",

@@ -31,9 +31,15 @@ UNLOCK = '{"name": "Front Door", "domain": ["lock"]}'
 
 
 @pytest.fixture(autouse=True)
-def instant_demo_lock() -> Iterator[None]:
-    """Let the demo lock finish unlocking at once instead of after two seconds."""
-    with patch("homeassistant.components.demo.lock.LOCK_UNLOCK_DELAY", 0):
+def demo_devices() -> Iterator[None]:
+    """Load only the demo lock, light and cover; let the lock unlock at once, not in 2 s."""
+    with (
+        patch("homeassistant.components.demo.lock.LOCK_UNLOCK_DELAY", 0),
+        patch(
+            "homeassistant.components.demo.COMPONENTS_WITH_CONFIG_ENTRY_DEMO_PLATFORM",
+            DEMO_PLATFORMS,
+        ),
+    ):
         yield
 
 
@@ -42,13 +48,10 @@ async def build_house(
 ) -> MockConfigEntry:
     """Set up HA's demo lock, light and cover, expose a few, and the companion with Assist."""
     assert await async_setup_component(hass, "conversation", {})
-    with patch(
-        "homeassistant.components.demo.COMPONENTS_WITH_CONFIG_ENTRY_DEMO_PLATFORM", DEMO_PLATFORMS
-    ):
-        demo = MockConfigEntry(domain="demo")
-        demo.add_to_hass(hass)
-        assert await hass.config_entries.async_setup(demo.entry_id)
-        await hass.async_block_till_done()
+    demo = MockConfigEntry(domain="demo")
+    demo.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(demo.entry_id)
+    await hass.async_block_till_done()
     for entity_id in EXPOSED:
         async_expose_entity(hass, conversation.DOMAIN, entity_id, True)
     entry = make_entry(server, llm_apis=[llm.LLM_API_ASSIST])
@@ -410,3 +413,29 @@ async def test_audit_survives_a_restart(
     after = audit(hass)
     assert after[: len(before)] == before
     assert [r["tool"] for r in after[len(before) :]] == ["HassTurnOff"]
+
+
+async def test_first_turn_briefing_names_the_person_and_open_todos(
+    hass: HomeAssistant, house: MockConfigEntry, llm_server: LLMServer, hass_admin_user: object
+) -> None:
+    """The first turn's user message carries who speaks and open to-dos; later turns do not."""
+    from homeassistant.auth.models import User
+
+    assert isinstance(hass_admin_user, User)
+    shopping = MockConfigEntry(domain="shopping_list")
+    shopping.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(shopping.entry_id)
+    await hass.async_block_till_done()
+    async_expose_entity(hass, conversation.DOMAIN, "todo.shopping_list", True)
+    await hass.services.async_call(
+        "todo", "add_item", {"entity_id": "todo.shopping_list", "item": "eggs"}, blocking=True
+    )
+    llm_server.script(Reply.text("Hello!"), Reply.text("Sure."))
+    context = Context(user_id=hass_admin_user.id)
+    result, _content = await say(hass, house, "Good morning", context=context)
+    first = user_message(llm_server, 0)
+    assert "[memory context]" in first
+    assert f"The person speaking is {hass_admin_user.name}." in first
+    assert "Shopping List: 1 open." in first
+    await say(hass, house, "Thanks", result.conversation_id, context=context)
+    assert "[memory context]" not in user_message(llm_server, 1)

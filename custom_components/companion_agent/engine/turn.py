@@ -6,9 +6,10 @@ where the conversation is stored — and gets the turn's items back as a stream.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 
 from .core import AgentCore
@@ -58,6 +59,7 @@ class TurnRequest:
     host_tools: Sequence[Tool] = ()
     host_targets: TargetResolver | None = None
     host_state: StateProbe | None = None
+    host_preread: Callable[[], Coroutine[object, object, Sequence[ContextSnippet]]] | None = None
 
 
 def pipeline_config(profile: Profile) -> PipelineConfig:
@@ -141,7 +143,10 @@ class TurnRunner:
                 first_turn=not history,
             )
             hooks.start_preread(turn)
+            briefing = _start_briefing(request) if turn.first_turn else None
             snippets = await hooks.before_turn(request.text, turn)
+            if briefing is not None:
+                snippets = (*await _finish_briefing(briefing, profile.hook_timeout), *snippets)
             notices = tuple(
                 ContextSnippet(source="confirmations", text=notice.content)
                 for notice in desk.take_notices(ctx.conversation_id)
@@ -195,3 +200,24 @@ def _confirmed_event(result: ConfirmationResult) -> ToolCallEvent:
         status="completed" if done else "error",
         result=result.outcome.content,
     )
+
+
+def _start_briefing(request: TurnRequest) -> asyncio.Task[Sequence[ContextSnippet]] | None:
+    """Start the host's first-turn pre-read (who is speaking, today's plans) in the background."""
+    if request.host_preread is None:
+        return None
+    return asyncio.create_task(request.host_preread())
+
+
+async def _finish_briefing(
+    task: asyncio.Task[Sequence[ContextSnippet]], seconds: float
+) -> Sequence[ContextSnippet]:
+    """Return the pre-read if it is ready within ``seconds``; else go on without it."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await task
+    except TimeoutError:
+        LOGGER.warning("The host pre-read was cut at its timeout")
+    except Exception:
+        LOGGER.warning("The host pre-read failed", exc_info=True)
+    return ()
