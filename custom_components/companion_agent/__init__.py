@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from homeassistant.const import Platform
-from homeassistant.core import HomeAssistant
+from homeassistant.const import EVENT_HOMEASSISTANT_STOP, Platform
+from homeassistant.core import Event, HomeAssistant
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.httpx_client import get_async_client
@@ -72,6 +72,14 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         data_dir=data_dir,
     )
     async_sync_load_problems(hass, entry.runtime_data.problems)
+
+    async def _async_flush_on_stop(_event: Event) -> None:
+        """Write what is still in memory before Home Assistant stops."""
+        await entry.runtime_data.flush()
+
+    entry.async_on_unload(
+        hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STOP, _async_flush_on_stop)
+    )
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     entry.async_on_unload(entry.add_update_listener(_async_update_listener))
     LOGGER.debug("Companion Agent set up for %s", entry.data[CONF_BASE_URL])
@@ -82,10 +90,15 @@ async def async_unload_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
     """Unload the agents and let stored turns reach the disk."""
     unloaded = await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
     if unloaded:
-        for shelf in entry.runtime_data.shelves.values():
-            await shelf.flush()
+        await entry.runtime_data.flush()
         await entry.runtime_data.audit.close()
     return unloaded
+
+
+async def async_remove_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -> None:
+    """Remove the repair issues of an integration that is no longer installed."""
+    if not any(e.entry_id != entry.entry_id for e in hass.config_entries.async_entries(DOMAIN)):
+        async_sync_load_problems(hass, [])
 
 
 async def _async_update_listener(hass: HomeAssistant, entry: CompanionConfigEntry) -> None:

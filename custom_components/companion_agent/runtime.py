@@ -39,6 +39,12 @@ class CompanionRuntime:
         active = [p for problems in self.persona_problems.values() for p in problems]
         return [*self.library.problems, *active]
 
+    async def flush(self) -> None:
+        """Write every stored turn and audit record that is still in memory."""
+        for shelf in self.shelves.values():
+            await shelf.flush()
+        await self.audit.flush()
+
     def shelf(self, persona_id: str) -> ConversationShelf:
         """Return the conversation storage of one persona."""
         if persona_id not in self.shelves:

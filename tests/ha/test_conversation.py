@@ -207,3 +207,42 @@ async def test_speech_is_the_tts_text(
     assert "**" not in speech
     assert "https" not in speech
     assert speech.startswith("Done.")
+
+
+async def test_stop_writes_what_is_still_in_memory(
+    hass: HomeAssistant, setup_entry: MockConfigEntry, llm_server: LLMServer
+) -> None:
+    """When HA stops, the last turn reaches the disk even though the entry is not unloaded."""
+    from homeassistant.const import EVENT_HOMEASSISTANT_STOP
+
+    llm_server.script(Reply.text("Noted."))
+    await conversation.async_converse(
+        hass,
+        "Remember the milk.",
+        None,
+        Context(),
+        language="en",
+        agent_id=agent_entity_id(hass, setup_entry),
+    )
+    hass.bus.async_fire(EVENT_HOMEASSISTANT_STOP)
+    await hass.async_block_till_done()
+    folder = Path(hass.config.path(DOMAIN)) / "conversations"
+    [stored] = list(folder.rglob("*.json"))
+    assert "Remember the milk." in stored.read_text(encoding="utf-8")
+
+
+async def test_removing_the_entry_clears_its_repair_issues(
+    hass: HomeAssistant, setup_entry: MockConfigEntry
+) -> None:
+    """Repair issues about plugins and profiles go away with the integration."""
+    from homeassistant.helpers import issue_registry as ir
+
+    from custom_components.companion_agent.engine.plugins import LoadProblem
+    from custom_components.companion_agent.repairs import async_sync_load_problems
+
+    problem = LoadProblem(kind="plugin", path=Path("/x/plugin.toml"), key="plugin.id", message="m")
+    async_sync_load_problems(hass, [problem])
+    assert ir.async_get(hass).async_get_issue(DOMAIN, problem.issue_id) is not None
+    assert await hass.config_entries.async_remove(setup_entry.entry_id)
+    await hass.async_block_till_done()
+    assert ir.async_get(hass).async_get_issue(DOMAIN, problem.issue_id) is None
