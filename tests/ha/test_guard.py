@@ -69,6 +69,15 @@ async def house(hass: HomeAssistant, llm_server: LLMServer) -> MockConfigEntry:
     return await build_house(hass, llm_server)
 
 
+async def add_shopping_list(hass: HomeAssistant) -> None:
+    """Set up HA's shopping list and expose its to-do entity to Assist."""
+    shopping = MockConfigEntry(domain="shopping_list")
+    shopping.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(shopping.entry_id)
+    await hass.async_block_till_done()
+    async_expose_entity(hass, conversation.DOMAIN, "todo.shopping_list", True)
+
+
 def agent(hass: HomeAssistant, entry: MockConfigEntry) -> str:
     """Return the entry's conversation agent."""
     return next(
@@ -366,11 +375,7 @@ async def test_idempotent_call_delivered_twice_runs_once(
     hass: HomeAssistant, house: MockConfigEntry, llm_server: LLMServer
 ) -> None:
     """Adding the same item to the shopping list twice in a conversation adds it once."""
-    shopping = MockConfigEntry(domain="shopping_list")
-    shopping.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(shopping.entry_id)
-    await hass.async_block_till_done()
-    async_expose_entity(hass, conversation.DOMAIN, "todo.shopping_list", True)
+    await add_shopping_list(hass)
     args = '{"item": "milk", "name": "Shopping List"}'
     llm_server.script(
         Reply.tool_calls(("call_1", "HassListAddItem", args)),
@@ -422,11 +427,7 @@ async def test_first_turn_briefing_names_the_person_and_open_todos(
     from homeassistant.auth.models import User
 
     assert isinstance(hass_admin_user, User)
-    shopping = MockConfigEntry(domain="shopping_list")
-    shopping.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(shopping.entry_id)
-    await hass.async_block_till_done()
-    async_expose_entity(hass, conversation.DOMAIN, "todo.shopping_list", True)
+    await add_shopping_list(hass)
     await hass.services.async_call(
         "todo", "add_item", {"entity_id": "todo.shopping_list", "item": "eggs"}, blocking=True
     )
