@@ -10,7 +10,7 @@ from homeassistant.components.conversation import (
 )
 from homeassistant.helpers import llm
 
-from .engine.events import OutputItem, SentenceOutput, ThinkingDelta, ToolCallEvent, TurnResult
+from .engine.events import OutputItem, SentenceOutput, ThinkingDelta, ToolCallEvent
 from .engine.json_types import JSONObject
 
 type ChatDelta = AssistantContentDeltaDict | ToolResultContentDeltaDict
@@ -34,7 +34,6 @@ class ChatLogStream:
         self._announced: set[str] = set()
         self._open = False
         self.spoken: list[str] = []
-        self.result: TurnResult | None = None
 
     async def deltas(self) -> AsyncIterator[ChatDelta]:
         """Yield deltas: display text per sentence, each tool call once, as run outside HA."""
@@ -66,8 +65,6 @@ class ChatLogStream:
                     }
                     self._open = False
                     self.spoken.clear()
-                case TurnResult() as result:
-                    self.result = result
 
     def speech(self) -> str:
         """Return what TTS should say: the clean text of the last message."""
