@@ -1,7 +1,7 @@
 """Typed items that flow out of a turn and through the output pipeline.
 
 Every item is a frozen dataclass with a ``kind`` literal; stages dispatch on it with
-``match``. Text tokens are plain ``str``; nothing structural ever travels inside text.
+``match``. Nothing structural ever travels inside text.
 """
 
 from __future__ import annotations
@@ -12,6 +12,23 @@ from typing import Literal
 from .json_types import JSONObject
 
 type ToolStatus = Literal["running", "completed", "error", "pending_confirmation"]
+type TurnOutcome = Literal["complete", "cut", "interrupted", "failed", "timed_out"]
+"""How a turn ended: answered; the model's stream broke off; the person (or host)
+cancelled it; the model could not answer; the turn's deadline passed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextDelta:
+    """A piece of the reply as it streams.
+
+    ``text`` is what a person reads (after the pipeline: action tags and thinking
+    removed); ``model_text`` is the model's own text it came from, tags included, so the
+    host can keep exactly what was shown. Host notices (an apology) have no model text.
+    """
+
+    kind: Literal["text"] = "text"
+    text: str
+    model_text: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,17 +61,23 @@ class SentenceOutput:
     actions: tuple[str, ...] = ()
 
 
+type OutputItem = TextDelta | ThinkingDelta | ToolCallEvent | SentenceOutput
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnResult:
-    """What a finished turn produced, for storage and hooks."""
+    """How a turn ended and what it produced, for storage, hooks and the host.
+
+    ``text`` is everything the model wrote; ``shown`` the model text of the replies the
+    host actually took from the turn; ``spoken`` the text handed to speech.
+    """
 
     kind: Literal["turn_result"] = "turn_result"
+    outcome: TurnOutcome
     text: str
+    shown: str = ""
+    spoken: str = ""
     tool_calls: tuple[ToolCallEvent, ...] = ()
     rounds: int = 0
     usage: dict[str, int] = field(default_factory=dict)
-
-
-type StructuredEvent = ToolCallEvent | ThinkingDelta | TurnResult
-type TurnItem = str | StructuredEvent
-type OutputItem = SentenceOutput | StructuredEvent
+    reason: str | None = None

@@ -23,7 +23,7 @@ from custom_components.companion_agent.engine.events import (
     TurnResult,
 )
 from custom_components.companion_agent.engine.pipeline import PipelineConfig, build_pipeline
-from custom_components.companion_agent.engine.pipeline.chars import ZWJ, is_extender
+from custom_components.companion_agent.engine.chars import ZWJ, is_extender
 
 from .drive import divide, run, sentences
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from .chars import is_extender, is_wide, safe_cut
+from ..chars import is_extender, is_wide, safe_cut
 from .config import DEFAULT_CONFIG, PipelineConfig
 
 _ASCII_TERMINATORS = ".!?"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
+from ..chars import HAN
 from .consent_words import EN, LANGUAGES, ConsentWords
 
 type Consent = Literal["yes", "no", "other"]
@@ -27,8 +28,7 @@ type _Pick = Callable[[ConsentWords], str]
 MAX_TOKENS = 16
 
 _QUESTION = re.compile(r"[?？¿؟]")
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])[^\W_])+(?:['\-](?:(?![{_CJK}])[^\W_])+)*")
+_TOKEN = re.compile(rf"[{HAN}]|(?:(?![{HAN}])[^\W_])+(?:['\-](?:(?![{HAN}])[^\W_])+)*")
 _STOP_WORDS = frozenset({"but", "not", "no", "wait", "first", "before", "after", "later"})
 _STOP_CHARS = frozenset("不别但先等吗呢")
 

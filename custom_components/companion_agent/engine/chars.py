@@ -1,10 +1,16 @@
-"""Character classes the stages share: wide (CJK) script and grapheme-cluster extenders."""
+"""Character classes: wide (CJK) script, which script a text is in, grapheme-cluster extenders.
+
+The one place that knows Unicode ranges; the pipeline, the yes/no matcher and the HA glue
+all ask here.
+"""
 
 from __future__ import annotations
 
 import unicodedata
 
 ZWJ = "\u200d"
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+"""CJK ideographs as a regex character-class body (each one is a word of its own)."""
 
 
 def is_wide(char: str) -> bool:
@@ -17,6 +23,23 @@ def is_wide(char: str) -> bool:
         or "\uff00" <= char <= "\uffef"
         or "\U00020000" <= char <= "\U0003134f"
     )
+
+
+def is_han(char: str) -> bool:
+    """Say whether ``char`` is a CJK ideograph."""
+    return (
+        "\u3400" <= char <= "\u4dbf" or "\u4e00" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff"
+    )
+
+
+def is_kana(char: str) -> bool:
+    """Say whether ``char`` is hiragana or katakana."""
+    return "\u3040" <= char <= "\u30ff"
+
+
+def is_hangul(char: str) -> bool:
+    """Say whether ``char`` is a hangul syllable."""
+    return "\uac00" <= char <= "\ud7af"
 
 
 def is_extender(char: str) -> bool:
