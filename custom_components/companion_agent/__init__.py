@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from homeassistant.const import EVENT_HOMEASSISTANT_STOP, Platform
 from homeassistant.core import Event, HomeAssistant
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 from homeassistant.helpers import config_validation as cv
+from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.helpers.httpx_client import get_async_client
 from homeassistant.helpers.typing import ConfigType
 from homeassistant.util import dt as dt_util
@@ -17,22 +19,28 @@ from .const import (
     AUDIT_FILE,
     CONF_BASE_URL,
     CONF_CONFIRM_TTL,
+    CONF_RETENTION_DAYS,
     DEFAULT_CONFIRM_TTL,
+    DEFAULT_RETENTION_DAYS,
     DOMAIN,
     LOGGER,
     STORAGE_FOLDER,
 )
+from .engine.audit.log import AuditLog, Tee
 from .engine.errors import LLMAuthError, LLMError
+from .engine.guard.confirmations import Confirmations
+from .engine.guard.executor import Guard
 from .engine.plugins import HostServices, load_library
-from .engine.tools.audit import AuditLog
-from .engine.tools.confirmation import ConfirmationBook
-from .engine.tools.kit import GuardKit
-from .engine.turn import TurnRunner
+from .engine.turn.runner import TurnRunner
+from .engine.turn.usage import UsageCounters
+from .guard_rules import DEFAULT_RULES
 from .repairs import async_sync_load_problems
 from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
 from .services import async_setup_services
 
 PLATFORMS = (Platform.CONVERSATION, Platform.SENSOR)
+PRUNE_INTERVAL = timedelta(hours=24)
+TURN_GRACE = 5.0
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 
@@ -54,13 +62,18 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     library = await hass.async_add_executor_job(load_library, library_roots(hass))
     data_dir = Path(hass.config.path(STORAGE_FOLDER))
     audit = AuditLog(data_dir / AUDIT_FILE)
-    guard = GuardKit(
-        book=ConfirmationBook(ttl=float(entry.options.get(CONF_CONFIRM_TTL, DEFAULT_CONFIRM_TTL))),
-        audit=audit,
-        listener=lambda token, status: async_fire_confirmation(hass, entry, token, status),
+    usage = UsageCounters()
+    guard = Guard(
+        confirmations=Confirmations(
+            ttl=float(entry.options.get(CONF_CONFIRM_TTL, DEFAULT_CONFIRM_TTL)),
+            audit=Tee(audit, usage),
+            listener=lambda token, status: async_fire_confirmation(hass, entry, token, status),
+        ),
+        audit=Tee(audit, usage),
+        rules=DEFAULT_RULES,
     )
     entry.runtime_data = CompanionRuntime(
-        runner=TurnRunner(guard),
+        runner=TurnRunner(guard, usage),
         audit=audit,
         model=model,
         library=library,
@@ -72,6 +85,16 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         data_dir=data_dir,
     )
     async_sync_load_problems(hass, entry.runtime_data.problems)
+    retention = timedelta(days=entry.options.get(CONF_RETENTION_DAYS, DEFAULT_RETENTION_DAYS))
+
+    async def _async_prune(_now: object = None) -> None:
+        """Delete conversations nobody has spoken in for longer than the retention."""
+        removed = await entry.runtime_data.prune(retention.total_seconds())
+        if removed:
+            LOGGER.debug("Pruned %d idle conversations", removed)
+
+    entry.async_create_background_task(hass, _async_prune(), f"{DOMAIN} prune conversations")
+    entry.async_on_unload(async_track_time_interval(hass, _async_prune, PRUNE_INTERVAL))
 
     async def _async_flush_on_stop(_event: Event) -> None:
         """Write what is still in memory before Home Assistant stops."""
@@ -90,8 +113,11 @@ async def async_unload_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
     """Unload the agents and let stored turns reach the disk."""
     unloaded = await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
     if unloaded:
-        await entry.runtime_data.flush()
-        await entry.runtime_data.audit.close()
+        runtime = entry.runtime_data
+        await runtime.runner.drain(TURN_GRACE)
+        runtime.runner.guard.confirmations.close()
+        await runtime.flush()
+        await runtime.audit.close()
     return unloaded
 
 

@@ -1,12 +1,13 @@
 """The first-turn briefing: who is speaking, and today's calendar and to-do lists.
 
-It is reference data for the ``[memory context]`` block of the first user message of a
-conversation, read from what the person exposed to Assist, never spending a tool round.
+A hook the host provides for each turn: on a conversation's first turn the engine runs its
+``on_first_turn`` on the same path as the plugins' pre-reads (same deadline, injected once),
+so the answer goes into the ``[memory context]`` block without spending a tool round. It
+reads only what the person exposed to Assist.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import timedelta
 
 from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
@@ -16,24 +17,37 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.util import dt as dt_util
 
 from .const import LOGGER
-from .engine.prompt import ContextSnippet
+from .engine.plugins import TurnContext
 
-SOURCE = "home"
 MAX_EVENTS = 5
 
 
 class HomeBriefing:
     """Read the person's name and today's plans from HA for one conversation's first turn."""
 
+    plugin_id = "home"
+
     def __init__(self, hass: HomeAssistant, user_id: str | None) -> None:
         """Brief for ``user_id`` (None: a satellite with no signed-in person)."""
         self.hass = hass
         self.user_id = user_id
 
-    async def read(self) -> Sequence[ContextSnippet]:
-        """Return the briefing lines that have something to say."""
+    async def on_first_turn(self, ctx: TurnContext) -> str | None:
+        """Return the briefing lines that have something to say, or None."""
         lines = [await self._speaker(), await self._calendar(), self._todo()]
-        return tuple(ContextSnippet(source=SOURCE, text=line) for line in lines if line)
+        return " ".join(line for line in lines if line) or None
+
+    async def on_before_turn(self, user_text: str, ctx: TurnContext) -> str | None:
+        """Add nothing to later turns."""
+        return None
+
+    async def on_after_turn(self, user_text: str, assistant_text: str, ctx: TurnContext) -> None:
+        """Do nothing after a turn."""
+
+    async def on_after_playback(
+        self, user_text: str, assistant_text: str, ctx: TurnContext
+    ) -> None:
+        """Do nothing after playback."""
 
     async def _speaker(self) -> str:
         """Name the person speaking, if HA knows them."""

@@ -1,4 +1,4 @@
-"""Translate the engine's output items into HA ChatLog deltas."""
+"""Translate a turn's output items into HA ChatLog deltas, as they stream."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from homeassistant.components.conversation import (
 )
 from homeassistant.helpers import llm
 
-from .engine.events import OutputItem, SentenceOutput, ThinkingDelta, ToolCallEvent
+from .engine.events import OutputItem, SentenceOutput, TextDelta, ThinkingDelta, ToolCallEvent
 from .engine.json_types import JSONObject
+from .engine.pipeline import join_speech
 
 type ChatDelta = AssistantContentDeltaDict | ToolResultContentDeltaDict
 type SentenceListener = Callable[[SentenceOutput], None]
@@ -23,7 +24,12 @@ def tool_result_payload(event: ToolCallEvent) -> JSONObject:
 
 
 class ChatLogStream:
-    """Feed a turn into ``ChatLog.async_add_delta_content_stream``; keep what TTS should say."""
+    """Feed a turn into ``ChatLog.async_add_delta_content_stream``; keep what TTS should say.
+
+    Display text goes to the ChatLog piece by piece as the model writes it (action tags
+    and thinking already removed), so HA's streaming TTS starts as early as it can;
+    sentences only carry speech and actions.
+    """
 
     def __init__(
         self, items: AsyncIterator[OutputItem], on_sentence: SentenceListener | None = None
@@ -33,21 +39,21 @@ class ChatLogStream:
         self._on_sentence = on_sentence
         self._announced: set[str] = set()
         self._open = False
-        self.spoken: list[str] = []
+        self.spoken: list[SentenceOutput] = []
 
     async def deltas(self) -> AsyncIterator[ChatDelta]:
-        """Yield deltas: display text per sentence, each tool call once, as run outside HA."""
+        """Yield deltas: display text as it streams, each tool call once, as run outside HA."""
         async for item in self._items:
             match item:
+                case TextDelta(text=text) if text:
+                    for delta in self._start():
+                        yield delta
+                    yield {"content": text}
                 case SentenceOutput() as sentence:
                     if self._on_sentence is not None:
                         self._on_sentence(sentence)
-                    if sentence.display_text:
-                        for delta in self._start():
-                            yield delta
-                        yield {"content": sentence.display_text}
                     if sentence.tts_text:
-                        self.spoken.append(sentence.tts_text)
+                        self.spoken.append(sentence)
                 case ThinkingDelta(text=text):
                     for delta in self._start():
                         yield delta
@@ -68,7 +74,7 @@ class ChatLogStream:
 
     def speech(self) -> str:
         """Return what TTS should say: the clean text of the last message."""
-        return join_sentences(self.spoken)
+        return join_speech(self.spoken)
 
     def _start(self) -> list[ChatDelta]:
         """Open a new assistant message unless one is open."""
@@ -87,18 +93,3 @@ class ChatLogStream:
             return {"tool_calls": [tool_input]}
         self._open = True
         return {"role": "assistant", "tool_calls": [tool_input]}
-
-
-def join_sentences(sentences: list[str]) -> str:
-    """Join sentences with a space, except between two CJK characters."""
-    text = ""
-    for sentence in sentences:
-        if text and not (_is_cjk(text[-1]) and _is_cjk(sentence[0])):
-            text += " "
-        text += sentence
-    return text
-
-
-def _is_cjk(char: str) -> bool:
-    """Return whether ``char`` is a CJK ideograph, kana or full-width punctuation."""
-    return "\u3000" <= char <= "\u9fff" or "\uff00" <= char <= "\uffef"

@@ -36,9 +36,11 @@ from .const import (
     CONF_MODEL,
     CONF_PROFILE,
     CONF_PROMPT,
+    CONF_RETENTION_DAYS,
     DEFAULT_CONFIRM_TTL,
     DEFAULT_CONVERSATION_NAME,
     DEFAULT_PROFILE,
+    DEFAULT_RETENTION_DAYS,
     DOMAIN,
     LOGGER,
     SUBENTRY_CONVERSATION,
@@ -167,7 +169,7 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
 
 
 class CompanionOptionsFlow(OptionsFlow):
-    """Tune how the companion acts: how long a held action waits for a yes."""
+    """Tune how the companion acts: how long a held action waits, how long talk is kept."""
 
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """Show and store the options."""
@@ -180,7 +182,13 @@ class CompanionOptionsFlow(OptionsFlow):
                         NumberSelectorConfig(min=10, max=600, step=5, unit_of_measurement="s")
                     ),
                     vol.Coerce(int),
-                )
+                ),
+                vol.Required(CONF_RETENTION_DAYS, default=DEFAULT_RETENTION_DAYS): vol.All(
+                    NumberSelector(
+                        NumberSelectorConfig(min=1, max=3650, step=1, unit_of_measurement="d")
+                    ),
+                    vol.Coerce(int),
+                ),
             }
         )
         return self.async_show_form(

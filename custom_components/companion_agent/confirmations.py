@@ -8,9 +8,9 @@ from homeassistant.exceptions import ServiceValidationError
 
 from .const import DOMAIN, EVENT_CONFIRMATION
 from .engine.errors import ConfirmationRefusedError
+from .engine.guard.confirmations import ConfirmationResult, ConfirmationStatus
+from .engine.guard.tokens import ConfirmationToken
 from .engine.json_types import JSONObject
-from .engine.tools.confirmation import ConfirmationToken
-from .engine.tools.notices import ConfirmationResult, ConfirmationStatus
 from .runtime import loaded_entries
 
 
@@ -23,7 +23,7 @@ def async_fire_confirmation(
         "config_entry_id": entry.entry_id,
         "status": status,
         "conversation_id": token.conversation_id,
-        "trace_id": token.trace_id,
+        "trace_id": token.ctx.trace_id,
         "action": token.action,
     }
     if status == "requested":
@@ -38,14 +38,14 @@ async def async_confirm_action(hass: HomeAssistant, call: ServiceCall) -> JSONOb
     approve: bool = call.data["approve"]
     entries = loaded_entries(hass)
     owner = next(
-        (e for e in entries if e.runtime_data.runner.guard.book.peek(token_id) is not None),
+        (e for e in entries if e.runtime_data.runner.guard.confirmations.peek(token_id)),
         entries[0],
     )
     runner = owner.runtime_data.runner
-    token = runner.guard.book.peek(token_id)
+    token = runner.guard.confirmations.peek(token_id)
     user_id = await _acting_user(hass, call, token)
     try:
-        result = await runner.resolve(token_id, approve=approve, user_id=user_id)
+        result = await runner.confirm(token_id, approve=approve, user_id=user_id)
     except ConfirmationRefusedError as err:
         raise ServiceValidationError(
             translation_domain=DOMAIN, translation_key=f"confirmation_{err.reason}"

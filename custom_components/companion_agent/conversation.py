@@ -32,10 +32,11 @@ from .const import (
 from .engine.events import SentenceOutput
 from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
-from .engine.turn import Persona, TurnRequest
+from .engine.turn.runner import Persona, TurnRequest
 from .ha_tools import HassTurnTools
 from .personas import build_persona
 from .runtime import CompanionConfigEntry
+from .spoken import async_spoken_lines
 
 PLUGIN_CLOSE_GRACE = 30.0
 
@@ -147,16 +148,20 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         runtime = self.entry.runtime_data
         system = chat_log.content[0]
         house = HassTurnTools(self.hass, chat_log.llm_api)
+        user_id = user_input.context.user_id
         request = TurnRequest(
             text=user_input.text,
             context=ToolContext(
                 conversation_id=chat_log.conversation_id,
-                user_id=user_input.context.user_id,
+                user_id=user_id,
                 trace_id=ulid_now(),
                 language=user_input.language,
                 agent_id=self.subentry.subentry_id,
             ),
-            storage=runtime.shelf(self.subentry.subentry_id).get(chat_log.conversation_id),
+            history=runtime.conversation_store(self.subentry.subentry_id).get(
+                chat_log.conversation_id
+            ),
+            lines=await async_spoken_lines(self.hass, user_input.language),
             device_id=user_input.device_id,
             host_instructions=system.content
             if isinstance(system, conversation.SystemContent)
@@ -164,7 +169,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             host_tools=house.tools(),
             host_targets=house,
             host_state=house,
-            host_preread=HomeBriefing(self.hass, user_input.context.user_id).read,
+            host_hooks=(HomeBriefing(self.hass, user_id),),
         )
         LOGGER.debug(
             "Turn %s: persona %s, profile %s",
@@ -172,16 +177,22 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             self.subentry.title,
             persona.profile.id,
         )
+        turn = runtime.runner.start(persona, request)
         stream = ChatLogStream(
-            runtime.runner.speak(persona, request),
+            turn.items,
             on_sentence=lambda sentence: self._async_sentence(sentence, request.context),
         )
-        async for _content in chat_log.async_add_delta_content_stream(
-            self.entity_id, stream.deltas()
-        ):
-            pass
+        try:
+            async for _content in chat_log.async_add_delta_content_stream(
+                self.entity_id, stream.deltas()
+            ):
+                pass
+        finally:
+            # HA gave up on this turn (the pipeline was stopped): stop it, keep what was said.
+            turn.cancel("conversation ended")
+        outcome = await turn.result
         async_dispatcher_send(self.hass, SIGNAL_USAGE)
-        LOGGER.debug("Turn %s finished", request.context.trace_id)
+        LOGGER.debug("Turn %s finished: %s", request.context.trace_id, outcome.outcome)
         result = conversation.async_get_result_from_chat_log(user_input, chat_log)
         if speech := stream.speech():
             result.response.async_set_speech(speech)

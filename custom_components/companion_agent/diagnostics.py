@@ -33,7 +33,7 @@ async def async_get_config_entry_diagnostics(
         "plugins": sorted(runtime.library.catalog.plugins),
         "problems": [str(problem) for problem in runtime.problems],
         "options": dict(entry.options),
-        "usage": runtime.runner.guard.counters.snapshot(),
-        "pending_confirmations": runtime.runner.guard.book.pending_count(),
-        "open_conversations": {pid: len(shelf) for pid, shelf in runtime.shelves.items()},
+        "usage": runtime.runner.usage.snapshot(),
+        "pending_confirmations": runtime.runner.guard.confirmations.pending_count(),
+        "open_conversations": {pid: len(store) for pid, store in runtime.conversations.items()},
     }

@@ -15,10 +15,10 @@ from homeassistant.helpers import intent, llm
 from voluptuous_openapi import convert
 
 from .engine.errors import ToolExecutionError, ToolValidationError
+from .engine.guard.targets import Target
 from .engine.json_types import JSONObject, JSONValue
 from .engine.tools.contract import ToolContext, ToolSpec
 from .engine.tools.registry import Tool
-from .engine.tools.targets import Target
 
 ENTITY_SLOTS = ("name", "area", "floor", "domain", "device_class")
 IDEMPOTENT_TOOLS = frozenset({"HassListAddItem", "HassShoppingListAddItem", "HassBroadcast"})
@@ -147,7 +147,7 @@ def _target(state: State, service: str | None) -> Target:
     return Target(
         entity_id=state.entity_id,
         domain=state.domain,
-        service=service,
+        action=service,
         device_class=str(device_class) if device_class else None,
         name=state.name,
     )

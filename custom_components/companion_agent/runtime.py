@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,11 +13,11 @@ from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers.httpx_client import get_async_client
 
 from .const import CONF_BASE_URL, CONF_MODEL, DOMAIN, STORAGE_FOLDER
+from .engine.audit.log import AuditLog
 from .engine.llm import LLMSettings, OpenAIChatModel
 from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
-from .engine.storage import ConversationShelf
-from .engine.tools.audit import AuditLog
-from .engine.turn import TurnRunner
+from .engine.turn.history import ConversationStore
+from .engine.turn.runner import TurnRunner
 
 
 @dataclass(slots=True, kw_only=True)
@@ -30,7 +31,7 @@ class CompanionRuntime:
     runner: TurnRunner
     audit: AuditLog
     models: dict[str, OpenAIChatModel] = field(default_factory=dict)
-    shelves: dict[str, ConversationShelf] = field(default_factory=dict)
+    conversations: dict[str, ConversationStore] = field(default_factory=dict)
     persona_problems: dict[str, tuple[LoadProblem, ...]] = field(default_factory=dict)
 
     @property
@@ -41,16 +42,27 @@ class CompanionRuntime:
 
     async def flush(self) -> None:
         """Write every stored turn and audit record that is still in memory."""
-        for shelf in self.shelves.values():
-            await shelf.flush()
+        for store in self.conversations.values():
+            await store.flush()
         await self.audit.flush()
 
-    def shelf(self, persona_id: str) -> ConversationShelf:
-        """Return the conversation storage of one persona."""
-        if persona_id not in self.shelves:
+    def conversation_store(self, persona_id: str) -> ConversationStore:
+        """Return the conversation history of one persona."""
+        if persona_id not in self.conversations:
             folder = self.data_dir / "conversations" / persona_id
-            self.shelves[persona_id] = ConversationShelf(folder)
-        return self.shelves[persona_id]
+            self.conversations[persona_id] = ConversationStore(folder)
+        return self.conversations[persona_id]
+
+    async def prune(self, retention: float) -> int:
+        """Delete every persona's conversations idle longer than ``retention`` seconds."""
+        folder = self.data_dir / "conversations"
+        personas = await asyncio.to_thread(
+            lambda: [p.name for p in folder.iterdir() if p.is_dir()] if folder.is_dir() else []
+        )
+        removed = 0
+        for persona_id in personas:
+            removed += await self.conversation_store(persona_id).prune(retention)
+        return removed
 
     def model_named(self, name: str | None) -> OpenAIChatModel:
         """Return the entry's model, or the same server with another model a profile names."""

@@ -8,12 +8,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from custom_components.companion_agent.engine.core import AgentCore
 from custom_components.companion_agent.engine.events import (
+    TextDelta,
     ThinkingDelta,
     ToolCallEvent,
-    TurnItem,
-    TurnResult,
 )
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.llm import LLMSettings, OpenAIChatModel
@@ -23,7 +21,9 @@ from custom_components.companion_agent.engine.messages import (
     UserMessage,
 )
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
-from custom_components.companion_agent.engine.tools.registry import Tool, ToolRegistry
+from custom_components.companion_agent.engine.tools.registry import Tool, ToolExecutor, ToolRegistry
+from custom_components.companion_agent.engine.turn.loop import AgentCore, LoopItem, TurnRecord
+from tests.support.lines import ENGLISH
 from tests.support.llm_script import Reply, TextChunk, ToolCallChunk
 from tests.support.llm_server import LLMServer
 
@@ -55,26 +55,35 @@ class Recorder:
         return Tool(spec=spec, handler=handler)
 
 
-async def collect(core: AgentCore, messages: Sequence[ChatMessage] = MESSAGES) -> list[TurnItem]:
-    """Run a turn and return every item it yielded."""
-    return [item async for item in core.run_turn(messages, CTX)]
+def core_of(model: OpenAIChatModel, tools: ToolExecutor, *, max_rounds: int = 6) -> AgentCore:
+    """Return the loop with the glue's English spoken lines."""
+    return AgentCore(model, tools, ENGLISH, max_rounds=max_rounds)
 
 
-def text_of(items: Sequence[TurnItem]) -> str:
-    """Join the text tokens of a turn."""
-    return "".join(item for item in items if isinstance(item, str))
+RECORDS: dict[int, TurnRecord] = {}
 
 
-def tool_events(items: Sequence[TurnItem]) -> list[tuple[str, str]]:
+async def collect(core: AgentCore, messages: Sequence[ChatMessage] = MESSAGES) -> list[LoopItem]:
+    """Run a turn and return every item it yielded; its record is kept for ``result_of``."""
+    record = TurnRecord()
+    items = [item async for item in core.run_turn(messages, CTX, record)]
+    RECORDS[id(items)] = record
+    return items
+
+
+def text_of(items: Sequence[LoopItem]) -> str:
+    """Join the text of a turn."""
+    return "".join(item.text for item in items if isinstance(item, TextDelta))
+
+
+def tool_events(items: Sequence[LoopItem]) -> list[tuple[str, str]]:
     """Return (tool name, status) of every tool event, in order."""
     return [(i.tool_name, i.status) for i in items if isinstance(i, ToolCallEvent)]
 
 
-def result_of(items: Sequence[TurnItem]) -> TurnResult:
-    """Return the turn's closing result, which must be the last item."""
-    last = items[-1]
-    assert isinstance(last, TurnResult)
-    return last
+def result_of(items: Sequence[LoopItem]) -> TurnRecord:
+    """Return the record of the turn that yielded ``items``."""
+    return RECORDS[id(items)]
 
 
 def sent_tool_messages(server: LLMServer, request: int) -> list[dict[str, object]]:
@@ -89,8 +98,8 @@ async def test_text_streams_token_by_token(
 ) -> None:
     """Text arrives as several tokens and the turn ends after one round."""
     llm_server.script(Reply.text("The light is on. Anything else?", chunk_size=3))
-    items = await collect(AgentCore(chat_model, ToolRegistry()))
-    tokens = [i for i in items if isinstance(i, str)]
+    items = await collect(core_of(chat_model, ToolRegistry()))
+    tokens = [i for i in items if isinstance(i, TextDelta)]
     assert len(tokens) > 5
     assert text_of(items) == "The light is on. Anything else?"
     assert result_of(items).rounds == 1
@@ -105,7 +114,7 @@ async def test_one_tool_round_trip(llm_server: LLMServer, chat_model: OpenAIChat
         Reply.tool_calls(("call_1", "get_time", '{"zone": "Europe/Paris"}'), split=4),
         Reply.text("It is noon."),
     )
-    items = await collect(AgentCore(chat_model, ToolRegistry([rec.tool("get_time", "12:00")])))
+    items = await collect(core_of(chat_model, ToolRegistry([rec.tool("get_time", "12:00")])))
     assert rec.log == ['start get_time {"zone": "Europe/Paris"}', "end get_time"]
     assert tool_events(items) == [("get_time", "running"), ("get_time", "completed")]
     completed = [i for i in items if isinstance(i, ToolCallEvent)][-1]
@@ -144,7 +153,7 @@ async def test_two_tools_of_one_round_run_concurrently(
     llm_server.script(
         Reply.tool_calls(("call_a", "a", "{}"), ("call_b", "b", "{}")), Reply.text("Done.")
     )
-    core = AgentCore(chat_model, ToolRegistry([meeting("a", "b"), meeting("b", "a")]))
+    core = core_of(chat_model, ToolRegistry([meeting("a", "b"), meeting("b", "a")]))
     items = await collect(core)
     assert log[:2] == ["start a", "start b"]
     assert sorted(log[2:]) == ["end a", "end b"]
@@ -162,7 +171,7 @@ async def test_invalid_json_arguments_are_not_executed(
     llm_server.script(
         Reply.tool_calls(("call_1", "get_time", '{"zone": "Eur')), Reply.text("Sorry.")
     )
-    items = await collect(AgentCore(chat_model, ToolRegistry([rec.tool("get_time")])))
+    items = await collect(core_of(chat_model, ToolRegistry([rec.tool("get_time")])))
     assert rec.log == []
     assert tool_events(items) == [("get_time", "error")]
     told = sent_tool_messages(llm_server, 1)[0]["content"]
@@ -177,7 +186,7 @@ async def test_unknown_tool_lists_the_tools_available(
     """A call to a tool that does not exist gets an error naming the real tools."""
     rec = Recorder()
     llm_server.script(Reply.tool_calls(("call_1", "open_pod_bay", "{}")), Reply.text("No."))
-    items = await collect(AgentCore(chat_model, ToolRegistry([rec.tool("get_time")])))
+    items = await collect(core_of(chat_model, ToolRegistry([rec.tool("get_time")])))
     assert tool_events(items) == [("open_pod_bay", "error")]
     told = sent_tool_messages(llm_server, 1)[0]["content"]
     assert isinstance(told, str)
@@ -197,7 +206,7 @@ async def test_raising_tool_becomes_an_error_and_the_loop_goes_on(
 
     tool = Tool(spec=ToolSpec(name="broken", description="fails"), handler=broken)
     llm_server.script(Reply.tool_calls(("call_1", "broken", "{}")), Reply.text("It failed."))
-    items = await collect(AgentCore(chat_model, ToolRegistry([tool])))
+    items = await collect(core_of(chat_model, ToolRegistry([tool])))
     assert tool_events(items) == [("broken", "running"), ("broken", "error")]
     told = sent_tool_messages(llm_server, 1)[0]["content"]
     assert isinstance(told, str)
@@ -215,7 +224,7 @@ async def test_rounds_exhausted_ends_with_a_spoken_apology(
         Reply.tool_calls(("call_2", "get_time", "{}")),
         Reply.text("never sent"),
     )
-    items = await collect(AgentCore(chat_model, ToolRegistry([rec.tool("get_time")]), max_rounds=2))
+    items = await collect(core_of(chat_model, ToolRegistry([rec.tool("get_time")]), max_rounds=2))
     assert len(llm_server.requests) == 2
     assert "more steps than I'm allowed" in text_of(items)
     assert result_of(items).rounds == 2
@@ -227,7 +236,7 @@ async def test_http_500_before_first_token_is_apologised_for(
 ) -> None:
     """A server error before any token becomes a plain-language apology."""
     llm_server.script(Reply.error(500))
-    items = await collect(AgentCore(chat_model, ToolRegistry()))
+    items = await collect(core_of(chat_model, ToolRegistry()))
     assert text_of(items) == (
         "Sorry, I can't reach my language model right now. Please try again in a moment."
     )
@@ -237,7 +246,7 @@ async def test_sdk_retries_before_the_first_token(llm_server: LLMServer) -> None
     """With retries allowed, a 500 before the first token is retried and the turn answers."""
     model = OpenAIChatModel(LLMSettings(base_url=llm_server.url, model="test-model", max_retries=1))
     llm_server.script(Reply.error(500), Reply.text("Hello."))
-    items = await collect(AgentCore(model, ToolRegistry()))
+    items = await collect(core_of(model, ToolRegistry()))
     await model.aclose()
     assert text_of(items) == "Hello."
     assert len(llm_server.requests) == 2
@@ -249,7 +258,7 @@ async def test_stream_cut_mid_text_keeps_what_was_said(
     """A cut stream keeps the text already spoken and adds a short notice."""
     chunks = (TextChunk("The kitchen "), TextChunk("light is "), TextChunk("now on."))
     llm_server.script(Reply(chunks=chunks, cut_after=2))
-    items = await collect(AgentCore(chat_model, ToolRegistry()))
+    items = await collect(core_of(chat_model, ToolRegistry()))
     assert text_of(items) == (
         "The kitchen light is \nSorry, I lost my connection to the language model."
     )
@@ -269,7 +278,7 @@ async def test_stream_cut_mid_tool_call_is_not_executed(
         Reply(chunks=chunks, finish_reason="tool_calls", cut_after=1),
         Reply.text("Let me try that again later."),
     )
-    items = await collect(AgentCore(chat_model, ToolRegistry([rec.tool("get_time")])))
+    items = await collect(core_of(chat_model, ToolRegistry([rec.tool("get_time")])))
     assert rec.log == []
     assert tool_events(items) == [("get_time", "error")]
     told = sent_tool_messages(llm_server, 1)[0]
@@ -285,7 +294,7 @@ async def test_missing_finish_reason_still_runs_the_tools(
     rec = Recorder()
     calls = Reply.tool_calls(("call_1", "get_time", "{}"))
     llm_server.script(Reply(chunks=calls.chunks, finish_reason=None), Reply.text("Noon."))
-    items = await collect(AgentCore(chat_model, ToolRegistry([rec.tool("get_time")])))
+    items = await collect(core_of(chat_model, ToolRegistry([rec.tool("get_time")])))
     assert rec.log == ["start get_time {}", "end get_time"]
     assert text_of(items) == "Noon."
 
@@ -294,7 +303,7 @@ async def test_missing_finish_reason_still_runs_the_tools(
 async def test_max_rounds_must_be_positive(chat_model: OpenAIChatModel, max_rounds: int) -> None:
     """A loop with no rounds is a configuration error."""
     with pytest.raises(ValueError, match="max_rounds"):
-        AgentCore(chat_model, ToolRegistry(), max_rounds=max_rounds)
+        AgentCore(chat_model, ToolRegistry(), ENGLISH, max_rounds=max_rounds)
 
 
 async def test_text_before_and_after_tools_is_separated(
@@ -307,11 +316,10 @@ async def test_text_before_and_after_tools_is_separated(
         Reply(chunks=(TextChunk("Let me look."), *first.chunks), finish_reason="tool_calls"),
         Reply.text("It is noon."),
     )
-    items = await collect(AgentCore(chat_model, ToolRegistry([rec.tool("get_time")])))
+    items = await collect(core_of(chat_model, ToolRegistry([rec.tool("get_time")])))
     assert text_of(items) == "Let me look.\nIt is noon."
-    assert [type(i).__name__ for i in items if not isinstance(i, str)] == [
+    assert [type(i).__name__ for i in items if not isinstance(i, TextDelta)] == [
         "ToolCallEvent",
         "ToolCallEvent",
-        "TurnResult",
     ]
     assert not any(isinstance(i, ThinkingDelta) for i in items)

@@ -13,7 +13,7 @@ from custom_components.companion_agent.engine.llm import (
     RoundEnd,
 )
 from custom_components.companion_agent.engine.messages import UserMessage
-from custom_components.companion_agent.engine.thinking import ThinkSplitter
+from custom_components.companion_agent.engine.llm.think import ThinkSplitter
 from tests.support.llm_script import ReasoningChunk, Reply, TextChunk, ToolCallChunk
 from tests.support.llm_server import LLMServer
 
@@ -53,6 +53,14 @@ async def test_think_tags_split_across_chunks(
     assert "".join(i for i in items if isinstance(i, str)) == "Turning it on."
     thinking = "".join(i.text for i in items if isinstance(i, ThinkingDelta))
     assert thinking == "the user wants light"
+
+
+def test_think_splitter_drops_a_closing_tag_without_its_opening() -> None:
+    """Servers whose template opens the block leave a lone ``</think>``: it is never shown."""
+    splitter = ThinkSplitter()
+    out = [*splitter.feed("Sure.</th"), *splitter.feed("ink> Done."), *splitter.flush()]
+    assert "".join(i for i in out if isinstance(i, str)) == "Sure. Done."
+    assert not [i for i in out if isinstance(i, ThinkingDelta)]
 
 
 def test_think_splitter_releases_a_lone_angle_bracket() -> None:

@@ -56,6 +56,7 @@ class LLMServer:
         self.api_key = api_key
         self.models = models
         self.requests: list[dict[str, object]] = []
+        self.aborted = 0
         self._script: deque[Reply] = deque()
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
@@ -137,6 +138,9 @@ class LLMServer:
             self._handlers.add(task)
             try:
                 return await handler(request)
+            except asyncio.CancelledError:
+                self.aborted += 1  # the client went away mid-answer
+                raise
             finally:
                 self._handlers.discard(task)
 

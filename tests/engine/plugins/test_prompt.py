@@ -11,7 +11,7 @@ from custom_components.companion_agent.engine.messages import (
     UserMessage,
 )
 from custom_components.companion_agent.engine.plugins import OutputFormat, Profile
-from custom_components.companion_agent.engine.prompt import (
+from custom_components.companion_agent.engine.turn.prompt import (
     CONTEXT_CLOSE,
     CONTEXT_NOTICE,
     CONTEXT_OPEN,

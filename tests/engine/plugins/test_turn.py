@@ -5,26 +5,23 @@ from __future__ import annotations
 import asyncio
 import json
 
-from custom_components.companion_agent.engine.core import AgentCore
+from pathlib import Path
+
 from custom_components.companion_agent.engine.events import ToolCallEvent, TurnResult
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.plugins import (
     HookManager,
     HostServices,
+    PluginSet,
     Profile,
-    TurnContext,
     builtin_roots,
     load_library,
 )
-from custom_components.companion_agent.engine.prompt import PromptBuilder, UserPromptBlock
-from custom_components.companion_agent.engine.tools.contract import ToolContext
-from custom_components.companion_agent.engine.tools.registry import ToolRegistry
+from custom_components.companion_agent.engine.turn.runner import Persona, TurnRunner
 from tests.support.llm_server import LLMServer
+from tests.support.turns import Conversations, run
 
 from .hookkit import Scripted
-
-TURN = TurnContext(conversation_id="conv-1", profile_id="default", first_turn=True)
-TOOLS = ToolContext(conversation_id="conv-1")
 
 
 def default_profile() -> Profile:
@@ -35,21 +32,18 @@ def default_profile() -> Profile:
 
 
 async def answer(
-    hooks: HookManager, model: OpenAIChatModel, text: str, log: list[str], registry: ToolRegistry
+    plugins: PluginSet, model: OpenAIChatModel, text: str, log: list[str], folder: Path
 ) -> TurnResult:
-    """Run one turn the way the host does: hooks, prompt, tool loop, then after-turn hooks."""
-    snippets = await hooks.before_turn(text, TURN)
-    messages = PromptBuilder(default_profile()).build(
-        [], UserPromptBlock(text=text, context=snippets)
-    )
-    result: TurnResult | None = None
-    async for item in AgentCore(model, registry).run_turn(messages, TOOLS):
-        if isinstance(item, TurnResult):
-            result = item
-    assert result is not None
-    hooks.after_turn(text, result.text, TURN)
-    log.append(f"answer: {result.text}")
-    return result
+    """Run one whole turn through the runner: hooks, prompt, tool loop, after-turn hooks."""
+    who = Persona(profile=default_profile(), plugins=plugins, model=model)
+    done = await run(TurnRunner(), who, Conversations(folder).request(text))
+    log.append(f"answer: {done.result.text}")
+    return done.result
+
+
+def hooked(hooks: HookManager) -> PluginSet:
+    """Return a plugin set with only these hooks."""
+    return PluginSet((), hooks)
 
 
 def sent(server: LLMServer, role: str) -> str:
@@ -60,7 +54,7 @@ def sent(server: LLMServer, role: str) -> str:
 
 
 async def test_slow_hook_is_cut_and_the_turn_still_answers(
-    host: HostServices, llm_server: LLMServer, chat_model: OpenAIChatModel
+    host: HostServices, llm_server: LLMServer, chat_model: OpenAIChatModel, tmp_path: Path
 ) -> None:
     """The model gets the fast hook's context in the user message and answers; no wait."""
     log: list[str] = []
@@ -68,7 +62,7 @@ async def test_slow_hook_is_cut_and_the_turn_still_answers(
     fast = Scripted("memory", host, log, text="The user's name is Ada.")
     hooks = HookManager([slow, fast], timeout=0.1)
     async with asyncio.timeout(10):
-        result = await answer(hooks, chat_model, "Hello", log, ToolRegistry())
+        result = await answer(hooked(hooks), chat_model, "Hello", log, tmp_path)
     assert result.text.startswith("You said:")
     assert "[memory context]" in sent(llm_server, "user")
     assert "(memory) The user's name is Ada." in sent(llm_server, "user")
@@ -79,33 +73,32 @@ async def test_slow_hook_is_cut_and_the_turn_still_answers(
 
 
 async def test_after_turn_does_not_delay_the_answer(
-    host: HostServices, llm_server: LLMServer, chat_model: OpenAIChatModel
+    host: HostServices, llm_server: LLMServer, chat_model: OpenAIChatModel, tmp_path: Path
 ) -> None:
     """The answer is delivered while the after-turn hook is still blocked."""
     log: list[str] = []
     release = asyncio.Event()
     hooks = HookManager([Scripted("memory", host, log, after_gate=release)])
     async with asyncio.timeout(10):
-        result = await answer(hooks, chat_model, "Hello", log, ToolRegistry())
+        result = await answer(hooked(hooks), chat_model, "Hello", log, tmp_path)
         await asyncio.sleep(0)
         release.set()
         await hooks.drain(5)
     assert log == [
         "memory before",
-        f"answer: {result.text}",
         "memory after start",
+        f"answer: {result.text}",
         f"memory after end: {result.text}",
     ]
 
 
 async def test_a_plugin_tool_answers_through_the_loop(
-    host: HostServices, llm_server: LLMServer, chat_model: OpenAIChatModel
+    host: HostServices, llm_server: LLMServer, chat_model: OpenAIChatModel, tmp_path: Path
 ) -> None:
     """The shipped datetime plugin's get_current_time is called and its result is used."""
     library = load_library(builtin_roots())
     plugins = library.activate(default_profile(), host)
-    registry = ToolRegistry(plugins.tools)
-    result = await answer(plugins.hooks, chat_model, "What time is it?", [], registry)
+    result = await answer(plugins, chat_model, "What time is it?", [], tmp_path)
     (event,) = [e for e in result.tool_calls if e.status == "completed"]
     assert isinstance(event, ToolCallEvent)
     assert event.tool_name == "get_current_time"

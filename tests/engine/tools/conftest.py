@@ -8,19 +8,24 @@ from pathlib import Path
 
 import pytest
 
+from custom_components.companion_agent.engine.audit.log import AuditLog, read_audit
+from custom_components.companion_agent.engine.guard.confirmations import Confirmations
+from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
+from custom_components.companion_agent.engine.guard.idempotency import IdempotencyCache
+from custom_components.companion_agent.engine.guard.policy import GuardPolicy
+from custom_components.companion_agent.engine.guard.targets import Target
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.messages import ToolCallRequest
-from custom_components.companion_agent.engine.tools.audit import AuditLog, read_audit
-from custom_components.companion_agent.engine.tools.confirmation import ConfirmationBook
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
-from custom_components.companion_agent.engine.tools.guard import GuardedExecutor
-from custom_components.companion_agent.engine.tools.idempotency import IdempotencyCache
 from custom_components.companion_agent.engine.tools.registry import (
     RetryPolicy,
     Tool,
     ToolRegistry,
 )
-from custom_components.companion_agent.engine.tools.targets import Target
+from custom_components.companion_agent.guard_rules import DEFAULT_RULES
+
+HOME_RULES = GuardPolicy(rules=DEFAULT_RULES)
+"""The rules the HA glue supplies: the guard tests hold the engine to HA's defaults."""
 
 ENTITY_SCHEMA: JSONObject = {
     "type": "object",
@@ -68,7 +73,7 @@ class House:
         return Target(
             entity_id=entity_id,
             domain=entity_id.split(".", maxsplit=1)[0],
-            service=service,
+            action=service,
             device_class=device_class if isinstance(device_class, str) else None,
             name=name if isinstance(name, str) else None,
         )
@@ -197,13 +202,17 @@ async def rig(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Rig]:
     audit = AuditLog(tmp_path / "audit" / "tools.jsonl", batch_delay=0)
     guard = GuardedExecutor(
         registry,
+        policy=HOME_RULES,
         resolver=resolver,
-        book=ConfirmationBook(ttl=60.0, clock=clock),
+        confirmations=Confirmations(
+            ttl=60.0,
+            clock=clock,
+            audit=audit,
+            listener=lambda token, status: events.append((token.request.name, status)),
+        ),
         audit=audit,
         idempotency=IdempotencyCache(clock=clock),
         state=HouseProbe(house),
-        on_confirmation=lambda token, status: events.append((token.tool_id, status)),
-        wall_clock=lambda: 1_767_225_600.0 + clock.now,
     )
     yield Rig(
         guard=guard,

@@ -14,7 +14,7 @@ from custom_components.companion_agent.engine.tools.contract import (
     ToolPending,
     ToolSpec,
 )
-from custom_components.companion_agent.engine.tools.redact import token_ref
+from custom_components.companion_agent.engine.audit.redaction import token_ref
 from custom_components.companion_agent.engine.tools.registry import Tool
 
 from .conftest import CTX, Rig, call
@@ -45,7 +45,7 @@ async def test_unlock_is_held_not_executed(rig: Rig) -> None:
     assert held.token_id not in held.content
     [token] = rig.guard.confirmations.pending_for("conv-1")
     assert token.token_id == held.token_id
-    assert token.arguments == '{"entity_id":"lock.front_door"}'
+    assert token.request.arguments == '{"entity_id":"lock.front_door"}'
     [record] = await rig.records()
     assert (record["decision"], record["outcome"]) == ("confirm", "pending")
     assert record["token"] == token_ref(held.token_id)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from datetime import datetime
 
 import pytest
 
 from custom_components.companion_agent.engine.errors import ToolValidationError
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
-from custom_components.companion_agent.engine.tools.guard import GuardedExecutor
-from custom_components.companion_agent.engine.tools.policy import GuardPolicy, PolicyRule
+from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
+from custom_components.companion_agent.engine.guard.policy import GuardPolicy, PolicyRule
 from custom_components.companion_agent.engine.tools.registry import Tool, ToolRegistry
 
-from .conftest import CTX, Rig, TinyResolver, call, obj
+from .conftest import CTX, HOME_RULES, Rig, TinyResolver, call, obj
 
 UNLOCK = call("lock_unlock", '{"entity_id": "lock.front_door"}')
 
@@ -39,7 +41,7 @@ async def test_allowed_call_runs_and_is_audited_with_state(rig: Rig) -> None:
     assert record["attempts"] == 1
     assert record["state_before"] == {"light.kitchen": "off"}
     assert record["state_after"] == {"light.kitchen": "on"}
-    assert str(record["time"]).startswith("2026-01-01T00:16:40")
+    assert abs(datetime.fromisoformat(str(record["time"])).timestamp() - time.time()) < 60
 
 
 @pytest.mark.parametrize(
@@ -62,7 +64,7 @@ async def test_default_policy(rig: Rig, tool: str, entity_id: str, held: bool) -
 
 async def test_profile_marks_and_unknown_services_are_held(rig: Rig) -> None:
     """A profile can mark an entity or a tool confirm; a lock action the host can't name waits."""
-    policy = GuardPolicy().extended(
+    policy = HOME_RULES.extended(
         [PolicyRule.for_entity("light.kitchen", "confirm"), PolicyRule.for_tool("news*", "confirm")]
     )
     guard = GuardedExecutor(rig.guard.registry, resolver=rig.resolver, policy=policy)
@@ -71,13 +73,13 @@ async def test_profile_marks_and_unknown_services_are_held(rig: Rig) -> None:
     verdict = policy.decide("news_today", "allow", ())
     assert (verdict.policy, verdict.reasons) == ("confirm", ("tool news* is marked confirm",))
     mystery = rig.house.target("lock.front_door", None)
-    assert GuardPolicy().decide("lock_do_something", "allow", (mystery,)).policy == "confirm"
+    assert HOME_RULES.decide("lock_do_something", "allow", (mystery,)).policy == "confirm"
     assert rig.house.calls == []
 
 
 async def test_validate_checks_state_before_running(rig: Rig) -> None:
     """A validate policy asks the host; an unavailable entity is refused with the reason."""
-    policy = GuardPolicy().extended([PolicyRule.for_domain("light", "validate")])
+    policy = HOME_RULES.extended([PolicyRule.for_domain("light", "validate")])
     guard = GuardedExecutor(rig.guard.registry, resolver=rig.resolver, policy=policy)
     rig.resolver.unavailable.add("light.kitchen")
     refused = await guard.execute(call("light_turn_on", '{"entity_id": "light.kitchen"}'), CTX)
@@ -101,7 +103,7 @@ async def test_a_failing_resolver_fails_closed(rig: Rig) -> None:
                 raise ToolValidationError("no lock called nowhere is exposed")
             raise RuntimeError("registry exploded")
 
-    guard = GuardedExecutor(rig.guard.registry, resolver=Broken(rig.house))
+    guard = GuardedExecutor(rig.guard.registry, resolver=Broken(rig.house), policy=HOME_RULES)
     unknown = await guard.execute(call("lock_unlock", '{"entity_id": "lock.nowhere"}'), CTX)
     assert json.loads(unknown.content)["error"] == "validation"
     broken = await guard.execute(UNLOCK, CTX)

@@ -8,6 +8,7 @@ from .loader import LoadProblem, PluginCatalog, builtin_roots, load_plugins
 from .manifest import PluginManifest
 from .profile import EnabledPlugin, ModelChoice, OutputFormat, PolicyLevel, Profile, ProfileLibrary
 from .types import (
+    Hook,
     HookPlugin,
     HostServices,
     Plugin,
@@ -24,6 +25,7 @@ from .types import (
 __all__ = [
     "ConfigValue",
     "EnabledPlugin",
+    "Hook",
     "HookManager",
     "HookPlugin",
     "HostServices",

@@ -3,7 +3,8 @@
 - ``before_turn`` runs every ``on_before_turn`` concurrently under one deadline; late hooks
   are cut and the turn goes on without them.
 - A conversation's first turn also starts a background pre-read (``on_first_turn``); its
-  text is injected once, in the first turn that finds it finished.
+  text is injected once, in the first turn that finds it finished. Hooks the host provides
+  for a turn (HA's first-turn briefing) run on the same path, with the same deadlines.
 - ``after_turn`` / ``after_playback`` run in tracked background tasks and never delay the
   answer; ``drain`` and ``close`` let the host wait for or cancel them at unload.
 """
@@ -15,8 +16,8 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 
-from ..prompt import ContextSnippet
-from .types import HookPlugin, TurnContext
+from ..turn.prompt import ContextSnippet
+from .types import Hook, TurnContext
 
 LOGGER = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ class HookManager:
 
     def __init__(
         self,
-        hooks: Sequence[HookPlugin],
+        hooks: Sequence[Hook],
         *,
         timeout: float = DEFAULT_TIMEOUT,
         preread_timeout: float = PREREAD_TIMEOUT,
@@ -56,25 +57,31 @@ class HookManager:
         """Return how many background tasks are still running."""
         return sum(not task.done() for task in self._background)
 
-    def start_preread(self, ctx: TurnContext) -> None:
+    def start_preread(self, ctx: TurnContext, extra: Sequence[Hook] = ()) -> None:
         """Start the first-turn pre-read for a conversation, once; returns at once."""
         key = ctx.conversation_id
-        if not self._hooks or key in self._prereads or key in self._preread_used:
+        hooks = (*self._hooks, *extra)
+        if not hooks or key in self._prereads or key in self._preread_used:
             return
-        task = asyncio.create_task(self._preread(ctx), name=f"companion preread {key}")
+        task = asyncio.create_task(self._preread(ctx, hooks), name=f"companion preread {key}")
         self._track(task)
         self._prereads[key] = task
         while len(self._prereads) > MAX_CONVERSATIONS:
             _, oldest = self._prereads.popitem(last=False)
             oldest.cancel()
 
-    async def before_turn(self, user_text: str, ctx: TurnContext) -> Snippets:
-        """Return the reference snippets for this turn, waiting at most the timeout."""
+    async def before_turn(
+        self, user_text: str, ctx: TurnContext, extra: Sequence[Hook] = ()
+    ) -> Snippets:
+        """Return the reference snippets for this turn, waiting at most the timeout.
+
+        ``extra`` are the host's hooks for this turn; they run beside the plugins' hooks.
+        """
         if ctx.first_turn:
-            self.start_preread(ctx)
+            self.start_preread(ctx, extra)
         tasks = {
             asyncio.create_task(hook.on_before_turn(user_text, ctx)): hook.plugin_id
-            for hook in self._hooks
+            for hook in (*self._hooks, *extra)
         }
         for task in tasks:
             self._track(task)
@@ -139,11 +146,9 @@ class HookManager:
             self._preread_used.popitem(last=False)
         return () if task.cancelled() else task.result()
 
-    async def _preread(self, ctx: TurnContext) -> Snippets:
+    async def _preread(self, ctx: TurnContext, hooks: Sequence[Hook]) -> Snippets:
         """Run every ``on_first_turn`` concurrently under the pre-read deadline."""
-        tasks = {
-            asyncio.create_task(hook.on_first_turn(ctx)): hook.plugin_id for hook in self._hooks
-        }
+        tasks = {asyncio.create_task(hook.on_first_turn(ctx)): hook.plugin_id for hook in hooks}
         for task in tasks:
             self._track(task)
         try:
@@ -162,9 +167,7 @@ class HookManager:
             text = text[: self._max_chars - 1] + "…"
         return ContextSnippet(source=plugin_id, text=text)
 
-    def _spawn(
-        self, name: str, call: Callable[[HookPlugin], Awaitable[None]]
-    ) -> asyncio.Task[None]:
+    def _spawn(self, name: str, call: Callable[[Hook], Awaitable[None]]) -> asyncio.Task[None]:
         """Start one tracked background task that runs ``call`` on every hook, isolated."""
 
         async def run_all() -> None:
@@ -176,7 +179,7 @@ class HookManager:
         return task
 
     async def _isolated(
-        self, hook: HookPlugin, name: str, call: Callable[[HookPlugin], Awaitable[None]]
+        self, hook: Hook, name: str, call: Callable[[Hook], Awaitable[None]]
     ) -> None:
         """Run one hook under the after-turn deadline; log and swallow its failure."""
         try:

@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import httpx
 
-from ..events import OutputItem
+from ..events import OutputItem, TurnOutcome
 from ..tools.registry import Tool
 from .config import PluginConfig
 
@@ -59,7 +59,11 @@ class HostServices:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnContext:
-    """Which conversation a hook call belongs to, and whether it is its first turn."""
+    """Which conversation a hook call belongs to, whether it is its first turn, how it ended.
+
+    ``outcome`` is set for ``on_after_turn`` and ``on_after_playback`` (``complete``,
+    ``cut``, ``interrupted``, ``failed`` or ``timed_out``); None before the turn.
+    """
 
     conversation_id: str
     profile_id: str
@@ -67,6 +71,7 @@ class TurnContext:
     user_id: str | None = None
     device_id: str | None = None
     first_turn: bool = False
+    outcome: TurnOutcome | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,6 +124,33 @@ class HookPlugin(Plugin):
     ) -> None:
         """Act once the answer's audio has finished playing."""
         return
+
+
+class Hook(Protocol):
+    """What the hook manager calls: a hook plugin, or a hook the host provides itself."""
+
+    @property
+    def plugin_id(self) -> str:
+        """Return the name its reference text is labelled with."""
+        ...
+
+    async def on_first_turn(self, ctx: TurnContext) -> str | None:
+        """Return reference text read once at the start of a conversation, or None."""
+        ...
+
+    async def on_before_turn(self, user_text: str, ctx: TurnContext) -> str | None:
+        """Return reference text for this turn's ``[memory context]``, or None."""
+        ...
+
+    async def on_after_turn(self, user_text: str, assistant_text: str, ctx: TurnContext) -> None:
+        """Act on a finished turn, in the background."""
+        ...
+
+    async def on_after_playback(
+        self, user_text: str, assistant_text: str, ctx: TurnContext
+    ) -> None:
+        """Act once the answer's audio has finished playing."""
+        ...
 
 
 class ToolPlugin(Plugin, ABC):

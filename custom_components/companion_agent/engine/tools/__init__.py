@@ -1,1 +1,1 @@
-"""Tools: contracts, the registry that runs them, and the guard in front of them."""
+"""Tools: contracts, the registry that validates and runs them, and what goes back to the model."""

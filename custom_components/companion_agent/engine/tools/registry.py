@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from ..audit.redaction import scrub_text
 from ..errors import ToolContractError, ToolDependencyError, ToolError, ToolValidationError
 from ..json_types import JSONObject, JSONValue
 from ..messages import ToolCallRequest
@@ -21,9 +22,8 @@ from .contract import (
     ToolSuccess,
     parse_arguments,
 )
-from .redact import scrub_text
 from .results import DEFAULT_MAX_RESULT_CHARS, failure, normalise_result
-from .schema import SchemaValidator, strict_schema
+from .schema import SchemaValidator, compiled, strict_schema
 
 __all__ = [
     "RetryPolicy",
@@ -128,10 +128,10 @@ class ToolRegistry:
             raise ToolContractError(f"tool {name!r}: timeout_ms must be positive")
         strict = replace(tool.spec, parameters=strict_schema(tool.spec.parameters))
         tool = replace(tool, spec=strict)
-        inputs = SchemaValidator(strict.parameters, what=f"tool {name!r} input")
+        inputs = compiled(strict.parameters, what=f"tool {name!r} input")
         outputs = None
         if tool.output_schema is not None:
-            outputs = SchemaValidator(tool.output_schema, what=f"tool {name!r} output")
+            outputs = compiled(tool.output_schema, what=f"tool {name!r} output")
         self._entries[name] = _Entry(tool=tool, inputs=inputs, outputs=outputs)
         return tool
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+from ..audit.redaction import scrub_text
 from .contract import ToolFailure
-from .redact import scrub_text
 
 DEFAULT_MAX_RESULT_CHARS = 4000
 MAX_ERROR_MESSAGE_CHARS = 300

@@ -1,6 +1,14 @@
-"""JSON Schema for tool contracts: strict by default, compiled once, short error messages."""
+"""JSON Schema for tool contracts: strict by default, compiled once, short error messages.
+
+A host builds its tools anew for every turn (HA's LLM API does); ``compiled`` keys the
+checked, compiled validator by the schema's canonical text, so a contract is checked and
+compiled once, not on every turn.
+"""
 
 from __future__ import annotations
+
+import json
+from functools import lru_cache
 
 import jsonschema
 from jsonschema.exceptions import ValidationError, relevance
@@ -10,6 +18,7 @@ from ..json_types import JSONObject, JSONValue
 
 MAX_REPORTED_ERRORS = 3
 MAX_MESSAGE_CHARS = 160
+MAX_COMPILED = 1024
 
 _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "prefixItems")
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
@@ -40,17 +49,29 @@ def _strict_value(key: str, value: JSONValue) -> JSONValue:
     return value
 
 
+def compiled(schema: JSONObject, *, what: str) -> SchemaValidator:
+    """Return the checked, compiled validator of ``schema``; a bad schema is a contract error."""
+    try:
+        return _compile(json.dumps(schema, sort_keys=True, ensure_ascii=False))
+    except jsonschema.SchemaError as err:
+        raise ToolContractError(f"{what}: invalid JSON Schema: {err.message}") from err
+
+
+@lru_cache(maxsize=MAX_COMPILED)
+def _compile(canonical: str) -> SchemaValidator:
+    """Check and compile one schema, given as canonical JSON text."""
+    schema = json.loads(canonical)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return SchemaValidator(cls(schema))
+
+
 class SchemaValidator:
     """A compiled JSON Schema that reports at most a few short errors."""
 
-    def __init__(self, schema: JSONObject, *, what: str) -> None:
-        """Check the schema itself and compile it; a bad schema is a contract error."""
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        try:
-            cls.check_schema(schema)
-        except jsonschema.SchemaError as err:
-            raise ToolContractError(f"{what}: invalid JSON Schema: {err.message}") from err
-        self._validator = cls(schema)
+    def __init__(self, validator: jsonschema.protocols.Validator) -> None:
+        """Wrap a checked, compiled validator (use ``compiled``)."""
+        self._validator = validator
 
     def problems(self, instance: JSONValue) -> list[str]:
         """Return short messages for what is wrong with ``instance``; empty when it fits."""

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .messages import ChatMessage, SystemMessage, UserMessage
+from ..messages import ChatMessage, SystemMessage, UserMessage
 
 if TYPE_CHECKING:
-    from .plugins.profile import Profile
+    from ..plugins.profile import Profile
 
 CONTEXT_OPEN = "[memory context]"
 CONTEXT_CLOSE = "[/memory context]"

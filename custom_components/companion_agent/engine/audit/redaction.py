@@ -17,7 +17,6 @@ _SECRET_WORDS = frozenset(
         "auth",
         "authorization",
         "bearer",
-        "code",
         "cookie",
         "credential",
         "credentials",
@@ -33,7 +32,12 @@ _SECRET_WORDS = frozenset(
         "token",
     }
 )
-_SECRET_PAIRS = frozenset({("api", "key"), ("private", "key"), ("access", "key"), ("x", "api")})
+_SECRET_PAIRS = frozenset(
+    {("api", "key"), ("private", "key"), ("access", "key"), ("x", "api")}
+    | {(word, "code") for word in ("lock", "door", "alarm", "access", "security", "pass", "pin")}
+    | {(word, "code") for word in ("auth", "verification", "login", "entry", "user")}
+)
+_SECRET_ALONE = frozenset({"code", "codes"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _PARTS = re.compile(r"[^a-z0-9]+")
 _SECRET_TEXT = re.compile(
@@ -45,8 +49,14 @@ _SECRET_TEXT = re.compile(
 
 @lru_cache(maxsize=2048)
 def is_secret_key(key: str) -> bool:
-    """Return True when a mapping key names a secret (api_key, accessToken, lock code …)."""
+    """Return True when a mapping key names a secret (api_key, accessToken, lock code …).
+
+    ``code`` alone or next to a word of access (``lock_code``, ``alarmCode``) is a secret;
+    ``weather_code`` or ``country_code`` is not.
+    """
     parts = [p for p in _PARTS.split(_CAMEL.sub("_", key).lower()) if p]
+    if len(parts) == 1 and parts[0] in _SECRET_ALONE:
+        return True
     if any(part in _SECRET_WORDS for part in parts):
         return True
     return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(parts))

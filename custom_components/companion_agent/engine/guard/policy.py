@@ -1,15 +1,22 @@
-"""Guard policy: per tool, per domain and per entity; the strictest matching rule wins."""
+"""Guard policy: rules per tool, per domain and per entity; the strictest matching rule wins.
+
+The engine knows only that a rule matches a tool, a domain or an entity, optionally under
+a condition on the target that the host supplies. Which actions are risky (unlocking a
+door, disarming an alarm) is the host's knowledge: it passes its rules to ``GuardPolicy``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from .contract import Policy
+from ..tools.contract import Policy
 from .targets import Target
 
 STRICTNESS: dict[Policy, int] = {"allow": 0, "validate": 1, "confirm": 2}
+
+type TargetCondition = Callable[[Target], bool]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -17,15 +24,14 @@ class PolicyRule:
     """A rule: every criterion given must match; ``tool`` and ``entity_id`` take globs.
 
     A rule with only ``tool`` (or nothing) applies to the call whatever it targets; a rule
-    with entity criteria applies when any target matches them.
+    with a ``domain``, ``entity_id`` or ``when`` applies when any target matches them.
     """
 
     policy: Policy
     tool: str | None = None
     domain: str | None = None
     entity_id: str | None = None
-    services: frozenset[str] = frozenset()
-    device_classes: frozenset[str] = frozenset()
+    when: TargetCondition | None = None
     reason: str = ""
 
     @classmethod
@@ -46,7 +52,7 @@ class PolicyRule:
     @property
     def needs_target(self) -> bool:
         """Return True when the rule looks at entities, not only at the tool."""
-        return bool(self.domain or self.entity_id or self.services or self.device_classes)
+        return bool(self.domain or self.entity_id or self.when)
 
     def matches(self, tool_id: str, target: Target | None) -> bool:
         """Return True when the rule applies to this tool and target."""
@@ -60,37 +66,18 @@ class PolicyRule:
             return False
         if self.entity_id is not None and not fnmatchcase(target.entity_id, self.entity_id):
             return False
-        if self.services and target.service is not None and target.service not in self.services:
-            return False
-        return not self.device_classes or target.device_class in self.device_classes
+        return self.when is None or self.when(target)
 
 
-DEFAULT_RULES: tuple[PolicyRule, ...] = (
-    PolicyRule(
-        policy="confirm",
-        domain="lock",
-        services=frozenset({"unlock", "open"}),
-        reason="unlocking or opening a lock",
-    ),
-    PolicyRule(
-        policy="confirm",
-        domain="alarm_control_panel",
-        services=frozenset({"alarm_disarm", "disarm"}),
-        reason="disarming an alarm",
-    ),
-    PolicyRule(
-        policy="confirm",
-        domain="cover",
-        device_classes=frozenset({"garage", "gate", "door"}),
-        reason="moving a garage door, gate or door",
-    ),
-    PolicyRule(
-        policy="confirm",
-        domain="valve",
-        device_classes=frozenset({"garage", "gate", "door"}),
-        reason="moving a garage door, gate or door",
-    ),
-)
+def profile_rules(marks: Mapping[str, Policy]) -> list[PolicyRule]:
+    """Turn ``[policy]`` marks into rules: ``a.b`` is an entity, else a domain or a tool."""
+    rules: list[PolicyRule] = []
+    for key, level in marks.items():
+        if "." in key:
+            rules.append(PolicyRule.for_entity(key, level))
+        else:
+            rules.extend((PolicyRule.for_domain(key, level), PolicyRule.for_tool(key, level)))
+    return rules
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,7 +92,7 @@ class Verdict:
 class GuardPolicy:
     """The rules the guard applies; the tool's own policy is always one of them."""
 
-    rules: tuple[PolicyRule, ...] = DEFAULT_RULES
+    rules: tuple[PolicyRule, ...] = ()
 
     def extended(self, rules: Iterable[PolicyRule]) -> GuardPolicy:
         """Return a policy with more rules (a profile's marks) after these."""

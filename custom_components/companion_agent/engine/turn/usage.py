@@ -1,18 +1,20 @@
-"""Token and call counters per conversation, user and tool, for sensors and diagnostics."""
+"""Token and call counters per conversation, user and tool, for sensors and diagnostics.
+
+Calls are counted from the audit records the guard writes (``UsageCounters`` is an audit
+sink); tokens from each turn's result.
+"""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Literal
 
+from ..audit.log import AuditRecord, CallOutcome
 from ..json_types import JSONObject
 
 ANONYMOUS = "anonymous"
 DEFAULT_MAX_CONVERSATIONS = 256
-
-type CallOutcome = Literal["success", "failure", "pending", "cancelled", "refused"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -65,6 +67,15 @@ class UsageCounters:
         self._conversations: OrderedDict[str, Tally] = OrderedDict()
         self._users: dict[str, Tally] = {}
         self._tools: dict[str, Tally] = {}
+
+    def record(self, entry: AuditRecord) -> None:
+        """Count the call an audit record describes."""
+        self.count_call(
+            conversation_id=entry.conversation_id,
+            user_id=entry.user_id,
+            tool_id=entry.tool_id,
+            outcome=entry.outcome,
+        )
 
     def count_call(
         self, *, conversation_id: str, user_id: str | None, tool_id: str, outcome: CallOutcome

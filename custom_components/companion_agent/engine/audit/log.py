@@ -1,4 +1,8 @@
-"""The audit log: one JSON line per tool call attempt, appended off the event loop."""
+"""The audit log: one JSON line per tool call attempt, appended off the event loop.
+
+``AuditRecord`` is what one attempt leaves behind; ``AuditLog`` appends records to a file;
+``Tee`` sends each record to several sinks (the file and the usage counters).
+"""
 
 from __future__ import annotations
 
@@ -7,15 +11,16 @@ import contextlib
 import json
 import logging
 import os
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, Self
 
 from ..json_types import JSONObject, JSONValue
-from .contract import parse_arguments
-from .redact import redact, scrub_text
-from .usage import CallOutcome
+from ..messages import ToolCallRequest
+from ..tools.contract import ToolContext, ToolOutcome, parse_arguments
+from .redaction import redact, scrub_text
 
 LOGGER = logging.getLogger(__name__)
 
@@ -37,7 +42,9 @@ type AuditDecision = Literal[
     "denied",
     "expired",
 ]
+type CallOutcome = Literal["success", "failure", "pending", "cancelled", "refused"]
 type AuditOutcome = CallOutcome
+type StateSnapshots = tuple[JSONObject | None, JSONObject | None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +71,49 @@ class AuditRecord:
     token: str | None = None
     state_before: JSONObject | None = None
     state_after: JSONObject | None = None
+
+    @classmethod
+    def for_call(
+        cls,
+        request: ToolCallRequest,
+        ctx: ToolContext,
+        decision: AuditDecision,
+        outcome: ToolOutcome | CallOutcome,
+        *,
+        category: str | None = None,
+        detail: str | None = None,
+        reasons: tuple[str, ...] = (),
+        attempts: int = 0,
+        tool_ms: float = 0.0,
+        token: str | None = None,
+        state: StateSnapshots = (None, None),
+    ) -> Self:
+        """Build the record of one call: by its tool outcome, or by a bare outcome word."""
+        if not isinstance(outcome, str):
+            if outcome.kind == "failure":
+                category = category or outcome.category
+            if outcome.kind != "pending":
+                detail = outcome.content if detail is None else detail
+            outcome = outcome.kind
+        return cls(
+            time=time.time(),
+            trace_id=ctx.trace_id,
+            user_id=ctx.user_id,
+            conversation_id=ctx.conversation_id,
+            tool_id=request.name,
+            call_id=request.call_id,
+            arguments=request.arguments,
+            decision=decision,
+            outcome=outcome,
+            category=category,
+            detail=detail,
+            reasons=reasons,
+            attempts=attempts,
+            tool_ms=tool_ms,
+            token=token,
+            state_before=state[0],
+            state_after=state[1],
+        )
 
     def to_json(self) -> JSONObject:
         """Return the record as a redacted JSON object."""
@@ -128,6 +178,19 @@ class NullAudit:
 
     def record(self, entry: AuditRecord) -> None:
         """Drop the record."""
+
+
+class Tee:
+    """An audit sink that hands each record to several sinks, in order."""
+
+    def __init__(self, *sinks: AuditSink) -> None:
+        """Send to ``sinks``."""
+        self._sinks = sinks
+
+    def record(self, entry: AuditRecord) -> None:
+        """Hand the record to every sink."""
+        for sink in self._sinks:
+            sink.record(entry)
 
 
 class AuditLog:

@@ -7,20 +7,20 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..json_types import JSONObject
-from .contract import ToolContext
+from ..tools.contract import ToolContext
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Target:
-    """One entity a call would act on, and the action (HA service) it would take.
+    """One entity a call would act on, and the action the host says it would take.
 
-    ``service`` None means the host cannot tell which action: rules that name services
-    then match anyway (the guard fails closed).
+    ``action`` None means the host cannot tell which action; the host's rules then treat
+    it as the riskiest one (the guard fails closed).
     """
 
     entity_id: str
     domain: str
-    service: str | None = None
+    action: str | None = None
     device_class: str | None = None
     name: str | None = None
 
@@ -29,11 +29,16 @@ class Target:
         out: JSONObject = {"entity_id": self.entity_id, "domain": self.domain}
         if self.name:
             out["name"] = self.name
-        if self.service:
-            out["action"] = self.service
+        if self.action:
+            out["action"] = self.action
         if self.device_class:
             out["device_class"] = self.device_class
         return out
+
+    def names(self) -> tuple[str, ...]:
+        """Return the words that name the target: its entity id's parts and its name."""
+        words = self.entity_id.replace(".", " ").replace("_", " ")
+        return (words, self.name) if self.name else (words,)
 
 
 class TargetResolver(Protocol):

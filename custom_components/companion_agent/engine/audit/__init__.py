@@ -1,0 +1,1 @@
+"""The audit trail: one redacted record per tool call attempt, appended off the event loop."""

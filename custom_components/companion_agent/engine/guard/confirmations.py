@@ -1,0 +1,311 @@
+"""Held calls: what happens when the person says yes, says no, or says nothing in time.
+
+A risky call is not run: ``hold`` issues a token (``tokens.py``) bound to the tool, the
+arguments, the user and the conversation, with the call's own runner inside it. Only
+``resolve`` (a service call, a dashboard, a phone) or ``answer`` (the person's next words,
+matched before any model runs) can run it, once, before it expires. Nothing the model says
+reaches this module. Every end of a token (run, declined, expired, refused) is audited,
+told to the host's listener, and queued as a notice for the model's next turn.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Literal, NoReturn
+
+from ..audit.log import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
+from ..audit.redaction import token_ref
+from ..errors import ConfirmationRefusedError
+from ..json_types import JSONObject, JSONValue
+from ..messages import ToolCallRequest
+from ..tools.contract import ToolContext, ToolFailure, ToolOutcome, ToolPending
+from .consent import Consent, match_consent
+from .tokens import DEFAULT_TTL, REFUSALS, ConfirmationToken, HeldRun, RefusalReason, TokenStore
+
+LOGGER = logging.getLogger(__name__)
+
+MAX_NOTICES = 16
+MAX_CONVERSATIONS = 256
+
+type ConfirmationStatus = Literal["requested", "executed", "failed", "cancelled", "expired"]
+type NoticeStatus = Literal["executed", "failed", "cancelled", "expired"]
+type ConfirmationListener = Callable[[ConfirmationToken, ConfirmationStatus], None]
+
+PENDING_INSTRUCTION = (
+    "Not done. Ask the person, in one short question, whether to do this. It runs only if "
+    "they answer yes themselves; nothing you say or call can confirm it. Do not say it is "
+    "done and do not call it again."
+)
+_ENDED_UNRUN: dict[NoticeStatus, str] = {
+    "expired": "nobody confirmed in time; the action was cancelled",
+    "cancelled": "the person declined; the action was cancelled",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfirmationResult:
+    """How a resolved confirmation ended: the bound call ran (with its outcome) or not."""
+
+    status: Literal["executed", "cancelled"]
+    token: ConfirmationToken
+    outcome: ToolOutcome
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfirmationNotice:
+    """A confirmation that ended, for the model to hear at the start of the next turn."""
+
+    status: NoticeStatus
+    token: ConfirmationToken
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsentReply:
+    """What the person's words did to the calls waiting in their conversation."""
+
+    verdict: Consent
+    results: tuple[ConfirmationResult, ...] = ()
+
+
+class Confirmations:
+    """Hold, resolve and expire calls that wait for the person; audit and announce each step."""
+
+    def __init__(
+        self,
+        *,
+        ttl: float = DEFAULT_TTL,
+        audit: AuditSink | None = None,
+        listener: ConfirmationListener | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Set the lifetime in seconds, the audit sink, the host's listener and the clock."""
+        self.tokens = TokenStore(self._expired, ttl=ttl, clock=clock)
+        self._audit = NullAudit() if audit is None else audit
+        self._listener = listener
+        self._notices: OrderedDict[str, list[ConfirmationNotice]] = OrderedDict()
+
+    def hold(
+        self,
+        request: ToolCallRequest,
+        ctx: ToolContext,
+        action: JSONObject,
+        run: HeldRun,
+        *,
+        names: tuple[str, ...] = (),
+        reasons: tuple[str, ...] = (),
+    ) -> ToolPending:
+        """Hold a call: issue (or reuse) its token, audit it, tell the host, tell the model.
+
+        ``request.arguments`` must be canonical JSON; the same call held twice for the same
+        user and conversation shares one token, so one "yes" never runs it twice.
+        """
+        token = self.tokens.issue(request, ctx, action, run, names)
+        body: JSONObject = {"status": "pending_confirmation", "performed": False}
+        body |= {"action": action, "expires_in_seconds": round(token.expires_at - token.created_at)}
+        outcome = ToolPending(
+            content=_dump(body | {"instruction": PENDING_INSTRUCTION}), token_id=token.token_id
+        )
+        self._record(token, "confirm", outcome, ctx, reasons=reasons)
+        self._notify(token, "requested")
+        return outcome
+
+    async def resolve(
+        self,
+        token_id: str,
+        *,
+        approve: bool,
+        user_id: str | None,
+        conversation_id: str | None = None,
+        arguments: JSONObject | None = None,
+        trace_id: str | None = None,
+    ) -> ConfirmationResult:
+        """Run or decline a held call; raise ``ConfirmationRefusedError`` when refused.
+
+        Refused: unknown, already used (a replay), expired, another user, another
+        conversation (when one is given), or ``arguments`` given that are not the bound
+        ones. A refusal for the wrong user, conversation or arguments leaves the token
+        waiting for its owner.
+        """
+        reason = self.tokens.refusal(
+            token_id, user_id=user_id, conversation_id=conversation_id, arguments=arguments
+        )
+        token = self.tokens.get(token_id)
+        if reason is not None or token is None:
+            self._refused(token_id, reason or "unknown", token, user_id, conversation_id, trace_id)
+        self.tokens.consume(token)
+        ctx = token.ctx if trace_id is None else replace(token.ctx, trace_id=trace_id)
+        if not approve:
+            body: JSONObject = {"status": "cancelled", "performed": False}
+            body |= {"reason": "the person declined", "action": token.action, "retryable": False}
+            declined = ToolFailure(content=_dump(body), category="cancelled", retryable=False)
+            self._record(token, "denied", "cancelled", ctx, outcome_of=declined)
+            self._notice(token, "cancelled", declined)
+            return ConfirmationResult(status="cancelled", token=token, outcome=declined)
+        outcome = await token.run(token, ctx)
+        self._notice(token, "executed" if outcome.kind == "success" else "failed", outcome)
+        return ConfirmationResult(status="executed", token=token, outcome=outcome)
+
+    async def answer(
+        self,
+        text: str,
+        *,
+        language: str,
+        user_id: str | None,
+        conversation_id: str,
+        trace_id: str | None = None,
+    ) -> ConsentReply | None:
+        """Match the person's words against their held calls, before any model runs.
+
+        None: nothing waits for this user here. ``other``: not a clear yes or no; the calls
+        keep waiting. ``yes`` / ``no``: every call waiting for this user in this
+        conversation was run or declined.
+        """
+        waiting = [t for t in self.pending_for(conversation_id) if t.user_id == user_id]
+        if not waiting:
+            return None
+        names = [name for token in waiting for name in token.names]
+        verdict = match_consent(text, language, extra_words=names)
+        if verdict == "other":
+            return ConsentReply(verdict="other")
+        results: list[ConfirmationResult] = []
+        for token in waiting:
+            try:
+                result = await self.resolve(
+                    token.token_id,
+                    approve=verdict == "yes",
+                    user_id=user_id,
+                    conversation_id=conversation_id,
+                    trace_id=trace_id,
+                )
+            except ConfirmationRefusedError:
+                continue
+            results.append(result)
+        return ConsentReply(verdict=verdict, results=tuple(results))
+
+    def peek(self, token_id: str) -> ConfirmationToken | None:
+        """Return a live token without consuming it."""
+        return self.tokens.get(token_id)
+
+    def pending_for(self, conversation_id: str) -> list[ConfirmationToken]:
+        """Return the calls waiting in a conversation, oldest first."""
+        return [t for t in self.tokens.live() if t.conversation_id == conversation_id]
+
+    def pending_count(self) -> int:
+        """Return how many calls wait for confirmation now."""
+        return len(self.tokens.live())
+
+    def take_notices(self, conversation_id: str) -> list[ConfirmationNotice]:
+        """Return, once, what the model must hear about confirmations that ended."""
+        self.tokens.live()
+        return self._notices.pop(conversation_id, [])
+
+    def close(self) -> None:
+        """Stop the expiry timers; waiting calls are dropped unrun (the host unloads)."""
+        self.tokens.close()
+
+    def _expired(self, token: ConfirmationToken) -> None:
+        """End a token unrun because its time ran out: audit, notice, tell the host."""
+        self._record(token, "expired", "cancelled", token.ctx)
+        self._notice(token, "expired", None)
+
+    def _refused(
+        self,
+        token_id: str,
+        reason: RefusalReason,
+        token: ConfirmationToken | None,
+        user_id: str | None,
+        conversation_id: str | None,
+        trace_id: str | None,
+    ) -> NoReturn:
+        """Audit a refused confirmation under the presenter's user and conversation; raise."""
+        request = (
+            token.request
+            if token is not None
+            else ToolCallRequest(call_id="", name="unknown", arguments="{}")
+        )
+        where = conversation_id or (token.conversation_id if token is not None else "")
+        ctx = ToolContext(conversation_id=where, user_id=user_id, trace_id=trace_id or "")
+        ref = token_ref(token_id)
+        self._audit.record(
+            AuditRecord.for_call(
+                request,
+                ctx,
+                "refused",
+                "refused",
+                category=reason,
+                detail=REFUSALS[reason],
+                token=ref,
+            )
+        )
+        raise ConfirmationRefusedError(REFUSALS[reason], reason=reason, token_ref=ref)
+
+    def _record(
+        self,
+        token: ConfirmationToken,
+        decision: AuditDecision,
+        outcome: ToolOutcome | CallOutcome,
+        ctx: ToolContext,
+        *,
+        outcome_of: ToolFailure | None = None,
+        reasons: tuple[str, ...] = (),
+    ) -> None:
+        """Write one audit record about a token's call."""
+        self._audit.record(
+            AuditRecord.for_call(
+                token.request,
+                ctx,
+                decision,
+                outcome,
+                category=None if outcome_of is None else outcome_of.category,
+                detail=None if outcome_of is None else outcome_of.content,
+                reasons=reasons,
+                token=token.ref,
+            )
+        )
+
+    def _notice(
+        self, token: ConfirmationToken, status: NoticeStatus, outcome: ToolOutcome | None
+    ) -> None:
+        """Queue what the model hears next turn (bounded); tell the host's listener."""
+        body: JSONObject = {"status": status, "performed": status == "executed"}
+        body["action"] = token.action
+        if status in _ENDED_UNRUN:
+            body["reason"] = _ENDED_UNRUN[status]
+        elif outcome is not None:
+            body["result"] = _json_or_text(outcome.content)
+        queue = self._notices.setdefault(token.conversation_id, [])
+        self._notices.move_to_end(token.conversation_id)
+        queue.append(ConfirmationNotice(status=status, token=token, content=_dump(body)))
+        del queue[:-MAX_NOTICES]
+        while len(self._notices) > MAX_CONVERSATIONS:
+            self._notices.popitem(last=False)
+        self._notify(token, status)
+
+    def _notify(self, token: ConfirmationToken, status: ConfirmationStatus) -> None:
+        """Call the host's listener; its failure never breaks a confirmation."""
+        if self._listener is None:
+            return
+        try:
+            self._listener(token, status)
+        except Exception:
+            LOGGER.warning("Confirmation listener failed", exc_info=True)
+
+
+def _json_or_text(text: str) -> JSONValue:
+    """Embed a result as JSON when it is JSON, else as text."""
+    try:
+        value: JSONValue = json.loads(text)
+    except ValueError:
+        return text
+    return value
+
+
+def _dump(body: JSONObject) -> str:
+    """Serialise model-facing content compactly."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,271 @@
+"""The guard in front of the tools: check, decide, then run, hold or refuse each call.
+
+Only two paths run a call: ``GuardedExecutor.execute`` when the policy allows it, and a
+held call's own runner (``_run``, bound into its token by ``confirmations.hold``) when the
+person confirms. Every path leaves one audit record. ``Guard`` keeps what outlives a turn
+(held calls, idempotency, the audit sink, the host's rules) and builds each turn's executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from ..audit.log import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
+from ..audit.redaction import redact
+from ..errors import ToolError, ToolValidationError
+from ..json_types import JSONObject
+from ..messages import ToolCallRequest
+from ..tools.contract import Policy, ToolContext, ToolOutcome, ToolSpec, canonical_arguments
+from ..tools.registry import RunReport, Tool, ToolRegistry, failure
+from .confirmations import Confirmations
+from .idempotency import IdempotencyCache, idempotency_key
+from .policy import GuardPolicy, PolicyRule, Verdict, profile_rules
+from .targets import NoTargets, StateProbe, Target, TargetResolver
+from .tokens import ConfirmationToken
+
+LOGGER = logging.getLogger(__name__)
+
+DEFAULT_HOST_TIMEOUT = 2.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Call:
+    """One validated call on its way through the guard, with what it acts on."""
+
+    request: ToolCallRequest
+    ctx: ToolContext
+    tool: Tool
+    args: JSONObject
+    targets: tuple[Target, ...] = ()
+
+
+@dataclass(slots=True, kw_only=True)
+class Guard:
+    """What outlives a single turn, and the factory of each turn's guarded executor.
+
+    ``rules`` are the host's (HA: locks, alarms, garage doors, gates, gas valves); a
+    profile's ``[policy]`` marks are added per turn.
+    """
+
+    confirmations: Confirmations = field(default_factory=Confirmations)
+    idempotency: IdempotencyCache = field(default_factory=IdempotencyCache)
+    audit: AuditSink = field(default_factory=NullAudit)
+    rules: tuple[PolicyRule, ...] = ()
+
+    def executor(
+        self,
+        registry: ToolRegistry,
+        marks: Mapping[str, Policy],
+        *,
+        resolver: TargetResolver | None = None,
+        state: StateProbe | None = None,
+    ) -> GuardedExecutor:
+        """Return one turn's guarded executor: the host's rules, then the profile's marks."""
+        return GuardedExecutor(
+            registry,
+            policy=GuardPolicy(rules=self.rules).extended(profile_rules(marks)),
+            confirmations=self.confirmations,
+            idempotency=self.idempotency,
+            audit=self.audit,
+            resolver=resolver,
+            state=state,
+        )
+
+
+class GuardedExecutor:
+    """A ``ToolExecutor`` that decides allow / validate / confirm before anything runs."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        policy: GuardPolicy | None = None,
+        confirmations: Confirmations | None = None,
+        idempotency: IdempotencyCache | None = None,
+        audit: AuditSink | None = None,
+        resolver: TargetResolver | None = None,
+        state: StateProbe | None = None,
+        host_timeout: float = DEFAULT_HOST_TIMEOUT,
+    ) -> None:
+        """Wire the parts; every one but the registry has a working default."""
+        self.registry = registry
+        self._policy = GuardPolicy() if policy is None else policy
+        self.confirmations = Confirmations() if confirmations is None else confirmations
+        self._idempotency = IdempotencyCache() if idempotency is None else idempotency
+        self._audit = NullAudit() if audit is None else audit
+        self._resolver: TargetResolver = NoTargets() if resolver is None else resolver
+        self._state = state
+        self._host_timeout = host_timeout
+
+    def specs(self) -> Sequence[ToolSpec]:
+        """Return the tools the model may call."""
+        return self.registry.specs()
+
+    async def execute(self, request: ToolCallRequest, ctx: ToolContext) -> ToolOutcome:
+        """Check, decide and run (or hold) one call; every path leaves one audit record."""
+        tool = self.registry.get(request.name)
+        if tool is None:
+            return self._turn_away(request, ctx, "rejected", self.registry.unknown(request.name))
+        try:
+            args = self.registry.check_arguments(tool, request.arguments)
+        except ToolValidationError as err:
+            return self._turn_away(request, ctx, "rejected", failure(err.category, str(err)))
+        call = _Call(request=request, ctx=ctx, tool=tool, args=args)
+        if (key := _key(call)) is not None and (done := self._idempotency.lookup(key)):
+            self._audit.record(AuditRecord.for_call(request, ctx, "deduplicated", done))
+            return done
+        try:
+            targets = await self._targets(call)
+        except ToolError as err:
+            outcome = failure(err.category, str(err), retryable=err.retryable)
+            return self._turn_away(request, ctx, "refused", outcome)
+        except Exception:
+            LOGGER.warning("Target resolver failed for %s", tool.tool_id, exc_info=True)
+            message = f"could not tell what {tool.tool_id} would act on, so it was not run"
+            return self._turn_away(request, ctx, "refused", failure("execution", message))
+        call = replace(call, targets=targets)
+        verdict = self._policy.decide(tool.tool_id, tool.policy, targets)
+        match verdict.policy:
+            case "confirm":
+                return self._hold(call, verdict)
+            case "validate":
+                if (problem := await self._check(call)) is not None:
+                    outcome = failure("validation", f"{tool.tool_id} was not run: {problem}")
+                    self._audit.record(
+                        AuditRecord.for_call(
+                            request, ctx, "validate", outcome, reasons=verdict.reasons
+                        )
+                    )
+                    return outcome
+        return await self._run(call, verdict.policy, reasons=verdict.reasons)
+
+    def _hold(self, call: _Call, verdict: Verdict) -> ToolOutcome:
+        """Hold a call for the person, with its own runner bound into the token."""
+        bound = replace(
+            call, request=replace(call.request, arguments=canonical_arguments(call.args))
+        )
+
+        async def run(token: ConfirmationToken, ctx: ToolContext) -> ToolOutcome:
+            """Run the held call once the person has approved it."""
+            return await self._run(replace(bound, ctx=ctx), "approved", token=token.ref)
+
+        action: JSONObject = {
+            "tool": call.tool.tool_id,
+            "description": call.tool.spec.description[:200],
+            "arguments": redact(call.args),
+            "targets": [target.describe() for target in call.targets],
+            "reasons": list(verdict.reasons),
+        }
+        names = tuple(name for target in call.targets for name in target.names())
+        return self.confirmations.hold(
+            bound.request, call.ctx, action, run, names=names, reasons=verdict.reasons
+        )
+
+    async def _run(
+        self,
+        call: _Call,
+        decision: AuditDecision,
+        *,
+        reasons: tuple[str, ...] = (),
+        token: str | None = None,
+    ) -> ToolOutcome:
+        """Run a decided call once per idempotency key; audit it with the targets' state.
+
+        A call that has reached the tool is not abandoned when the turn is cancelled: it
+        finishes (bounded by the tool's own timeout), is audited, and its outcome returned.
+        """
+        before = await self._snapshot(call.targets)
+        reports: list[RunReport] = []
+
+        async def run_once() -> ToolOutcome:
+            """Run the tool and keep its report."""
+            report = await self.registry.run(call.tool, call.args, call.ctx)
+            reports.append(report)
+            return report.outcome
+
+        async def deliver() -> tuple[ToolOutcome, bool]:
+            """Run the call, or share the outcome of the same idempotent call."""
+            key = _key(call)
+            if key is None:
+                return await run_once(), False
+            return await self._idempotency.run(key, run_once)
+
+        running = asyncio.ensure_future(deliver())
+        try:
+            outcome, reused = await asyncio.shield(running)
+        except asyncio.CancelledError:
+            if (task := asyncio.current_task()) is not None:
+                task.uncancel()
+            outcome, reused = await running
+        after = None if reused else await self._snapshot(call.targets)
+        report = reports[0] if reports else None
+        self._audit.record(
+            AuditRecord.for_call(
+                call.request,
+                call.ctx,
+                "deduplicated" if reused else decision,
+                outcome,
+                reasons=reasons,
+                attempts=0 if report is None else report.attempts,
+                tool_ms=0.0 if report is None else report.tool_ms,
+                token=token,
+                state=(before, after),
+            )
+        )
+        return outcome
+
+    async def _targets(self, call: _Call) -> tuple[Target, ...]:
+        """Ask the host what the call acts on, under a timeout."""
+        async with asyncio.timeout(self._host_timeout):
+            targets = await self._resolver.resolve(call.tool.tool_id, call.args, call.ctx)
+        return tuple(targets)
+
+    async def _check(self, call: _Call) -> str | None:
+        """Ask the host whether the targets' state allows the call; failing to ask refuses."""
+        try:
+            async with asyncio.timeout(self._host_timeout):
+                return await self._resolver.check(
+                    call.tool.tool_id, call.args, call.targets, call.ctx
+                )
+        except Exception:
+            LOGGER.warning("State check failed for %s", call.tool.tool_id, exc_info=True)
+            return "its state could not be checked"
+
+    async def _snapshot(self, targets: Sequence[Target]) -> JSONObject | None:
+        """Return the host's snapshot of the targets, or None (no probe, no targets, failure)."""
+        if self._state is None or not targets:
+            return None
+        try:
+            async with asyncio.timeout(self._host_timeout):
+                return await self._state.snapshot(targets)
+        except Exception:
+            LOGGER.debug("State snapshot failed", exc_info=True)
+            return None
+
+    def _turn_away(
+        self,
+        request: ToolCallRequest,
+        ctx: ToolContext,
+        decision: AuditDecision,
+        outcome: ToolOutcome,
+    ) -> ToolOutcome:
+        """Audit and return a call that is not decided on (unknown, invalid, unresolvable)."""
+        kind: CallOutcome = "failure" if decision == "rejected" else "refused"
+        category = outcome.category if outcome.kind == "failure" else None
+        self._audit.record(
+            AuditRecord.for_call(
+                request, ctx, decision, kind, category=category, detail=outcome.content
+            )
+        )
+        return outcome
+
+
+def _key(call: _Call) -> str | None:
+    """Return the idempotency key of a call of an idempotent tool, else None."""
+    if not call.tool.idempotent:
+        return None
+    args = canonical_arguments(call.args)
+    return idempotency_key(call.ctx.conversation_id, call.tool.tool_id, args)

@@ -1,0 +1,199 @@
+"""Confirmation tokens: random, bound to one call, user and conversation; single use; expiring.
+
+``TokenStore`` keeps the live tokens on the event loop, expires each on a timer (and by
+the clock, for hosts whose clock is not the loop's), and remembers closed ones for a while
+so a replay is named as one. What a token's end means is decided in ``confirmations``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..audit.redaction import token_ref
+from ..json_types import JSONObject
+from ..messages import ToolCallRequest
+from ..tools.contract import ToolContext, ToolOutcome, canonical_arguments
+
+DEFAULT_TTL = 60.0
+MAX_PENDING = 64
+REMEMBER_CLOSED = 3600.0
+MAX_CLOSED = 1024
+
+type RefusalReason = Literal[
+    "unknown", "used", "expired", "wrong_user", "wrong_conversation", "tampered"
+]
+type HeldRun = Callable[[ConfirmationToken, ToolContext], Awaitable[ToolOutcome]]
+
+REFUSALS: dict[RefusalReason, str] = {
+    "unknown": "no such confirmation",
+    "used": "this confirmation was already used",
+    "expired": "this confirmation has expired",
+    "wrong_user": "this confirmation belongs to another user",
+    "wrong_conversation": "this confirmation belongs to another conversation",
+    "tampered": "the arguments do not match the action awaiting confirmation",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfirmationToken:
+    """A held call: what it would do, for whom, where, until when, and how to run it.
+
+    ``request.arguments`` is the canonical JSON of the validated arguments; ``run`` is the
+    call's own runner, bound when the call was held, so any approval path can run it.
+    """
+
+    token_id: str = field(repr=False)
+    request: ToolCallRequest
+    ctx: ToolContext
+    action: JSONObject
+    names: tuple[str, ...] = ()
+    created_at: float
+    expires_at: float
+    run: HeldRun = field(repr=False, compare=False)
+
+    @property
+    def ref(self) -> str:
+        """Return the hashed token id, safe for logs and the audit."""
+        return token_ref(self.token_id)
+
+    @property
+    def conversation_id(self) -> str:
+        """Return the conversation the token belongs to."""
+        return self.ctx.conversation_id
+
+    @property
+    def user_id(self) -> str | None:
+        """Return the user the token belongs to."""
+        return self.ctx.user_id
+
+
+class TokenStore:
+    """Live tokens, their timers, and a bounded memory of closed ones."""
+
+    def __init__(
+        self,
+        on_expire: Callable[[ConfirmationToken], None],
+        *,
+        ttl: float = DEFAULT_TTL,
+        clock: Callable[[], float] = time.monotonic,
+        max_pending: int = MAX_PENDING,
+    ) -> None:
+        """Call ``on_expire`` for every token whose time runs out (or that is pushed out)."""
+        if ttl <= 0:
+            raise ValueError("ttl must be positive")
+        self.ttl = ttl
+        self._on_expire = on_expire
+        self._clock = clock
+        self._max_pending = max_pending
+        self._pending: dict[str, ConfirmationToken] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._closed: OrderedDict[str, tuple[float, RefusalReason]] = OrderedDict()
+
+    def issue(
+        self,
+        request: ToolCallRequest,
+        ctx: ToolContext,
+        action: JSONObject,
+        run: HeldRun,
+        names: tuple[str, ...] = (),
+    ) -> ConfirmationToken:
+        """Return the live token of this call for this user and conversation, or a new one."""
+        for token in self.live():
+            if (token.request.name, token.request.arguments) == (request.name, request.arguments):
+                if (token.user_id, token.conversation_id) == (ctx.user_id, ctx.conversation_id):
+                    return token
+        while len(self._pending) >= self._max_pending:
+            self.expire(min(self._pending.values(), key=lambda t: t.created_at))
+        now = self._clock()
+        token = ConfirmationToken(
+            token_id=secrets.token_urlsafe(24),
+            request=request,
+            ctx=ctx,
+            action=action,
+            names=names,
+            created_at=now,
+            expires_at=now + self.ttl,
+            run=run,
+        )
+        self._pending[token.token_id] = token
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return token
+        self._timers[token.token_id] = loop.call_later(self.ttl, self._timer, token.token_id)
+        return token
+
+    def live(self) -> list[ConfirmationToken]:
+        """Return every live token, oldest first, after expiring those past their time."""
+        now = self._clock()
+        for token in [t for t in self._pending.values() if t.expires_at <= now]:
+            self.expire(token)
+        return list(self._pending.values())
+
+    def get(self, token_id: str) -> ConfirmationToken | None:
+        """Return a live token without consuming it."""
+        self.live()
+        return self._pending.get(token_id)
+
+    def refusal(
+        self,
+        token_id: str,
+        *,
+        user_id: str | None,
+        conversation_id: str | None,
+        arguments: JSONObject | None,
+    ) -> RefusalReason | None:
+        """Return why ``token_id`` may not be used by this user here, or None when it may."""
+        token = self.get(token_id)
+        if token is None:
+            closed = self._closed.get(token_ref(token_id))
+            return "unknown" if closed is None else closed[1]
+        if conversation_id is not None and token.conversation_id != conversation_id:
+            return "wrong_conversation"
+        if token.user_id != user_id:
+            return "wrong_user"
+        if arguments is not None and canonical_arguments(arguments) != token.request.arguments:
+            return "tampered"
+        return None
+
+    def consume(self, token: ConfirmationToken) -> None:
+        """Close a token as used: a second use is a replay."""
+        self._close(token, "used")
+
+    def expire(self, token: ConfirmationToken) -> None:
+        """Close a token as expired and hand it to ``on_expire``."""
+        self._close(token, "expired")
+        self._on_expire(token)
+
+    def close(self) -> None:
+        """Stop every timer and drop the live tokens unrun (the host unloads)."""
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        self._pending.clear()
+
+    def _timer(self, token_id: str) -> None:
+        """Expire a token when its timer fires (it may be gone already)."""
+        self._timers.pop(token_id, None)
+        if (token := self._pending.get(token_id)) is not None:
+            self.expire(token)
+
+    def _close(self, token: ConfirmationToken, reason: RefusalReason) -> None:
+        """Drop a live token and its timer; remember it a while under ``reason``."""
+        self._pending.pop(token.token_id, None)
+        if (timer := self._timers.pop(token.token_id, None)) is not None:
+            timer.cancel()
+        now = self._clock()
+        self._closed[token.ref] = (now, reason)
+        self._closed.move_to_end(token.ref)
+        while self._closed:
+            oldest, (at, _) = next(iter(self._closed.items()))
+            if len(self._closed) <= MAX_CLOSED and at > now - REMEMBER_CLOSED:
+                break
+            del self._closed[oldest]

@@ -1,0 +1,155 @@
+"""One adapter over ``openai.AsyncOpenAI`` for any OpenAI-compatible server.
+
+Vendor quirks are normalised here and nowhere else: ``reasoning_content`` / ``reasoning``
+fields and ``<think>`` blocks become ``ThinkingDelta``; tool-call fragments are joined by
+index (or by id where a server sends no index); a missing ``finish_reason`` is inferred.
+The SDK retries only while opening the request, before the first token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+import httpx
+import openai
+from openai.types.chat import ChatCompletionChunk
+
+from ..errors import LLMError
+from ..events import ThinkingDelta
+from ..messages import ChatMessage
+from ..tools.contract import ToolSpec
+from .stream import LLMItem, RoundEnd, ToolCallAccumulator
+from .think import ThinkSplitter
+from .wire import map_error, reasoning_text, to_wire, usage_of
+
+LOGGER = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LLMSettings:
+    """Where the model lives and how long a voice turn may wait for it."""
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    connect_timeout: float = 3.0
+    chunk_timeout: float = 30.0
+    deadline: float = 120.0
+    max_retries: int = 2
+
+
+class OpenAIChatModel:
+    """Stream chat completions with tools from an OpenAI-compatible server."""
+
+    def __init__(
+        self, settings: LLMSettings, *, http_client: httpx.AsyncClient | None = None
+    ) -> None:
+        """Create the SDK client; pass the host's shared HTTP client where there is one."""
+        self.settings = settings
+        self._owns_http = http_client is None
+        self._timeout = httpx.Timeout(
+            connect=settings.connect_timeout,
+            read=settings.chunk_timeout,
+            write=10.0,
+            pool=settings.connect_timeout,
+        )
+        self._client = openai.AsyncOpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key or "not-needed",
+            max_retries=settings.max_retries,
+            timeout=self._timeout,
+            http_client=http_client,
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections, unless the host lent its own client."""
+        if self._owns_http:
+            await self._client.close()
+
+    async def list_models(self) -> list[str]:
+        """Return the model ids the server offers; raise ``LLMError`` when it cannot."""
+        try:
+            async with asyncio.timeout(self.settings.connect_timeout * 3):
+                page = await self._client.models.list()
+                return [model.id async for model in page]
+        except (openai.OpenAIError, httpx.HTTPError, TimeoutError) as err:
+            raise map_error(err) from err
+
+    async def stream_with_tools(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
+    ) -> AsyncIterator[LLMItem]:
+        """Stream one response; errors end the stream with a ``RoundEnd`` that carries them."""
+        calls = ToolCallAccumulator()
+        splitter = ThinkSplitter()
+        finish_reason: str | None = None
+        usage: dict[str, int] = {}
+        error: LLMError | None = None
+        try:
+            async with asyncio.timeout(self.settings.deadline):
+                stream = await self._open(messages, tools)
+                async with stream:
+                    async for chunk in stream:
+                        usage = usage_of(chunk) or usage
+                        for choice in chunk.choices:
+                            delta = choice.delta
+                            if reasoning := reasoning_text(delta):
+                                yield ThinkingDelta(text=reasoning)
+                            if delta.content:
+                                for item in splitter.feed(delta.content):
+                                    yield item
+                            for tc in delta.tool_calls or ():
+                                fn = tc.function
+                                calls.add(
+                                    tc.index,
+                                    tc.id,
+                                    fn.name if fn else None,
+                                    (fn.arguments or "") if fn else "",
+                                )
+                            finish_reason = choice.finish_reason or finish_reason
+        except (openai.OpenAIError, httpx.HTTPError, TimeoutError) as err:
+            error = map_error(err)
+            LOGGER.warning("Model stream failed: %s", error)
+        for item in splitter.flush():
+            yield item
+        if error is not None:
+            yield RoundEnd(error=error, usage=usage, cut_tool_calls=calls.partial())
+            return
+        if finish_reason is None:
+            finish_reason = "tool_calls" if calls else "stop"
+        yield RoundEnd(tool_calls=calls.complete(), finish_reason=finish_reason, usage=usage)
+
+    async def _open(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        """Send the request; the SDK retries only here, before the first token."""
+        s = self.settings
+        extra: dict[str, object] = {}
+        if s.temperature is not None:
+            extra["temperature"] = s.temperature
+        if s.max_tokens is not None:
+            extra["max_tokens"] = s.max_tokens
+        if tools:
+            extra["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in tools
+            ]
+        return await self._client.chat.completions.create(  # type: ignore[call-overload,no-any-return]
+            model=s.model,
+            messages=[to_wire(m) for m in messages],
+            stream=True,
+            stream_options={"include_usage": True},
+            timeout=self._timeout,
+            **extra,
+        )

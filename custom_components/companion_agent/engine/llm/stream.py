@@ -1,0 +1,104 @@
+"""What one model response is made of, and how streamed tool-call fragments are joined."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from ..errors import LLMError
+from ..events import ThinkingDelta
+from ..messages import ChatMessage, ToolCallRequest
+from ..tools.contract import ToolSpec
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PartialToolCall:
+    """A tool call the stream cut off before its arguments were complete."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoundEnd:
+    """The end of one model response: its tool calls, finish reason and usage."""
+
+    kind: Literal["round_end"] = "round_end"
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    finish_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    cut_tool_calls: tuple[PartialToolCall, ...] = ()
+    error: LLMError | None = None
+
+
+type LLMItem = str | ThinkingDelta | RoundEnd
+
+
+class ChatModel(Protocol):
+    """What the tool loop needs from a model."""
+
+    def stream_with_tools(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
+    ) -> AsyncIterator[LLMItem]:
+        """Stream one response; end with exactly one ``RoundEnd``."""
+        ...
+
+
+@dataclass(slots=True)
+class _CallBuffer:
+    """Fragments of one streamed tool call."""
+
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class ToolCallAccumulator:
+    """Join streamed tool-call fragments into complete calls, in call order."""
+
+    def __init__(self) -> None:
+        """Start with no calls."""
+        self._calls: dict[int, _CallBuffer] = {}
+        self._by_id: dict[str, int] = {}
+
+    def add(self, index: int | None, call_id: str | None, name: str | None, args: str) -> None:
+        """Add one fragment; servers without an index are keyed by id, then by arrival."""
+        if index is None:
+            if call_id and call_id in self._by_id:
+                index = self._by_id[call_id]
+            elif call_id or not self._calls:
+                index = len(self._calls)
+            else:
+                index = max(self._calls)
+        buffer = self._calls.setdefault(index, _CallBuffer())
+        if call_id and not buffer.call_id:
+            buffer.call_id = call_id
+            self._by_id[call_id] = index
+        if name and not buffer.name:
+            buffer.name = name
+        if args:
+            buffer.arguments.append(args)
+
+    def __bool__(self) -> bool:
+        """Return True when any call has started."""
+        return bool(self._calls)
+
+    def complete(self) -> tuple[ToolCallRequest, ...]:
+        """Return the calls in index order, inventing ids a server left out."""
+        return tuple(
+            ToolCallRequest(
+                call_id=buf.call_id or f"call_{index}",
+                name=buf.name,
+                arguments="".join(buf.arguments),
+            )
+            for index, buf in sorted(self._calls.items())
+        )
+
+    def partial(self) -> tuple[PartialToolCall, ...]:
+        """Return every started call as cut off."""
+        return tuple(
+            PartialToolCall(call_id=c.call_id, name=c.name, arguments=c.arguments)
+            for c in self.complete()
+        )

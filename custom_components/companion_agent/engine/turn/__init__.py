@@ -1,0 +1,1 @@
+"""A turn: the handle a host holds, the tool loop, prompt assembly, history and usage."""

@@ -1,0 +1,122 @@
+"""``Turn``: the handle a host holds on one running turn.
+
+``items`` streams what the turn produces (text as it streams, sentences, tool events,
+thinking); ``await turn.result`` waits for how it ended; ``cancel`` stops it at once (the
+person spoke over it); ``played`` says its audio finished. The turn itself runs in a task
+of its own (``TurnRunner`` starts it), so a cancel never has to reach into the host's task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+
+from ..events import OutputItem, SentenceOutput, TextDelta, TurnResult
+
+type PlaybackHook = Callable[[TurnResult], None]
+
+
+class Turn:
+    """A running turn: its items, its result, and the host's two signals, cancel and played."""
+
+    def __init__(self, trace_id: str, on_played: PlaybackHook) -> None:
+        """Start empty; the runner feeds items with ``put`` and ends the turn with ``finish``."""
+        self.trace_id = trace_id
+        self.result: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
+        self.cancel_reason: str | None = None
+        self._on_played = on_played
+        self._task: asyncio.Task[None] | None = None
+        self._queue: deque[OutputItem] = deque()
+        self._ready = asyncio.Event()
+        self._closed = False
+        self._iterating = False
+        self._played = False
+        self._shown: list[str] = []
+        self._spoken: list[SentenceOutput] = []
+
+    @property
+    def items(self) -> AsyncIterator[OutputItem]:
+        """Return the turn's output items; one consumer, taken once."""
+        if self._iterating:
+            raise RuntimeError("a turn's items can be taken only once")
+        self._iterating = True
+        return self._take()
+
+    @property
+    def shown(self) -> str:
+        """Return the model text of every text piece the host has taken so far."""
+        return "".join(self._shown)
+
+    @property
+    def spoken(self) -> tuple[SentenceOutput, ...]:
+        """Return the sentences with speech the host has taken so far."""
+        return tuple(self._spoken)
+
+    @property
+    def cancelled(self) -> bool:
+        """Return True once ``cancel`` was called."""
+        return self.cancel_reason is not None
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Stop the turn now: no more items; the model stream and unstarted calls stop.
+
+        A tool call that already reached its tool finishes and is recorded; the turn is
+        stored as ``interrupted`` with only what the host had taken. Idempotent.
+        """
+        if self.cancel_reason is not None or self.result.done():
+            return
+        self.cancel_reason = reason
+        self._close(drop=True)
+        if self._task is not None:
+            self._task.cancel()
+
+    def played(self) -> None:
+        """Say the turn's audio has finished; ``on_after_playback`` runs once, if it spoke."""
+        if self._played:
+            return
+        self._played = True
+        if self.result.done():
+            self._on_played(self.result.result())
+        else:
+            self.result.add_done_callback(lambda done: self._on_played(done.result()))
+
+    def bind(self, task: asyncio.Task[None]) -> None:
+        """Attach the task that runs the turn (called once by the runner)."""
+        self._task = task
+
+    def put(self, item: OutputItem) -> None:
+        """Queue one item for the host (dropped once the turn is cancelled)."""
+        if self._closed:
+            return
+        self._queue.append(item)
+        self._ready.set()
+
+    def finish(self, result: TurnResult) -> None:
+        """End the items and publish the result."""
+        self._close(drop=False)
+        if not self.result.done():
+            self.result.set_result(result)
+
+    def _close(self, *, drop: bool) -> None:
+        """End the item stream; ``drop`` throws away what the host has not taken."""
+        self._closed = True
+        if drop:
+            self._queue.clear()
+        self._ready.set()
+
+    async def _take(self) -> AsyncIterator[OutputItem]:
+        """Yield queued items in order until the turn ends or is cancelled."""
+        while True:
+            while not self._queue:
+                if self._closed:
+                    return
+                self._ready.clear()
+                await self._ready.wait()
+            item = self._queue.popleft()
+            match item:
+                case TextDelta(model_text=text) if text:
+                    self._shown.append(text)
+                case SentenceOutput(tts_text=tts) if tts:
+                    self._spoken.append(item)
+            yield item

@@ -1,0 +1,304 @@
+"""Conversation history: what the model saw, kept per conversation in a JSON file.
+
+A stored turn holds the person's words, every assistant message and tool call of the turn,
+each tool's result (trimmed, secrets masked) and how the turn ended. The next turn's
+messages are built from it, so the model knows which tools it already called, and an
+answer that was cut or interrupted comes back to it marked as such.
+
+Files are named by a hash of the conversation id (two ids never share a file), written
+atomically off the event loop, and pruned once idle past the retention.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, cast
+
+from ..audit.redaction import redact, scrub_text
+from ..events import TurnOutcome
+from ..json_types import JSONObject, JSONValue
+from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage, UserMessage
+from ..tools.results import truncate
+
+LOGGER = logging.getLogger(__name__)
+
+FORMAT_VERSION = 2
+MAX_TURNS = 20
+MAX_STORED_RESULT = 1000
+DEFAULT_RETENTION = 30 * 86400.0
+OUTCOMES: frozenset[str] = frozenset({"complete", "cut", "interrupted", "failed", "timed_out"})
+MARKS: dict[TurnOutcome, str] = {
+    "cut": "[the connection to you broke off here; the person heard only the text above]",
+    "interrupted": "[the person interrupted you here and did not hear the rest]",
+    "failed": "[you could not finish this answer]",
+    "timed_out": "[this answer ran out of time here]",
+}
+
+type TurnMessage = AssistantMessage | ToolMessage
+type CorruptionReporter = Callable[[Path, Path], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredTurn:
+    """One exchange as kept: the person's words, the turn's messages, how it ended."""
+
+    user: str
+    messages: tuple[TurnMessage, ...] = ()
+    outcome: TurnOutcome = "complete"
+    time: float = 0.0
+
+
+class ConversationHistory(Protocol):
+    """Where a conversation's earlier turns live between turns and restarts."""
+
+    async def load(self) -> list[ChatMessage]:
+        """Return the earlier turns as chat messages, oldest first."""
+        ...
+
+    async def append(self, turn: StoredTurn) -> None:
+        """Add one finished turn; the next ``load`` sees it at once."""
+        ...
+
+
+def file_name(conversation_id: str) -> str:
+    """Return the file name of a conversation: a hash, so no two ids ever share a file."""
+    return hashlib.sha256(conversation_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def as_messages(turns: Sequence[StoredTurn]) -> list[ChatMessage]:
+    """Return stored turns as the messages the model sees, each unfinished one marked."""
+    messages: list[ChatMessage] = []
+    for turn in turns:
+        messages.append(UserMessage(content=turn.user))
+        messages.extend(turn.messages)
+        if turn.outcome in MARKS:
+            last = turn.messages[-1] if turn.messages else None
+            mark = MARKS[turn.outcome]
+            if isinstance(last, AssistantMessage) and not last.tool_calls:
+                messages[-1] = AssistantMessage(content=f"{last.content}\n{mark}".lstrip())
+            else:
+                messages.append(AssistantMessage(content=mark))
+    return messages
+
+
+class JsonConversationHistory:
+    """Keep the last turns of one conversation in a JSON file, written atomically."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_turns: int = MAX_TURNS,
+        on_corrupt: CorruptionReporter | None = None,
+    ) -> None:
+        """Use ``path``; keep ``max_turns``; ``on_corrupt`` is called for a bad file."""
+        self.path = path
+        self._max_turns = max_turns
+        self._on_corrupt = on_corrupt
+        self._turns: list[StoredTurn] | None = None
+        self._lock = asyncio.Lock()
+        self._dirty = False
+        self._writer: asyncio.Task[None] | None = None
+
+    async def load(self) -> list[ChatMessage]:
+        """Read the file once (off the event loop) and return its turns as messages."""
+        async with self._lock:
+            return as_messages(await self._loaded())
+
+    async def append(self, turn: StoredTurn) -> None:
+        """Add a turn, visible to the next ``load`` at once; the file is rewritten after."""
+        async with self._lock:
+            turns = await self._loaded()
+            turns.append(turn)
+            del turns[: -self._max_turns]
+            self._dirty = True
+            if self._writer is None or self._writer.done():
+                self._writer = asyncio.create_task(self._write_while_dirty())
+
+    async def flush(self) -> None:
+        """Wait until every added turn is on disk."""
+        if self._writer is not None:
+            await self._writer
+
+    @property
+    def writing(self) -> bool:
+        """Return True while turns wait to be written."""
+        return self._writer is not None and not self._writer.done()
+
+    async def _write_while_dirty(self) -> None:
+        """Rewrite the file atomically, off the event loop, until nothing new is waiting."""
+        while self._dirty:
+            self._dirty = False
+            payload = {"version": FORMAT_VERSION, "turns": [_dump(t) for t in self._turns or ()]}
+            try:
+                await asyncio.to_thread(_write_atomic, self.path, payload)
+            except OSError as err:
+                LOGGER.warning("Cannot write %s (%s); the turns stay in memory", self.path, err)
+                return
+
+    async def _loaded(self) -> list[StoredTurn]:
+        """Return the cached turns, reading the file the first time."""
+        if self._turns is None:
+            self._turns = await asyncio.to_thread(self._read)
+        return self._turns
+
+    def _read(self) -> list[StoredTurn]:
+        """Read and validate the file; move a corrupt one aside and start empty."""
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        try:
+            return _parse(raw)
+        except (ValueError, TypeError, KeyError) as err:
+            moved = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            os.replace(self.path, moved)
+            LOGGER.warning(
+                "Conversation file %s is corrupt (%s); moved to %s", self.path, err, moved
+            )
+            if self._on_corrupt is not None:
+                self._on_corrupt(self.path, moved)
+            return []
+
+
+class ConversationStore:
+    """One persona's conversations in a folder; the most recent ones stay in memory."""
+
+    def __init__(self, folder: Path, *, capacity: int = 64, max_turns: int = MAX_TURNS) -> None:
+        """Store conversations as files in ``folder``; keep ``capacity`` of them open."""
+        self.folder = folder
+        self._capacity = capacity
+        self._max_turns = max_turns
+        self._open: OrderedDict[str, JsonConversationHistory] = OrderedDict()
+
+    def __len__(self) -> int:
+        """Return how many conversations are held in memory."""
+        return len(self._open)
+
+    def get(
+        self, conversation_id: str, *, on_corrupt: CorruptionReporter | None = None
+    ) -> JsonConversationHistory:
+        """Return the conversation's history, the same object while it stays recent."""
+        history = self._open.pop(conversation_id, None)
+        if history is None:
+            path = self.folder / f"{file_name(conversation_id)}.json"
+            history = JsonConversationHistory(
+                path, max_turns=self._max_turns, on_corrupt=on_corrupt
+            )
+        self._open[conversation_id] = history
+        while len(self._open) > self._capacity:
+            self._open.popitem(last=False)
+        return history
+
+    async def flush(self) -> None:
+        """Wait until every conversation held in memory is on disk."""
+        await asyncio.gather(*(history.flush() for history in self._open.values()))
+
+    async def prune(self, retention: float = DEFAULT_RETENTION) -> int:
+        """Delete conversations idle longer than ``retention`` seconds; return how many."""
+        busy = {history.path for history in self._open.values() if history.writing}
+        return await asyncio.to_thread(_prune, self.folder, time.time() - retention, busy)
+
+
+def _prune(folder: Path, cutoff: float, busy: set[Path]) -> int:
+    """Delete the files in ``folder`` last written before ``cutoff`` (blocking)."""
+    removed = 0
+    for path in folder.glob("*.json*") if folder.is_dir() else ():
+        try:
+            if path not in busy and path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed += 1
+        except OSError as err:
+            LOGGER.warning("Cannot prune %s: %s", path, err)
+    return removed
+
+
+def stored_result(content: str) -> str:
+    """Return a tool result as kept in history: secrets masked, at most a few hundred chars."""
+    try:
+        value: JSONValue = json.loads(content)
+    except ValueError:
+        text = scrub_text(content)
+    else:
+        text = json.dumps(redact(value), ensure_ascii=False)
+    return text if len(text) <= MAX_STORED_RESULT else truncate(text, MAX_STORED_RESULT)
+
+
+def _dump(turn: StoredTurn) -> JSONObject:
+    """Return a turn as JSON."""
+    messages: list[JSONValue] = []
+    for message in turn.messages:
+        match message:
+            case AssistantMessage(content=content, tool_calls=calls):
+                rows: list[JSONValue] = [
+                    {"id": c.call_id, "name": c.name, "arguments": c.arguments} for c in calls
+                ]
+                messages.append({"role": "assistant", "content": content, "tool_calls": rows})
+            case ToolMessage(call_id=call_id, content=content):
+                messages.append({"role": "tool", "call_id": call_id, "content": content})
+    return {"user": turn.user, "outcome": turn.outcome, "time": turn.time, "messages": messages}
+
+
+def _parse(raw: str) -> list[StoredTurn]:
+    """Parse the file's JSON into turns; raise ValueError on any shape problem."""
+    data = json.loads(raw)
+    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+        raise ValueError("unknown format")
+    turns = data["turns"]
+    if not isinstance(turns, list):
+        raise TypeError("turns is not a list")
+    return [_turn(row) for row in turns]
+
+
+def _turn(row: dict[str, object]) -> StoredTurn:
+    """Parse one stored turn."""
+    outcome, user, rows = row["outcome"], row["user"], row["messages"]
+    if outcome not in OUTCOMES or not isinstance(user, str) or not isinstance(rows, list):
+        raise TypeError("bad turn")
+    messages: list[TurnMessage] = []
+    for item in rows:
+        if item["role"] == "tool":
+            messages.append(
+                ToolMessage(call_id=_text(item["call_id"]), content=_text(item["content"]))
+            )
+            continue
+        calls = tuple(
+            ToolCallRequest(
+                call_id=_text(c["id"]), name=_text(c["name"]), arguments=_text(c["arguments"])
+            )
+            for c in item["tool_calls"]
+        )
+        messages.append(AssistantMessage(content=_text(item["content"]), tool_calls=calls))
+    when = row["time"]
+    if not isinstance(when, int | float):
+        raise TypeError("bad time")
+    return StoredTurn(
+        user=user, messages=tuple(messages), outcome=cast(TurnOutcome, outcome), time=float(when)
+    )
+
+
+def _text(value: object) -> str:
+    """Return a stored string; anything else is a shape problem."""
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    return value
+
+
+def _write_atomic(path: Path, payload: object) -> None:
+    """Write JSON to a temporary file, flush it to disk, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        json.dump(payload, handle, ensure_ascii=False)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

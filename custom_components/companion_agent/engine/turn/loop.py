@@ -1,0 +1,245 @@
+"""``AgentCore.run_turn``: the streaming, bounded, concurrent tool-calling loop.
+
+Text streams out the moment the model sends it; the tool calls of one round run
+concurrently, each reported as it ends, their results sent back in call order; the loop
+runs at most ``max_rounds`` model calls. Everything the model saw and did is written into
+the turn's ``TurnRecord`` as it happens, so whoever ends the turn (the answer, a cancel,
+the deadline) finds an exact account in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+from ..errors import LLMError
+from ..events import TextDelta, ThinkingDelta, ToolCallEvent, ToolStatus, TurnOutcome
+from ..llm import ChatModel, PartialToolCall, RoundEnd
+from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
+from ..tools.contract import ToolContext, ToolOutcome, ToolSpec, parse_arguments
+from ..tools.registry import ToolExecutor, failure
+
+LOGGER = logging.getLogger(__name__)
+
+DEFAULT_MAX_ROUNDS = 6
+TOOL_CALL_CEILING = 120.0
+
+type LoopItem = TextDelta | ThinkingDelta | ToolCallEvent
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpokenLines:
+    """What the person hears when a turn cannot answer, in their language (host-supplied)."""
+
+    unreachable: str
+    cut: str
+    rounds: str
+    deadline: str
+
+
+@dataclass(slots=True, kw_only=True)
+class TurnRecord:
+    """What one turn did so far: its messages as the model saw them, events, usage, outcome.
+
+    ``partial`` is the text of the round in progress, not yet a message.
+    """
+
+    messages: list[ChatMessage] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)
+    events: list[ToolCallEvent] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    rounds: int = 0
+    outcome: TurnOutcome = "complete"
+    reason: str | None = None
+
+    @property
+    def text(self) -> str:
+        """Return everything the model wrote in this turn, rounds in order."""
+        written = [m.content for m in self.messages if isinstance(m, AssistantMessage)]
+        return "".join([*written, *self.partial])
+
+
+class AgentCore:
+    """Run turns: stream text the moment it arrives, run tools, loop a bounded number of times."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        tools: ToolExecutor,
+        lines: SpokenLines,
+        *,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        tool_ceiling: float = TOOL_CALL_CEILING,
+    ) -> None:
+        """Bind the model, the tools and the host's spoken lines; bound the model calls."""
+        if max_rounds < 1:
+            raise ValueError("max_rounds must be at least 1")
+        self._model = model
+        self._tools = tools
+        self._lines = lines
+        self._max_rounds = max_rounds
+        self._tool_ceiling = tool_ceiling
+
+    async def run_turn(
+        self, messages: Sequence[ChatMessage], ctx: ToolContext, record: TurnRecord
+    ) -> AsyncIterator[LoopItem]:
+        """Yield text, thinking and tool events; keep ``record`` exact at every step."""
+        prompt = list(messages)
+        specs = self._tools.specs()
+        last = ""
+        for rounds in range(1, self._max_rounds + 1):
+            record.rounds = rounds
+            end = RoundEnd(error=LLMError("the stream ended without an end", retryable=False))
+            async for item in self._model.stream_with_tools([*prompt, *record.messages], specs):
+                match item:
+                    case str() if item:
+                        if last and not record.partial and not last.isspace():
+                            yield TextDelta(text="\n")
+                        record.partial.append(item)
+                        last = item[-1]
+                        yield TextDelta(text=item, model_text=item)
+                    case ThinkingDelta():
+                        yield item
+                    case RoundEnd():
+                        end = item
+            for key, value in end.usage.items():
+                record.usage[key] = record.usage.get(key, 0) + value
+            text = "".join(record.partial)
+            record.partial.clear()
+            if end.error is not None and end.cut_tool_calls:
+                record.messages.append(_cut_assistant(text, end.cut_tool_calls))
+                for cut in end.cut_tool_calls:
+                    event, message = _cut_call_report(cut)
+                    record.events.append(event)
+                    record.messages.append(message)
+                    yield event
+                continue
+            record.messages.append(AssistantMessage(content=text, tool_calls=end.tool_calls))
+            if end.error is not None:
+                record.outcome, record.reason = ("cut" if last else "failed"), str(end.error)
+                yield _notice(self._lines.cut if last else self._lines.unreachable, last)
+                return
+            if not end.tool_calls:
+                return
+            async for event in self._run_tools(end.tool_calls, specs, ctx, record):
+                yield event
+        record.outcome, record.reason = "failed", "too many tool rounds"
+        yield _notice(self._lines.rounds, last)
+
+    async def _run_tools(
+        self,
+        calls: Sequence[ToolCallRequest],
+        specs: Sequence[ToolSpec],
+        ctx: ToolContext,
+        record: TurnRecord,
+    ) -> AsyncIterator[ToolCallEvent]:
+        """Run one round's calls concurrently; report each as it ends; answer in call order.
+
+        Cancelled (the person interrupted): calls not yet at their tool are cancelled at
+        once; a call already running finishes (the executor shields it) and is recorded.
+        """
+        names = {spec.name for spec in specs}
+        runnable = [c.name in names and parse_arguments(c.arguments) is not None for c in calls]
+        for call, ok in zip(calls, runnable, strict=True):
+            if ok:
+                yield _event(call, None)
+        outcomes: dict[str, ToolOutcome] = {}
+        tasks = {asyncio.create_task(self._execute(call, ctx)): call for call in calls}
+        try:
+            pending = set(tasks)
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in sorted(done, key=lambda t: calls.index(tasks[t])):
+                    outcomes[tasks[task].call_id] = task.result()
+                    event = _event(tasks[task], task.result())
+                    record.events.append(event)
+                    yield event
+        except asyncio.CancelledError:
+            await _settle(tasks, outcomes, self._tool_ceiling)
+            raise
+        finally:
+            for task in tasks:
+                task.cancel()
+            for call in calls:
+                outcome = outcomes.get(call.call_id) or _not_run(call)
+                record.messages.append(ToolMessage(call_id=call.call_id, content=outcome.content))
+
+    async def _execute(self, call: ToolCallRequest, ctx: ToolContext) -> ToolOutcome:
+        """Run one call under the ceiling; an executor that raises becomes a failure."""
+        try:
+            async with asyncio.timeout(self._tool_ceiling):
+                return await self._tools.execute(call, ctx)
+        except TimeoutError:
+            return failure("dependency", f"{call.name} timed out", retryable=True)
+        except Exception as err:
+            LOGGER.warning("Tool executor failed for %s", call.name, exc_info=True)
+            return failure("execution", f"{call.name} failed: {type(err).__name__}")
+
+
+async def _settle(
+    tasks: dict[asyncio.Task[ToolOutcome], ToolCallRequest],
+    outcomes: dict[str, ToolOutcome],
+    ceiling: float,
+) -> None:
+    """Cancel the calls of a cancelled round; keep the outcomes of those that still finish."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.wait(tasks, timeout=ceiling)
+    for task, call in tasks.items():
+        if task.done() and not task.cancelled() and task.exception() is None:
+            outcomes.setdefault(call.call_id, task.result())
+
+
+def _not_run(call: ToolCallRequest) -> ToolOutcome:
+    """Return what the model hears of a call the turn ended before it ran."""
+    return failure("cancelled", f"{call.name} was not run: the turn ended first", retryable=True)
+
+
+def _event(call: ToolCallRequest, outcome: ToolOutcome | None) -> ToolCallEvent:
+    """Build the event for a call: running, or its final status."""
+    status: ToolStatus
+    match outcome:
+        case None:
+            status = "running"
+        case _ if outcome.kind == "success":
+            status = "completed"
+        case _ if outcome.kind == "pending":
+            status = "pending_confirmation"
+        case _:
+            status = "error"
+    return ToolCallEvent(
+        tool_id=call.call_id,
+        tool_name=call.name,
+        args=parse_arguments(call.arguments) or {},
+        status=status,
+        result=None if outcome is None else outcome.content,
+    )
+
+
+def _notice(text: str, last: str) -> TextDelta:
+    """Return a host line to speak, on a line of its own after anything already said."""
+    return TextDelta(text=f"\n{text}" if last and last != "\n" else text)
+
+
+def _cut_assistant(text: str, cut: Sequence[PartialToolCall]) -> AssistantMessage:
+    """Record the cut response so the model sees which calls never ran."""
+    calls = tuple(
+        ToolCallRequest(call_id=c.call_id, name=c.name or "unknown", arguments="{}") for c in cut
+    )
+    return AssistantMessage(content=text, tool_calls=calls)
+
+
+def _cut_call_report(cut: PartialToolCall) -> tuple[ToolCallEvent, ToolMessage]:
+    """Tell the model and the listeners that a cut call was not executed."""
+    content = failure(
+        "dependency",
+        f"the call to {cut.name or 'a tool'} was cut off mid-stream and was not run; "
+        "call it again if it is still needed",
+        retryable=True,
+    ).content
+    event = ToolCallEvent(
+        tool_id=cut.call_id, tool_name=cut.name, args={}, status="error", result=content
+    )
+    return event, ToolMessage(call_id=cut.call_id, content=content)

@@ -1,0 +1,276 @@
+"""``TurnRunner.start``: one companion turn, from the person's words to the stored exchange.
+
+In order: a waiting confirmation may be answered (before any model runs), hooks add
+reference text, the prompt is built from the stored history, the tool loop streams through
+the output pipeline into the turn's items. One deadline covers all of it. Whatever ends
+the turn (the answer, a cancel, an error, the deadline), the ``finally`` stores what the
+person said and what they were really shown, marked with the outcome, and the after-turn
+hooks see that outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..events import SentenceOutput, TextDelta, ToolCallEvent, TurnResult
+from ..guard.confirmations import ConfirmationResult
+from ..guard.executor import Guard
+from ..guard.targets import StateProbe, TargetResolver
+from ..llm import ChatModel
+from ..messages import AssistantMessage, ChatMessage, ToolMessage
+from ..pipeline import PipelineConfig, build_pipeline, join_speech, speakable
+from ..plugins import Hook, PluginSet, Profile, TurnContext
+from ..tools.contract import ToolContext, parse_arguments
+from ..tools.registry import Tool, ToolRegistry
+from .handle import Turn
+from .history import ConversationHistory, StoredTurn, TurnMessage, stored_result
+from .loop import AgentCore, SpokenLines, TurnRecord
+from .prompt import ContextSnippet, PromptBuilder, UserPromptBlock
+from .usage import UsageCounters
+
+LOGGER = logging.getLogger(__name__)
+
+STORE_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Persona:
+    """A snapshot of one persona: a running turn keeps the one it started with."""
+
+    profile: Profile
+    plugins: PluginSet
+    model: ChatModel
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnRequest:
+    """What the host knows about one utterance, and what only it can supply."""
+
+    text: str
+    context: ToolContext
+    history: ConversationHistory
+    lines: SpokenLines
+    device_id: str | None = None
+    host_instructions: str = ""
+    host_tools: Sequence[Tool] = ()
+    host_targets: TargetResolver | None = None
+    host_state: StateProbe | None = None
+    host_hooks: Sequence[Hook] = ()
+
+
+def pipeline_config(profile: Profile) -> PipelineConfig:
+    """Return the output pipeline settings for a profile: its tags, voice-first cuts."""
+    return PipelineConfig(
+        action_tags=frozenset(profile.output.actions),
+        faster_first_response=True,
+        show_thinking=True,
+    )
+
+
+class TurnRunner:
+    """Start turns for personas, every tool call behind the host's guard."""
+
+    def __init__(self, guard: Guard | None = None, usage: UsageCounters | None = None) -> None:
+        """Use ``guard`` for every turn (a permissive one without rules by default)."""
+        self.guard = Guard() if guard is None else guard
+        self.usage = UsageCounters() if usage is None else usage
+        self._running: set[asyncio.Task[None]] = set()
+
+    def start(self, persona: Persona, request: TurnRequest) -> Turn:
+        """Start a turn in a task of its own and return its handle at once."""
+        turn = Turn(
+            request.context.trace_id, lambda result: _after_playback(persona, request, result)
+        )
+        task = asyncio.create_task(
+            self._drive(turn, persona, request), name=f"turn {turn.trace_id}"
+        )
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        turn.bind(task)
+        return turn
+
+    async def confirm(
+        self, token_id: str, *, approve: bool, user_id: str | None
+    ) -> ConfirmationResult:
+        """Approve or deny a held call from outside a conversation (a dashboard, a phone)."""
+        return await self.guard.confirmations.resolve(token_id, approve=approve, user_id=user_id)
+
+    async def drain(self, grace: float) -> None:
+        """Give running turns ``grace`` seconds to finish, then cancel what is left."""
+        if self._running:
+            await asyncio.wait(set(self._running), timeout=grace)
+        for task in set(self._running):
+            task.cancel()
+
+    async def _drive(self, turn: Turn, persona: Persona, request: TurnRequest) -> None:
+        """Run the turn under its deadline; whatever ends it, store it and tell the hooks."""
+        record = TurnRecord()
+        ctx = request.context
+        turn_ctx = TurnContext(
+            conversation_id=ctx.conversation_id,
+            profile_id=persona.profile.id,
+            language=ctx.language,
+            user_id=ctx.user_id,
+            device_id=request.device_id,
+        )
+        async with persona.plugins.lease():
+            try:
+                async with asyncio.timeout(persona.profile.turn_deadline):
+                    turn_ctx = await self._run(turn, persona, request, record, turn_ctx)
+            except TimeoutError:
+                record.outcome, record.reason = "timed_out", "the turn's deadline passed"
+                _say(turn, request.lines.deadline, turn.shown)
+            except asyncio.CancelledError:
+                record.outcome, record.reason = "interrupted", turn.cancel_reason or "cancelled"
+                if (task := asyncio.current_task()) is not None:
+                    task.uncancel()
+            except Exception:
+                LOGGER.exception("Turn %s failed", ctx.trace_id)
+                record.outcome, record.reason = "failed", "the turn failed"
+                _say(turn, request.lines.unreachable, turn.shown)
+            finally:
+                result = self._result(turn, record)
+                await self._store(request, record, result)
+                self.usage.count_tokens(
+                    conversation_id=ctx.conversation_id, user_id=ctx.user_id, usage=result.usage
+                )
+                outcome_ctx = replace(turn_ctx, outcome=result.outcome)
+                said = result.text if result.outcome == "complete" else result.shown
+                persona.plugins.hooks.after_turn(request.text, said, outcome_ctx)
+                turn.finish(result)
+
+    async def _run(
+        self,
+        turn: Turn,
+        persona: Persona,
+        request: TurnRequest,
+        record: TurnRecord,
+        turn_ctx: TurnContext,
+    ) -> TurnContext:
+        """Answer a waiting confirmation, gather context, run the loop into the turn."""
+        profile, ctx = persona.profile, request.context
+        registry = ToolRegistry([*persona.plugins.tools, *request.host_tools])
+        executor = self.guard.executor(
+            registry, profile.policy, resolver=request.host_targets, state=request.host_state
+        )
+        confirmations = self.guard.confirmations
+        reply = await confirmations.answer(
+            request.text,
+            language=ctx.language,
+            user_id=ctx.user_id,
+            conversation_id=ctx.conversation_id,
+            trace_id=ctx.trace_id,
+        )
+        for confirmed in reply.results if reply is not None else ():
+            event = _confirmed_event(confirmed)
+            record.events.append(event)
+            turn.put(event)
+        history = await request.history.load()
+        turn_ctx = replace(turn_ctx, first_turn=not history)
+        hooks = persona.plugins.hooks
+        snippets = await hooks.before_turn(request.text, turn_ctx, request.host_hooks)
+        notices = tuple(
+            ContextSnippet(source="confirmations", text=notice.content)
+            for notice in confirmations.take_notices(ctx.conversation_id)
+        )
+        block = UserPromptBlock(text=request.text, context=(*notices, *snippets))
+        messages = PromptBuilder(profile, extra_instructions=request.host_instructions).build(
+            history, block
+        )
+        core = AgentCore(persona.model, executor, request.lines, max_rounds=profile.max_rounds)
+        pipeline = build_pipeline(pipeline_config(profile))
+        items = persona.plugins.transform(pipeline(core.run_turn(messages, ctx, record)))
+        async for item in items:
+            turn.put(item)
+        return turn_ctx
+
+    def _result(self, turn: Turn, record: TurnRecord) -> TurnResult:
+        """Sum up the turn from its record and what the host took."""
+        return TurnResult(
+            outcome=record.outcome,
+            text=record.text,
+            shown=turn.shown,
+            spoken=join_speech(turn.spoken),
+            tool_calls=tuple(record.events),
+            rounds=record.rounds,
+            usage=dict(record.usage),
+            reason=record.reason,
+        )
+
+    @staticmethod
+    async def _store(request: TurnRequest, record: TurnRecord, result: TurnResult) -> None:
+        """Add the exchange to the conversation (written to disk later); never raise."""
+        heard = result.shown if result.outcome in ("interrupted", "timed_out") else None
+        messages = _as_heard(
+            [*record.messages, AssistantMessage(content="".join(record.partial))], heard
+        )
+        stored = StoredTurn(
+            user=request.text, messages=messages, outcome=result.outcome, time=time.time()
+        )
+        try:
+            async with asyncio.timeout(STORE_TIMEOUT):
+                await request.history.append(stored)
+        except Exception:
+            LOGGER.warning(
+                "Could not store the turn of %s", request.context.conversation_id, exc_info=True
+            )
+
+
+def _as_heard(messages: Sequence[ChatMessage], heard: str | None) -> tuple[TurnMessage, ...]:
+    """Return the turn's messages as stored: results trimmed, text cut to what was shown.
+
+    ``heard`` None keeps the model's text whole; else each assistant text keeps only the
+    part of ``heard`` that covers it, in order, so nothing unheard is stored as said.
+    """
+    out: list[TurnMessage] = []
+    rest = heard
+    for message in messages:
+        match message:
+            case AssistantMessage(content=content, tool_calls=calls):
+                if rest is not None:
+                    content, rest = rest[: len(content)], rest[len(content) :]
+                if content or calls:
+                    out.append(AssistantMessage(content=content, tool_calls=calls))
+            case ToolMessage(call_id=call_id, content=content):
+                out.append(ToolMessage(call_id=call_id, content=stored_result(content)))
+    return tuple(out)
+
+
+def _say(turn: Turn, text: str, shown: str) -> None:
+    """Put a host line into the turn's items (text and one spoken sentence)."""
+    line = f"\n{text}" if shown and not shown.endswith("\n") else text
+    turn.put(TextDelta(text=line))
+    turn.put(SentenceOutput(display_text=line, tts_text=speakable(text)))
+
+
+def _after_playback(persona: Persona, request: TurnRequest, result: TurnResult) -> None:
+    """Run ``on_after_playback`` once the turn's audio has played, if the turn spoke."""
+    if not result.spoken:
+        return
+    ctx = request.context
+    turn_ctx = TurnContext(
+        conversation_id=ctx.conversation_id,
+        profile_id=persona.profile.id,
+        language=ctx.language,
+        user_id=ctx.user_id,
+        device_id=request.device_id,
+        outcome=result.outcome,
+    )
+    persona.plugins.hooks.after_playback(request.text, result.shown, turn_ctx)
+
+
+def _confirmed_event(result: ConfirmationResult) -> ToolCallEvent:
+    """Report a held call the person just approved (and its outcome) or declined."""
+    request = result.token.request
+    done = result.status == "executed" and result.outcome.kind == "success"
+    return ToolCallEvent(
+        tool_id=request.call_id,
+        tool_name=request.name,
+        args=parse_arguments(request.arguments) or {},
+        status="completed" if done else "error",
+        result=result.outcome.content,
+    )

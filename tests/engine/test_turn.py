@@ -1,0 +1,320 @@
+"""The turn handle: cancel, deadline, played, and what is stored whatever ends a turn.
+
+Every turn runs through the real openai SDK against the local streaming server and stores
+its history in real JSON files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from custom_components.companion_agent.engine.events import TextDelta, ToolCallEvent
+from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
+from custom_components.companion_agent.engine.llm import OpenAIChatModel
+from custom_components.companion_agent.engine.messages import AssistantMessage, ToolMessage
+from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
+from custom_components.companion_agent.engine.tools.registry import Tool
+from custom_components.companion_agent.engine.turn.history import (
+    ConversationStore,
+    StoredTurn,
+    file_name,
+)
+from custom_components.companion_agent.engine.turn.runner import TurnRunner
+from custom_components.companion_agent.engine.plugins import TurnContext
+from tests.support.llm_script import Reply, TextChunk
+from tests.support.llm_server import LLMServer
+from tests.support.turns import PROFILE, Conversations, finish, persona, run
+
+SLOW = 0.05
+
+
+@pytest.fixture
+def talk(tmp_path: Path) -> Conversations:
+    """Return real conversation files under a temporary folder."""
+    return Conversations(tmp_path / "conversations")
+
+
+def slow_text(*pieces: str) -> Reply:
+    """Return a reply whose pieces arrive one every ``SLOW`` seconds."""
+    return Reply(chunks=tuple(TextChunk(piece, SLOW) for piece in pieces))
+
+
+def clock_tool(log: list[str], gate: asyncio.Event | None = None) -> Tool:
+    """Return a tool that tells the time, after ``gate`` opens if one is given."""
+
+    async def handler(args: JSONObject, ctx: ToolContext) -> JSONValue:
+        """Log the start, wait for the gate, answer."""
+        log.append("start")
+        if gate is not None:
+            await gate.wait()
+        log.append("end")
+        return {"time": "12:00"}
+
+    return Tool(spec=ToolSpec(name="get_time", description="Tell the time"), handler=handler)
+
+
+class Listener:
+    """A hook that logs what it is told after a turn and after playback."""
+
+    plugin_id = "memory"
+
+    def __init__(self) -> None:
+        """Start with an empty log."""
+        self.log: list[str] = []
+        self.done = asyncio.Event()
+
+    async def on_first_turn(self, ctx: TurnContext) -> str | None:
+        """Read nothing."""
+        return None
+
+    async def on_before_turn(self, user_text: str, ctx: TurnContext) -> str | None:
+        """Add nothing."""
+        return None
+
+    async def on_after_turn(self, user_text: str, assistant_text: str, ctx: TurnContext) -> None:
+        """Log the outcome and what was said."""
+        self.log.append(f"after {ctx.outcome}: {assistant_text}")
+        self.done.set()
+
+    async def on_after_playback(
+        self, user_text: str, assistant_text: str, ctx: TurnContext
+    ) -> None:
+        """Log that playback finished."""
+        self.log.append(f"played {ctx.outcome}: {assistant_text}")
+
+
+def sent_messages(server: LLMServer, request: int) -> list[dict[str, object]]:
+    """Return the messages of one request the model server received."""
+    messages = server.requests[request]["messages"]
+    assert isinstance(messages, list)
+    return messages
+
+
+async def test_cancel_mid_sentence_stores_only_what_was_shown(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """Cancelled after the first pieces: nothing more comes out, and only those are stored."""
+    listener = Listener()
+    llm_server.script(slow_text("The weather ", "today is ", "sunny and ", "warm. Later ", "rain."))
+    runner = TurnRunner()
+    who = persona(chat_model, hooks=[listener])
+    turn = runner.start(who, talk.request("Weather?"))
+    items = turn.items
+    seen: list[str] = []
+    async for item in items:
+        if isinstance(item, TextDelta):
+            seen.append(item.text)
+        if "".join(seen) == "The weather today is ":
+            turn.cancel("the person spoke")
+            break
+    after_cancel = [i async for i in items]
+    result = await turn.result
+    assert after_cancel == []
+    assert result.outcome == "interrupted"
+    assert result.reason == "the person spoke"
+    assert result.shown == "The weather today is "
+    assert result.spoken == ""
+    await talk.store.flush()
+    await who.plugins.hooks.drain(5)
+    assert listener.log == ["after interrupted: The weather today is "]
+    messages = await talk.store.get("conv-1").load()
+    assert [type(m).__name__ for m in messages] == ["UserMessage", "AssistantMessage"]
+    assert isinstance(messages[1], AssistantMessage)
+    assert messages[1].content.startswith("The weather today is \n[the person interrupted you")
+    assert llm_server.aborted == 1
+
+
+async def test_cancel_lets_a_running_tool_finish_and_records_it(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """A call already at its tool finishes and is stored; the next round never starts."""
+    log: list[str] = []
+    gate = asyncio.Event()
+    llm_server.script(Reply.tool_calls(("call_1", "get_time", "{}")), Reply.text("It is noon."))
+    turn = TurnRunner().start(
+        persona(chat_model), talk.request("Time?", tools=[clock_tool(log, gate)])
+    )
+    items = turn.items
+    async for item in items:
+        if isinstance(item, ToolCallEvent) and item.status == "running":
+            break
+    while log != ["start"]:
+        await asyncio.sleep(0.01)
+    turn.cancel("the person spoke")
+    assert [i async for i in items] == []
+    gate.set()
+    result = await turn.result
+    assert result.outcome == "interrupted"
+    assert log == ["start", "end"]
+    assert len(llm_server.requests) == 1
+    await talk.store.flush()
+    messages = await talk.store.get("conv-1").load()
+    tool = next(m for m in messages if isinstance(m, ToolMessage))
+    assert json.loads(tool.content) == {"time": "12:00"}
+
+
+async def test_cancel_takes_effect_before_any_further_item(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """Items already queued but not taken are dropped: the host never sees them."""
+    llm_server.script(Reply.text("One. Two. Three. Four. Five.", chunk_size=2))
+    turn = TurnRunner().start(persona(chat_model), talk.request("Count"))
+    await asyncio.sleep(0.3)  # the whole answer has arrived and waits in the queue
+    turn.cancel()
+    assert [i async for i in turn.items] == []
+    result = await turn.result
+    assert result.outcome == "interrupted"
+    assert result.shown == ""
+    await talk.store.flush()
+    stored = await talk.store.get("conv-1").load()
+    assert isinstance(stored[1], AssistantMessage)
+    assert stored[1].content.startswith("[the person interrupted you")
+
+
+async def test_deadline_ends_the_turn_with_a_spoken_line(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """A model that stalls past the turn's deadline: timed_out, and the person hears why."""
+    llm_server.script(Reply(chunks=(TextChunk("Let me ", 0.0), TextChunk("think.", 5.0))))
+    who = persona(chat_model, profile=replace(PROFILE, turn_deadline=0.5))
+    started = time.monotonic()
+    done = await run(TurnRunner(), who, talk.request("Hard question"))
+    assert time.monotonic() - started < 3
+    assert done.result.outcome == "timed_out"
+    assert done.text == "Let me \nSorry, that took too long, so I stopped."
+    assert done.sentences[-1].tts_text == "Sorry, that took too long, so I stopped."
+    await talk.store.flush()
+    stored = await talk.store.get("conv-1").load()
+    assert isinstance(stored[1], AssistantMessage)
+    assert stored[1].content == "Let me \n[this answer ran out of time here]"
+
+
+async def test_played_runs_after_playback_once(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """played() twice: the hook runs exactly once, with what was said."""
+    listener = Listener()
+    who = persona(chat_model, hooks=[listener])
+    llm_server.script(Reply.text("Hello there."))
+    turn = TurnRunner().start(who, talk.request("Hi"))
+    turn.played()  # before the turn ended: runs when it ends
+    done = await finish(turn)
+    turn.played()
+    await who.plugins.hooks.drain(5)
+    assert done.result.spoken == "Hello there."
+    assert listener.log == ["after complete: Hello there.", "played complete: Hello there."]
+
+
+async def test_played_never_runs_for_a_silent_turn(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """A turn that produced no speech never calls on_after_playback."""
+    listener = Listener()
+    who = persona(chat_model, hooks=[listener])
+    llm_server.script(Reply.text("🎉"))
+    turn = TurnRunner().start(who, talk.request("Party!"))
+    done = await finish(turn)
+    turn.played()
+    await who.plugins.hooks.drain(5)
+    assert done.result.spoken == ""
+    assert listener.log == ["after complete: 🎉"]
+
+
+async def test_cut_answer_reaches_the_next_turn_marked(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """A stream that breaks: the next turn's request shows the answer marked as cut."""
+    llm_server.script(
+        Reply(chunks=(TextChunk("The kitchen "), TextChunk("light is ")), cut_after=2),
+        Reply.text("Sorry about that."),
+    )
+    runner, who = TurnRunner(), persona(chat_model)
+    first = await run(runner, who, talk.request("Kitchen?"))
+    assert first.result.outcome == "cut"
+    await run(runner, who, talk.request("Again?"))
+    assistant = [m for m in sent_messages(llm_server, 1) if m["role"] == "assistant"]
+    assert assistant == [
+        {
+            "role": "assistant",
+            "content": "The kitchen light is \n[the connection to you broke off here; "
+            "the person heard only the text above]",
+        }
+    ]
+
+
+async def test_tool_calls_and_results_are_stored_and_sent_next_turn(
+    llm_server: LLMServer,
+    chat_model: OpenAIChatModel,
+    talk: Conversations,
+    snapshot: SnapshotAssertion,
+) -> None:
+    """The next request shows the model which tools it called and what they returned."""
+    log: list[str] = []
+    llm_server.script(
+        Reply.tool_calls(("call_1", "get_time", "{}")),
+        Reply.text("It is noon."),
+        Reply.text("You are welcome."),
+    )
+    runner, who = TurnRunner(), persona(chat_model)
+    await run(runner, who, talk.request("Time?", tools=[clock_tool(log)]))
+    await run(runner, who, talk.request("Thanks", tools=[clock_tool(log)]))
+    assert sent_messages(llm_server, 2) == snapshot
+    await talk.store.flush()
+    raw = json.loads((talk.folder / f"{file_name('conv-1')}.json").read_text("utf-8"))
+    assert raw["turns"][0]["messages"][0]["tool_calls"][0]["name"] == "get_time"
+    assert raw["turns"][0]["outcome"] == "complete"
+
+
+async def test_ids_that_once_shared_a_file_stay_apart(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """``alice's room`` and ``alice_s_room`` are two conversations with two files."""
+    runner, who = TurnRunner(), persona(chat_model)
+    await run(runner, who, talk.request("My secret is 42", conversation_id="alice's room"))
+    await run(runner, who, talk.request("Hello", conversation_id="alice_s_room"))
+    second = json.dumps(sent_messages(llm_server, 1))
+    assert "My secret is 42" not in second
+    await talk.store.flush()
+    assert len(list(talk.folder.glob("*.json"))) == 2
+
+
+async def test_prune_deletes_only_idle_conversations(tmp_path: Path) -> None:
+    """Conversations idle past the retention are deleted; recent ones stay."""
+    store = ConversationStore(tmp_path)
+    for conversation_id in ("old", "new"):
+        await store.get(conversation_id).append(StoredTurn(user="hi", time=time.time()))
+    await store.flush()
+    old = tmp_path / f"{file_name('old')}.json"
+    long_ago = time.time() - 31 * 86400
+    os.utime(old, (long_ago, long_ago))
+    assert await store.prune(30 * 86400) == 1
+    assert not old.exists()
+    assert (tmp_path / f"{file_name('new')}.json").exists()
+
+
+async def test_held_call_approved_after_100_other_conversations_runs_once(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """The held call carries its own runner: no cache of recent turns can lose it."""
+    log: list[str] = []
+    runner = TurnRunner()
+    confirm_tool = replace(clock_tool(log), policy="confirm")
+    llm_server.script(Reply.tool_calls(("call_1", "get_time", "{}")), Reply.text("Shall I?"))
+    await run(runner, persona(chat_model), talk.request("Time?", tools=[confirm_tool]))
+    (token,) = runner.guard.confirmations.tokens.live()
+    for number in range(100):
+        await run(runner, persona(chat_model), talk.request("Hi", conversation_id=f"c{number}"))
+    result = await runner.confirm(token.token_id, approve=True, user_id="alice")
+    assert result.status == "executed"
+    assert log == ["start", "end"]
+    with pytest.raises(Exception, match="already used"):
+        await runner.confirm(token.token_id, approve=True, user_id="alice")
+    assert log == ["start", "end"]
