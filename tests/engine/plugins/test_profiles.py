@@ -66,10 +66,13 @@ def test_the_shipped_profiles_and_plugins_load() -> None:
         ('name = "x"\npersonality = "odd"\n', "personality", "unknown key"),
         ('[output]\nformat = "short"\n', "output.format", "unknown key"),
         ('[output]\nactions = ["big smile"]\n', "output.actions", "not a valid tag"),
+        ("[output]\nactions = 5\n", "output.actions", "expected an array of strings, got an"),
+        ('[output]\nactions = ["joy", 5]\n', "output.actions", "expected a string, got an"),
         ("[models]\nchat = 3\n", "models.chat", "expected a string"),
         ('[models]\naudio = "x"\n', "models.audio", "unknown key"),
         ("max_rounds = 0\n", "max_rounds", "at least 1"),
         ('max_rounds = "six"\n', "max_rounds", "expected an integer, got a string"),
+        ("hook_timeout = 0.01\n", "hook_timeout", "at least 0.05"),
         ('language = "Chinese please"\n', "language", "language tag"),
         ('[policy]\n"lock.front_door" = "maybe"\n', "policy.lock.front_door", "allow, validate"),
         ('[plugins]\nenabled = "recorder"\n', "plugins.enabled", "array of strings"),
@@ -91,6 +94,35 @@ def test_malformed_profile_names_file_and_key(
     assert (problem.kind, problem.path, problem.key) == ("profile", bad, key)
     assert words in problem.message
     assert set(library.profiles.profiles) == {"good"}
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "message"),
+    [
+        (
+            'max_rounds = 0\npersona = 3\n[models]\naudio = "x"\n',
+            "max_rounds",
+            "value must be at least 1 (and 2 more problems)",
+        ),
+        (
+            'persona = 3\nmax_rounds = 0\n[models]\naudio = "x"\n',
+            "persona",
+            "expected a string, got an integer (and 2 more problems)",
+        ),
+        (
+            '[models]\naudio = "x"\nvideo = "y"\n',
+            "models.audio",
+            "unknown key (and 1 more problem)",
+        ),
+    ],
+)
+def test_several_mistakes_report_the_first_in_file_order(
+    tmp_path: Path, text: str, key: str, message: str
+) -> None:
+    """With more than one mistake the first one in the file is named, and the rest counted."""
+    bad = write_profile(tmp_path, "bad", text)
+    problem = only_problem(load_library([tmp_path]).problems)
+    assert (problem.path, problem.key, problem.message) == (bad, key, message)
 
 
 def test_unknown_plugin_is_reported_but_the_profile_loads(tmp_path: Path) -> None:
