@@ -73,6 +73,8 @@ def test_the_shipped_profiles_and_plugins_load() -> None:
         ("max_rounds = 0\n", "max_rounds", "at least 1"),
         ('max_rounds = "six"\n', "max_rounds", "expected an integer, got a string"),
         ("hook_timeout = 0.01\n", "hook_timeout", "at least 0.05"),
+        ("turn_deadline = 0.5\n", "turn_deadline", "must be at least 1"),
+        ('turn_deadline = "1m"\n', "turn_deadline", "expected a float, got a string"),
         ('language = "Chinese please"\n', "language", "language tag"),
         ('[policy]\n"lock.front_door" = "maybe"\n', "policy.lock.front_door", "allow, validate"),
         ('[plugins]\nenabled = "recorder"\n', "plugins.enabled", "array of strings"),
@@ -94,6 +96,18 @@ def test_malformed_profile_names_file_and_key(
     assert (problem.kind, problem.path, problem.key) == ("profile", bad, key)
     assert words in problem.message
     assert set(library.profiles.profiles) == {"good"}
+
+
+def test_turn_deadline_defaults_to_a_minute_and_an_integer_means_seconds(tmp_path: Path) -> None:
+    """No ``turn_deadline`` gives 60 s; an integer or a float sets it; 1 s is the minimum."""
+    write_profile(tmp_path, "plain", 'name = "Plain"\n')
+    write_profile(tmp_path, "quick", "turn_deadline = 20\n")
+    write_profile(tmp_path, "edge", "turn_deadline = 1.0\n")
+    library = load_library([tmp_path])
+    assert library.problems == ()
+    deadlines = {profile.id: profile.turn_deadline for profile in library.profiles}
+    assert deadlines == {"plain": 60.0, "quick": 20.0, "edge": 1.0}
+    assert all(type(deadline) is float for deadline in deadlines.values())
 
 
 @pytest.mark.parametrize(

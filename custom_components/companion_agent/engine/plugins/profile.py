@@ -27,6 +27,7 @@ LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 ACTION = re.compile(r"[^\s\[\]]{1,32}\Z")
 DEFAULT_PROFILE = "default"
 DEFAULT_HOOK_TIMEOUT = 1.5
+DEFAULT_TURN_DEADLINE = 60.0
 KEPT = "; the previous version of this profile stays in use until this is fixed"
 
 
@@ -68,6 +69,7 @@ class Profile:
     models: ModelChoice = field(default_factory=ModelChoice)
     max_rounds: int = DEFAULT_MAX_ROUNDS
     hook_timeout: float = DEFAULT_HOOK_TIMEOUT
+    turn_deadline: float = DEFAULT_TURN_DEADLINE
     plugins: tuple[EnabledPlugin, ...] = ()
     policy: Mapping[str, PolicyLevel] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -101,6 +103,7 @@ SCHEMA = vol.Schema(
         ),
         vol.Optional("max_rounds"): vol.All(of_type("integer"), vol.Range(min=1)),
         vol.Optional("hook_timeout"): vol.All(of_type("float"), vol.Range(min=0.05)),
+        vol.Optional("turn_deadline"): vol.All(of_type("float"), vol.Range(min=1)),
         vol.Optional("plugins"): table({vol.Optional("enabled"): TEXTS, str: of_type("table")}),
         vol.Optional("policy"): vol.All(
             table({str: vol.In(POLICY_LEVELS, msg=f"expected one of {', '.join(POLICY_LEVELS)}")}),
