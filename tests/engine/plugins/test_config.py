@@ -37,9 +37,11 @@ def test_overrides_apply_and_widen_integers_to_floats() -> None:
     [
         ({"count": True}, "plugins.p.count", "expected an integer, got a boolean"),
         ({"on": 1}, "plugins.p.on", "expected a boolean, got an integer"),
-        ({"tags": "a"}, "plugins.p.tags", "expected an array, got a string"),
+        ({"tags": "a"}, "plugins.p.tags", "expected an array of strings, got a string"),
         ({"tags": ["a", 1]}, "plugins.p.tags", "expected a string, got an integer"),
-        ({"nope": 1}, "plugins.p.nope", "unknown setting"),
+        ({"any": "a"}, "plugins.p.any", "expected an array, got a string"),
+        ({"any": [1, "a"]}, "plugins.p.any", "of one type"),
+        ({"nope": 1}, "plugins.p.nope", "unknown setting for plugin 'p' (known: any, count,"),
     ],
 )
 def test_bad_overrides_name_the_profile_and_key(

@@ -118,6 +118,11 @@ async def test_profile_overrides_reach_the_plugin(tmp_path: Path, host: HostServ
         (HEAD + "[extra]\n", "extra", "unknown key"),
         ('[plugin\nid = "bad"\n', "(toml)", "not valid TOML"),
         ("[config]\nx = 1\n", "plugin", "required"),
+        ('[plugin]\ntype = "tool"\n', "plugin.entry", "is required (and 1 more problem)"),
+        (HEAD.replace('"tool"', "[]"), "plugin.type", "or an array of them"),
+        (HEAD.replace('"tool"', '["tool", 3]'), "plugin.type", "unknown type"),
+        (HEAD + "name = 1\n", "plugin.name", "expected a string, got an integer"),
+        (HEAD + "[config]\nd = 1979-05-27\n", "config.d", "a date/time is not supported"),
     ],
 )
 def test_malformed_plugin_toml_names_file_and_key(

@@ -66,10 +66,15 @@ def test_the_shipped_profiles_and_plugins_load() -> None:
         ('name = "x"\npersonality = "odd"\n', "personality", "unknown key"),
         ('[output]\nformat = "short"\n', "output.format", "unknown key"),
         ('[output]\nactions = ["big smile"]\n', "output.actions", "not a valid tag"),
+        ("[output]\nactions = 5\n", "output.actions", "expected an array of strings, got an"),
+        ('[output]\nactions = ["joy", 5]\n', "output.actions", "expected a string, got an"),
         ("[models]\nchat = 3\n", "models.chat", "expected a string"),
         ('[models]\naudio = "x"\n', "models.audio", "unknown key"),
         ("max_rounds = 0\n", "max_rounds", "at least 1"),
         ('max_rounds = "six"\n', "max_rounds", "expected an integer, got a string"),
+        ("hook_timeout = 0.01\n", "hook_timeout", "at least 0.05"),
+        ("turn_deadline = 0.5\n", "turn_deadline", "must be at least 1"),
+        ('turn_deadline = "1m"\n', "turn_deadline", "expected a float, got a string"),
         ('language = "Chinese please"\n', "language", "language tag"),
         ('[policy]\n"lock.front_door" = "maybe"\n', "policy.lock.front_door", "allow, validate"),
         ('[plugins]\nenabled = "recorder"\n', "plugins.enabled", "array of strings"),
@@ -91,6 +96,47 @@ def test_malformed_profile_names_file_and_key(
     assert (problem.kind, problem.path, problem.key) == ("profile", bad, key)
     assert words in problem.message
     assert set(library.profiles.profiles) == {"good"}
+
+
+def test_turn_deadline_defaults_to_a_minute_and_an_integer_means_seconds(tmp_path: Path) -> None:
+    """No ``turn_deadline`` gives 60 s; an integer or a float sets it; 1 s is the minimum."""
+    write_profile(tmp_path, "plain", 'name = "Plain"\n')
+    write_profile(tmp_path, "quick", "turn_deadline = 20\n")
+    write_profile(tmp_path, "edge", "turn_deadline = 1.0\n")
+    library = load_library([tmp_path])
+    assert library.problems == ()
+    deadlines = {profile.id: profile.turn_deadline for profile in library.profiles}
+    assert deadlines == {"plain": 60.0, "quick": 20.0, "edge": 1.0}
+    assert all(type(deadline) is float for deadline in deadlines.values())
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "message"),
+    [
+        (
+            'max_rounds = 0\npersona = 3\n[models]\naudio = "x"\n',
+            "max_rounds",
+            "value must be at least 1 (and 2 more problems)",
+        ),
+        (
+            'persona = 3\nmax_rounds = 0\n[models]\naudio = "x"\n',
+            "persona",
+            "expected a string, got an integer (and 2 more problems)",
+        ),
+        (
+            '[models]\naudio = "x"\nvideo = "y"\n',
+            "models.audio",
+            "unknown key (and 1 more problem)",
+        ),
+    ],
+)
+def test_several_mistakes_report_the_first_in_file_order(
+    tmp_path: Path, text: str, key: str, message: str
+) -> None:
+    """With more than one mistake the first one in the file is named, and the rest counted."""
+    bad = write_profile(tmp_path, "bad", text)
+    problem = only_problem(load_library([tmp_path]).problems)
+    assert (problem.path, problem.key, problem.message) == (bad, key, message)
 
 
 def test_unknown_plugin_is_reported_but_the_profile_loads(tmp_path: Path) -> None:

@@ -1,19 +1,37 @@
-"""Typed reading of TOML files: unknown keys and wrong types are errors naming file and key."""
+"""TOML config files checked by voluptuous schemas; a mistake names the file and the dotted key.
+
+The validators here speak TOML types (an integer is not a boolean and may stand for a float)
+and plain words; ``reporting`` turns the first ``vol.Invalid`` into the engine's error type.
+"""
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+
+import voluptuous as vol
 
 from ..errors import ConfigFileError, PluginConfigError
 
 type ConfigScalar = str | int | float | bool
 type ConfigValue = ConfigScalar | tuple[ConfigScalar, ...]
+type Validator = Callable[[object], object]
 
 SYNTAX_KEY = "(toml)"
+SCALAR_TYPES = frozenset({"string", "integer", "float", "boolean"})
+TOML_TYPES: dict[type, str] = {
+    bool: "boolean",
+    int: "integer",
+    float: "float",
+    str: "string",
+    list: "array",
+    dict: "table",
+}
+EXTRA, MISSING = "extra keys not allowed", "required key not provided"  # voluptuous' words
 
 
 def read_toml(path: Path, error: type[ConfigFileError]) -> dict[str, object]:
@@ -27,71 +45,103 @@ def read_toml(path: Path, error: type[ConfigFileError]) -> dict[str, object]:
         raise error(path, SYNTAX_KEY, f"cannot be read: {err}") from err
 
 
+@contextmanager
+def reporting(
+    path: Path, error: type[ConfigFileError], prefix: str = "", unknown: str = "unknown key"
+) -> Iterator[None]:
+    """Turn a ``vol.Invalid`` raised inside the block into ``error`` naming file and key."""
+    try:
+        yield
+    except vol.Invalid as err:
+        problems = sorted(_flatten(err), key=_order)
+        first = problems[0]
+        keys = [str(key) for key in first.path if not isinstance(key, int)]
+        message = {EXTRA: unknown, MISSING: "is required"}.get(first.msg, first.msg)
+        if more := len(problems) - 1:
+            message += f" (and {more} more problem{'s' if more > 1 else ''})"
+        raise error(path, ".".join(filter(None, [prefix, *keys])), message) from err
+
+
+def _flatten(err: vol.Invalid) -> Iterator[vol.Invalid]:
+    """Yield every single problem inside ``err``."""
+    if isinstance(err, vol.MultipleInvalid):
+        for inner in err.errors:
+            yield from _flatten(inner)
+    else:
+        yield err
+
+
+def _order(problem: vol.Invalid) -> tuple[bool, str]:
+    """Sort key: problems in file order first, then missing keys by name (voluptuous uses a set)."""
+    missing = isinstance(problem, vol.RequiredFieldInvalid)
+    return missing, (".".join(map(str, problem.path)) if missing else "")
+
+
 def toml_type(value: object) -> str:
     """Name a TOML value's type the way the TOML spec does."""
-    match value:
-        case bool():
-            return "boolean"
-        case int():
-            return "integer"
-        case float():
-            return "float"
-        case str():
-            return "string"
-        case list():
-            return "array"
-        case dict():
-            return "table"
-        case _:
-            return "date/time"
+    return TOML_TYPES.get(type(value), "date/time")
 
 
-def _scalar(value: object) -> ConfigScalar | None:
-    """Return ``value`` when it is a config scalar, else None."""
-    return value if isinstance(value, str | int | float | bool) else None
+def article(noun: str) -> str:
+    """Put "a" or "an" before a type name."""
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
 
 
-def config_value(raw: object, *, path: Path, key: str) -> ConfigValue:
-    """Check a default: a string, number, boolean, or an array of one such type."""
-    scalar = _scalar(raw)
-    if scalar is not None:
-        return scalar
-    if isinstance(raw, list):
-        items = [_scalar(item) for item in raw]
-        kinds = {toml_type(item) for item in raw}
-        if all(item is not None for item in items) and len(kinds) <= 1:
-            return tuple(item for item in items if item is not None)
-        raise PluginConfigError(
-            path, key, "an array must hold strings, numbers or booleans of one type"
-        )
-    raise PluginConfigError(path, key, f"{article(toml_type(raw))} is not supported here")
+def of_type(kind: str, name: str | None = None) -> Validator:
+    """Return a validator for one TOML type (``name`` in messages); an int may stand for a float."""
+
+    def check(value: object) -> object:
+        """Pass ``value`` when it has the type, else say which type it has."""
+        if kind == "float" and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if (got := toml_type(value)) != kind:
+            raise vol.Invalid(f"expected {article(name or kind)}, got {article(got)}")
+        return value
+
+    return check
 
 
-def coerce(default: ConfigValue, raw: object, *, path: Path, key: str) -> ConfigValue:
-    """Check an override against its default's type; an integer may stand for a float."""
+TEXT = of_type("string")
+
+
+def array(item: Validator, name: str) -> Validator:
+    """Return a validator for a TOML array whose items pass ``item``, read as a tuple."""
+    return vol.All(of_type("array", f"array of {name}"), [item], vol.Coerce(tuple))
+
+
+def table(fields: Mapping[Hashable, object], into: Callable[..., object] = dict) -> Validator:
+    """Return a validator for a TOML table holding only ``fields``, built as ``into(**values)``."""
+    schema = vol.Schema(dict(fields), extra=vol.PREVENT_EXTRA)
+    return vol.All(of_type("table"), schema, lambda values: into(**values))
+
+
+def unique[T](values: Iterable[T]) -> tuple[T, ...]:
+    """Drop repeated values, keeping the first of each."""
+    return tuple(dict.fromkeys(values))
+
+
+def config_value(value: object) -> ConfigValue:
+    """Accept a plugin.toml default: a string, number, boolean, or an array of one such type."""
+    if isinstance(value, list):
+        kinds = {toml_type(item) for item in value}
+        if len(kinds) > 1 or not kinds <= SCALAR_TYPES:
+            raise vol.Invalid("an array must hold strings, numbers or booleans of one type")
+        return tuple(value)
+    if isinstance(value, str | int | float | bool):
+        return value
+    raise vol.Invalid(f"{article(toml_type(value))} is not supported here")
+
+
+def _override(default: ConfigValue) -> Validator:
+    """Return the validator for a profile's override of ``default``: the same TOML type."""
     match default:
-        case tuple():
-            if not isinstance(raw, list):
-                raise PluginConfigError(
-                    path, key, f"expected an array, got {article(toml_type(raw))}"
-                )
-            if not default:
-                return config_value(raw, path=path, key=key)
-            return tuple(_coerce_scalar(default[0], item, path=path, key=key) for item in raw)
+        case ():
+            return vol.All(of_type("array"), config_value)
+        case (first, *_):
+            kind = toml_type(first)
+            return array(of_type(kind), f"{kind}s")
         case _:
-            return _coerce_scalar(default, raw, path=path, key=key)
-
-
-def _coerce_scalar(default: ConfigScalar, raw: object, *, path: Path, key: str) -> ConfigScalar:
-    """Check one scalar against the default's type."""
-    expected = toml_type(default)
-    got = toml_type(raw)
-    if expected == "float" and got == "integer" and isinstance(raw, int):
-        return float(raw)
-    value = _scalar(raw)
-    if value is None or got != expected:
-        raise PluginConfigError(path, key, f"expected {article(expected)}, got {article(got)}")
-    return value
+            return of_type(toml_type(default))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,18 +156,17 @@ class PluginConfig:
 
     def with_overrides(self, raw: Mapping[str, object], *, path: Path, prefix: str) -> PluginConfig:
         """Apply a profile's overrides; unknown keys and type mismatches raise."""
-        values = dict(self.values)
-        for key, value in raw.items():
-            dotted = f"{prefix}.{key}"
-            if key not in values:
-                known = ", ".join(sorted(values)) or "none"
-                raise PluginConfigError(
-                    path, dotted, f"unknown setting for plugin {self.plugin_id!r} (known: {known})"
-                )
-            values[key] = coerce(values[key], value, path=path, key=dotted)
+        schema = vol.Schema(
+            {key: _override(default) for key, default in self.values.items()},
+            extra=vol.PREVENT_EXTRA,
+        )
+        known = ", ".join(sorted(self.values)) or "none"
+        unknown = f"unknown setting for plugin {self.plugin_id!r} (known: {known})"
+        with reporting(path, PluginConfigError, prefix, unknown):
+            overrides = schema(dict(raw))
         return PluginConfig(
             plugin_id=self.plugin_id,
-            values=MappingProxyType(values),
+            values=MappingProxyType({**self.values, **overrides}),
             defaults_path=self.defaults_path,
             override_path=path,
             overridden=frozenset(raw),
@@ -173,121 +222,3 @@ class PluginConfig:
         if not isinstance(value, tuple) or not all(isinstance(item, str) for item in value):
             raise self._mismatch(key, "array of strings")
         return tuple(str(item) for item in value)
-
-
-class TableReader:
-    """Read one TOML table key by key; keys nobody read are reported as unknown."""
-
-    def __init__(
-        self,
-        table: Mapping[str, object],
-        *,
-        path: Path,
-        error: type[ConfigFileError],
-        prefix: str = "",
-    ) -> None:
-        """Wrap ``table`` found at ``prefix`` in the file at ``path``."""
-        self._table = table
-        self._path = path
-        self._error = error
-        self._prefix = prefix
-        self._seen: set[str] = set()
-
-    @property
-    def prefix(self) -> str:
-        """Return the dotted name of this table in the file ("" for the top level)."""
-        return self._prefix
-
-    def key(self, key: str) -> str:
-        """Return the dotted name of ``key`` in the file."""
-        return f"{self._prefix}.{key}" if self._prefix else key
-
-    def fail(self, key: str, message: str) -> ConfigFileError:
-        """Build the error for ``key``."""
-        return self._error(self._path, self.key(key), message)
-
-    def has(self, key: str) -> bool:
-        """Return whether the table sets ``key``."""
-        return key in self._table
-
-    def take(self, key: str) -> object:
-        """Return the raw value of ``key`` (None when absent) and mark it read."""
-        self._seen.add(key)
-        return self._table.get(key)
-
-    def text(self, key: str, default: str | None = None) -> str:
-        """Return a string; without a default the key is required."""
-        value = self.take(key)
-        if value is None and default is not None:
-            return default
-        if not isinstance(value, str):
-            raise self.fail(key, "is required" if value is None else _expected("string", value))
-        return value
-
-    def optional_text(self, key: str) -> str | None:
-        """Return a string, or None when the key is absent."""
-        if not self.has(key):
-            return None
-        return self.text(key)
-
-    def integer(self, key: str, default: int, *, minimum: int = 0) -> int:
-        """Return an integer of at least ``minimum``."""
-        value = self.take(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(key, _expected("integer", value))
-        if value < minimum:
-            raise self.fail(key, f"must be at least {minimum}")
-        return value
-
-    def number(self, key: str, default: float, *, minimum: float = 0.0) -> float:
-        """Return a number of at least ``minimum``; integers are accepted."""
-        value = self.take(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(key, _expected("float", value))
-        if value < minimum:
-            raise self.fail(key, f"must be at least {minimum}")
-        return float(value)
-
-    def texts(self, key: str) -> tuple[str, ...]:
-        """Return an array of strings (empty when absent)."""
-        value = self.take(key)
-        if value is None:
-            return ()
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise self.fail(key, "expected an array of strings")
-        return tuple(str(item) for item in value)
-
-    def table(self, key: str) -> TableReader:
-        """Return a reader for a sub-table (empty when absent)."""
-        value = self.take(key)
-        if value is None:
-            value = {}
-        if not isinstance(value, dict):
-            raise self.fail(key, _expected("table", value))
-        return TableReader(value, path=self._path, error=self._error, prefix=self.key(key))
-
-    def remaining(self) -> dict[str, object]:
-        """Return every key not read yet, and mark them read."""
-        rest = {key: value for key, value in self._table.items() if key not in self._seen}
-        self._seen.update(rest)
-        return rest
-
-    def finish(self) -> None:
-        """Raise for the first key nobody read: it is unknown."""
-        for key in self._table:
-            if key not in self._seen:
-                raise self.fail(key, "unknown key")
-
-
-def _expected(kind: str, value: object) -> str:
-    """Say which type was expected and which was found."""
-    return f"expected {article(kind)}, got {article(toml_type(value))}"
-
-
-def article(noun: str) -> str:
-    """Put "a" or "an" before a type name."""
-    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"

@@ -20,16 +20,47 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import cast
+
+import voluptuous as vol
 
 from ..errors import PluginConfigError
-from .config import PluginConfig, TableReader, config_value, read_toml
+from .config import TEXT, PluginConfig, config_value, of_type, read_toml, reporting, table, unique
 from .types import PLUGIN_TYPES, PluginType
 
 MANIFEST_NAME = "plugin.toml"
 PLUGIN_ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 ENTRY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED_IDS = frozenset({"enabled"})
+KINDS = ", ".join(PLUGIN_TYPES)
+ID_RULE = "use lower-case letters, digits and underscores, not 'enabled'"
+TYPE_RULE = f"expected one of {KINDS}, or an array of them"
+
+PLUGIN_TABLE = table(
+    {
+        vol.Required("id"): vol.All(
+            TEXT, vol.Match(PLUGIN_ID, msg=ID_RULE), vol.NotIn(RESERVED_IDS, msg=ID_RULE)
+        ),
+        vol.Required("type"): vol.All(
+            lambda value: [value] if isinstance(value, str) else value,
+            vol.All(of_type("array"), vol.Length(min=1), msg=TYPE_RULE),
+            [vol.In(PLUGIN_TYPES, msg=f"unknown type; use {KINDS}")],
+            unique,
+        ),
+        vol.Required("entry"): vol.All(
+            TEXT, vol.Match(ENTRY, msg="expected 'module:Class', e.g. 'plugin:MyPlugin'")
+        ),
+        vol.Optional("name"): TEXT,
+        vol.Optional("version", default="0"): TEXT,
+        vol.Optional("description", default=""): TEXT,
+    }
+)
+MANIFEST = vol.Schema(
+    {
+        vol.Required("plugin", msg="the [plugin] table is required"): PLUGIN_TABLE,
+        vol.Optional("config", default=dict): table({str: config_value}),
+    },
+    extra=vol.PREVENT_EXTRA,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,48 +95,21 @@ class PluginManifest:
 def read_manifest(folder: Path) -> PluginManifest:
     """Parse ``folder/plugin.toml``; raise ``PluginConfigError`` naming file and key."""
     path = folder / MANIFEST_NAME
-    document = TableReader(read_toml(path, PluginConfigError), path=path, error=PluginConfigError)
-    if not document.has("plugin"):
-        raise document.fail("plugin", "the [plugin] table is required")
-    plugin = document.table("plugin")
-    plugin_id = plugin.text("id")
-    if not PLUGIN_ID.match(plugin_id) or plugin_id in RESERVED_IDS:
-        raise plugin.fail("id", "use lower-case letters, digits and underscores, not 'enabled'")
-    types = _types(plugin)
-    entry = plugin.text("entry")
-    if not ENTRY.match(entry):
-        raise plugin.fail("entry", "expected 'module:Class', e.g. 'plugin:MyPlugin'")
-    manifest = PluginManifest(
-        id=plugin_id,
-        types=types,
-        entry=entry,
-        name=plugin.text("name", plugin_id),
-        version=plugin.text("version", "0"),
-        description=plugin.text("description", ""),
-        defaults=_defaults(document.table("config"), plugin_id, path),
+    raw = read_toml(path, PluginConfigError)
+    with reporting(path, PluginConfigError):
+        document = MANIFEST(raw)
+    plugin = document["plugin"]
+    return PluginManifest(
+        id=plugin["id"],
+        types=plugin["type"],
+        entry=plugin["entry"],
+        name=plugin.get("name", plugin["id"]),
+        version=plugin["version"],
+        description=plugin["description"],
+        defaults=PluginConfig(
+            plugin_id=plugin["id"],
+            values=MappingProxyType(document["config"]),
+            defaults_path=path,
+        ),
         folder=folder,
     )
-    plugin.finish()
-    document.finish()
-    return manifest
-
-
-def _types(plugin: TableReader) -> tuple[PluginType, ...]:
-    """Read ``type``: one type name or an array of them."""
-    raw = plugin.take("type")
-    names = [raw] if isinstance(raw, str) else raw
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-        raise plugin.fail("type", f"expected one of {', '.join(PLUGIN_TYPES)} or an array of them")
-    unknown = [name for name in names if name not in PLUGIN_TYPES]
-    if unknown:
-        raise plugin.fail("type", f"unknown type {unknown[0]!r}; use {', '.join(PLUGIN_TYPES)}")
-    return tuple(dict.fromkeys(cast(list[PluginType], names)))
-
-
-def _defaults(table: TableReader, plugin_id: str, path: Path) -> PluginConfig:
-    """Read ``[config]``: every value a string, number, boolean or array of one of those."""
-    values = {
-        key: config_value(raw, path=path, key=table.key(key))
-        for key, raw in table.remaining().items()
-    }
-    return PluginConfig(plugin_id=plugin_id, values=MappingProxyType(values), defaults_path=path)

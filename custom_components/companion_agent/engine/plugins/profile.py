@@ -12,18 +12,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+import voluptuous as vol
+
 from ..core import DEFAULT_MAX_ROUNDS
 from ..errors import ConfigFileError, PluginConfigError, ProfileConfigError
 from ..tools.contract import Policy
-from .config import PluginConfig, TableReader, read_toml
+from .config import TEXT, PluginConfig, array, of_type, read_toml, reporting, table, unique
 from .loader import PROFILES_DIR, LoadProblem, PluginCatalog
 
 type PolicyLevel = Policy
 POLICY_LEVELS: tuple[PolicyLevel, ...] = ("allow", "validate", "confirm")
 PROFILE_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+ACTION = re.compile(r"[^\s\[\]]{1,32}\Z")
 DEFAULT_PROFILE = "default"
 DEFAULT_HOOK_TIMEOUT = 1.5
+DEFAULT_TURN_DEADLINE = 60.0
 KEPT = "; the previous version of this profile stays in use until this is fixed"
 
 
@@ -65,6 +69,7 @@ class Profile:
     models: ModelChoice = field(default_factory=ModelChoice)
     max_rounds: int = DEFAULT_MAX_ROUNDS
     hook_timeout: float = DEFAULT_HOOK_TIMEOUT
+    turn_deadline: float = DEFAULT_TURN_DEADLINE
     plugins: tuple[EnabledPlugin, ...] = ()
     policy: Mapping[str, PolicyLevel] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -72,6 +77,41 @@ class Profile:
     def plugin_ids(self) -> tuple[str, ...]:
         """Return the enabled plugins' ids, in the order the profile lists them."""
         return tuple(plugin.id for plugin in self.plugins)
+
+
+TEXTS = vol.All(array(TEXT, "strings"), unique)
+TAG = vol.All(TEXT, vol.Match(ACTION, msg="not a valid tag (no spaces or brackets)"))
+SCHEMA = vol.Schema(
+    {
+        vol.Required("id"): vol.All(
+            TEXT, vol.Match(PROFILE_ID, msg="use lower-case letters, digits, '-' and '_'")
+        ),
+        vol.Optional("name"): TEXT,
+        vol.Optional("persona"): TEXT,
+        vol.Optional("language"): vol.All(
+            TEXT, vol.Match(LANGUAGE, msg="expected a language tag such as 'en' or 'zh-CN'")
+        ),
+        vol.Optional("output"): table(
+            {
+                vol.Optional("instructions"): TEXT,
+                vol.Optional("actions"): vol.All(array(TAG, "strings"), unique),
+            },
+            into=OutputFormat,
+        ),
+        vol.Optional("models"): table(
+            {vol.Optional(role): TEXT for role in ("chat", "vision", "memory")}, into=ModelChoice
+        ),
+        vol.Optional("max_rounds"): vol.All(of_type("integer"), vol.Range(min=1)),
+        vol.Optional("hook_timeout"): vol.All(of_type("float"), vol.Range(min=0.05)),
+        vol.Optional("turn_deadline"): vol.All(of_type("float"), vol.Range(min=1)),
+        vol.Optional("plugins"): table({vol.Optional("enabled"): TEXTS, str: of_type("table")}),
+        vol.Optional("policy"): vol.All(
+            table({str: vol.In(POLICY_LEVELS, msg=f"expected one of {', '.join(POLICY_LEVELS)}")}),
+            vol.Coerce(MappingProxyType),
+        ),
+    },
+    extra=vol.PREVENT_EXTRA,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,79 +176,38 @@ def _read_or_keep(
 
 def read_profile(path: Path, catalog: PluginCatalog) -> tuple[Profile, list[LoadProblem]]:
     """Parse one profile; raise for errors, return non-fatal problems alongside it."""
-    document = TableReader(read_toml(path, ProfileConfigError), path=path, error=ProfileConfigError)
-    profile_id = document.text("id", path.stem)
-    if not PROFILE_ID.match(profile_id):
-        raise document.fail("id", "use lower-case letters, digits, '-' and '_'")
-    language = document.text("language", "en")
-    if not LANGUAGE.match(language):
-        raise document.fail("language", "expected a language tag such as 'en' or 'zh-CN'")
-    output = document.table("output")
-    models = document.table("models")
-    plugins, problems = _plugins(document.table("plugins"), catalog, path)
-    profile = Profile(
-        id=profile_id,
-        name=document.text("name", profile_id),
-        source=path,
-        persona=document.text("persona", ""),
-        language=language,
-        output=OutputFormat(instructions=output.text("instructions", ""), actions=_actions(output)),
-        models=ModelChoice(
-            chat=models.optional_text("chat"),
-            vision=models.optional_text("vision"),
-            memory=models.optional_text("memory"),
-        ),
-        max_rounds=document.integer("max_rounds", DEFAULT_MAX_ROUNDS, minimum=1),
-        hook_timeout=document.number("hook_timeout", DEFAULT_HOOK_TIMEOUT, minimum=0.05),
-        plugins=plugins,
-        policy=_policy(document.table("policy")),
-    )
-    for table in (output, models, document):
-        table.finish()
-    return profile, problems
-
-
-def _actions(output: TableReader) -> tuple[str, ...]:
-    """Read the action/emotion tag vocabulary: short words, no brackets or spaces."""
-    actions = output.texts("actions")
-    for action in actions:
-        if not re.fullmatch(r"[^\s\[\]]{1,32}", action):
-            raise output.fail("actions", f"{action!r} is not a valid tag (no spaces or brackets)")
-    return tuple(dict.fromkeys(actions))
-
-
-def _policy(table: TableReader) -> Mapping[str, PolicyLevel]:
-    """Read ``[policy]``: tool, domain or entity id → allow | validate | confirm."""
-    policy: dict[str, PolicyLevel] = {}
-    for key, value in table.remaining().items():
-        if value not in POLICY_LEVELS:
-            raise table.fail(key, f"expected one of {', '.join(POLICY_LEVELS)}")
-        policy[key] = value
-    return MappingProxyType(policy)
+    raw = read_toml(path, ProfileConfigError)
+    with reporting(path, ProfileConfigError):
+        fields = SCHEMA({"id": path.stem, **raw})  # the file name is the default id
+    fields.setdefault("name", fields["id"])
+    chosen = fields.pop("plugins", {})
+    enabled = chosen.pop("enabled", ())
+    plugins, problems = _plugins(enabled, chosen, catalog, path)
+    return Profile(**fields, source=path, plugins=plugins), problems
 
 
 def _plugins(
-    table: TableReader, catalog: PluginCatalog, path: Path
+    enabled: tuple[str, ...],
+    overrides: Mapping[str, Mapping[str, object]],
+    catalog: PluginCatalog,
+    path: Path,
 ) -> tuple[tuple[EnabledPlugin, ...], list[LoadProblem]]:
     """Resolve ``[plugins]``: enabled ids, each with its overrides checked against its defaults."""
-    enabled = table.texts("enabled")
-    overrides = {key: table.table(key) for key in list(table.remaining())}
     problems: list[LoadProblem] = []
     resolved: list[EnabledPlugin] = []
-    for plugin_id in (*dict.fromkeys(enabled), *(k for k in overrides if k not in enabled)):
+    for plugin_id in (*enabled, *(key for key in overrides if key not in enabled)):
         loaded = catalog.plugins.get(plugin_id)
-        reader = overrides.get(plugin_id)
+        prefix = f"plugins.{plugin_id}"
         if loaded is None:
             if plugin_id not in catalog.failed:
-                key = table.key(plugin_id) if plugin_id not in enabled else table.key("enabled")
+                key = "plugins.enabled" if plugin_id in enabled else prefix
                 problems.append(_unknown_plugin(path, key, plugin_id, catalog))
             continue
         config = loaded.manifest.defaults
-        if reader is not None:
-            config = config.with_overrides(reader.remaining(), path=path, prefix=reader.prefix)
+        if plugin_id in overrides:
+            config = config.with_overrides(overrides[plugin_id], path=path, prefix=prefix)
         if plugin_id in enabled:
             resolved.append(EnabledPlugin(id=plugin_id, config=config))
-    table.finish()
     return tuple(resolved), problems
 
 
