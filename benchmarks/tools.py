@@ -25,7 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from custom_components.companion_agent.engine.core import AgentCore
+from custom_components.companion_agent.engine.audit.log import AuditLog
+from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
+from custom_components.companion_agent.engine.guard.policy import GuardPolicy
+from custom_components.companion_agent.engine.guard.targets import Target
 from custom_components.companion_agent.engine.json_types import (
     JSONObject,
     JSONValue,
@@ -36,17 +39,17 @@ from custom_components.companion_agent.engine.messages import (
     ToolCallRequest,
     UserMessage,
 )
-from custom_components.companion_agent.engine.tools.audit import AuditLog
 from custom_components.companion_agent.engine.tools.contract import (
     ToolContext,
     ToolSpec,
 )
-from custom_components.companion_agent.engine.tools.guard import GuardedExecutor
 from custom_components.companion_agent.engine.tools.registry import (
     Tool,
     ToolRegistry,
 )
-from custom_components.companion_agent.engine.tools.targets import Target
+from custom_components.companion_agent.engine.turn.loop import AgentCore, TurnRecord
+from custom_components.companion_agent.guard_rules import DEFAULT_RULES
+from tests.support.lines import ENGLISH
 
 TARGET_P95_MS = 5.0
 SCHEMA: JSONObject = {
@@ -89,7 +92,7 @@ class Resolver:
         """Return the entity and the service the tool name implies."""
         entity_id = str(args["entity_id"])
         domain = entity_id.split(".", maxsplit=1)[0]
-        return (Target(entity_id=entity_id, domain=domain, service=SERVICES[tool_id]),)
+        return (Target(entity_id=entity_id, domain=domain, action=SERVICES[tool_id]),)
 
     async def check(
         self, tool_id: str, args: JSONObject, targets: Sequence[Target], ctx: ToolContext
@@ -160,7 +163,13 @@ async def bench(rounds: int, calls: int, folder: Path) -> bool:
     clock = ToolClock()
     registry = ToolRegistry([clock.tool(name) for name in SERVICES])
     audit = AuditLog(folder / "audit.jsonl")
-    guard = GuardedExecutor(registry, resolver=Resolver(), audit=audit, state=Probe())
+    guard = GuardedExecutor(
+        registry,
+        policy=GuardPolicy(rules=DEFAULT_RULES),
+        resolver=Resolver(),
+        audit=audit,
+        state=Probe(),
+    )
     guard_ms: list[float] = []
     loop_ms: list[float] = []
     for n in range(rounds):
@@ -170,10 +179,10 @@ async def bench(rounds: int, calls: int, folder: Path) -> bool:
         await asyncio.gather(*(guard.execute(c, ctx) for c in round_calls(n, calls)))
         guard_ms.append((time.perf_counter() - started - clock.seconds) * 1000)
 
-        core = AgentCore(ScriptedModel(round_calls(rounds + n, calls)), guard)
+        core = AgentCore(ScriptedModel(round_calls(rounds + n, calls)), guard, ENGLISH)
         clock.seconds = 0.0
         started = time.perf_counter()
-        async for _ in core.run_turn([UserMessage(content="go")], ctx):
+        async for _ in core.run_turn([UserMessage(content="go")], ctx, TurnRecord()):
             pass
         loop_ms.append((time.perf_counter() - started - clock.seconds) * 1000)
     started = time.perf_counter()

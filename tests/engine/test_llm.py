@@ -12,8 +12,8 @@ from custom_components.companion_agent.engine.llm import (
     OpenAIChatModel,
     RoundEnd,
 )
-from custom_components.companion_agent.engine.messages import UserMessage
 from custom_components.companion_agent.engine.llm.think import ThinkSplitter
+from custom_components.companion_agent.engine.messages import UserMessage
 from tests.support.llm_script import ReasoningChunk, Reply, TextChunk, ToolCallChunk
 from tests.support.llm_server import LLMServer
 

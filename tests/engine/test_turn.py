@@ -20,6 +20,7 @@ from custom_components.companion_agent.engine.events import TextDelta, ToolCallE
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.messages import AssistantMessage, ToolMessage
+from custom_components.companion_agent.engine.plugins import TurnContext
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
 from custom_components.companion_agent.engine.turn.history import (
@@ -28,7 +29,6 @@ from custom_components.companion_agent.engine.turn.history import (
     file_name,
 )
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
-from custom_components.companion_agent.engine.plugins import TurnContext
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 from tests.support.turns import PROFILE, Conversations, finish, persona, run
@@ -47,12 +47,16 @@ def slow_text(*pieces: str) -> Reply:
     return Reply(chunks=tuple(TextChunk(piece, SLOW) for piece in pieces))
 
 
-def clock_tool(log: list[str], gate: asyncio.Event | None = None) -> Tool:
+def clock_tool(
+    log: list[str], gate: asyncio.Event | None = None, started: asyncio.Event | None = None
+) -> Tool:
     """Return a tool that tells the time, after ``gate`` opens if one is given."""
 
     async def handler(args: JSONObject, ctx: ToolContext) -> JSONValue:
         """Log the start, wait for the gate, answer."""
         log.append("start")
+        if started is not None:
+            started.set()
         if gate is not None:
             await gate.wait()
         log.append("end")
@@ -137,17 +141,17 @@ async def test_cancel_lets_a_running_tool_finish_and_records_it(
 ) -> None:
     """A call already at its tool finishes and is stored; the next round never starts."""
     log: list[str] = []
-    gate = asyncio.Event()
+    gate, started = asyncio.Event(), asyncio.Event()
     llm_server.script(Reply.tool_calls(("call_1", "get_time", "{}")), Reply.text("It is noon."))
     turn = TurnRunner().start(
-        persona(chat_model), talk.request("Time?", tools=[clock_tool(log, gate)])
+        persona(chat_model), talk.request("Time?", tools=[clock_tool(log, gate, started)])
     )
     items = turn.items
     async for item in items:
         if isinstance(item, ToolCallEvent) and item.status == "running":
             break
-    while log != ["start"]:
-        await asyncio.sleep(0.01)
+    async with asyncio.timeout(5):
+        await started.wait()
     turn.cancel("the person spoke")
     assert [i async for i in items] == []
     gate.set()

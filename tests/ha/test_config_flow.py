@@ -155,16 +155,16 @@ async def test_persona_subentry_flow(hass: HomeAssistant, setup_entry: MockConfi
     assert setup_entry.subentries[butler.subentry_id].data[CONF_PROMPT] == "Be drier."
 
 
-async def test_options_flow_sets_the_confirmation_wait(
+async def test_options_flow_sets_the_confirmation_wait_and_retention(
     hass: HomeAssistant, setup_entry: MockConfigEntry
 ) -> None:
-    """The confirmation wait is a tunable option, applied on reload."""
+    """The confirmation wait and the history retention are options, applied on reload."""
     result = await hass.config_entries.options.async_init(setup_entry.entry_id)
     assert result["step_id"] == "init"
     result = await hass.config_entries.options.async_configure(
-        result["flow_id"], {"confirm_ttl": 120}
+        result["flow_id"], {"confirm_ttl": 120, "retention_days": 7}
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
-    assert setup_entry.options == {"confirm_ttl": 120}
-    assert setup_entry.runtime_data.runner.guard.book.ttl == 120
+    assert setup_entry.options == {"confirm_ttl": 120, "retention_days": 7}
+    assert setup_entry.runtime_data.runner.guard.confirmations.tokens.ttl == 120

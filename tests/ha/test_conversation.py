@@ -76,9 +76,10 @@ async def test_streamed_turn_with_a_tool(
     deltas: list[Delta] = []
     result, content = await converse(hass, agent_id, "What time is it?", deltas)
 
-    sentences = [d["content"] for d in deltas if d.get("content")]
-    assert sentences == ["It is noon.", " Time for lunch?"]
-    streamed = "".join(str(s) for s in sentences)
+    pieces = [d["content"] for d in deltas if d.get("content")]
+    assert len(pieces) > 4  # token by token, not a sentence at a time
+    streamed = "".join(str(s) for s in pieces)
+    assert streamed == "It is noon. Time for lunch?"
     assert result.response.speech["plain"]["speech"] == streamed
     assert result.continue_conversation is True
 
@@ -137,6 +138,22 @@ async def test_model_down_mid_session_gives_a_spoken_apology(
         hass, "Hello?", None, Context(), language="en", agent_id=agent_id
     )
     assert "can't reach my language model" in result.response.speech["plain"]["speech"]
+
+
+async def test_spoken_apology_comes_in_the_conversation_language(
+    hass: HomeAssistant, setup_entry: MockConfigEntry, llm_server: LLMServer
+) -> None:
+    """The apology is a translation: Chinese for zh-CN, English for a language not shipped."""
+    agent_id = agent_entity_id(hass, setup_entry)
+    llm_server.script(*[Reply.error(500)] * 6)
+    chinese = await conversation.async_converse(
+        hass, "你好？", None, Context(), language="zh-CN", agent_id=agent_id
+    )
+    assert chinese.response.speech["plain"]["speech"] == "抱歉，我现在连不上语言模型，请稍后再试。"
+    german = await conversation.async_converse(
+        hass, "Hallo?", None, Context(), language="de", agent_id=agent_id
+    )
+    assert "can't reach my language model" in german.response.speech["plain"]["speech"]
 
 
 async def test_diagnostics_redact_the_key(

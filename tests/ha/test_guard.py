@@ -20,7 +20,7 @@ from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import AUDIT_FILE, CONF_CONFIRM_TTL, DOMAIN
-from custom_components.companion_agent.engine.tools.audit import read_audit
+from custom_components.companion_agent.engine.audit.log import read_audit
 from tests.ha.conftest import make_entry
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

@@ -70,7 +70,7 @@ async def test_ha_loads_the_unpacked_zip_with_its_builtin_profiles_and_plugins(
     assert inside(report["integration"], installed)
     assert report["built_in"] is False
     assert report["state"] == "loaded"
-    assert "custom_components.companion_agent.engine.turn" in report["modules"]
+    assert "custom_components.companion_agent.engine.turn.runner" in report["modules"]
     assert "companion_agent_plugins.datetime.plugin" in report["modules"]
     outside = {name: path for name, path in report["modules"].items() if not inside(path, config)}
     assert outside == {}

@@ -29,9 +29,7 @@ from tests.support.lines import ENGLISH
 PROFILE = Profile(id="test", name="Test", source=Path("<test>"), persona="You are a test.")
 
 
-def persona(
-    model: ChatModel, *, hooks: Sequence[Hook] = (), profile: Profile = PROFILE
-) -> Persona:
+def persona(model: ChatModel, *, hooks: Sequence[Hook] = (), profile: Profile = PROFILE) -> Persona:
     """Return a persona with no plugins but the given hooks."""
     return Persona(profile=profile, plugins=PluginSet((), HookManager(hooks)), model=model)
 

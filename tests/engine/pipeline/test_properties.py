@@ -16,6 +16,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from custom_components.companion_agent.engine.chars import ZWJ, is_extender
 from custom_components.companion_agent.engine.events import (
     SentenceOutput,
     ThinkingDelta,
@@ -23,7 +24,6 @@ from custom_components.companion_agent.engine.events import (
     TurnResult,
 )
 from custom_components.companion_agent.engine.pipeline import PipelineConfig, build_pipeline
-from custom_components.companion_agent.engine.chars import ZWJ, is_extender
 
 from .drive import divide, run, sentences
 

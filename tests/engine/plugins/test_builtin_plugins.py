@@ -197,7 +197,7 @@ async def test_web_search_returns_untrusted_results(
 async def test_web_search_retries_a_failing_server(
     tmp_path: Path, host: HostServices, searxng: SearXNG
 ) -> None:
-    """A 502 then an answer: one retry, and the model gets results."""
+    """A 502 then an answer: the registry retries once, and the model gets results."""
     searxng.script.extend([502])
     plugins = activate(tmp_path, host, search_profile(searxng.url))
     outcome = await call(plugins, "web_search", {"query": "weather"})
@@ -208,14 +208,14 @@ async def test_web_search_retries_a_failing_server(
 async def test_web_search_gives_up_after_timeouts(
     tmp_path: Path, host: HostServices, searxng: SearXNG
 ) -> None:
-    """Every attempt times out: a retryable dependency failure, after exactly retries + 1 tries."""
-    searxng.script.extend([1.0, 1.0])
-    plugins = activate(tmp_path, host, search_profile(searxng.url, "timeout = 0.1\nretries = 1\n"))
+    """Every attempt times out: a retryable dependency failure after the registry's 3 tries."""
+    searxng.script.extend([1.0, 1.0, 1.0])
+    plugins = activate(tmp_path, host, search_profile(searxng.url, "timeout = 0.1\n"))
     outcome = await call(plugins, "web_search", {"query": "slow"})
     error = json.loads(outcome.content)
     assert (error["error"], error["retryable"]) == ("dependency", True)
     assert "within 0.1 s" in error["message"]
-    assert len(searxng.queries) == 2
+    assert len(searxng.queries) == 3
 
 
 async def test_web_search_explains_a_refused_json_format(

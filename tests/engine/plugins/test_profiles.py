@@ -14,7 +14,7 @@ from custom_components.companion_agent.engine.plugins import (
     load_library,
     load_plugins,
 )
-from custom_components.companion_agent.engine.prompt import PromptBuilder
+from custom_components.companion_agent.engine.turn.prompt import PromptBuilder
 
 from .samples import HOOK_CODE, HOOK_TOML, write_plugin, write_profile
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-
 from pathlib import Path
 
 from custom_components.companion_agent.engine.events import ToolCallEvent, TurnResult

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.companion_agent.engine.audit.log import AuditLog, read_audit
+from custom_components.companion_agent.engine.audit.log import AuditLog, Tee, read_audit
 from custom_components.companion_agent.engine.guard.confirmations import Confirmations
 from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
 from custom_components.companion_agent.engine.guard.idempotency import IdempotencyCache
@@ -22,6 +22,7 @@ from custom_components.companion_agent.engine.tools.registry import (
     Tool,
     ToolRegistry,
 )
+from custom_components.companion_agent.engine.turn.usage import UsageCounters
 from custom_components.companion_agent.guard_rules import DEFAULT_RULES
 
 HOME_RULES = GuardPolicy(rules=DEFAULT_RULES)
@@ -148,6 +149,7 @@ class Rig:
     clock: FakeClock
     audit: AuditLog
     resolver: TinyResolver
+    counters: UsageCounters
     sleeps: list[float]
     events: list[tuple[str, str]]
 
@@ -200,6 +202,7 @@ async def rig(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Rig]:
     )
     resolver = TinyResolver(house)
     audit = AuditLog(tmp_path / "audit" / "tools.jsonl", batch_delay=0)
+    counters = UsageCounters()
     guard = GuardedExecutor(
         registry,
         policy=HOME_RULES,
@@ -207,10 +210,10 @@ async def rig(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Rig]:
         confirmations=Confirmations(
             ttl=60.0,
             clock=clock,
-            audit=audit,
+            audit=Tee(audit, counters),
             listener=lambda token, status: events.append((token.request.name, status)),
         ),
-        audit=audit,
+        audit=Tee(audit, counters),
         idempotency=IdempotencyCache(clock=clock),
         state=HouseProbe(house),
     )
@@ -220,6 +223,7 @@ async def rig(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Rig]:
         clock=clock,
         audit=audit,
         resolver=resolver,
+        counters=counters,
         sleeps=sleeps,
         events=events,
     )

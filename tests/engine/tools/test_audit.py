@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.audit import log as audit_module
 from custom_components.companion_agent.engine.audit.log import AuditLog, AuditRecord, read_audit
-from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.audit.redaction import is_secret_key, redact
+from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
+from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
 
 from .conftest import CTX, Rig, call, obj

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from custom_components.companion_agent.engine.audit.redaction import token_ref
 from custom_components.companion_agent.engine.errors import ConfirmationRefusedError
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.tools.contract import (
@@ -14,7 +15,6 @@ from custom_components.companion_agent.engine.tools.contract import (
     ToolPending,
     ToolSpec,
 )
-from custom_components.companion_agent.engine.audit.redaction import token_ref
 from custom_components.companion_agent.engine.tools.registry import Tool
 
 from .conftest import CTX, Rig, call

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from custom_components.companion_agent.engine.events import ToolCallEvent
+from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.messages import (
@@ -14,7 +15,6 @@ from custom_components.companion_agent.engine.messages import (
 )
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
-from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
 from custom_components.companion_agent.engine.turn.loop import AgentCore, LoopItem, TurnRecord
 from tests.support.lines import ENGLISH
 from tests.support.llm_server import LLMServer, Reply

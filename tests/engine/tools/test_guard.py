@@ -10,10 +10,10 @@ from datetime import datetime
 import pytest
 
 from custom_components.companion_agent.engine.errors import ToolValidationError
+from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
+from custom_components.companion_agent.engine.guard.policy import PolicyRule
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
-from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
-from custom_components.companion_agent.engine.guard.policy import GuardPolicy, PolicyRule
 from custom_components.companion_agent.engine.tools.registry import Tool, ToolRegistry
 
 from .conftest import CTX, HOME_RULES, Rig, TinyResolver, call, obj
@@ -193,7 +193,7 @@ async def test_usage_counters_follow_every_call(rig: Rig) -> None:
     await rig.guard.confirmations.answer(
         "no", language="en", user_id="alice", conversation_id="conv-1"
     )
-    counters = rig.guard.counters
+    counters = rig.counters
     counters.count_tokens(
         conversation_id="conv-1", user_id="alice", usage={"prompt_tokens": 10, "total_tokens": 12}
     )

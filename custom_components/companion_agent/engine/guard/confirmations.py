@@ -10,7 +10,6 @@ told to the host's listener, and queued as a notice for the model's next turn.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import OrderedDict
@@ -21,11 +20,22 @@ from typing import Literal, NoReturn
 from ..audit.log import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
 from ..audit.redaction import token_ref
 from ..errors import ConfirmationRefusedError
-from ..json_types import JSONObject, JSONValue
+from ..json_types import JSONObject
 from ..messages import ToolCallRequest
 from ..tools.contract import ToolContext, ToolFailure, ToolOutcome, ToolPending
+from ..tools.results import compact_json, json_or_text
 from .consent import Consent, match_consent
-from .tokens import DEFAULT_TTL, REFUSALS, ConfirmationToken, HeldRun, RefusalReason, TokenStore
+from .tokens import (
+    DEFAULT_TTL,
+    REFUSALS,
+    ConfirmationNotice,
+    ConfirmationResult,
+    ConfirmationToken,
+    HeldRun,
+    NoticeStatus,
+    RefusalReason,
+    TokenStore,
+)
 
 LOGGER = logging.getLogger(__name__)
 
@@ -33,7 +43,6 @@ MAX_NOTICES = 16
 MAX_CONVERSATIONS = 256
 
 type ConfirmationStatus = Literal["requested", "executed", "failed", "cancelled", "expired"]
-type NoticeStatus = Literal["executed", "failed", "cancelled", "expired"]
 type ConfirmationListener = Callable[[ConfirmationToken, ConfirmationStatus], None]
 
 PENDING_INSTRUCTION = (
@@ -45,24 +54,6 @@ _ENDED_UNRUN: dict[NoticeStatus, str] = {
     "expired": "nobody confirmed in time; the action was cancelled",
     "cancelled": "the person declined; the action was cancelled",
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConfirmationResult:
-    """How a resolved confirmation ended: the bound call ran (with its outcome) or not."""
-
-    status: Literal["executed", "cancelled"]
-    token: ConfirmationToken
-    outcome: ToolOutcome
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConfirmationNotice:
-    """A confirmation that ended, for the model to hear at the start of the next turn."""
-
-    status: NoticeStatus
-    token: ConfirmationToken
-    content: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,7 +100,8 @@ class Confirmations:
         body: JSONObject = {"status": "pending_confirmation", "performed": False}
         body |= {"action": action, "expires_in_seconds": round(token.expires_at - token.created_at)}
         outcome = ToolPending(
-            content=_dump(body | {"instruction": PENDING_INSTRUCTION}), token_id=token.token_id
+            content=compact_json(body | {"instruction": PENDING_INSTRUCTION}),
+            token_id=token.token_id,
         )
         self._record(token, "confirm", outcome, ctx, reasons=reasons)
         self._notify(token, "requested")
@@ -137,13 +129,22 @@ class Confirmations:
         )
         token = self.tokens.get(token_id)
         if reason is not None or token is None:
-            self._refused(token_id, reason or "unknown", token, user_id, conversation_id, trace_id)
+            self._refused(
+                token_id,
+                reason=reason or "unknown",
+                token=token,
+                user_id=user_id,
+                conversation_id=conversation_id,
+                trace_id=trace_id,
+            )
         self.tokens.consume(token)
         ctx = token.ctx if trace_id is None else replace(token.ctx, trace_id=trace_id)
         if not approve:
             body: JSONObject = {"status": "cancelled", "performed": False}
             body |= {"reason": "the person declined", "action": token.action, "retryable": False}
-            declined = ToolFailure(content=_dump(body), category="cancelled", retryable=False)
+            declined = ToolFailure(
+                content=compact_json(body), category="cancelled", retryable=False
+            )
             self._record(token, "denied", "cancelled", ctx, outcome_of=declined)
             self._notice(token, "cancelled", declined)
             return ConfirmationResult(status="cancelled", token=token, outcome=declined)
@@ -217,6 +218,7 @@ class Confirmations:
     def _refused(
         self,
         token_id: str,
+        *,
         reason: RefusalReason,
         token: ConfirmationToken | None,
         user_id: str | None,
@@ -278,10 +280,10 @@ class Confirmations:
         if status in _ENDED_UNRUN:
             body["reason"] = _ENDED_UNRUN[status]
         elif outcome is not None:
-            body["result"] = _json_or_text(outcome.content)
+            body["result"] = json_or_text(outcome.content)
         queue = self._notices.setdefault(token.conversation_id, [])
         self._notices.move_to_end(token.conversation_id)
-        queue.append(ConfirmationNotice(status=status, token=token, content=_dump(body)))
+        queue.append(ConfirmationNotice(status=status, token=token, content=compact_json(body)))
         del queue[:-MAX_NOTICES]
         while len(self._notices) > MAX_CONVERSATIONS:
             self._notices.popitem(last=False)
@@ -295,17 +297,3 @@ class Confirmations:
             self._listener(token, status)
         except Exception:
             LOGGER.warning("Confirmation listener failed", exc_info=True)
-
-
-def _json_or_text(text: str) -> JSONValue:
-    """Embed a result as JSON when it is JSON, else as text."""
-    try:
-        value: JSONValue = json.loads(text)
-    except ValueError:
-        return text
-    return value
-
-
-def _dump(body: JSONObject) -> str:
-    """Serialise model-facing content compactly."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))

@@ -29,6 +29,7 @@ type RefusalReason = Literal[
     "unknown", "used", "expired", "wrong_user", "wrong_conversation", "tampered"
 ]
 type HeldRun = Callable[[ConfirmationToken, ToolContext], Awaitable[ToolOutcome]]
+type NoticeStatus = Literal["executed", "failed", "cancelled", "expired"]
 
 REFUSALS: dict[RefusalReason, str] = {
     "unknown": "no such confirmation",
@@ -73,6 +74,24 @@ class ConfirmationToken:
         return self.ctx.user_id
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfirmationResult:
+    """How a resolved confirmation ended: the bound call ran (with its outcome) or not."""
+
+    status: Literal["executed", "cancelled"]
+    token: ConfirmationToken
+    outcome: ToolOutcome
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfirmationNotice:
+    """A confirmation that ended, for the model to hear at the start of the next turn."""
+
+    status: NoticeStatus
+    token: ConfirmationToken
+    content: str
+
+
 class TokenStore:
     """Live tokens, their timers, and a bounded memory of closed ones."""
 
@@ -104,10 +123,10 @@ class TokenStore:
         names: tuple[str, ...] = (),
     ) -> ConfirmationToken:
         """Return the live token of this call for this user and conversation, or a new one."""
+        key = (request.name, request.arguments, ctx.user_id, ctx.conversation_id)
         for token in self.live():
-            if (token.request.name, token.request.arguments) == (request.name, request.arguments):
-                if (token.user_id, token.conversation_id) == (ctx.user_id, ctx.conversation_id):
-                    return token
+            if (token.request.name, token.request.arguments, *_owner(token)) == key:
+                return token
         while len(self._pending) >= self._max_pending:
             self.expire(min(self._pending.values(), key=lambda t: t.created_at))
         now = self._clock()
@@ -197,3 +216,8 @@ class TokenStore:
             if len(self._closed) <= MAX_CLOSED and at > now - REMEMBER_CLOSED:
                 break
             del self._closed[oldest]
+
+
+def _owner(token: ConfirmationToken) -> tuple[str | None, str]:
+    """Return who a token belongs to, and where."""
+    return token.user_id, token.conversation_id

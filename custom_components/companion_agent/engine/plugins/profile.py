@@ -14,9 +14,9 @@ from types import MappingProxyType
 
 import voluptuous as vol
 
-from ..core import DEFAULT_MAX_ROUNDS
 from ..errors import ConfigFileError, PluginConfigError, ProfileConfigError
 from ..tools.contract import Policy
+from ..turn.loop import DEFAULT_MAX_ROUNDS
 from .config import TEXT, PluginConfig, array, of_type, read_toml, reporting, table, unique
 from .loader import PROFILES_DIR, LoadProblem, PluginCatalog
 

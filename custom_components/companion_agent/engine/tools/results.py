@@ -6,6 +6,7 @@ import json
 import re
 
 from ..audit.redaction import scrub_text
+from ..json_types import JSONObject, JSONValue
 from .contract import ToolFailure
 
 DEFAULT_MAX_RESULT_CHARS = 4000
@@ -51,3 +52,17 @@ def truncate(text: str, max_chars: int) -> str:
         if len(wrapped) <= max_chars or not cut:
             return wrapped
         cut = cut[: max(len(cut) - (len(wrapped) - max_chars) - 1, 0)]
+
+
+def json_or_text(text: str) -> JSONValue:
+    """Return text as the JSON value it holds, or as the text itself when it is not JSON."""
+    try:
+        value: JSONValue = json.loads(text)
+    except ValueError:
+        return text
+    return value
+
+
+def compact_json(body: JSONObject) -> str:
+    """Serialise model-facing content compactly."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))

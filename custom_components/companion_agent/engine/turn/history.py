@@ -19,23 +19,21 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Protocol
 
 from ..audit.redaction import redact, scrub_text
 from ..events import TurnOutcome
-from ..json_types import JSONObject, JSONValue
-from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage, UserMessage
+from ..json_types import JSONValue
+from ..messages import AssistantMessage, ChatMessage, UserMessage
 from ..tools.results import truncate
+from .stored import FORMAT_VERSION, StoredTurn, dump_turn, parse_turns
 
 LOGGER = logging.getLogger(__name__)
 
-FORMAT_VERSION = 2
 MAX_TURNS = 20
 MAX_STORED_RESULT = 1000
 DEFAULT_RETENTION = 30 * 86400.0
-OUTCOMES: frozenset[str] = frozenset({"complete", "cut", "interrupted", "failed", "timed_out"})
 MARKS: dict[TurnOutcome, str] = {
     "cut": "[the connection to you broke off here; the person heard only the text above]",
     "interrupted": "[the person interrupted you here and did not hear the rest]",
@@ -43,18 +41,7 @@ MARKS: dict[TurnOutcome, str] = {
     "timed_out": "[this answer ran out of time here]",
 }
 
-type TurnMessage = AssistantMessage | ToolMessage
 type CorruptionReporter = Callable[[Path, Path], None]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StoredTurn:
-    """One exchange as kept: the person's words, the turn's messages, how it ended."""
-
-    user: str
-    messages: tuple[TurnMessage, ...] = ()
-    outcome: TurnOutcome = "complete"
-    time: float = 0.0
 
 
 class ConversationHistory(Protocol):
@@ -138,7 +125,10 @@ class JsonConversationHistory:
         """Rewrite the file atomically, off the event loop, until nothing new is waiting."""
         while self._dirty:
             self._dirty = False
-            payload = {"version": FORMAT_VERSION, "turns": [_dump(t) for t in self._turns or ()]}
+            payload = {
+                "version": FORMAT_VERSION,
+                "turns": [dump_turn(t) for t in self._turns or ()],
+            }
             try:
                 await asyncio.to_thread(_write_atomic, self.path, payload)
             except OSError as err:
@@ -158,7 +148,7 @@ class JsonConversationHistory:
         except FileNotFoundError:
             return []
         try:
-            return _parse(raw)
+            return parse_turns(raw)
         except (ValueError, TypeError, KeyError) as err:
             moved = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
             os.replace(self.path, moved)
@@ -231,66 +221,6 @@ def stored_result(content: str) -> str:
     else:
         text = json.dumps(redact(value), ensure_ascii=False)
     return text if len(text) <= MAX_STORED_RESULT else truncate(text, MAX_STORED_RESULT)
-
-
-def _dump(turn: StoredTurn) -> JSONObject:
-    """Return a turn as JSON."""
-    messages: list[JSONValue] = []
-    for message in turn.messages:
-        match message:
-            case AssistantMessage(content=content, tool_calls=calls):
-                rows: list[JSONValue] = [
-                    {"id": c.call_id, "name": c.name, "arguments": c.arguments} for c in calls
-                ]
-                messages.append({"role": "assistant", "content": content, "tool_calls": rows})
-            case ToolMessage(call_id=call_id, content=content):
-                messages.append({"role": "tool", "call_id": call_id, "content": content})
-    return {"user": turn.user, "outcome": turn.outcome, "time": turn.time, "messages": messages}
-
-
-def _parse(raw: str) -> list[StoredTurn]:
-    """Parse the file's JSON into turns; raise ValueError on any shape problem."""
-    data = json.loads(raw)
-    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
-        raise ValueError("unknown format")
-    turns = data["turns"]
-    if not isinstance(turns, list):
-        raise TypeError("turns is not a list")
-    return [_turn(row) for row in turns]
-
-
-def _turn(row: dict[str, object]) -> StoredTurn:
-    """Parse one stored turn."""
-    outcome, user, rows = row["outcome"], row["user"], row["messages"]
-    if outcome not in OUTCOMES or not isinstance(user, str) or not isinstance(rows, list):
-        raise TypeError("bad turn")
-    messages: list[TurnMessage] = []
-    for item in rows:
-        if item["role"] == "tool":
-            messages.append(
-                ToolMessage(call_id=_text(item["call_id"]), content=_text(item["content"]))
-            )
-            continue
-        calls = tuple(
-            ToolCallRequest(
-                call_id=_text(c["id"]), name=_text(c["name"]), arguments=_text(c["arguments"])
-            )
-            for c in item["tool_calls"]
-        )
-        messages.append(AssistantMessage(content=_text(item["content"]), tool_calls=calls))
-    when = row["time"]
-    if not isinstance(when, int | float):
-        raise TypeError("bad time")
-    return StoredTurn(
-        user=user, messages=tuple(messages), outcome=cast(TurnOutcome, outcome), time=float(when)
-    )
-
-
-def _text(value: object) -> str:
-    """Return a stored string; anything else is a shape problem."""
-    if not isinstance(value, str):
-        raise TypeError("expected a string")
-    return value
 
 
 def _write_atomic(path: Path, payload: object) -> None:

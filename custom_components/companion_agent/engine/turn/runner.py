@@ -110,13 +110,7 @@ class TurnRunner:
         """Run the turn under its deadline; whatever ends it, store it and tell the hooks."""
         record = TurnRecord()
         ctx = request.context
-        turn_ctx = TurnContext(
-            conversation_id=ctx.conversation_id,
-            profile_id=persona.profile.id,
-            language=ctx.language,
-            user_id=ctx.user_id,
-            device_id=request.device_id,
-        )
+        turn_ctx = _turn_context(persona, request)
         async with persona.plugins.lease():
             try:
                 async with asyncio.timeout(persona.profile.turn_deadline):
@@ -251,16 +245,23 @@ def _after_playback(persona: Persona, request: TurnRequest, result: TurnResult) 
     """Run ``on_after_playback`` once the turn's audio has played, if the turn spoke."""
     if not result.spoken:
         return
+    turn_ctx = _turn_context(persona, request, outcome=result)
+    persona.plugins.hooks.after_playback(request.text, result.shown, turn_ctx)
+
+
+def _turn_context(
+    persona: Persona, request: TurnRequest, *, outcome: TurnResult | None = None
+) -> TurnContext:
+    """Return what the hooks are told about this turn (its outcome, once it has one)."""
     ctx = request.context
-    turn_ctx = TurnContext(
+    return TurnContext(
         conversation_id=ctx.conversation_id,
         profile_id=persona.profile.id,
         language=ctx.language,
         user_id=ctx.user_id,
         device_id=request.device_id,
-        outcome=result.outcome,
+        outcome=None if outcome is None else outcome.outcome,
     )
-    persona.plugins.hooks.after_playback(request.text, result.shown, turn_ctx)
 
 
 def _confirmed_event(result: ConfirmationResult) -> ToolCallEvent:

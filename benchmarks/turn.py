@@ -1,0 +1,120 @@
+"""How fast a cancelled turn stops: cancel → last item out, and cancel → model stream closed.
+
+Run: ``.venv/bin/python benchmarks/turn.py [--turns N]``. Each turn streams tokens from an
+in-process model (one every millisecond, endlessly) through the whole runner: guard,
+output pipeline, history in a real temporary folder. The host takes items and cancels
+after a random number of them, as a person speaking over the answer would. Two figures:
+
+- ``items``: from ``turn.cancel()`` until the host's ``async for`` over ``turn.items`` ends;
+- ``model``: from ``turn.cancel()`` until the model's stream has been closed.
+
+Target: p95 ≤ 50 ms for both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from custom_components.companion_agent.engine.llm import LLMItem
+from custom_components.companion_agent.engine.messages import ChatMessage
+from custom_components.companion_agent.engine.tools.contract import ToolSpec
+from custom_components.companion_agent.engine.turn.runner import TurnRunner
+from tests.support.turns import Conversations, persona
+
+TARGET_P95_MS = 50.0
+WORDS = "The kitchen light is on, the heating is at twenty degrees and the door is locked. "
+
+
+class EndlessModel:
+    """A model that streams words until its stream is closed, and says when that was."""
+
+    def __init__(self) -> None:
+        """Nothing closed yet."""
+        self.closed_at: float | None = None
+
+    async def stream_with_tools(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
+    ) -> AsyncIterator[LLMItem]:
+        """Yield a word every millisecond; note the moment the consumer closes the stream."""
+        try:
+            while True:
+                for word in WORDS.split(" "):
+                    await asyncio.sleep(0.001)
+                    yield f"{word} "
+        finally:
+            self.closed_at = time.perf_counter()
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Return the q-th percentile (0..100) of values."""
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def report(name: str, samples: list[float]) -> bool:
+    """Print p50/p95/max in ms; return whether p95 meets the target."""
+    p50, p95 = percentile(samples, 50), percentile(samples, 95)
+    ok = p95 <= TARGET_P95_MS
+    print(
+        f"{name:>5}: turns={len(samples)} p50={p50:.3f} ms p95={p95:.3f} ms "
+        f"max={max(samples):.3f} ms  target p95 <= {TARGET_P95_MS} ms: {'OK' if ok else 'MISSED'}"
+    )
+    return ok
+
+
+async def bench(turns: int, folder: Path) -> bool:
+    """Run and cancel ``turns`` turns; print both figures."""
+    runner = TurnRunner()
+    talk = Conversations(folder)
+    chance = random.Random(7)
+    items_ms: list[float] = []
+    model_ms: list[float] = []
+    for n in range(turns):
+        model = EndlessModel()
+        turn = runner.start(persona(model), talk.request("Status?", conversation_id=f"c{n}"))
+        stop_after = chance.randint(1, 40)
+        stream = turn.items
+        cancelled = 0.0
+        async for taken, _item in aenumerate(stream):
+            if taken + 1 == stop_after:
+                cancelled = time.perf_counter()
+                turn.cancel("the person spoke")
+        items_ms.append((time.perf_counter() - cancelled) * 1000)
+        await turn.result
+        assert model.closed_at is not None
+        model_ms.append((model.closed_at - cancelled) * 1000)
+    await talk.store.flush()
+    print(f"{turns} turns cancelled after 1-40 items (endless in-process model, real files)")
+    ok = report("items", items_ms)
+    return report("model", model_ms) and ok
+
+
+async def aenumerate[T](items: AsyncIterator[T]) -> AsyncIterator[tuple[int, T]]:
+    """Number the items of an async iterator."""
+    count = 0
+    async for item in items:
+        yield count, item
+        count += 1
+
+
+def main() -> None:
+    """Parse arguments and run the benchmark."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=300)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        ok = asyncio.run(bench(args.turns, Path(folder)))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
