@@ -14,6 +14,7 @@ from homeassistant.helpers.httpx_client import get_async_client
 from homeassistant.helpers.typing import ConfigType
 from homeassistant.util import dt as dt_util
 
+from .config_flow import entry_title
 from .confirmations import async_fire_confirmation
 from .const import (
     AUDIT_FILE,
@@ -27,6 +28,7 @@ from .const import (
     STORAGE_FOLDER,
 )
 from .engine.audit.log import AuditLog, Tee
+from .engine.audit.redaction import redact_url
 from .engine.errors import LLMAuthError, LLMError
 from .engine.guard.confirmations import Confirmations
 from .engine.guard.executor import Guard
@@ -34,7 +36,7 @@ from .engine.plugins import HostServices, load_library
 from .engine.turn.runner import TurnRunner
 from .engine.turn.usage import UsageCounters
 from .guard_rules import DEFAULT_RULES
-from .repairs import async_sync_load_problems
+from .repairs import async_report_bad_history, async_sync_load_problems
 from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
 from .services import async_setup_services
 
@@ -52,6 +54,11 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
 
 async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -> bool:
     """Connect to the model server, load plugins and profiles, set up the agents."""
+    if (
+        entry.title != (safe := entry_title(entry.data))
+        and redact_url(entry.data[CONF_BASE_URL]) != entry.data[CONF_BASE_URL]
+    ):
+        hass.config_entries.async_update_entry(entry, title=safe)  # no secrets in titles
     model = build_model(hass, dict(entry.data))
     try:
         await model.list_models()
@@ -83,6 +90,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
             http=get_async_client(hass),
         ),
         data_dir=data_dir,
+        on_bad_history=lambda path, moved: async_report_bad_history(hass, path, moved),
     )
     async_sync_load_problems(hass, entry.runtime_data.problems)
     retention = timedelta(days=entry.options.get(CONF_RETENTION_DAYS, DEFAULT_RETENTION_DAYS))
@@ -105,7 +113,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     )
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     entry.async_on_unload(entry.add_update_listener(_async_update_listener))
-    LOGGER.debug("Companion Agent set up for %s", entry.data[CONF_BASE_URL])
+    LOGGER.debug("Companion Agent set up for %s", redact_url(entry.data[CONF_BASE_URL]))
     return True
 
 

@@ -45,6 +45,7 @@ from .const import (
     LOGGER,
     SUBENTRY_CONVERSATION,
 )
+from .engine.audit.redaction import redact_url
 from .engine.errors import LLMAuthError, LLMError
 from .runtime import CompanionConfigEntry, build_model
 
@@ -99,7 +100,7 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
             errors = await validate_server(self.hass, user_input)
             if not errors:
                 return self.async_create_entry(
-                    title=f"{user_input[CONF_MODEL]} @ {user_input[CONF_BASE_URL]}",
+                    title=entry_title(user_input),
                     data=user_input,
                     subentries=[
                         {
@@ -125,7 +126,9 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
         if user_input is not None:
             errors = await validate_server(self.hass, user_input)
             if not errors:
-                return self.async_update_reload_and_abort(entry, data_updates=user_input)
+                return self.async_update_reload_and_abort(
+                    entry, data_updates=user_input, title=entry_title({**entry.data, **user_input})
+                )
         return self.async_show_form(
             step_id="reconfigure",
             data_schema=self.add_suggested_values_to_schema(
@@ -233,6 +236,11 @@ class PersonaSubentryFlow(ConfigSubentryFlow):
                 persona_schema(self.hass, entry, is_new), current
             ),
         )
+
+
+def entry_title(data: Mapping[str, Any]) -> str:
+    """Return an entry's title: the model and the server, with no credentials in it."""
+    return f"{data[CONF_MODEL]} @ {redact_url(data[CONF_BASE_URL])}"
 
 
 def persona_schema(hass: HomeAssistant, entry: CompanionConfigEntry, is_new: bool) -> vol.Schema:

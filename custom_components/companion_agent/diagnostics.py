@@ -9,6 +9,7 @@ from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 
 from .const import CONF_BASE_URL
+from .engine.audit.redaction import redact_url
 from .runtime import CompanionConfigEntry
 
 TO_REDACT = {CONF_API_KEY, "token", "password", "authorization"}
@@ -20,8 +21,14 @@ async def async_get_config_entry_diagnostics(
     """Return what support needs to see, never a key."""
     runtime = entry.runtime_data
     return {
-        "entry": async_redact_data(dict(entry.data), TO_REDACT),
-        "server": {"base_url": entry.data[CONF_BASE_URL], "model": runtime.model.settings.model},
+        "title": redact_url(entry.title),
+        "entry": async_redact_data(
+            {**entry.data, CONF_BASE_URL: redact_url(entry.data[CONF_BASE_URL])}, TO_REDACT
+        ),
+        "server": {
+            "base_url": redact_url(entry.data[CONF_BASE_URL]),
+            "model": runtime.model.settings.model,
+        },
         "personas": {
             sub.subentry_id: {
                 "title": sub.title,

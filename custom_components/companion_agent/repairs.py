@@ -1,8 +1,10 @@
-"""Repair issues for plugins and profiles that could not be loaded."""
+"""Repair issues: plugins and profiles that could not be loaded, history files set aside."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
+from pathlib import Path
 
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import issue_registry as ir
@@ -35,3 +37,18 @@ def async_sync_load_problems(hass: HomeAssistant, problems: Iterable[LoadProblem
                 "message": problem.message,
             },
         )
+
+
+@callback
+def async_report_bad_history(hass: HomeAssistant, path: Path, moved: Path) -> None:
+    """Say that a conversation file was not a history and was set aside (or skipped)."""
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    ir.async_create_issue(
+        hass,
+        DOMAIN,
+        f"history_{digest}",
+        is_fixable=False,
+        severity=ir.IssueSeverity.WARNING,
+        translation_key="bad_history" if moved != path else "unreadable_history",
+        translation_placeholders={"path": str(path), "moved": str(moved)},
+    )

@@ -16,7 +16,7 @@ from .const import CONF_BASE_URL, CONF_MODEL, DOMAIN, STORAGE_FOLDER
 from .engine.audit.log import AuditLog
 from .engine.llm import LLMSettings, OpenAIChatModel
 from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
-from .engine.turn.history import ConversationStore
+from .engine.turn.history import ConversationStore, CorruptionReporter
 from .engine.turn.runner import TurnRunner
 
 
@@ -33,6 +33,7 @@ class CompanionRuntime:
     models: dict[str, OpenAIChatModel] = field(default_factory=dict)
     conversations: dict[str, ConversationStore] = field(default_factory=dict)
     persona_problems: dict[str, tuple[LoadProblem, ...]] = field(default_factory=dict)
+    on_bad_history: CorruptionReporter | None = None
 
     @property
     def problems(self) -> list[LoadProblem]:
@@ -50,7 +51,9 @@ class CompanionRuntime:
         """Return the conversation history of one persona."""
         if persona_id not in self.conversations:
             folder = self.data_dir / "conversations" / persona_id
-            self.conversations[persona_id] = ConversationStore(folder)
+            self.conversations[persona_id] = ConversationStore(
+                folder, on_corrupt=self.on_bad_history
+            )
         return self.conversations[persona_id]
 
     async def prune(self, retention: float) -> int:

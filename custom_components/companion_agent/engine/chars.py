@@ -83,3 +83,18 @@ def safe_cut(text: str, index: int, lowest: int) -> int:
     while cut > lowest and splits_cluster(text, cut):
         cut -= 1
     return cut if not splits_cluster(text, cut) else index
+
+
+def valid_text(text: str) -> str:
+    """Return ``text`` as valid Unicode: surrogate pairs joined, lone halves replaced (U+FFFD).
+
+    Text from outside (a model, a tool, a file, a person) can carry lone UTF-16 surrogates
+    that no UTF-8 writer accepts; every boundary passes text through here.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text

@@ -1,4 +1,4 @@
-"""Secret redaction for everything that leaves the engine as a record: audit, logs, errors."""
+"""Secret redaction for everything that leaves the engine as a record: audit, logs, errors, URLs."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import hashlib
 import itertools
 import re
 from functools import lru_cache
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ..json_types import JSONValue
 
@@ -85,3 +86,24 @@ def redact(value: JSONValue) -> JSONValue:
 def token_ref(token_id: str) -> str:
     """Return the short hash under which a confirmation token may be logged."""
     return hashlib.sha256(token_id.encode()).hexdigest()[:16]
+
+
+def redact_url(url: str) -> str:
+    """Return a URL fit to show: credentials and secret-looking query values masked."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return scrub_text(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    query = "&".join(
+        f"{key}={REDACTED}" if is_secret_key(key) or _looks_secret(value) else f"{key}={value}"
+        for key, value in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _looks_secret(value: str) -> bool:
+    """Return True for a query value that looks like a key (``sk-…``, a long token)."""
+    return scrub_text(value) != value or len(value) >= 24

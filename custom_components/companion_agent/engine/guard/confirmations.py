@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal, NoReturn
 
-from ..audit.log import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
+from ..audit.record import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
 from ..audit.redaction import token_ref
 from ..errors import ConfirmationRefusedError
 from ..json_types import JSONObject

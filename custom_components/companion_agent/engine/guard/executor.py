@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..audit.log import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
+from ..audit.record import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
 from ..audit.redaction import redact
 from ..errors import ToolError, ToolValidationError
 from ..json_types import JSONObject

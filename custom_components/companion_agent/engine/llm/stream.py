@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from ..chars import valid_text
 from ..errors import LLMError
 from ..events import ThinkingDelta
 from ..messages import ChatMessage, ToolCallRequest
@@ -86,12 +87,15 @@ class ToolCallAccumulator:
         return bool(self._calls)
 
     def complete(self) -> tuple[ToolCallRequest, ...]:
-        """Return the calls in index order, inventing ids a server left out."""
+        """Return the calls in index order, inventing ids a server left out.
+
+        Arguments are made valid text once joined (a model may send lone surrogates).
+        """
         return tuple(
             ToolCallRequest(
                 call_id=buf.call_id or f"call_{index}",
                 name=buf.name,
-                arguments="".join(buf.arguments),
+                arguments=valid_text("".join(buf.arguments)),
             )
             for index, buf in sorted(self._calls.items())
         )

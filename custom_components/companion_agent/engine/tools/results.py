@@ -6,6 +6,7 @@ import json
 import re
 
 from ..audit.redaction import scrub_text
+from ..chars import valid_text
 from ..json_types import JSONObject, JSONValue
 from .contract import ToolFailure
 
@@ -35,7 +36,7 @@ def normalise_result(value: object, max_chars: int = DEFAULT_MAX_RESULT_CHARS) -
             text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
         except ValueError:
             text = json.dumps(str(value), ensure_ascii=False)
-    text = _CONTROL.sub("", text)
+    text = _CONTROL.sub("", valid_text(text))
     if len(text) <= max_chars:
         return text
     return truncate(text, max_chars)

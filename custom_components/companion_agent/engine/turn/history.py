@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..audit.redaction import redact, scrub_text
+from ..chars import valid_text
 from ..events import TurnOutcome
 from ..json_types import JSONValue
 from ..messages import AssistantMessage, ChatMessage, UserMessage
@@ -122,7 +123,11 @@ class JsonConversationHistory:
         return self._writer is not None and not self._writer.done()
 
     async def _write_while_dirty(self) -> None:
-        """Rewrite the file atomically, off the event loop, until nothing new is waiting."""
+        """Rewrite the file atomically, off the event loop, until nothing new is waiting.
+
+        Any failure is logged and the turns stay in memory for the next write; the writer
+        never dies and leaves no temporary file behind.
+        """
         while self._dirty:
             self._dirty = False
             payload = {
@@ -131,58 +136,69 @@ class JsonConversationHistory:
             }
             try:
                 await asyncio.to_thread(_write_atomic, self.path, payload)
-            except OSError as err:
+            except Exception as err:
                 LOGGER.warning("Cannot write %s (%s); the turns stay in memory", self.path, err)
                 return
 
     async def _loaded(self) -> list[StoredTurn]:
         """Return the cached turns, reading the file the first time."""
         if self._turns is None:
-            self._turns = await asyncio.to_thread(self._read)
+            self._turns, moved = await asyncio.to_thread(self._read)
+            if moved is not None and self._on_corrupt is not None:
+                self._on_corrupt(self.path, moved)
         return self._turns
 
-    def _read(self) -> list[StoredTurn]:
-        """Read and validate the file; move a corrupt one aside and start empty."""
+    def _read(self) -> tuple[list[StoredTurn], Path | None]:
+        """Read and check the file; anything that is not a history is moved aside.
+
+        Returns the turns, and where a bad file went (the path itself when it could not be
+        moved: the conversation then goes on in memory).
+        """
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            return parse_turns(self.path.read_text(encoding="utf-8")), None
         except FileNotFoundError:
-            return []
-        try:
-            return parse_turns(raw)
-        except (ValueError, TypeError, KeyError) as err:
+            return [], None
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
             moved = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-            os.replace(self.path, moved)
+            try:
+                os.replace(self.path, moved)
+            except OSError:
+                moved = self.path
             LOGGER.warning(
-                "Conversation file %s is corrupt (%s); moved to %s", self.path, err, moved
+                "Conversation file %s is unusable (%s); moved to %s", self.path, err, moved
             )
-            if self._on_corrupt is not None:
-                self._on_corrupt(self.path, moved)
-            return []
+            return [], moved
 
 
 class ConversationStore:
     """One persona's conversations in a folder; the most recent ones stay in memory."""
 
-    def __init__(self, folder: Path, *, capacity: int = 64, max_turns: int = MAX_TURNS) -> None:
-        """Store conversations as files in ``folder``; keep ``capacity`` of them open."""
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        capacity: int = 64,
+        max_turns: int = MAX_TURNS,
+        on_corrupt: CorruptionReporter | None = None,
+    ) -> None:
+        """Keep conversations in ``folder``, ``capacity`` of them open; report bad files."""
         self.folder = folder
         self._capacity = capacity
         self._max_turns = max_turns
+        self._on_corrupt = on_corrupt
         self._open: OrderedDict[str, JsonConversationHistory] = OrderedDict()
 
     def __len__(self) -> int:
         """Return how many conversations are held in memory."""
         return len(self._open)
 
-    def get(
-        self, conversation_id: str, *, on_corrupt: CorruptionReporter | None = None
-    ) -> JsonConversationHistory:
+    def get(self, conversation_id: str) -> JsonConversationHistory:
         """Return the conversation's history, the same object while it stays recent."""
         history = self._open.pop(conversation_id, None)
         if history is None:
             path = self.folder / f"{file_name(conversation_id)}.json"
             history = JsonConversationHistory(
-                path, max_turns=self._max_turns, on_corrupt=on_corrupt
+                path, max_turns=self._max_turns, on_corrupt=self._on_corrupt
             )
         self._open[conversation_id] = history
         while len(self._open) > self._capacity:
@@ -225,10 +241,15 @@ def stored_result(content: str) -> str:
 
 def _write_atomic(path: Path, payload: object) -> None:
     """Write JSON to a temporary file, flush it to disk, then rename it into place."""
+    data = valid_text(json.dumps(payload, ensure_ascii=False)).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        json.dump(payload, handle, ensure_ascii=False)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open("wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

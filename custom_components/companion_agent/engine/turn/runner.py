@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..chars import valid_text
 from ..events import SentenceOutput, TextDelta, ToolCallEvent, TurnResult
 from ..guard.confirmations import ConfirmationResult
 from ..guard.executor import Guard
@@ -81,7 +82,11 @@ class TurnRunner:
         self._running: set[asyncio.Task[None]] = set()
 
     def start(self, persona: Persona, request: TurnRequest) -> Turn:
-        """Start a turn in a task of its own and return its handle at once."""
+        """Start a turn in a task of its own and return its handle at once.
+
+        The person's words are made valid text here, at the boundary.
+        """
+        request = replace(request, text=valid_text(request.text))
         turn = Turn(
             request.context.trace_id, lambda result: _after_playback(persona, request, result)
         )

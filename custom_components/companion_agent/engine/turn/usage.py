@@ -10,7 +10,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 
-from ..audit.log import AuditRecord, CallOutcome
+from ..audit.record import AuditRecord, CallOutcome
 from ..json_types import JSONObject
 
 ANONYMOUS = "anonymous"
