@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterable, AsyncIterator
 
+from ..chars import is_han, is_hangul, is_kana
 from ..events import SentenceOutput
 from .config import DEFAULT_CONFIG, PipelineConfig
 from .stage import Stage
@@ -51,11 +52,11 @@ _DANGLING = " .,!?;:。！？；，、…)]}）」』】”’\"'—"
 
 def url_word(text: str) -> str:
     """Return the word TTS says for a URL in ``text``, by its script."""
-    if any("\u3040" <= char <= "\u30ff" for char in text):
+    if any(is_kana(char) for char in text):
         return "リンク"
-    if any("\uac00" <= char <= "\ud7af" for char in text):
+    if any(is_hangul(char) for char in text):
         return "링크"
-    if any("\u4e00" <= char <= "\u9fff" for char in text):
+    if any(is_han(char) for char in text):
         return "链接"
     return "link"
 
