@@ -12,16 +12,17 @@ a letter or digit is empty.
 An empty result is never spoken. A sentence that still has display text or actions goes
 on with ``tts_text == ""`` (the speaker skips it; the display and actions still need it);
 a sentence with nothing to show, say or do produces no ``SentenceOutput`` at all.
-Thinking is never in ``tts_text``; ``ThinkingDelta`` and other items pass through.
+Thinking is never in ``tts_text``; ``TextDelta``, ``ThinkingDelta`` and other items pass
+through.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterator
 
 from ..chars import is_han, is_hangul, is_kana
-from ..events import SentenceOutput
+from ..events import OutputItem, SentenceOutput
 from .config import DEFAULT_CONFIG, PipelineConfig
 from .stage import Stage
 
@@ -97,7 +98,7 @@ def tts_filter(config: PipelineConfig = DEFAULT_CONFIG) -> Stage:
     """Return the stage that makes each sentence's ``tts_text`` speakable."""
     word = config.url_word
 
-    async def apply(stream: AsyncIterable[object]) -> AsyncIterator[object]:
+    async def apply(stream: AsyncIterator[OutputItem]) -> AsyncIterator[OutputItem]:
         """Clean sentences for speech, drop empty ones; pass everything else through."""
         async for item in stream:
             match item:
