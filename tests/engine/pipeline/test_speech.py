@@ -1,11 +1,19 @@
-"""What TTS says: each sentence's speakable text."""
+"""What TTS says: each sentence's speakable text, and a reply's sentences joined."""
 
 from __future__ import annotations
 
 import pytest
 
-from custom_components.companion_agent.engine.pipeline import speakable
+from custom_components.companion_agent.engine.events import SentenceOutput
+from custom_components.companion_agent.engine.pipeline import (
+    PipelineConfig,
+    build_pipeline,
+    join_speech,
+    speakable,
+)
 from custom_components.companion_agent.engine.pipeline.tts_filter import url_word
+
+from .drive import chunkings, run, sentences
 
 
 @pytest.mark.parametrize(
@@ -55,3 +63,45 @@ def test_url_word_can_be_configured() -> None:
 def test_url_word_follows_the_script(text: str, word: str) -> None:
     """Kana says リンク, hangul 링크, any CJK ideograph 链接, anything else link."""
     assert url_word(text) == word
+
+
+@pytest.mark.parametrize(
+    ("text", "speech"),
+    [
+        ("好的。Okay.", "好的。Okay."),
+        ("Hi. There.", "Hi. There."),
+        (
+            "好的，已经打开客厅的灯。需要我调暗一点吗？",
+            "好的，已经打开客厅的灯。需要我调暗一点吗？",
+        ),
+        ("はい、つけました。ほかに何かありますか？", "はい、つけました。ほかに何かありますか？"),
+        ("Sure. 电视已经打开了。Enjoy!", "Sure. 电视已经打开了。Enjoy!"),
+        (
+            "OK！我已经把 living room 的温度设为 24°C。Have a nice day!",
+            "OK！我已经把 living room 的温度设为 24°C。Have a nice day!",
+        ),
+        ("Open windows:\n- Bedroom\n- Office", "Open windows: Bedroom Office"),
+        ("Done! 🎉 Bye.", "Done! Bye."),
+        ("好的。🎉Okay.", "好的。Okay."),
+        ("[joy] Hi there! [wave] Bye.", "Hi there! Bye."),
+    ],
+)
+def test_speech_keeps_the_models_own_spacing(text: str, speech: str) -> None:
+    """Sentences join with a space exactly where the model put whitespace between them."""
+    config = PipelineConfig(action_tags=frozenset({"joy", "wave"}))
+    for chunks in chunkings(text):
+        assert join_speech(sentences(run(build_pipeline(config), chunks))) == speech, chunks
+
+
+def test_speech_skips_sentences_with_nothing_to_say() -> None:
+    """Silent sentences add no text, only the whitespace they held."""
+    spoken = [
+        SentenceOutput(display_text="Hi.", tts_text="Hi."),
+        SentenceOutput(display_text="", tts_text="", actions=("joy",)),
+        SentenceOutput(display_text="🎉", tts_text=""),
+        SentenceOutput(display_text="好。", tts_text="好。"),
+        SentenceOutput(display_text=" 🎉", tts_text=""),
+        SentenceOutput(display_text="Bye.", tts_text="Bye."),
+    ]
+    assert join_speech(spoken) == "Hi.好。 Bye."
+    assert join_speech([]) == ""

@@ -16,6 +16,7 @@ tags removed, ``model_text`` keeping the raw text, tags included), then each fin
             case SentenceOutput(): ...  # display_text, tts_text, actions
             case ThinkingDelta(): ...   # only if show_thinking
             case ToolCallEvent(): ...
+    speech = join_speech(sentences)     # tts_text, spaced as the model spaced it
 
 Plugin transformers join through ``extra_stages`` and see the finished stream.
 """
@@ -32,7 +33,7 @@ from .config import DEFAULT_CONFIG, PipelineConfig
 from .display_processor import display_processor
 from .sentence_divider import sentence_divider
 from .stage import Stage, StageFunction, chain
-from .tts_filter import speakable, tts_filter
+from .tts_filter import join_speech, speakable, tts_filter
 
 __all__ = [
     "ActionTags",
@@ -44,6 +45,7 @@ __all__ = [
     "actions_extractor",
     "build_pipeline",
     "display_processor",
+    "join_speech",
     "sentence_divider",
     "speakable",
     "tts_filter",

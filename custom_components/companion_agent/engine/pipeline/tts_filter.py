@@ -14,12 +14,15 @@ on with ``tts_text == ""`` (the speaker skips it; the display and actions still 
 a sentence with nothing to show, say or do produces no ``SentenceOutput`` at all.
 Thinking is never in ``tts_text``; ``TextDelta``, ``ThinkingDelta`` and other items pass
 through.
+
+``join_speech`` joins a reply's sentences into what is said, with a space exactly where
+the model wrote whitespace between two sentences (``好的。Okay.`` stays unspaced).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
 from ..chars import is_han, is_hangul, is_kana
 from ..events import OutputItem, SentenceOutput
@@ -114,3 +117,19 @@ def tts_filter(config: PipelineConfig = DEFAULT_CONFIG) -> Stage:
                     yield item
 
     return Stage(name="tts_filter", apply=apply)
+
+
+def join_speech(sentences: Iterable[SentenceOutput]) -> str:
+    """Join the sentences' speech, spaced where the model put whitespace between them."""
+    spoken: list[str] = []
+    spaced = False
+    for sentence in sentences:
+        display = sentence.display_text
+        if not sentence.tts_text:
+            spaced = spaced or any(char.isspace() for char in display)
+            continue
+        if spoken and (spaced or display[:1].isspace()):
+            spoken.append(" ")
+        spoken.append(sentence.tts_text)
+        spaced = display[-1:].isspace()
+    return "".join(spoken)
