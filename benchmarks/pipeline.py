@@ -6,6 +6,9 @@ through the composed pipeline (divider → actions → display → tts) in an as
 - ``token``: time from a token leaving the source until the pipeline asks for the next
   one, outputs handed to the consumer included (µs, p50/p99), over zh/ja/en/mixed replies
   split into model-like tokens;
+- ``display``: how many tokens after a token its text is decided on display (shown, or
+  dropped as a tag): 0 means before the next token is pulled; trailing whitespace and an
+  open tag wait for the next token(s); "end": decided when the stream ended;
 - ``lag``: time from the token that decides a sentence's end to that sentence reaching
   the consumer (µs, p50/p99/max; the target applies to p99, the max shows scheduler and
   GC noise), and how many tokens after the one holding the sentence's last
@@ -13,6 +16,10 @@ through the composed pipeline (divider → actions → display → tts) in an as
   for the next character; "end": released when the stream ended);
 - ``scale``: CPU time (best of 5) for 25k / 50k / 100k characters without any punctuation (words
   with spaces, and CJK with no spaces at all), in 4-character tokens.
+
+The warm-up pass checks each reply's display deltas: their text joins to the sentences'
+display text and their model text to the reply. The engine is loaded without the Home
+Assistant integration around it.
 
 Targets: ≤ 5 µs/token p50, ≤ 50 µs p99, release lag ≤ 1 ms, scale linear (µs/char flat).
 The exit status is 1 when a target is missed.
@@ -27,14 +34,24 @@ import re
 import statistics
 import sys
 import time
+import types
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+# The engine is pure asyncio: load it without the Home Assistant integration around it.
+_INTEGRATION = types.ModuleType("custom_components.companion_agent")
+_INTEGRATION.__path__ = [str(ROOT / "custom_components" / "companion_agent")]
+sys.modules.setdefault(_INTEGRATION.__name__, _INTEGRATION)
 
-from custom_components.companion_agent.engine.events import SentenceOutput
-from custom_components.companion_agent.engine.pipeline import (
+from custom_components.companion_agent.engine.events import (  # noqa: E402
+    OutputItem,
+    SentenceOutput,
+    TextDelta,
+)
+from custom_components.companion_agent.engine.pipeline import (  # noqa: E402
     OutputPipeline,
     PipelineConfig,
     build_pipeline,
@@ -79,33 +96,56 @@ def percentile(samples: Sequence[float], share: float) -> float:
 class Probe:
     """A token source that times each token and each sentence released by it."""
 
-    def __init__(self, tokens: list[str]) -> None:
-        """Hold the tokens and empty measurements."""
+    def __init__(self, tokens: list[str], *, record: bool = False) -> None:
+        """Hold the tokens and empty measurements; ``record`` keeps the display deltas."""
         self.tokens = tokens
+        self.record = record
         self.index = -1
         self.sent_at = 0
         self.token_ns: list[int] = []
         self.lags: list[tuple[int, int | None]] = []
+        self.decided: list[tuple[int, int]] = []
+        self.shown: list[str] = []
 
-    async def source(self) -> AsyncIterator[object]:
+    async def source(self) -> AsyncIterator[OutputItem]:
         """Yield each token, timing how long the pipeline keeps it."""
         for index, token in enumerate(self.tokens):
             self.index = index
             self.sent_at = time.perf_counter_ns()
-            yield token
+            yield TextDelta(text=token, model_text=token)
             self.token_ns.append(time.perf_counter_ns() - self.sent_at)
         self.index = len(self.tokens)
 
     async def consume(self, pipeline: OutputPipeline) -> list[SentenceOutput]:
         """Run the pipeline over the tokens; time each sentence's release."""
         out: list[SentenceOutput] = []
+        consumed = 0
         async for item in pipeline(self.source()):
-            if isinstance(item, SentenceOutput):
+            if isinstance(item, TextDelta):
+                if self.record:
+                    consumed += len(item.model_text)
+                    self.decided.append((self.index, consumed))
+                    self.shown.append(item.text)
+            elif isinstance(item, SentenceOutput):
                 lag = time.perf_counter_ns() - self.sent_at
                 ended = self.index >= len(self.tokens)
                 self.lags.append((lag, None if ended else self.index))
                 out.append(item)
         return out
+
+    def display_waits(self) -> list[str]:
+        """Return, per token with visible text, how many tokens later it was decided."""
+        waits: list[str] = []
+        end = 0
+        marks = iter(self.decided)
+        index, consumed = next(marks, (len(self.tokens), 0))
+        for position, token in enumerate(self.tokens):
+            end += len(token)
+            while consumed < end:
+                index, consumed = next(marks, (len(self.tokens), end))
+            if token.strip():
+                waits.append("end" if index >= len(self.tokens) else str(index - position))
+        return waits
 
 
 def closing_tokens(text: str, tokens: list[str], out: list[SentenceOutput]) -> list[int | None]:
@@ -126,12 +166,16 @@ async def bench_tokens(passes: int) -> bool:
     token_ns: list[int] = []
     lag_ns: list[int] = []
     waits: Counter[str] = Counter()
+    display: Counter[str] = Counter()
     for n in range(passes + 1):
         for reply in REPLIES:
             tokens = tokens_of(reply)
-            probe = Probe(tokens)
+            probe = Probe(tokens, record=n == 0)
             out = await probe.consume(pipeline)
             if n == 0:
+                assert "".join(probe.shown) == "".join(s.display_text for s in out), reply
+                assert probe.decided[-1][1] == len(reply), reply
+                display.update(probe.display_waits())
                 continue
             token_ns.extend(probe.token_ns)
             plain = "[" not in reply
@@ -164,16 +208,19 @@ async def bench_tokens(passes: int) -> bool:
     total = sum(waits.values())
     shares = ", ".join(f"{key}: {count / total:.0%}" for key, count in sorted(waits.items()))
     print(f"  released by closing token +N tokens (plain replies): {shares}")
+    total = sum(display.values())
+    shares = ", ".join(f"{key}: {count / total:.1%}" for key, count in sorted(display.items()))
+    print(f"  display: token text decided +N tokens after it (all replies): {shares}")
     return ok_token and ok_lag
 
 
 async def run_through(pipeline: OutputPipeline, tokens: list[str]) -> int:
     """Run ``tokens`` through ``pipeline``; return how many sentences came out."""
 
-    async def source() -> AsyncIterator[object]:
+    async def source() -> AsyncIterator[OutputItem]:
         """Yield the tokens."""
         for token in tokens:
-            yield token
+            yield TextDelta(text=token, model_text=token)
 
     return sum([1 async for item in pipeline(source()) if isinstance(item, SentenceOutput)])
 

@@ -1,4 +1,8 @@
-"""Golden replies in zh / ja / en / mixed: exact sentences under several chunkings."""
+"""Golden replies in zh / ja / en / mixed: exact sentences under several chunkings.
+
+A case's ``thought`` comes first as a ``ThinkingDelta``, the way the model adapter sends
+reasoning; ``thinking`` is what of it must reach the display.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,14 @@ from typing import TypedDict
 
 import pytest
 
-from custom_components.companion_agent.engine.events import SentenceOutput, ThinkingDelta
+from custom_components.companion_agent.engine.events import (
+    OutputItem,
+    SentenceOutput,
+    ThinkingDelta,
+)
 from custom_components.companion_agent.engine.pipeline import PipelineConfig, build_pipeline
 
-from .drive import chunkings, run
+from .drive import chunkings, delta, displayed, modelled, run, shown
 
 CORPUS = Path(__file__).parent / "data" / "golden.json"
 TOKENISH = re.compile(r"\s*\w+|\s*\W")
@@ -34,6 +42,7 @@ class Case(TypedDict, total=False):
     text: str
     config: Settings
     sentences: list[tuple[str, str, list[str]]]
+    thought: str
     thinking: str
 
 
@@ -64,7 +73,10 @@ def test_corpus_covers_every_language() -> None:
 
 @pytest.mark.parametrize("case", load(), ids=lambda case: case["id"])
 def test_golden_reply(case: Case) -> None:
-    """The reply gives exactly the recorded sentences however it is chunked."""
+    """The reply gives exactly the recorded sentences however it is chunked.
+
+    The display deltas show what the sentences show, and keep all of the model's text.
+    """
     text = case["text"]
     expected = [
         SentenceOutput(display_text=display, tts_text=tts, actions=tuple(actions))
@@ -73,8 +85,11 @@ def test_golden_reply(case: Case) -> None:
     pipeline = build_pipeline(config_of(case))
     tokens = TOKENISH.findall(text)
     assert "".join(tokens) == text
+    thought: list[OutputItem] = [ThinkingDelta(text=case["thought"])] if "thought" in case else []
     for chunks in [*chunkings(text), tokens]:
-        out = run(pipeline, chunks)
+        out = run(pipeline, [*thought, *map(delta, chunks)])
         assert [item for item in out if isinstance(item, SentenceOutput)] == expected, chunks
         thinking = "".join(item.text for item in out if isinstance(item, ThinkingDelta))
         assert thinking == case.get("thinking", ""), chunks
+        assert shown(out) == displayed(out), chunks
+        assert modelled(out) == text, chunks

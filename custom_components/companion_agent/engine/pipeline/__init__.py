@@ -1,17 +1,24 @@
-"""The token-level output pipeline: text tokens in, sentences and structured events out.
+"""The token-level output pipeline: text deltas in; display deltas, sentences and events out.
 
-``sentence_divider → actions_extractor → display_processor → tts_filter``: each stage is
-``AsyncIterable[object] -> AsyncIterator[object]`` and a decorator over async generator
-functions; items a stage does not know pass through untouched and in order.
+``sentence_divider → actions_extractor → display_processor → tts_filter``: each stage is a
+``Stage`` from ``AsyncIterator[OutputItem]`` to ``AsyncIterator[OutputItem]``; items a
+stage does not know pass through untouched and in order.
+
+The model adapter yields ``TextDelta(text=t, model_text=t)`` for reply text and
+``ThinkingDelta`` for reasoning. Out come ``TextDelta`` as the reply streams (action
+tags removed, ``model_text`` keeping the raw text, tags included), then each finished
+``SentenceOutput`` after its text; tool events in place.
 
     pipeline = build_pipeline(PipelineConfig(action_tags=frozenset({"joy", "wave"})))
-    async for item in pipeline(core.run_turn(...)):
+    async for item in pipeline(model_items):
         match item:
+            case TextDelta(): ...       # text: show it now; model_text: what it came from
             case SentenceOutput(): ...  # display_text, tts_text, actions
             case ThinkingDelta(): ...   # only if show_thinking
-            case ToolCallEvent() | TurnResult(): ...
+            case ToolCallEvent(): ...
+    speech = join_speech(sentences)     # tts_text, spaced as the model spaced it
 
-Plugin transformers join through ``extra_stages`` and see finished ``SentenceOutput``.
+Plugin transformers join through ``extra_stages`` and see the finished stream.
 """
 
 from __future__ import annotations
@@ -19,13 +26,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .actions_extractor import ActionTags, actions_extractor
+from .action_tags import ActionTags
+from .actions_extractor import actions_extractor
 from .boundaries import SentenceDivider
 from .config import DEFAULT_CONFIG, PipelineConfig
 from .display_processor import display_processor
 from .sentence_divider import sentence_divider
 from .stage import Stage, StageFunction, chain
-from .tts_filter import speakable, tts_filter
+from .tts_filter import join_speech, speakable, tts_filter
 
 __all__ = [
     "ActionTags",
@@ -37,6 +45,7 @@ __all__ = [
     "actions_extractor",
     "build_pipeline",
     "display_processor",
+    "join_speech",
     "sentence_divider",
     "speakable",
     "tts_filter",
@@ -45,7 +54,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OutputPipeline(Stage):
-    """Stages run left to right as one stage; call it on a stream or use it as a decorator."""
+    """Stages run left to right as one stage."""
 
     config: PipelineConfig
     stages: tuple[Stage, ...]

@@ -1,79 +1,52 @@
-"""actions_extractor: pull emotion/action tags out of each sentence into ``actions``.
+"""actions_extractor: take emotion/action tags out of the text, into each sentence's ``actions``.
 
-A tag is ``[name]`` or ``【name】`` whose name (case-insensitive, trimmed) is in the
-profile's vocabulary (``PipelineConfig.action_tags``); it is reported by the vocabulary's
-own spelling, in order of appearance. Unknown bracketed text stays text.
+Tags and their whitespace follow ``ActionTags`` (``action_tags.py``): ``[joy]`` or
+``【joy】`` whose name is in ``PipelineConfig.action_tags``, case-insensitive and trimmed.
 
-A tag is removed with the whitespace before it, or, at the start of a sentence, with the
-whitespace after it: ``"[joy] Hi there [wave]."`` reads ``"Hi there."``.
-
+Sentences: each ``SentenceOutput`` loses its tags, which become its ``actions`` in order.
 A sentence that was nothing but tags (``"[joy]\\n"``) is not sent on; its actions ride with
 the next sentence, since a tag sets the mood of what follows. Actions still waiting when a
-non-text item (a tool call, the turn's end) or the end of the stream arrives are sent as
-one ``SentenceOutput`` with empty texts, so no action is ever lost.
+non-text item (a tool call) or the end of the stream arrives are sent as one
+``SentenceOutput`` with empty texts, so no action is ever lost.
+
+Text deltas: cleaned at token level by ``TagStream`` (``tag_stream.py``), so the display
+streams while the reply does: the deltas' ``text`` joins to the sentences' ``display_text``
+and their ``model_text`` to the model text that came in. Held text goes out before each
+sentence it belongs to and before any non-text item.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 
-from ..events import SentenceOutput, ThinkingDelta
+from ..events import OutputItem, SentenceOutput, TextDelta, ThinkingDelta
+from .action_tags import ActionTags
 from .config import DEFAULT_CONFIG, PipelineConfig
 from .stage import Stage
+from .tag_stream import TagStream
 
-_TAG = re.compile(r"\[([^\[\]\n]{1,40})\]|【([^【】\n]{1,40})】")
-
-
-class ActionTags:
-    """Find and remove the vocabulary's tags in a piece of text."""
-
-    __slots__ = ("_names",)
-
-    def __init__(self, vocabulary: Iterable[str]) -> None:
-        """Index ``vocabulary`` by its case-folded spelling."""
-        self._names = {name.strip().casefold(): name for name in vocabulary if name.strip()}
-
-    def extract(self, text: str) -> tuple[str, tuple[str, ...]]:
-        """Return ``text`` without known tags, and the tags' names in order."""
-        if not self._names or ("[" not in text and "【" not in text):
-            return text, ()
-        pieces: list[str] = []
-        actions: list[str] = []
-        pos = 0
-        has_content = False
-        eat_space = False
-        for found in _TAG.finditer(text):
-            name = self._names.get((found.group(1) or found.group(2)).strip().casefold())
-            if name is None:
-                continue
-            before = text[pos : found.start()]
-            if eat_space:
-                before = before.lstrip()
-            if has_content or before.strip():
-                before, has_content, eat_space = before.rstrip(), True, False
-            else:
-                eat_space = True
-            pieces.append(before)
-            actions.append(name)
-            pos = found.end()
-        if not actions:
-            return text, ()
-        rest = text[pos:]
-        pieces.append(rest.lstrip() if eat_space else rest)
-        return "".join(pieces), tuple(actions)
+__all__ = ["ActionTags", "actions_extractor"]
 
 
 def actions_extractor(config: PipelineConfig = DEFAULT_CONFIG) -> Stage:
-    """Return the stage that moves action tags from sentence text into ``actions``."""
+    """Return the stage that moves action tags out of the text and into ``actions``."""
     tags = ActionTags(config.action_tags)
 
-    async def apply(stream: AsyncIterable[object]) -> AsyncIterator[object]:
-        """Extract tags from sentences; pass everything else through in order."""
+    async def apply(stream: AsyncIterator[OutputItem]) -> AsyncIterator[OutputItem]:
+        """Clean deltas and sentences; pass everything else through in order."""
+        text = TagStream(tags, config.max_sentence_chars)
         waiting: tuple[str, ...] = ()
         async for item in stream:
             match item:
+                case TextDelta():
+                    if (shown := text.text(item)) is not None:
+                        yield shown
                 case SentenceOutput(display_text=display, tts_text=tts, actions=own):
+                    placed, shown = text.sentence(display)
+                    if not placed:
+                        shown = text.end()
+                    if shown is not None:
+                        yield shown
                     display, found = tags.extract(display)
                     tts = tags.extract(tts)[0] if tts != item.display_text else display
                     actions = (*waiting, *own, *found)
@@ -88,10 +61,14 @@ def actions_extractor(config: PipelineConfig = DEFAULT_CONFIG) -> Stage:
                 case ThinkingDelta():
                     yield item
                 case _:
+                    if (shown := text.end()) is not None:
+                        yield shown
                     if waiting:
                         yield SentenceOutput(display_text="", tts_text="", actions=waiting)
                         waiting = ()
                     yield item
+        if (shown := text.end()) is not None:
+            yield shown
         if waiting:
             yield SentenceOutput(display_text="", tts_text="", actions=waiting)
 

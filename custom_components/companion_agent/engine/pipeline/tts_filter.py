@@ -12,15 +12,20 @@ a letter or digit is empty.
 An empty result is never spoken. A sentence that still has display text or actions goes
 on with ``tts_text == ""`` (the speaker skips it; the display and actions still need it);
 a sentence with nothing to show, say or do produces no ``SentenceOutput`` at all.
-Thinking is never in ``tts_text``; ``ThinkingDelta`` and other items pass through.
+Thinking is never in ``tts_text``; ``TextDelta``, ``ThinkingDelta`` and other items pass
+through.
+
+``join_speech`` joins a reply's sentences into what is said, with a space exactly where
+the model wrote whitespace between two sentences (``好的。Okay.`` stays unspaced).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
-from ..events import SentenceOutput
+from ..chars import is_han, is_hangul, is_kana
+from ..events import OutputItem, SentenceOutput
 from .config import DEFAULT_CONFIG, PipelineConfig
 from .stage import Stage
 
@@ -51,11 +56,11 @@ _DANGLING = " .,!?;:。！？；，、…)]}）」』】”’\"'—"
 
 def url_word(text: str) -> str:
     """Return the word TTS says for a URL in ``text``, by its script."""
-    if any("\u3040" <= char <= "\u30ff" for char in text):
+    if any(is_kana(char) for char in text):
         return "リンク"
-    if any("\uac00" <= char <= "\ud7af" for char in text):
+    if any(is_hangul(char) for char in text):
         return "링크"
-    if any("\u4e00" <= char <= "\u9fff" for char in text):
+    if any(is_han(char) for char in text):
         return "链接"
     return "link"
 
@@ -96,7 +101,7 @@ def tts_filter(config: PipelineConfig = DEFAULT_CONFIG) -> Stage:
     """Return the stage that makes each sentence's ``tts_text`` speakable."""
     word = config.url_word
 
-    async def apply(stream: AsyncIterable[object]) -> AsyncIterator[object]:
+    async def apply(stream: AsyncIterator[OutputItem]) -> AsyncIterator[OutputItem]:
         """Clean sentences for speech, drop empty ones; pass everything else through."""
         async for item in stream:
             match item:
@@ -112,3 +117,19 @@ def tts_filter(config: PipelineConfig = DEFAULT_CONFIG) -> Stage:
                     yield item
 
     return Stage(name="tts_filter", apply=apply)
+
+
+def join_speech(sentences: Iterable[SentenceOutput]) -> str:
+    """Join the sentences' speech, spaced where the model put whitespace between them."""
+    spoken: list[str] = []
+    spaced = False
+    for sentence in sentences:
+        display = sentence.display_text
+        if not sentence.tts_text:
+            spaced = spaced or any(char.isspace() for char in display)
+            continue
+        if spoken and (spaced or display[:1].isspace()):
+            spoken.append(" ")
+        spoken.append(sentence.tts_text)
+        spaced = display[-1:].isspace()
+    return "".join(spoken)
