@@ -14,10 +14,10 @@ from custom_components.companion_agent.engine.messages import (
 from custom_components.companion_agent.engine.turn.history import (
     ConversationStore,
     JsonConversationHistory,
-    StoredTurn,
     file_name,
     stored_result,
 )
+from custom_components.companion_agent.engine.turn.stored import StoredTurn
 
 
 def exchange(user: str, answer: str) -> StoredTurn:

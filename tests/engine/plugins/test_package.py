@@ -30,7 +30,7 @@ def test_zip_root_is_the_integration_folder_with_plugins_and_profiles(tmp_path: 
     with zipfile.ZipFile(build(tmp_path)) as archive:
         names = set(archive.namelist())
     assert "engine/plugins/loader.py" in names
-    assert "engine/prompt.py" in names
+    assert "engine/turn/prompt.py" in names
     for plugin in ("datetime", "diary", "web_search"):
         assert f"plugins/{plugin}/plugin.toml" in names
         assert f"plugins/{plugin}/plugin.py" in names

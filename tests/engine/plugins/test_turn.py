@@ -83,12 +83,10 @@ async def test_after_turn_does_not_delay_the_answer(
         await asyncio.sleep(0)
         release.set()
         await hooks.drain(5)
-    assert log == [
-        "memory before",
-        "memory after start",
-        f"answer: {result.text}",
-        f"memory after end: {result.text}",
-    ]
+    said = f"answer: {result.text}"
+    assert log[0] == "memory before"
+    assert sorted(log[1:3]) == sorted([said, "memory after start"])
+    assert log[3] == f"memory after end: {result.text}"  # the hook ended after the answer
 
 
 async def test_a_plugin_tool_answers_through_the_loop(

@@ -12,6 +12,7 @@ import pytest
 from custom_components.companion_agent.engine.errors import ToolValidationError
 from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
 from custom_components.companion_agent.engine.guard.policy import PolicyRule
+from custom_components.companion_agent.engine.guard.targets import Target
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool, ToolRegistry
@@ -206,25 +207,45 @@ async def test_usage_counters_follow_every_call(rig: Rig) -> None:
     assert obj(obj(snapshot["tools"])["light_turn_on"])["succeeded"] == 1
 
 
-async def test_a_call_cut_off_by_the_turn_is_still_audited(rig: Rig) -> None:
-    """When the turn is cancelled mid-call, the attempt is recorded before the task ends."""
-    started = asyncio.Event()
+async def test_a_call_already_at_its_tool_finishes_when_the_turn_is_cancelled(
+    rig: Rig,
+) -> None:
+    """Cancelled mid-call: the started call is not abandoned; it ends and is audited as it ended."""
+    started, release = asyncio.Event(), asyncio.Event()
 
-    async def hang(args: JSONObject, ctx: ToolContext) -> JSONValue:
-        """Start, then wait forever."""
+    async def slow(args: JSONObject, ctx: ToolContext) -> JSONValue:
+        """Start, wait to be released, answer."""
         started.set()
-        await asyncio.Event().wait()
-        return None
+        await release.wait()
+        return "done"
 
-    rig.guard.registry.register(Tool(spec=ToolSpec(name="hang", description="x"), handler=hang))
-    task = asyncio.create_task(rig.guard.execute(call("hang", "{}"), CTX))
+    rig.guard.registry.register(Tool(spec=ToolSpec(name="slow", description="x"), handler=slow))
+    task = asyncio.create_task(rig.guard.execute(call("slow", "{}"), CTX))
     await started.wait()
+    task.cancel()
+    await asyncio.sleep(0.05)
+    assert not task.done()
+    release.set()
+    outcome = await task
+    assert (outcome.kind, outcome.content) == ("success", "done")
+    [record] = await rig.records()
+    assert (record["decision"], record["outcome"]) == ("allow", "success")
+
+
+async def test_a_call_not_yet_at_its_tool_is_cancelled_with_the_turn(rig: Rig) -> None:
+    """Cancelled while the host is still resolving targets: the tool never runs."""
+    resolving = asyncio.Event()
+
+    async def stuck(tool_id: str, args: JSONObject, ctx: ToolContext) -> list[Target]:
+        """Hang while resolving."""
+        resolving.set()
+        await asyncio.Event().wait()
+        return []
+
+    rig.resolver.resolve = stuck  # type: ignore[method-assign]
+    task = asyncio.create_task(rig.guard.execute(UNLOCK, CTX))
+    await resolving.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    [record] = await rig.records()
-    assert (record["decision"], record["outcome"], record["category"]) == (
-        "allow",
-        "failure",
-        "dependency",
-    )
+    assert rig.house.calls == []

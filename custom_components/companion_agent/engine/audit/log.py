@@ -112,7 +112,8 @@ class AuditLog:
 
     async def close(self, grace: float = FLUSH_TIMEOUT) -> None:
         """Write what is queued (within ``grace`` seconds), then stop; later records are dropped."""
-        await self.flush(grace)
+        if not await self.flush(grace):
+            self.failed += len(self._lines)
         self._closed = True
         writer, self._writer = self._writer, None
         if writer is not None:
@@ -132,8 +133,8 @@ class AuditLog:
                 await asyncio.sleep(self._batch_delay)
             batch = self._lines[:MAX_BATCH]
             try:
-                data = "".join(batch).encode("utf-8", "replace")
-                await asyncio.to_thread(_append, self.path, data, self._max_bytes, self._keep)
+                lines = [line.encode("utf-8", "replace") for line in batch]
+                await asyncio.to_thread(_append, self.path, lines, self._max_bytes, self._keep)
             except Exception:
                 failures += 1
                 delay = RETRY_DELAYS[min(failures, len(RETRY_DELAYS)) - 1]
@@ -150,26 +151,39 @@ class AuditLog:
             del self._lines[: len(batch)]
 
 
-def _append(path: Path, data: bytes, max_bytes: int, keep: int) -> None:
-    """Append bytes on a line of their own, rotating first when the file is full (blocking)."""
+def _append(path: Path, lines: list[bytes], max_bytes: int, keep: int) -> None:
+    """Append whole lines, rotating between two lines when the file would grow too big."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         size = path.stat().st_size
     except FileNotFoundError:
         size = 0
-    if size and size + len(data) > max_bytes:
-        _rotate(path, keep)
-        size = 0
+    start = 0
+    while start < len(lines):
+        end, room = start, max_bytes - size
+        while end < len(lines) and ((end == start and not size) or len(lines[end]) <= room):
+            room -= len(lines[end])
+            end += 1
+        if end == start:
+            _rotate(path, keep)
+            size = 0
+            continue
+        size += _write(path, b"".join(lines[start:end]), size)
+        start = end
+
+
+def _write(path: Path, data: bytes, size: int) -> int:
+    """Append ``data`` in one write on a line of its own; return how many bytes went in."""
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         if size and os.pread(fd, 1, size - 1) != b"\n":
             data = b"\n" + data  # the last line was cut: start ours on a line of its own
         view = memoryview(data)
         while view:
-            written = os.write(fd, view)
-            view = view[written:]
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
+    return len(data)
 
 
 def _rotate(path: Path, keep: int) -> None:

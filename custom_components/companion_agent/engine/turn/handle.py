@@ -45,13 +45,15 @@ class Turn:
 
     @property
     def shown(self) -> str:
-        """Return the model text of every text piece the host has taken so far."""
-        return "".join(self._shown)
+        """Return the model text the host has taken, or still will: nothing dropped by a cancel."""
+        queued = (i.model_text for i in self._queue if isinstance(i, TextDelta))
+        return "".join([*self._shown, *queued])
 
     @property
     def spoken(self) -> tuple[SentenceOutput, ...]:
-        """Return the sentences with speech the host has taken so far."""
-        return tuple(self._spoken)
+        """Return the sentences with speech the host has taken, or still will."""
+        queued = (i for i in self._queue if isinstance(i, SentenceOutput) and i.tts_text)
+        return (*self._spoken, *queued)
 
     @property
     def cancelled(self) -> bool:

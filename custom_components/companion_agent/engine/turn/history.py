@@ -142,11 +142,13 @@ class JsonConversationHistory:
 
     async def _loaded(self) -> list[StoredTurn]:
         """Return the cached turns, reading the file the first time."""
-        if self._turns is None:
-            self._turns, moved = await asyncio.to_thread(self._read)
-            if moved is not None and self._on_corrupt is not None:
-                self._on_corrupt(self.path, moved)
-        return self._turns
+        if self._turns is not None:
+            return self._turns
+        turns, moved = await asyncio.to_thread(self._read)
+        self._turns = turns
+        if moved is not None and self._on_corrupt is not None:
+            self._on_corrupt(self.path, moved)
+        return turns
 
     def _read(self) -> tuple[list[StoredTurn], Path | None]:
         """Read and check the file; anything that is not a history is moved aside.

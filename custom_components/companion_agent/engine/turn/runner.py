@@ -28,9 +28,10 @@ from ..plugins import Hook, PluginSet, Profile, TurnContext
 from ..tools.contract import ToolContext, parse_arguments
 from ..tools.registry import Tool, ToolRegistry
 from .handle import Turn
-from .history import ConversationHistory, StoredTurn, TurnMessage, stored_result
+from .history import ConversationHistory, stored_result
 from .loop import AgentCore, SpokenLines, TurnRecord
 from .prompt import ContextSnippet, PromptBuilder, UserPromptBlock
+from .stored import StoredTurn, TurnMessage
 from .usage import UsageCounters
 
 LOGGER = logging.getLogger(__name__)
