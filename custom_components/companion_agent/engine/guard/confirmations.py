@@ -37,15 +37,6 @@ from .tokens import (
     TokenStore,
 )
 
-__all__ = [
-    "ConfirmationListener",
-    "ConfirmationNotice",
-    "ConfirmationResult",
-    "ConfirmationStatus",
-    "Confirmations",
-    "ConsentReply",
-]
-
 LOGGER = logging.getLogger(__name__)
 
 MAX_NOTICES = 16

@@ -25,11 +25,10 @@ Boundary rules (every decision depends on the text alone, never on how it was ch
   action tag opened in the last 32 characters. A whitespace run longer than half the cap
   may be dropped; nothing else ever is.
 
-Whitespace at a boundary (before a newline too) starts the next sentence, so no sentence
-ends with whitespace and the sentences of one stretch of text concatenate to that stretch
-exactly, minus its leading and trailing whitespace.
-Each character is examined once (a cap cut rescans at most half a cap), so the cost is
-linear in the input and the buffer never holds more than one sentence and one chunk.
+Whitespace at a boundary starts the next sentence: no sentence ends with whitespace, and a
+stretch's sentences concatenate to it exactly, minus its leading and trailing whitespace.
+Each character is examined once (a cap cut rescans at most half a cap): linear cost, and
+the buffer never holds more than one sentence and one chunk.
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ import re
 from typing import Literal
 
 from ..chars import is_extender, is_wide, safe_cut
+from .abbreviations import DOTTED, FINAL_IF_CAPITAL, LONGEST_ABBREVIATION, NEVER_FINAL
 from .config import DEFAULT_CONFIG, PipelineConfig
 
 _ASCII_TERMINATORS = ".!?"
@@ -50,17 +50,8 @@ _RUN_MARKUP = "*_`"
 _CAP_BREAKS = ",，、;；:："
 _TAG_REACH = 32
 _WORD_STOPS = frozenset(" \t\r\n\u3000'\"") | frozenset(_PAIRS)
-_LONGEST_ABBREVIATION = 8
 _LIST_LEAD = " \t\r\n*-+#>"
 
-_NEVER_FINAL = frozenset(
-    {"mr", "mrs", "ms", "dr", "prof", "st", "mt", "sgt", "capt", "gen", "rev", "vs", "cf"}
-    | {"e.g", "i.e", "fig", "approx", "ca", "dept"}
-)
-_FINAL_IF_CAPITAL = frozenset(
-    {"etc", "a.m", "p.m", "u.s", "u.k", "u.n", "inc", "ltd", "co", "corp", "jr", "sr", "ave"}
-)
-_DOTTED = re.compile(r"(?:[a-z]\.)+[a-z]")
 
 _SPECIAL = re.escape(_TERMINATORS + "".join(_PAIRS) + "".join(_CLOSERS) + _NEWLINES)
 _SCAN = re.compile(f"[{_SPECIAL}]")
@@ -260,7 +251,7 @@ class SentenceDivider:
         start = run_start
         while start > 0 and buf[start - 1] not in _WORD_STOPS:
             start -= 1
-            if run_start - start > _LONGEST_ABBREVIATION:
+            if run_start - start > LONGEST_ABBREVIATION:
                 return "cut"
         word = buf[start:run_start]
         lowered = word.lower()
@@ -268,11 +259,11 @@ class SentenceDivider:
             return "cut"
         if word.isdigit() and len(word) <= 3 and not buf[:start].strip(_LIST_LEAD):
             return "keep"
-        if lowered in _NEVER_FINAL or (len(word) == 1 and word.isupper()):
+        if lowered in NEVER_FINAL or (len(word) == 1 and word.isupper()):
             return "keep"
         if lowered == "no":
             return "await_number"
-        if lowered in _FINAL_IF_CAPITAL or _DOTTED.fullmatch(lowered):
+        if lowered in FINAL_IF_CAPITAL or DOTTED.fullmatch(lowered):
             return "cut" if is_wide(char) else "await_capital"
         return "cut"
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, replace
 
 from ..chars import valid_text
 from ..events import SentenceOutput, TextDelta, ToolCallEvent, TurnResult
-from ..guard.confirmations import ConfirmationResult
 from ..guard.executor import Guard
 from ..guard.targets import StateProbe, TargetResolver
+from ..guard.tokens import ConfirmationResult
 from ..llm import ChatModel
 from ..messages import AssistantMessage, ChatMessage, ToolMessage
 from ..pipeline import PipelineConfig, build_pipeline, join_speech, speakable
