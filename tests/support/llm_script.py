@@ -51,6 +51,7 @@ class Reply:
     status: int = 200
     cut_after: int | None = None
     usage: dict[str, int] | None = None
+    send_done: bool = True
 
     @classmethod
     def text(cls, text: str, *, chunk_size: int = DEFAULT_CHUNK_SIZE, delay: float = 0.0) -> Self:

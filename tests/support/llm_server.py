@@ -303,7 +303,8 @@ async def _stream(
             await _send(response, wire.chunk({}, reply.finish_reason))
         if usage is not None:
             await _send(response, wire.usage_chunk(usage))
-        await response.write(b"data: [DONE]\n\n")
+        if reply.send_done:
+            await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
     except ConnectionError:
         # The client went away mid-stream: nothing left to send to anyone.

@@ -30,7 +30,11 @@ LOGGER = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LLMSettings:
-    """Where the model lives and how long a voice turn may wait for it."""
+    """Where the model lives and how long a voice turn may wait for it.
+
+    ``first_token_timeout`` bounds connecting, the SDK's retries and the first chunk
+    together; ``chunk_timeout`` bounds every gap between two chunks after that.
+    """
 
     base_url: str
     model: str
@@ -38,8 +42,8 @@ class LLMSettings:
     temperature: float | None = None
     max_tokens: int | None = None
     connect_timeout: float = 3.0
-    chunk_timeout: float = 30.0
-    deadline: float = 120.0
+    first_token_timeout: float = 8.0
+    chunk_timeout: float = 10.0
     max_retries: int = 2
 
 
@@ -83,17 +87,25 @@ class OpenAIChatModel:
     async def stream_with_tools(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[LLMItem]:
-        """Stream one response; errors end the stream with a ``RoundEnd`` that carries them."""
+        """Stream one response; errors end the stream with a ``RoundEnd`` that carries them.
+
+        A stream that stops before the server said it was done (no ``finish_reason`` and no
+        ``[DONE]``) is cut: its tool calls are reported as cut, never as complete.
+        """
         calls = ToolCallAccumulator()
         splitter = ThinkSplitter()
         finish_reason: str | None = None
         usage: dict[str, int] = {}
         error: LLMError | None = None
+        done = _DoneWatch()
+        loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(self.settings.deadline):
+            async with asyncio.timeout(self.settings.first_token_timeout) as budget:
                 stream = await self._open(messages, tools)
+                done.watch(stream.response)
                 async with stream:
                     async for chunk in stream:
+                        budget.reschedule(loop.time() + self.settings.chunk_timeout)
                         usage = usage_of(chunk) or usage
                         for choice in chunk.choices:
                             delta = choice.delta
@@ -114,6 +126,9 @@ class OpenAIChatModel:
         except (openai.OpenAIError, httpx.HTTPError, TimeoutError) as err:
             error = map_error(err)
             LOGGER.warning("Model stream failed: %s", error)
+        if error is None and finish_reason is None and not done.seen:
+            error = LLMError("the model server stopped before the answer ended", retryable=True)
+            LOGGER.warning("Model stream cut: no finish_reason and no [DONE]")
         for item in splitter.flush():
             yield item
         if error is not None:
@@ -153,3 +168,50 @@ class OpenAIChatModel:
             timeout=self._timeout,
             **extra,
         )
+
+
+class _DoneWatch:
+    """Notice the ``[DONE]`` event in a streamed response's bytes, as the SDK reads them.
+
+    The SDK consumes ``[DONE]`` silently; without it, a server that closed the stream
+    early cannot be told from one that finished without a ``finish_reason``.
+    """
+
+    MARK = b"data: [DONE]"
+
+    def __init__(self) -> None:
+        """Nothing seen yet."""
+        self.seen = False
+        self._tail = b""
+
+    def watch(self, response: httpx.Response) -> None:
+        """Wrap the response's byte stream (before anything was read from it)."""
+        stream = response.stream
+        if isinstance(stream, httpx.AsyncByteStream):
+            response.stream = _Watched(stream, self)
+
+    def feed(self, data: bytes) -> None:
+        """Look for the mark in ``data``, across chunk borders."""
+        window = self._tail + data
+        if self.MARK in window:
+            self.seen = True
+        self._tail = window[-len(self.MARK) :]
+
+
+class _Watched(httpx.AsyncByteStream):
+    """A byte stream that shows every chunk to a ``_DoneWatch`` on its way."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, watch: _DoneWatch) -> None:
+        """Wrap ``inner``."""
+        self._inner = inner
+        self._watch = watch
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        """Yield the inner chunks, watched."""
+        async for chunk in self._inner:
+            self._watch.feed(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        """Close the inner stream."""
+        await self._inner.aclose()
