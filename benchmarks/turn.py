@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from custom_components.companion_agent.engine.llm import LLMItem
 from custom_components.companion_agent.engine.messages import ChatMessage
 from custom_components.companion_agent.engine.tools.contract import ToolSpec
+from custom_components.companion_agent.engine.turn.limits import TurnLimits
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.support.turns import Conversations, persona
 
@@ -73,7 +74,7 @@ def report(name: str, samples: list[float]) -> bool:
 
 async def bench(turns: int, folder: Path) -> bool:
     """Run and cancel ``turns`` turns; print both figures."""
-    runner = TurnRunner()
+    runner = TurnRunner(limits=TurnLimits(turns_per_minute=0))
     talk = Conversations(folder)
     chance = random.Random(7)
     items_ms: list[float] = []

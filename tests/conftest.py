@@ -23,6 +23,10 @@ from collections.abc import AsyncIterator  # noqa: E402
 
 import pytest  # noqa: E402
 
+from custom_components.companion_agent.engine.llm import (  # noqa: E402
+    LLMSettings,
+    OpenAIChatModel,
+)
 from tests.support.llm_server import LLMServer  # noqa: E402
 
 
@@ -31,3 +35,13 @@ async def llm_server(socket_enabled: None) -> AsyncIterator[LLMServer]:
     """Run the local OpenAI-compatible streaming server on 127.0.0.1."""
     async with LLMServer() as server:
         yield server
+
+
+@pytest.fixture
+async def chat_model(llm_server: LLMServer) -> AsyncIterator[OpenAIChatModel]:
+    """Return the real OpenAI SDK adapter pointed at the local server, with no retries."""
+    model = OpenAIChatModel(
+        LLMSettings(base_url=llm_server.url, model="test-model", max_retries=0, chunk_timeout=5)
+    )
+    yield model
+    await model.aclose()

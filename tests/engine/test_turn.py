@@ -27,6 +27,7 @@ from custom_components.companion_agent.engine.turn.history import (
     ConversationStore,
     file_name,
 )
+from custom_components.companion_agent.engine.turn.limits import TurnLimits
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.support.llm_script import Reply, TextChunk
@@ -313,7 +314,7 @@ async def test_held_call_approved_after_100_other_conversations_runs_once(
 ) -> None:
     """The held call carries its own runner: no cache of recent turns can lose it."""
     log: list[str] = []
-    runner = TurnRunner()
+    runner = TurnRunner(limits=TurnLimits(turns_per_minute=0))
     confirm_tool = replace(clock_tool(log), policy="confirm")
     llm_server.script(Reply.tool_calls(("call_1", "get_time", "{}")), Reply.text("Shall I?"))
     await run(runner, persona(chat_model), talk.request("Time?", tools=[confirm_tool]))

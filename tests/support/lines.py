@@ -21,6 +21,7 @@ def spoken_lines(language: str = "en") -> SpokenLines:
         cut=found["spoken_cut"]["message"],
         rounds=found["spoken_rounds"]["message"],
         deadline=found["spoken_deadline"]["message"],
+        busy=found["spoken_busy"]["message"],
     )
 
 

@@ -126,21 +126,26 @@ async def test_invalid_and_unknown_calls_are_rejected_and_audited(rig: Rig) -> N
     assert [(r["decision"], r["category"]) for r in records] == [("rejected", "validation")] * 3
 
 
-async def test_idempotent_call_delivered_twice_runs_once(rig: Rig) -> None:
-    """The same idempotent call, twice in a row or at once, makes one service call."""
-    light = '{"entity_id": "light.kitchen"}'
-    first = await rig.guard.execute(call("light_turn_on", light, "call_1"), CTX)
-    second = await rig.guard.execute(call("light_turn_on", light, "call_2"), CTX)
-    assert second == first
-    assert rig.house.calls == [("turn_on", "light.kitchen")]
-    other_conversation = ToolContext(conversation_id="conv-9", user_id="alice")
-    await rig.guard.execute(call("light_turn_on", light, "call_3"), other_conversation)
-    assert len(rig.house.calls) == 2
-    rig.clock.advance(30 * 60 + 1)
-    await rig.guard.execute(call("light_turn_on", light, "call_4"), CTX)
-    assert len(rig.house.calls) == 3
+async def test_the_same_call_twice_in_a_turn_runs_once(rig: Rig) -> None:
+    """Any tool: a model that repeats a call in its turn gets the first outcome, with a note."""
+    front_door = '{"entity_id": "lock.front_door"}'
+    first = await rig.guard.execute(call("lock_lock", front_door, "call_1"), CTX)
+    second = await rig.guard.execute(call("lock_lock", front_door, "call_2"), CTX)
+    assert rig.house.calls == [("lock", "lock.front_door")]
+    body = json.loads(second.content)
+    assert body["already_done"] is True
+    assert body["result"] == json.loads(first.content)
     decisions = [r["decision"] for r in await rig.records()]
-    assert decisions == ["allow", "deduplicated", "allow", "allow"]
+    assert decisions == ["allow", "deduplicated"]
+
+
+async def test_a_new_turn_runs_the_same_request_again(rig: Rig) -> None:
+    """Adding milk again later is a new request: a new turn's executor runs it."""
+    light = '{"entity_id": "light.kitchen"}'
+    await rig.guard.execute(call("light_turn_on", light, "call_1"), CTX)
+    next_turn = GuardedExecutor(rig.guard.registry, resolver=rig.resolver, policy=HOME_RULES)
+    await next_turn.execute(call("light_turn_on", light, "call_1"), CTX)
+    assert rig.house.calls == [("turn_on", "light.kitchen")] * 2
 
 
 async def test_concurrent_duplicates_share_one_execution(rig: Rig) -> None:
@@ -164,7 +169,12 @@ async def test_concurrent_duplicates_share_one_execution(rig: Rig) -> None:
     await asyncio.sleep(0)
     gate.set()
     outcomes = await asyncio.gather(*tasks)
-    assert [o.content for o in outcomes] == ["on", "on"]
+    assert outcomes[0].content == "on"
+    assert json.loads(outcomes[1].content) == {
+        "already_done": True,
+        "note": "this exact call already ran in this turn; it was not run again",
+        "result": "on",
+    }
     assert runs == 1
 
 

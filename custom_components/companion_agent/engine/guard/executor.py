@@ -18,8 +18,16 @@ from ..audit.redaction import redact
 from ..errors import ToolError, ToolValidationError
 from ..json_types import JSONObject
 from ..messages import ToolCallRequest
-from ..tools.contract import Policy, ToolContext, ToolOutcome, ToolSpec, canonical_arguments
+from ..tools.contract import (
+    Policy,
+    ToolContext,
+    ToolOutcome,
+    ToolSpec,
+    ToolSuccess,
+    canonical_arguments,
+)
 from ..tools.registry import RunReport, Tool, ToolRegistry, failure
+from ..tools.results import compact_json, json_or_text
 from .confirmations import Confirmations
 from .idempotency import IdempotencyCache, idempotency_key
 from .policy import GuardPolicy, PolicyRule, Verdict, profile_rules
@@ -44,14 +52,14 @@ class _Call:
 
 @dataclass(slots=True, kw_only=True)
 class Guard:
-    """What outlives a single turn, and the factory of each turn's guarded executor.
+    """What outlives a single turn (held calls, the audit, the host's rules) and the factory
+    of each turn's guarded executor.
 
     ``rules`` are the host's (HA: locks, alarms, garage doors, gates, gas valves); a
     profile's ``[policy]`` marks are added per turn.
     """
 
     confirmations: Confirmations = field(default_factory=Confirmations)
-    idempotency: IdempotencyCache = field(default_factory=IdempotencyCache)
     audit: AuditSink = field(default_factory=NullAudit)
     rules: tuple[PolicyRule, ...] = ()
 
@@ -68,7 +76,6 @@ class Guard:
             registry,
             policy=GuardPolicy(rules=self.rules).extended(profile_rules(marks)),
             confirmations=self.confirmations,
-            idempotency=self.idempotency,
             audit=self.audit,
             resolver=resolver,
             state=state,
@@ -76,7 +83,12 @@ class Guard:
 
 
 class GuardedExecutor:
-    """A ``ToolExecutor`` that decides allow / validate / confirm before anything runs."""
+    """One turn's ``ToolExecutor``: decides allow / validate / confirm before anything runs.
+
+    Within the turn, the same call (tool and arguments) runs at most once: a model that
+    repeats it, in a later round or twice in one round, gets the first outcome back with a
+    note saying so. A person's new request is a new turn, so it runs again.
+    """
 
     def __init__(
         self,
@@ -114,9 +126,9 @@ class GuardedExecutor:
         except ToolValidationError as err:
             return self._turn_away(request, ctx, "rejected", failure(err.category, str(err)))
         call = _Call(request=request, ctx=ctx, tool=tool, args=args)
-        if (key := _key(call)) is not None and (done := self._idempotency.lookup(key)):
+        if (done := self._idempotency.lookup(_key(call))) is not None:
             self._audit.record(AuditRecord.for_call(request, ctx, "deduplicated", done))
-            return done
+            return _repeated(done)
         try:
             targets = await self._targets(call)
         except ToolError as err:
@@ -186,14 +198,7 @@ class GuardedExecutor:
             reports.append(report)
             return report.outcome
 
-        async def deliver() -> tuple[ToolOutcome, bool]:
-            """Run the call, or share the outcome of the same idempotent call."""
-            key = _key(call)
-            if key is None:
-                return await run_once(), False
-            return await self._idempotency.run(key, run_once)
-
-        running = asyncio.ensure_future(deliver())
+        running = asyncio.ensure_future(self._idempotency.run(_key(call), run_once))
         try:
             outcome, reused = await asyncio.shield(running)
         except asyncio.CancelledError:
@@ -215,7 +220,7 @@ class GuardedExecutor:
                 state=(before, after),
             )
         )
-        return outcome
+        return _repeated(outcome) if reused else outcome
 
     async def _targets(self, call: _Call) -> tuple[Target, ...]:
         """Ask the host what the call acts on, under a timeout."""
@@ -263,9 +268,16 @@ class GuardedExecutor:
         return outcome
 
 
-def _key(call: _Call) -> str | None:
-    """Return the idempotency key of a call of an idempotent tool, else None."""
-    if not call.tool.idempotent:
-        return None
+def _key(call: _Call) -> str:
+    """Return the key under which a call runs once per turn."""
     args = canonical_arguments(call.args)
     return idempotency_key(call.ctx.conversation_id, call.tool.tool_id, args)
+
+
+def _repeated(first: ToolOutcome) -> ToolOutcome:
+    """Return the first outcome of a call the model made again, saying it did not run twice."""
+    if first.kind != "success":
+        return first
+    note = "this exact call already ran in this turn; it was not run again"
+    body: JSONObject = {"already_done": True, "note": note, "result": json_or_text(first.content)}
+    return ToolSuccess(content=compact_json(body))

@@ -1,4 +1,9 @@
-"""Idempotency: the same call of an idempotent tool within the window runs once."""
+"""Once per turn: the same call (tool and arguments) within one turn runs once.
+
+Each turn's executor has its own cache, so a model that repeats a call (in a later round,
+or twice in one round) gets the first outcome, while a person's new request, a new turn,
+runs again. Calls in flight are shared.
+"""
 
 from __future__ import annotations
 

@@ -21,7 +21,8 @@ from ..messages import ToolCallRequest
 from ..tools.contract import ToolContext, ToolOutcome, canonical_arguments
 
 DEFAULT_TTL = 60.0
-MAX_PENDING = 64
+MAX_PER_OWNER = 8
+MAX_PENDING = 1024
 REMEMBER_CLOSED = 3600.0
 MAX_CLOSED = 1024
 
@@ -102,14 +103,21 @@ class TokenStore:
         ttl: float = DEFAULT_TTL,
         clock: Callable[[], float] = time.monotonic,
         max_pending: int = MAX_PENDING,
+        max_per_owner: int = MAX_PER_OWNER,
     ) -> None:
-        """Call ``on_expire`` for every token whose time runs out (or that is pushed out)."""
+        """Call ``on_expire`` for every token whose time runs out (or that is pushed out).
+
+        At most ``max_per_owner`` tokens wait per user and conversation (their oldest is
+        pushed out first), so nobody's requests can push out another person's held call;
+        ``max_pending`` bounds them all.
+        """
         if ttl <= 0:
             raise ValueError("ttl must be positive")
         self.ttl = ttl
         self._on_expire = on_expire
         self._clock = clock
         self._max_pending = max_pending
+        self._max_per_owner = max_per_owner
         self._pending: dict[str, ConfirmationToken] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._closed: OrderedDict[str, tuple[float, RefusalReason]] = OrderedDict()
@@ -123,10 +131,13 @@ class TokenStore:
         names: tuple[str, ...] = (),
     ) -> ConfirmationToken:
         """Return the live token of this call for this user and conversation, or a new one."""
-        key = (request.name, request.arguments, ctx.user_id, ctx.conversation_id)
-        for token in self.live():
-            if (token.request.name, token.request.arguments, *_owner(token)) == key:
+        owner = (ctx.user_id, ctx.conversation_id)
+        mine = [token for token in self.live() if _owner(token) == owner]
+        for token in mine:
+            if (token.request.name, token.request.arguments) == (request.name, request.arguments):
                 return token
+        while len(mine) >= self._max_per_owner:
+            self.expire(mine.pop(0))
         while len(self._pending) >= self._max_pending:
             self.expire(min(self._pending.values(), key=lambda t: t.created_at))
         now = self._clock()

@@ -26,9 +26,9 @@ from ..audit.redaction import redact, scrub_text
 from ..chars import valid_text
 from ..events import TurnOutcome
 from ..json_types import JSONValue
-from ..messages import AssistantMessage, ChatMessage, UserMessage
+from ..messages import AssistantMessage, ChatMessage, ToolMessage, UserMessage
 from ..tools.results import truncate
-from .stored import FORMAT_VERSION, StoredTurn, dump_turn, parse_turns
+from .stored import FORMAT_VERSION, StoredTurn, TurnMessage, dump_turn, parse_turns
 
 LOGGER = logging.getLogger(__name__)
 
@@ -255,3 +255,23 @@ def _write_atomic(path: Path, payload: object) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def as_heard(messages: Sequence[ChatMessage], heard: str | None) -> tuple[TurnMessage, ...]:
+    """Return the turn's messages as stored: results trimmed, text cut to what was shown.
+
+    ``heard`` None keeps the model's text whole; else each assistant text keeps only the
+    part of ``heard`` that covers it, in order, so nothing unheard is stored as said.
+    """
+    out: list[TurnMessage] = []
+    rest = heard
+    for message in messages:
+        match message:
+            case AssistantMessage(content=content, tool_calls=calls):
+                if rest is not None:
+                    content, rest = rest[: len(content)], rest[len(content) :]
+                if content or calls:
+                    out.append(AssistantMessage(content=content, tool_calls=calls))
+            case ToolMessage(call_id=call_id, content=content):
+                out.append(ToolMessage(call_id=call_id, content=stored_result(content)))
+    return tuple(out)

@@ -13,25 +13,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..chars import valid_text
-from ..events import SentenceOutput, TextDelta, ToolCallEvent, TurnResult
+from ..events import SentenceOutput, TextDelta, TurnResult
 from ..guard.executor import Guard
 from ..guard.targets import StateProbe, TargetResolver
 from ..guard.tokens import ConfirmationResult
 from ..llm import ChatModel
-from ..messages import AssistantMessage, ChatMessage, ToolMessage
+from ..messages import AssistantMessage
 from ..pipeline import PipelineConfig, build_pipeline, join_speech, speakable
 from ..plugins import Hook, PluginSet, Profile, TurnContext
-from ..tools.contract import ToolContext, parse_arguments
+from ..tools.contract import ToolContext
 from ..tools.registry import Tool, ToolRegistry
 from .handle import Turn
-from .history import ConversationHistory, stored_result
-from .loop import AgentCore, SpokenLines, TurnRecord
+from .history import ConversationHistory, as_heard
+from .limits import RateLimiter, TurnLimits, within_budget
+from .loop import AgentCore, SpokenLines, TurnRecord, confirmed_event
 from .prompt import ContextSnippet, PromptBuilder, UserPromptBlock
-from .stored import StoredTurn, TurnMessage
+from .stored import StoredTurn
 from .usage import UsageCounters
 
 LOGGER = logging.getLogger(__name__)
@@ -62,6 +64,8 @@ class TurnRequest:
     host_targets: TargetResolver | None = None
     host_state: StateProbe | None = None
     host_hooks: Sequence[Hook] = ()
+    said: int = 0
+    """How many characters the person said (the text may have been cut to the limit)."""
 
 
 def pipeline_config(profile: Profile) -> PipelineConfig:
@@ -76,18 +80,29 @@ def pipeline_config(profile: Profile) -> PipelineConfig:
 class TurnRunner:
     """Start turns for personas, every tool call behind the host's guard."""
 
-    def __init__(self, guard: Guard | None = None, usage: UsageCounters | None = None) -> None:
+    def __init__(
+        self,
+        guard: Guard | None = None,
+        usage: UsageCounters | None = None,
+        limits: TurnLimits | None = None,
+    ) -> None:
         """Use ``guard`` for every turn (a permissive one without rules by default)."""
         self.guard = Guard() if guard is None else guard
         self.usage = UsageCounters() if usage is None else usage
+        self.limits = TurnLimits() if limits is None else limits
+        self._pace = RateLimiter(self.limits.turns_per_minute)
         self._running: set[asyncio.Task[None]] = set()
+        self._conversations: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     def start(self, persona: Persona, request: TurnRequest) -> Turn:
         """Start a turn in a task of its own and return its handle at once.
 
         The person's words are made valid text here, at the boundary.
         """
-        request = replace(request, text=valid_text(request.text))
+        text = valid_text(request.text)
+        request = replace(request, said=len(text), text=text[: self.limits.max_input_chars])
         turn = Turn(
             request.context.trace_id, lambda result: _after_playback(persona, request, result)
         )
@@ -113,14 +128,26 @@ class TurnRunner:
             task.cancel()
 
     async def _drive(self, turn: Turn, persona: Persona, request: TurnRequest) -> None:
-        """Run the turn under its deadline; whatever ends it, store it and tell the hooks."""
+        """Run the turn under its deadline; whatever ends it, store it and tell the hooks.
+
+        Turns of one conversation run one after the other (the later one waits, within its
+        deadline), so their history never interleaves.
+        """
         record = TurnRecord()
         ctx = request.context
         turn_ctx = _turn_context(persona, request)
+        lock = self._conversations.setdefault(ctx.conversation_id, asyncio.Lock())
+        held = False
         async with persona.plugins.lease():
             try:
                 async with asyncio.timeout(persona.profile.turn_deadline):
-                    turn_ctx = await self._run(turn, persona, request, record, turn_ctx)
+                    await lock.acquire()
+                    held = True
+                    if self._pace.allow(f"user:{ctx.user_id}", f"device:{request.device_id}"):
+                        turn_ctx = await self._run(turn, persona, request, record, turn_ctx)
+                    else:
+                        record.outcome, record.reason = "failed", "too many turns a minute"
+                        _say(turn, request.lines.busy, "")
             except TimeoutError:
                 record.outcome, record.reason = "timed_out", "the turn's deadline passed"
                 _say(turn, request.lines.deadline, turn.shown)
@@ -135,6 +162,8 @@ class TurnRunner:
             finally:
                 result = self._result(turn, record)
                 await self._store(request, record, result)
+                if held:
+                    lock.release()
                 self.usage.count_tokens(
                     conversation_id=ctx.conversation_id, user_id=ctx.user_id, usage=result.usage
                 )
@@ -165,19 +194,21 @@ class TurnRunner:
             conversation_id=ctx.conversation_id,
             trace_id=ctx.trace_id,
         )
+        cut = _cut_notice(request.said, request.text)
         for confirmed in reply.results if reply is not None else ():
-            event = _confirmed_event(confirmed)
+            event = confirmed_event(confirmed)
             record.events.append(event)
             turn.put(event)
         history = await request.history.load()
         turn_ctx = replace(turn_ctx, first_turn=not history)
+        history = within_budget(history, self.limits.history_tokens)
         hooks = persona.plugins.hooks
         snippets = await hooks.before_turn(request.text, turn_ctx, request.host_hooks)
         notices = tuple(
             ContextSnippet(source="confirmations", text=notice.content)
             for notice in confirmations.take_notices(ctx.conversation_id)
         )
-        block = UserPromptBlock(text=request.text, context=(*notices, *snippets))
+        block = UserPromptBlock(text=request.text, context=(*notices, *snippets, *cut))
         messages = PromptBuilder(profile, extra_instructions=request.host_instructions).build(
             history, block
         )
@@ -205,7 +236,7 @@ class TurnRunner:
     async def _store(request: TurnRequest, record: TurnRecord, result: TurnResult) -> None:
         """Add the exchange to the conversation (written to disk later); never raise."""
         heard = result.shown if result.outcome in ("interrupted", "timed_out") else None
-        messages = _as_heard(
+        messages = as_heard(
             [*record.messages, AssistantMessage(content="".join(record.partial))], heard
         )
         stored = StoredTurn(
@@ -220,24 +251,12 @@ class TurnRunner:
             )
 
 
-def _as_heard(messages: Sequence[ChatMessage], heard: str | None) -> tuple[TurnMessage, ...]:
-    """Return the turn's messages as stored: results trimmed, text cut to what was shown.
-
-    ``heard`` None keeps the model's text whole; else each assistant text keeps only the
-    part of ``heard`` that covers it, in order, so nothing unheard is stored as said.
-    """
-    out: list[TurnMessage] = []
-    rest = heard
-    for message in messages:
-        match message:
-            case AssistantMessage(content=content, tool_calls=calls):
-                if rest is not None:
-                    content, rest = rest[: len(content)], rest[len(content) :]
-                if content or calls:
-                    out.append(AssistantMessage(content=content, tool_calls=calls))
-            case ToolMessage(call_id=call_id, content=content):
-                out.append(ToolMessage(call_id=call_id, content=stored_result(content)))
-    return tuple(out)
+def _cut_notice(said: int, text: str) -> tuple[ContextSnippet, ...]:
+    """Tell the model the person's words were cut to the limit, if they were."""
+    if said <= len(text):
+        return ()
+    note = f"The person's message had {said} characters; only the first {len(text)} are shown."
+    return (ContextSnippet(source="input", text=note),)
 
 
 def _say(turn: Turn, text: str, shown: str) -> None:
@@ -267,17 +286,4 @@ def _turn_context(
         user_id=ctx.user_id,
         device_id=request.device_id,
         outcome=None if outcome is None else outcome.outcome,
-    )
-
-
-def _confirmed_event(result: ConfirmationResult) -> ToolCallEvent:
-    """Report a held call the person just approved (and its outcome) or declined."""
-    request = result.token.request
-    done = result.status == "executed" and result.outcome.kind == "success"
-    return ToolCallEvent(
-        tool_id=request.call_id,
-        tool_name=request.name,
-        args=parse_arguments(request.arguments) or {},
-        status="completed" if done else "error",
-        result=result.outcome.content,
     )
