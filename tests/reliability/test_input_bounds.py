@@ -15,7 +15,6 @@ from custom_components.companion_agent.engine.turn.limits import (
 )
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.support.lines import ENGLISH
-from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.turns import Conversations, persona, run
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from pathlib import Path
@@ -15,7 +14,6 @@ from custom_components.companion_agent.engine.audit.log import (
     AuditLog,
     AuditRecord,
     read_audit,
-    scan_audit,
 )
 from custom_components.companion_agent.engine.audit.redaction import is_secret_key, redact
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
@@ -143,73 +141,6 @@ async def test_unparsable_arguments_are_kept_scrubbed(tmp_path: Path) -> None:
     assert isinstance(raw, str)
     assert len(raw) <= record_module.MAX_RAW_CHARS
     assert "sk-abcdefghij" not in raw
-
-
-async def test_a_file_that_cannot_be_written_never_blocks_the_close(tmp_path: Path) -> None:
-    """The writer keeps failing records for a retry; closing waits only its grace."""
-    blocked = tmp_path / "is_a_directory"
-    blocked.mkdir()
-    log = AuditLog(blocked, batch_delay=0)
-    log.record(record(1))
-    async with asyncio.timeout(3):
-        await log.close(grace=0.2)
-    assert log.failed == 1
-    log.record(record(2))
-    assert log.dropped == 1
-
-
-async def test_a_failed_write_is_retried_and_no_record_is_lost(tmp_path: Path) -> None:
-    """The folder is a file at first: the batch waits, then lands once the folder can exist."""
-    folder = tmp_path / "audit"
-    folder.write_text("not a folder")
-    log = AuditLog(folder / "audit.jsonl", batch_delay=0)
-    log.record(record(1))
-    await asyncio.sleep(0.1)
-    log.record(record(2))
-    folder.unlink()
-    assert await log.flush(grace=5)
-    assert [r["trace_id"] for r in read_audit(log.path)] == ["trace-1", "trace-2"]
-    await log.close()
-
-
-async def test_a_lone_surrogate_does_not_stop_the_audit(tmp_path: Path) -> None:
-    """A model's broken character is replaced; the writer lives on and later records land."""
-    log = AuditLog(tmp_path / "audit.jsonl", batch_delay=0)
-    log.record(record(1, arguments='{"entity_id": "light.\ud800kitchen"}'))
-    log.record(record(2, detail="tail \udfff"))
-    log.record(record(3))
-    await log.close(grace=5)
-    assert [r["trace_id"] for r in read_audit(log.path)] == ["trace-1", "trace-2", "trace-3"]
-    assert log.failed == 0
-
-
-async def test_a_cut_last_line_is_skipped_and_the_next_record_stands_alone(
-    tmp_path: Path,
-) -> None:
-    """A crash mid-line left half a record: the reader counts it, the next record is whole."""
-    path = tmp_path / "audit.jsonl"
-    path.write_text(record(1).to_line() + '{"v": 1, "trace_id": "trace-2", "ca', encoding="utf-8")
-    log = AuditLog(path, batch_delay=0)
-    log.record(record(3))
-    await log.close()
-    scan = scan_audit(path)
-    assert [r["trace_id"] for r in scan.records] == ["trace-1", "trace-3"]
-    assert scan.broken == 1
-
-
-async def test_the_audit_rotates_by_size_without_dropping_a_record(tmp_path: Path) -> None:
-    """Past its size the file moves to .1, .2 …; every record is in one of them."""
-    path = tmp_path / "audit.jsonl"
-    log = AuditLog(path, batch_delay=0, max_bytes=2000, keep=20)
-    for n in range(40):
-        log.record(record(n))
-        await asyncio.sleep(0)
-    await log.close()
-    files = sorted(tmp_path.iterdir())  # noqa: ASYNC240
-    assert len(files) > 2
-    assert all(f.stat().st_size <= 2000 for f in files)
-    found = sorted(int(str(r["trace_id"]).split("-")[1]) for f in files for r in read_audit(f))
-    assert found == list(range(40))
 
 
 async def test_guard_audit_survives_restart_with_a_new_guard(rig: Rig) -> None:
