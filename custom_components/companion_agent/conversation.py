@@ -190,6 +190,9 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         finally:
             # HA gave up on this turn (the pipeline was stopped): stop it, keep what was said.
             turn.cancel("conversation ended")
+            # HA keeps the ChatLog for five idle minutes; the turn's LLM API instance (every
+            # tool with its compiled schema) is not needed after the turn, so do not keep it.
+            chat_log.llm_api = None
         outcome = await turn.result
         async_dispatcher_send(self.hass, SIGNAL_USAGE)
         LOGGER.debug("Turn %s finished: %s", request.context.trace_id, outcome.outcome)

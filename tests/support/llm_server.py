@@ -91,7 +91,7 @@ class LLMServer:
             app, access_log=None, handler_cancellation=True, shutdown_timeout=SHUTDOWN_TIMEOUT
         )
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
         try:
             await site.start()
         except BaseException:
