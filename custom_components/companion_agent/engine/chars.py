@@ -1,12 +1,13 @@
 """Character classes: wide (CJK) script, which script a text is in, grapheme-cluster extenders.
 
-The one place that knows Unicode ranges; the pipeline, the yes/no matcher and the HA glue
-all ask here.
+The one place that knows Unicode ranges; the pipeline, the yes/no matcher, the prompt's
+context block and the HA glue all ask here.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import dataclass
 
 ZWJ = "\u200d"
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -98,3 +99,111 @@ def valid_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
+
+
+LINE_BREAKS = "\n\v\f\r\x1c\x1d\x1e\x85\u2028\u2029"
+"""Every character ``str.splitlines`` breaks on: what a reader may take for a new line."""
+
+LOOK_ALIKES = {
+    "\N{CYRILLIC SMALL LETTER A}": "a",
+    "\N{CYRILLIC SMALL LETTER ES}": "c",
+    "\N{CYRILLIC SMALL LETTER KOMI DE}": "d",
+    "\N{CYRILLIC SMALL LETTER IE}": "e",
+    "\N{CYRILLIC SMALL LETTER SHHA}": "h",
+    "\N{CYRILLIC SMALL LETTER EN}": "h",
+    "\N{CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I}": "i",
+    "\N{CYRILLIC SMALL LETTER JE}": "j",
+    "\N{CYRILLIC SMALL LETTER KA}": "k",
+    "\N{CYRILLIC SMALL LETTER PALOCHKA}": "l",
+    "\N{CYRILLIC SMALL LETTER EM}": "m",
+    "\N{CYRILLIC SMALL LETTER PE}": "n",
+    "\N{CYRILLIC SMALL LETTER O}": "o",
+    "\N{CYRILLIC SMALL LETTER ER}": "p",
+    "\N{CYRILLIC SMALL LETTER QA}": "q",
+    "\N{CYRILLIC SMALL LETTER GHE}": "r",
+    "\N{CYRILLIC SMALL LETTER DZE}": "s",
+    "\N{CYRILLIC SMALL LETTER TE}": "t",
+    "\N{CYRILLIC SMALL LETTER WE}": "w",
+    "\N{CYRILLIC SMALL LETTER HA}": "x",
+    "\N{CYRILLIC SMALL LETTER U}": "y",
+    "\N{CYRILLIC SMALL LETTER STRAIGHT U}": "y",
+    "\N{CYRILLIC CAPITAL LETTER VE}": "b",
+    "\N{GREEK SMALL LETTER ALPHA}": "a",
+    "\N{GREEK LUNATE SIGMA SYMBOL}": "c",
+    "\N{GREEK SMALL LETTER EPSILON}": "e",
+    "\N{GREEK SMALL LETTER IOTA}": "i",
+    "\N{GREEK SMALL LETTER KAPPA}": "k",
+    "\N{GREEK SMALL LETTER ETA}": "n",
+    "\N{GREEK SMALL LETTER OMICRON}": "o",
+    "\N{GREEK SMALL LETTER RHO}": "p",
+    "\N{GREEK SMALL LETTER TAU}": "t",
+    "\N{GREEK SMALL LETTER UPSILON}": "u",
+    "\N{GREEK SMALL LETTER NU}": "v",
+    "\N{GREEK SMALL LETTER CHI}": "x",
+    "\N{GREEK SMALL LETTER GAMMA}": "y",
+    "\N{GREEK CAPITAL LETTER BETA}": "b",
+    "\N{GREEK CAPITAL LETTER ETA}": "h",
+    "\N{GREEK CAPITAL LETTER MU}": "m",
+    "\N{GREEK CAPITAL LETTER NU}": "n",
+    "\N{GREEK CAPITAL LETTER UPSILON}": "y",
+    "\N{GREEK CAPITAL LETTER ZETA}": "z",
+    "\N{LATIN SMALL LETTER DOTLESS I}": "i",
+    "\N{LATIN SMALL LETTER ALPHA}": "a",
+    "\N{LATIN SMALL LETTER SCRIPT G}": "g",
+}
+"""Cyrillic and Greek letters (and three Latin ones) that look like a plain Latin letter.
+
+A small table, not Unicode's confusables list: enough to read ``memory context`` or
+``confirmations`` spelt with look-alikes. Capitals fold through ``str.lower`` first, except
+where the capital and the small letter look like different Latin letters (Greek Η and η).
+"""
+
+_INVISIBLE_MARKS = frozenset({"Cf", "Mn", "Me"})
+
+
+def is_format(char: str) -> bool:
+    """Say whether ``char`` is a format character: zero-width, bidi control, BOM, tag."""
+    return unicodedata.category(char) == "Cf"
+
+
+def strip_format(text: str) -> str:
+    """Return ``text`` without its format characters (Unicode category Cf)."""
+    if text.isascii():
+        return text
+    return "".join(char for char in text if not is_format(char))
+
+
+@dataclass(frozen=True, slots=True)
+class FoldedText:
+    """Text folded for matching, and for each folded character the index it came from."""
+
+    text: str
+    origin: tuple[int, ...]
+
+
+def _fold_char(char: str) -> str:
+    """Fold one character: NFKC, then small Latin look-alikes, without invisible marks."""
+    folded: list[str] = []
+    for part in unicodedata.normalize("NFKC", char):
+        for small in LOOK_ALIKES.get(part) or part.lower():
+            if unicodedata.category(small) not in _INVISIBLE_MARKS:
+                folded.append(LOOK_ALIKES.get(small, small))
+    return "".join(folded)
+
+
+def fold_for_matching(text: str) -> FoldedText:
+    """Fold ``text`` so disguised ASCII words match plainly; keep where each part came from.
+
+    NFKC (fullwidth and styled letters become ASCII), format characters and combining
+    marks dropped, look-alike letters (``LOOK_ALIKES``) read as Latin, lower case. The
+    result is for finding things only; edit the original at ``origin`` indices.
+    """
+    if text.isascii():
+        return FoldedText(text.lower(), tuple(range(len(text))))
+    parts: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        folded = _fold_char(char)
+        parts.append(folded)
+        origin.extend([index] * len(folded))
+    return FoldedText("".join(parts), tuple(origin))
