@@ -166,11 +166,19 @@ def is_format(char: str) -> bool:
     return unicodedata.category(char) == "Cf"
 
 
+JOINERS = frozenset({"\u200c", ZWJ})
+"""Zero-width (non-)joiners: they shape emoji sequences and Persian or Indic words."""
+
+
 def strip_format(text: str) -> str:
-    """Return ``text`` without its format characters (Unicode category Cf)."""
+    """Return ``text`` without format characters (Cf) except the joiners, which carry meaning.
+
+    Bidi controls, the BOM, invisible tag characters (which can smuggle hidden text) go.
+    Tag matching folds the joiners away separately, so they cannot disguise a tag.
+    """
     if text.isascii():
         return text
-    return "".join(char for char in text if not is_format(char))
+    return "".join(char for char in text if char in JOINERS or not is_format(char))
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,6 +112,7 @@ async def test_profile_overrides_reach_the_plugin(tmp_path: Path, host: HostServ
         (HEAD.replace('"tool"', '"widget"'), "plugin.type", "unknown type"),
         (HEAD.replace('"plugin:X"', '"plugin"'), "plugin.entry", "module:Class"),
         (HEAD.replace('"bad"', '"Bad Id"'), "plugin.id", "lower-case"),
+        (HEAD.replace('"bad"', '"confirmations"'), "plugin.id", "reserved"),
         (HEAD.replace('id = "bad"\n', ""), "plugin.id", "required"),
         (HEAD + "[config]\nt = { a = 1 }\n", "config.t", "table"),
         (HEAD + '[config]\nl = [1, "a"]\n', "config.l", "one type"),

@@ -30,9 +30,13 @@ from .types import PLUGIN_TYPES, PluginType
 MANIFEST_NAME = "plugin.toml"
 PLUGIN_ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 ENTRY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
-RESERVED_IDS = frozenset({"enabled"})
+RESERVED_IDS = frozenset({"enabled", "confirmations", "home", "input", "unnamed"})
+"""``enabled`` is a profile key; the others label the host's own reference lines."""
 KINDS = ", ".join(PLUGIN_TYPES)
-ID_RULE = "use lower-case letters, digits and underscores, not 'enabled'"
+ID_RULE = (
+    "use lower-case letters, digits and underscores; enabled, confirmations, home, input "
+    "and unnamed are reserved"
+)
 TYPE_RULE = f"expected one of {KINDS}, or an array of them"
 
 PLUGIN_TABLE = table(
