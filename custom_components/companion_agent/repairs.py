@@ -1,4 +1,8 @@
-"""Repair issues: plugins and profiles that could not be loaded, history files set aside."""
+"""Repair issues: plugins and profiles that could not be loaded, history files set aside.
+
+The server check (``health.py``) raises its own issue, marked with the entry's id, so it goes
+when the entry is disabled or removed.
+"""
 
 from __future__ import annotations
 
@@ -52,3 +56,11 @@ def async_report_bad_history(hass: HomeAssistant, path: Path, moved: Path) -> No
         translation_key="bad_history" if moved != path else "unreadable_history",
         translation_placeholders={"path": str(path), "moved": str(moved)},
     )
+
+
+@callback
+def async_clear_entry_issues(hass: HomeAssistant, entry_id: str) -> None:
+    """Remove the issues raised for one entry (its server)."""
+    for (domain, issue_id), issue in list(ir.async_get(hass).issues.items()):
+        if domain == DOMAIN and (issue.data or {}).get("entry_id") == entry_id:
+            ir.async_delete_issue(hass, DOMAIN, issue_id)
