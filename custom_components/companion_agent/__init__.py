@@ -37,6 +37,7 @@ from .engine.turn.runner import TurnRunner
 from .engine.turn.usage import UsageCounters
 from .guard_rules import DEFAULT_RULES
 from .health import ServerHealth
+from .pipelines import async_watch_pipelines
 from .repairs import async_clear_entry_issues, async_report_bad_history, async_sync_load_problems
 from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
 from .services import async_setup_services
@@ -118,6 +119,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STOP, _async_flush_on_stop)
     )
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    async_watch_pipelines(hass, entry)
     entry.async_on_unload(entry.add_update_listener(_async_update_listener))
     LOGGER.debug("Companion Agent set up for %s", redact_url(entry.data[CONF_BASE_URL]))
     return True

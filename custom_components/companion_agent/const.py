@@ -27,6 +27,7 @@ SERVICE_RELOAD = "reload"
 EVENT_PROACTIVE = f"{DOMAIN}_proactive"
 EVENT_ACTION = f"{DOMAIN}_action"
 ISSUE_SERVER_UNREACHABLE = "server_unreachable"
+ISSUE_LOCAL_INTENTS = "local_intents"
 EMOTIONS = frozenset(
     {
         "joy",
