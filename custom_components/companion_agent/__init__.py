@@ -7,7 +7,7 @@ from pathlib import Path
 
 from homeassistant.const import EVENT_HOMEASSISTANT_STOP, Platform
 from homeassistant.core import Event, HomeAssistant
-from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
+from homeassistant.exceptions import ConfigEntryAuthFailed
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.helpers.httpx_client import get_async_client
@@ -29,14 +29,16 @@ from .const import (
 )
 from .engine.audit.log import AuditLog, Tee
 from .engine.audit.redaction import redact_url
-from .engine.errors import LLMAuthError, LLMError
+from .engine.errors import LLMAuthError
 from .engine.guard.confirmations import Confirmations
 from .engine.guard.executor import Guard
 from .engine.plugins import HostServices, load_library
 from .engine.turn.runner import TurnRunner
 from .engine.turn.usage import UsageCounters
 from .guard_rules import DEFAULT_RULES
-from .repairs import async_report_bad_history, async_sync_load_problems
+from .health import ServerHealth
+from .pipelines import async_watch_pipelines
+from .repairs import async_clear_entry_issues, async_report_bad_history, async_sync_load_problems
 from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
 from .services import async_setup_services
 
@@ -53,19 +55,23 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
 
 
 async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -> bool:
-    """Connect to the model server, load plugins and profiles, set up the agents."""
+    """Check the model server, load plugins and profiles, set up the agents.
+
+    A server that does not answer does not stop the agents (they say they cannot reach their
+    model); only a refused key does, so that re-authentication starts.
+    """
     if (
         entry.title != (safe := entry_title(entry.data))
         and redact_url(entry.data[CONF_BASE_URL]) != entry.data[CONF_BASE_URL]
     ):
         hass.config_entries.async_update_entry(entry, title=safe)  # no secrets in titles
     model = build_model(hass, dict(entry.data))
-    try:
-        await model.list_models()
-    except LLMAuthError as err:
-        raise ConfigEntryAuthFailed(str(err)) from err
-    except LLMError as err:
-        raise ConfigEntryNotReady(str(err)) from err
+    health = ServerHealth(hass, entry, model.settings)
+    error = await health.async_check()
+    health.async_observe(error, reauth=False)
+    if isinstance(error, LLMAuthError):
+        raise ConfigEntryAuthFailed(str(error)) from error
+    entry.async_on_unload(health.async_stop)
     library = await hass.async_add_executor_job(load_library, library_roots(hass))
     data_dir = Path(hass.config.path(STORAGE_FOLDER))
     audit = AuditLog(data_dir / AUDIT_FILE)
@@ -82,6 +88,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     entry.runtime_data = CompanionRuntime(
         runner=TurnRunner(guard, usage),
         audit=audit,
+        health=health,
         model=model,
         library=library,
         host=HostServices(
@@ -112,15 +119,21 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STOP, _async_flush_on_stop)
     )
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    async_watch_pipelines(hass, entry)
     entry.async_on_unload(entry.add_update_listener(_async_update_listener))
     LOGGER.debug("Companion Agent set up for %s", redact_url(entry.data[CONF_BASE_URL]))
     return True
 
 
 async def async_unload_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -> bool:
-    """Unload the agents and let stored turns reach the disk."""
+    """Unload the agents and let stored turns reach the disk.
+
+    The entry's issues stay over a reload; disabling the entry removes them.
+    """
     unloaded = await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
     if unloaded:
+        if entry.disabled_by is not None:
+            async_clear_entry_issues(hass, entry.entry_id)
         runtime = entry.runtime_data
         await runtime.runner.drain(TURN_GRACE)
         runtime.runner.guard.confirmations.close()
@@ -130,7 +143,8 @@ async def async_unload_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
 
 
 async def async_remove_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -> None:
-    """Remove the repair issues of an integration that is no longer installed."""
+    """Remove the entry's repair issues, and the integration's when it was the last entry."""
+    async_clear_entry_issues(hass, entry.entry_id)
     if not any(e.entry_id != entry.entry_id for e in hass.config_entries.async_entries(DOMAIN)):
         async_sync_load_problems(hass, [])
 

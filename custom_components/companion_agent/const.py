@@ -26,6 +26,8 @@ DEFAULT_PROFILE = "default"
 SERVICE_RELOAD = "reload"
 EVENT_PROACTIVE = f"{DOMAIN}_proactive"
 EVENT_ACTION = f"{DOMAIN}_action"
+ISSUE_SERVER_UNREACHABLE = "server_unreachable"
+ISSUE_LOCAL_INTENTS = "local_intents"
 EMOTIONS = frozenset(
     {
         "joy",

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from homeassistant.components.diagnostics import async_redact_data
+from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 
-from .const import CONF_BASE_URL
+from .const import CONF_BASE_URL, CONF_MODEL
 from .engine.audit.redaction import redact_url
 from .runtime import CompanionConfigEntry
 
@@ -18,17 +19,19 @@ TO_REDACT = {CONF_API_KEY, "token", "password", "authorization"}
 async def async_get_config_entry_diagnostics(
     hass: HomeAssistant, entry: CompanionConfigEntry
 ) -> dict[str, Any]:
-    """Return what support needs to see, never a key."""
-    runtime = entry.runtime_data
-    return {
+    """Return what support needs to see, never a key; less when the entry is not loaded."""
+    server: dict[str, object] = {
+        "base_url": redact_url(entry.data[CONF_BASE_URL]),
+        "model": entry.data[CONF_MODEL],
+    }
+    settings: dict[str, Any] = {
         "title": redact_url(entry.title),
+        "state": entry.state.value,
+        "loaded": entry.state is ConfigEntryState.LOADED,
         "entry": async_redact_data(
             {**entry.data, CONF_BASE_URL: redact_url(entry.data[CONF_BASE_URL])}, TO_REDACT
         ),
-        "server": {
-            "base_url": redact_url(entry.data[CONF_BASE_URL]),
-            "model": runtime.model.settings.model,
-        },
+        "server": server,
         "personas": {
             sub.subentry_id: {
                 "title": sub.title,
@@ -36,10 +39,17 @@ async def async_get_config_entry_diagnostics(
             }
             for sub in entry.subentries.values()
         },
+        "options": dict(entry.options),
+    }
+    if entry.state is not ConfigEntryState.LOADED:
+        return settings
+    runtime = entry.runtime_data
+    server["reachable"] = runtime.health.reachable
+    return {
+        **settings,
         "profiles": sorted(profile.id for profile in runtime.library.profiles),
         "plugins": sorted(runtime.library.catalog.plugins),
         "problems": [str(problem) for problem in runtime.problems],
-        "options": dict(entry.options),
         "usage": runtime.runner.usage.snapshot(),
         "pending_confirmations": runtime.runner.guard.confirmations.pending_count(),
         "open_conversations": {pid: len(store) for pid, store in runtime.conversations.items()},

@@ -1,4 +1,8 @@
-"""Repair issues: plugins and profiles that could not be loaded, history files set aside."""
+"""Repair issues: plugins and profiles not loaded, history files set aside; the fix flows.
+
+The server check (``health.py``) and the pipeline check (``pipelines.py``) raise their own
+issues; both mark them with the entry's id, so they go when the entry is disabled or removed.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,16 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
+import voluptuous as vol
+from homeassistant.components.repairs import ConfirmRepairFlow, RepairsFlow
 from homeassistant.core import HomeAssistant, callback
+from homeassistant.data_entry_flow import FlowResult
 from homeassistant.helpers import issue_registry as ir
 
 from .const import DOMAIN
 from .engine.plugins import LoadProblem
+from .pipelines import ISSUE_PREFIX as LOCAL_INTENTS_PREFIX
+from .pipelines import async_turn_off_local_intents
 
 PROBLEM_PREFIXES = ("plugin_", "profile_")
 
@@ -52,3 +61,45 @@ def async_report_bad_history(hass: HomeAssistant, path: Path, moved: Path) -> No
         translation_key="bad_history" if moved != path else "unreadable_history",
         translation_placeholders={"path": str(path), "moved": str(moved)},
     )
+
+
+@callback
+def async_clear_entry_issues(hass: HomeAssistant, entry_id: str) -> None:
+    """Remove the issues raised for one entry (its server, its pipelines)."""
+    for (domain, issue_id), issue in list(ir.async_get(hass).issues.items()):
+        if domain == DOMAIN and (issue.data or {}).get("entry_id") == entry_id:
+            ir.async_delete_issue(hass, DOMAIN, issue_id)
+
+
+async def async_create_fix_flow(
+    hass: HomeAssistant, issue_id: str, data: dict[str, str | int | float | None] | None
+) -> RepairsFlow:
+    """Return the flow that fixes an issue: local intents are turned off on request."""
+    if issue_id.startswith(LOCAL_INTENTS_PREFIX) and data is not None:
+        return LocalIntentsRepairFlow(str(data["pipeline_id"]))
+    return ConfirmRepairFlow()
+
+
+class LocalIntentsRepairFlow(RepairsFlow):
+    """Turn "prefer handling commands locally" off for the pipeline the issue names."""
+
+    def __init__(self, pipeline_id: str) -> None:
+        """Remember the pipeline."""
+        self._pipeline_id = pipeline_id
+
+    async def async_step_init(self, user_input: dict[str, str] | None = None) -> FlowResult:
+        """Show what will change."""
+        return await self.async_step_confirm()
+
+    async def async_step_confirm(self, user_input: dict[str, str] | None = None) -> FlowResult:
+        """Turn the setting off once the person confirms."""
+        if user_input is not None:
+            if not await async_turn_off_local_intents(self.hass, self._pipeline_id):
+                return self.async_abort(reason="pipeline_gone")
+            return self.async_create_entry(data={})
+        issue = ir.async_get(self.hass).async_get_issue(DOMAIN, self.issue_id)
+        return self.async_show_form(
+            step_id="confirm",
+            data_schema=vol.Schema({}),
+            description_placeholders=issue.translation_placeholders if issue else None,
+        )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from homeassistant.config_entries import ConfigEntry, ConfigEntryState
@@ -14,10 +14,11 @@ from homeassistant.helpers.httpx_client import get_async_client
 
 from .const import CONF_BASE_URL, CONF_MODEL, DOMAIN, STORAGE_FOLDER
 from .engine.audit.log import AuditLog
-from .engine.llm import LLMSettings, OpenAIChatModel
+from .engine.llm import ChatModel, LLMSettings, OpenAIChatModel
 from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
 from .engine.turn.history import ConversationStore, CorruptionReporter
 from .engine.turn.runner import TurnRunner
+from .health import ServerHealth
 
 
 @dataclass(slots=True, kw_only=True)
@@ -30,7 +31,8 @@ class CompanionRuntime:
     data_dir: Path
     runner: TurnRunner
     audit: AuditLog
-    models: dict[str, OpenAIChatModel] = field(default_factory=dict)
+    health: ServerHealth
+    models: dict[str, ChatModel] = field(default_factory=dict)
     conversations: dict[str, ConversationStore] = field(default_factory=dict)
     persona_problems: dict[str, tuple[LoadProblem, ...]] = field(default_factory=dict)
     on_bad_history: CorruptionReporter | None = None
@@ -67,16 +69,19 @@ class CompanionRuntime:
             removed += await self.conversation_store(persona_id).prune(retention)
         return removed
 
-    def model_named(self, name: str | None) -> OpenAIChatModel:
-        """Return the entry's model, or the same server with another model a profile names."""
-        if not name or name == self.model.settings.model:
-            return self.model
+    def model_named(self, name: str | None) -> ChatModel:
+        """Return the entry's model, or the same server with another model a profile names.
+
+        Either way the server check hears how each of its rounds ended.
+        """
+        name = name or self.model.settings.model
         if name not in self.models:
-            settings = self.model.settings
-            self.models[name] = OpenAIChatModel(
-                LLMSettings(base_url=settings.base_url, model=name, api_key=settings.api_key),
-                http_client=self.host.http,
-            )
+            model = self.model
+            if name != model.settings.model:
+                model = OpenAIChatModel(
+                    replace(model.settings, model=name), http_client=self.host.http
+                )
+            self.models[name] = self.health.watch(model)
         return self.models[name]
 
 

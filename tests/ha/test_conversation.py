@@ -53,15 +53,15 @@ async def test_setup_and_unload(hass: HomeAssistant, setup_entry: MockConfigEntr
     assert state is ConfigEntryState.NOT_LOADED
 
 
-async def test_setup_retries_when_server_is_down(hass: HomeAssistant, socket_enabled: None) -> None:
-    """An unreachable server leaves the entry retrying, not failed."""
+async def test_setup_loads_when_server_is_down(hass: HomeAssistant, socket_enabled: None) -> None:
+    """An unreachable server does not hold the agents back (tests/reliability has the rest)."""
     from tests.ha.conftest import make_entry
 
     async with LLMServer() as server:
         entry = make_entry(server)
     entry.add_to_hass(hass)
-    assert not await hass.config_entries.async_setup(entry.entry_id)
-    assert entry.state is ConfigEntryState.SETUP_RETRY
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.state is ConfigEntryState.LOADED
 
 
 async def test_streamed_turn_with_a_tool(
