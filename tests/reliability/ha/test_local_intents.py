@@ -5,7 +5,7 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any
 
-import pytest
+from homeassistant.components import assist_pipeline  # requirements_test.txt installs its needs
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers import llm
@@ -21,14 +21,6 @@ from custom_components.companion_agent.const import DOMAIN
 from tests.ha.conftest import make_entry
 from tests.ha.test_conversation import agent_entity_id
 from tests.support.llm_server import LLMServer
-
-try:
-    from homeassistant.components import assist_pipeline
-except ImportError:  # pragma: no cover - the wheel's audio requirements are missing
-    pytest.skip(
-        "assist_pipeline needs mutagen, pymicro-vad, pyspeex-noise and ha-ffmpeg",
-        allow_module_level=True,
-    )
 
 HA_AGENT = "conversation.home_assistant"
 

@@ -28,7 +28,7 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.health import CHECK_INTERVAL, unreachable_issue_id
 from tests.ha.test_conversation import agent_entity_id, converse
-from tests.reliability.switchable_port import SwitchablePort
+from tests.reliability.ha.switchable_port import SwitchablePort
 from tests.support.lines import ENGLISH
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
