@@ -21,8 +21,10 @@ from .const import (
     CONF_BASE_URL,
     CONF_CONFIRM_TTL,
     CONF_RETENTION_DAYS,
+    CONF_TURNS_PER_MINUTE,
     DEFAULT_CONFIRM_TTL,
     DEFAULT_RETENTION_DAYS,
+    DEFAULT_TURNS_PER_MINUTE,
     DOMAIN,
     LOGGER,
     STORAGE_FOLDER,
@@ -33,6 +35,7 @@ from .engine.errors import LLMAuthError
 from .engine.guard.confirmations import Confirmations
 from .engine.guard.executor import Guard
 from .engine.plugins import HostServices, load_library
+from .engine.turn.limits import TurnLimits
 from .engine.turn.runner import TurnRunner
 from .engine.turn.usage import UsageCounters
 from .guard_rules import DEFAULT_RULES
@@ -65,7 +68,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         and redact_url(entry.data[CONF_BASE_URL]) != entry.data[CONF_BASE_URL]
     ):
         hass.config_entries.async_update_entry(entry, title=safe)  # no secrets in titles
-    model = build_model(hass, dict(entry.data))
+    model = build_model(hass, entry.data, entry.options)
     health = ServerHealth(hass, entry, model.settings)
     error = await health.async_check()
     health.async_observe(error, reauth=False)
@@ -86,7 +89,15 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         rules=DEFAULT_RULES,
     )
     entry.runtime_data = CompanionRuntime(
-        runner=TurnRunner(guard, usage),
+        runner=TurnRunner(
+            guard,
+            usage,
+            TurnLimits(
+                turns_per_minute=int(
+                    entry.options.get(CONF_TURNS_PER_MINUTE, DEFAULT_TURNS_PER_MINUTE)
+                )
+            ),
+        ),
         audit=audit,
         health=health,
         model=model,

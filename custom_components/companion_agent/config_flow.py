@@ -33,14 +33,18 @@ from homeassistant.helpers.selector import (
 from .const import (
     CONF_BASE_URL,
     CONF_CONFIRM_TTL,
+    CONF_FIRST_TOKEN_TIMEOUT,
     CONF_MODEL,
     CONF_PROFILE,
     CONF_PROMPT,
     CONF_RETENTION_DAYS,
+    CONF_TURNS_PER_MINUTE,
     DEFAULT_CONFIRM_TTL,
     DEFAULT_CONVERSATION_NAME,
+    DEFAULT_FIRST_TOKEN_TIMEOUT,
     DEFAULT_PROFILE,
     DEFAULT_RETENTION_DAYS,
+    DEFAULT_TURNS_PER_MINUTE,
     DOMAIN,
     LOGGER,
     SUBENTRY_CONVERSATION,
@@ -172,7 +176,7 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
 
 
 class CompanionOptionsFlow(OptionsFlow):
-    """Tune how the companion acts: how long a held action waits, how long talk is kept."""
+    """Tune how the companion acts: waits, retention, the model's first word, the pace."""
 
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """Show and store the options."""
@@ -190,6 +194,18 @@ class CompanionOptionsFlow(OptionsFlow):
                     NumberSelector(
                         NumberSelectorConfig(min=1, max=3650, step=1, unit_of_measurement="d")
                     ),
+                    vol.Coerce(int),
+                ),
+                vol.Required(
+                    CONF_FIRST_TOKEN_TIMEOUT, default=DEFAULT_FIRST_TOKEN_TIMEOUT
+                ): vol.All(
+                    NumberSelector(
+                        NumberSelectorConfig(min=2, max=120, step=1, unit_of_measurement="s")
+                    ),
+                    vol.Coerce(int),
+                ),
+                vol.Required(CONF_TURNS_PER_MINUTE, default=DEFAULT_TURNS_PER_MINUTE): vol.All(
+                    NumberSelector(NumberSelectorConfig(min=0, max=600, step=1)),
                     vol.Coerce(int),
                 ),
             }

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from homeassistant.config_entries import ConfigEntry, ConfigEntryState
 from homeassistant.const import CONF_API_KEY
@@ -12,7 +14,14 @@ from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers.httpx_client import get_async_client
 
-from .const import CONF_BASE_URL, CONF_MODEL, DOMAIN, STORAGE_FOLDER
+from .const import (
+    CONF_BASE_URL,
+    CONF_FIRST_TOKEN_TIMEOUT,
+    CONF_MODEL,
+    DEFAULT_FIRST_TOKEN_TIMEOUT,
+    DOMAIN,
+    STORAGE_FOLDER,
+)
 from .engine.audit.log import AuditLog
 from .engine.llm import ChatModel, LLMSettings, OpenAIChatModel
 from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
@@ -88,12 +97,16 @@ class CompanionRuntime:
 type CompanionConfigEntry = ConfigEntry[CompanionRuntime]
 
 
-def build_model(hass: HomeAssistant, data: dict[str, str]) -> OpenAIChatModel:
-    """Create the model adapter for an entry's connection settings."""
+def build_model(
+    hass: HomeAssistant, data: Mapping[str, Any], options: Mapping[str, Any] | None = None
+) -> OpenAIChatModel:
+    """Create the model adapter for an entry's connection settings and options."""
+    first_token = (options or {}).get(CONF_FIRST_TOKEN_TIMEOUT, DEFAULT_FIRST_TOKEN_TIMEOUT)
     settings = LLMSettings(
         base_url=data[CONF_BASE_URL],
         model=data[CONF_MODEL],
         api_key=data.get(CONF_API_KEY) or None,
+        first_token_timeout=float(first_token),
     )
     return OpenAIChatModel(settings, http_client=get_async_client(hass))
 

@@ -155,16 +155,29 @@ async def test_persona_subentry_flow(hass: HomeAssistant, setup_entry: MockConfi
     assert setup_entry.subentries[butler.subentry_id].data[CONF_PROMPT] == "Be drier."
 
 
-async def test_options_flow_sets_the_confirmation_wait_and_retention(
+async def test_options_flow_sets_waits_retention_and_pace(
     hass: HomeAssistant, setup_entry: MockConfigEntry
 ) -> None:
-    """The confirmation wait and the history retention are options, applied on reload."""
+    """Confirmation wait, retention, first-token wait and pace are options, applied on reload."""
     result = await hass.config_entries.options.async_init(setup_entry.entry_id)
     assert result["step_id"] == "init"
     result = await hass.config_entries.options.async_configure(
-        result["flow_id"], {"confirm_ttl": 120, "retention_days": 7}
+        result["flow_id"],
+        {
+            "confirm_ttl": 120,
+            "retention_days": 7,
+            "first_token_timeout": 5,
+            "turns_per_minute": 3,
+        },
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
-    assert setup_entry.options == {"confirm_ttl": 120, "retention_days": 7}
+    assert setup_entry.options == {
+        "confirm_ttl": 120,
+        "retention_days": 7,
+        "first_token_timeout": 5,
+        "turns_per_minute": 3,
+    }
+    assert setup_entry.runtime_data.model.settings.first_token_timeout == 5
+    assert setup_entry.runtime_data.runner.limits.turns_per_minute == 3
     assert setup_entry.runtime_data.runner.guard.confirmations.tokens.ttl == 120
