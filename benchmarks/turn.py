@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import report_p95
 from custom_components.companion_agent.engine.llm import LLMItem
 from custom_components.companion_agent.engine.messages import ChatMessage
 from custom_components.companion_agent.engine.tools.contract import ToolSpec
@@ -56,20 +56,9 @@ class EndlessModel:
             self.closed_at = time.perf_counter()
 
 
-def percentile(values: list[float], q: float) -> float:
-    """Return the q-th percentile (0..100) of values."""
-    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
-
-
 def report(name: str, samples: list[float]) -> bool:
     """Print p50/p95/max in ms; return whether p95 meets the target."""
-    p50, p95 = percentile(samples, 50), percentile(samples, 95)
-    ok = p95 <= TARGET_P95_MS
-    print(
-        f"{name:>5}: turns={len(samples)} p50={p50:.3f} ms p95={p95:.3f} ms "
-        f"max={max(samples):.3f} ms  target p95 <= {TARGET_P95_MS} ms: {'OK' if ok else 'MISSED'}"
-    )
-    return ok
+    return report_p95(name, samples, TARGET_P95_MS, unit="turns")
 
 
 async def bench(turns: int, folder: Path) -> bool:
