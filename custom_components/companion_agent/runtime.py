@@ -20,6 +20,7 @@ from .const import (
     CONF_MODEL,
     DEFAULT_FIRST_TOKEN_TIMEOUT,
     DOMAIN,
+    LOGGER,
     STORAGE_FOLDER,
 )
 from .engine.audit.log import AuditLog
@@ -28,6 +29,8 @@ from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
 from .engine.turn.history import ConversationStore, CorruptionReporter
 from .engine.turn.runner import TurnRunner
 from .health import ServerHealth
+
+FLUSH_GRACE = 10.0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -52,11 +55,14 @@ class CompanionRuntime:
         active = [p for problems in self.persona_problems.values() for p in problems]
         return [*self.library.problems, *active]
 
-    async def flush(self) -> None:
-        """Write every stored turn and audit record that is still in memory."""
-        for store in self.conversations.values():
-            await store.flush()
-        await self.audit.flush()
+    async def flush(self, grace: float = FLUSH_GRACE) -> None:
+        """Write what is still in memory (turns, audit records), waiting ``grace`` s at most."""
+        try:
+            async with asyncio.timeout(grace):
+                await asyncio.gather(*(store.flush() for store in self.conversations.values()))
+        except TimeoutError:
+            LOGGER.warning("Conversations not written within %.0f s; going on", grace)
+        await self.audit.flush(grace)
 
     def conversation_store(self, persona_id: str) -> ConversationStore:
         """Return the conversation history of one persona."""
