@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from custom_components.companion_agent.engine.turn.limits import (
 )
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.support.lines import ENGLISH
+from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.turns import Conversations, persona, run
 
@@ -34,6 +36,7 @@ async def test_a_huge_utterance_is_cut_and_the_model_is_told(
     llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
 ) -> None:
     """200,000 characters: the model gets the first 4,000 and a note saying so."""
+    llm_server.script(Reply.text("That was long."))
     done = await run(TurnRunner(), persona(chat_model), talk.request("x" * 200_000))
     assert done.result.outcome == "complete"
     assert sent_chars(llm_server, 0) < 6_000
@@ -46,6 +49,7 @@ async def test_history_sent_to_the_model_stays_within_its_budget(
 ) -> None:
     """Three long turns: the third request drops the oldest turns, not the new words."""
     runner, who = TurnRunner(limits=TurnLimits(history_tokens=2000)), persona(chat_model)
+    llm_server.script(*[Reply.text("Noted.")] * 3)
     for number in range(3):
         await run(runner, who, talk.request(f"{number} " + "word " * 700))
     messages = llm_server.requests[2]["messages"]
@@ -65,6 +69,17 @@ async def test_a_flood_of_turns_is_answered_without_the_model(
     assert [r.result.outcome for r in results[3:]] == ["failed", "failed"]
     assert results[4].text == ENGLISH.busy
     assert results[4].sentences[-1].tts_text == ENGLISH.busy
+
+
+async def test_satellites_without_a_person_each_have_their_own_pace(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """Voice satellites carry no user: one busy satellite does not silence another."""
+    runner, who = TurnRunner(limits=TurnLimits(turns_per_minute=1)), persona(chat_model)
+    kitchen = replace(talk.request("hi", user_id=None), device_id="kitchen")
+    hall = replace(talk.request("hi", user_id=None, conversation_id="c2"), device_id="hall")
+    outcomes = [(await run(runner, who, r)).result.outcome for r in (kitchen, kitchen, hall)]
+    assert outcomes == ["complete", "failed", "complete"]
 
 
 def test_the_pace_is_per_person_and_per_device() -> None:

@@ -143,7 +143,7 @@ class TurnRunner:
                 async with asyncio.timeout(persona.profile.turn_deadline):
                     await lock.acquire()
                     held = True
-                    if self._pace.allow(f"user:{ctx.user_id}", f"device:{request.device_id}"):
+                    if self._pace.allow(*_pace_keys(ctx.user_id, request.device_id)):
                         turn_ctx = await self._run(turn, persona, request, record, turn_ctx)
                     else:
                         record.outcome, record.reason = "failed", "too many turns a minute"
@@ -249,6 +249,15 @@ class TurnRunner:
             LOGGER.warning(
                 "Could not store the turn of %s", request.context.conversation_id, exc_info=True
             )
+
+
+def _pace_keys(user_id: str | None, device_id: str | None) -> tuple[str, ...]:
+    """Return whose pace a turn counts against: its person and its device, as known."""
+    keys = (
+        *((f"user:{user_id}",) if user_id else ()),
+        *((f"device:{device_id}",) if device_id else ()),
+    )
+    return keys or ("anonymous",)
 
 
 def _cut_notice(said: int, text: str) -> tuple[ContextSnippet, ...]:
