@@ -19,7 +19,11 @@ from syrupy.assertion import SnapshotAssertion
 from custom_components.companion_agent.engine.events import TextDelta, ToolCallEvent
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
-from custom_components.companion_agent.engine.messages import AssistantMessage, ToolMessage
+from custom_components.companion_agent.engine.messages import (
+    AssistantMessage,
+    ChatMessage,
+    ToolMessage,
+)
 from custom_components.companion_agent.engine.plugins import TurnContext
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
@@ -327,3 +331,40 @@ async def test_held_call_approved_after_100_other_conversations_runs_once(
     with pytest.raises(Exception, match="already used"):
         await runner.confirm(token.token_id, approve=True, user_id="alice")
     assert log == ["start", "end"]
+
+
+class SlowHistory:
+    """A history whose append waits for a gate, so a cancel can arrive while it stores."""
+
+    def __init__(self) -> None:
+        """Start closed."""
+        self.gate = asyncio.Event()
+        self.entered = asyncio.Event()
+        self.turns: list[StoredTurn] = []
+
+    async def load(self) -> list[ChatMessage]:
+        """Return no earlier turns."""
+        return []
+
+    async def append(self, turn: StoredTurn) -> None:
+        """Wait for the gate, then keep the turn."""
+        self.entered.set()
+        await self.gate.wait()
+        self.turns.append(turn)
+
+
+async def test_a_cancel_while_the_turn_is_stored_still_ends_it(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """Cancelled while storing: the turn is still stored whole and its result still comes."""
+    history = SlowHistory()
+    llm_server.script(Reply.text("Done."))
+    turn = TurnRunner().start(persona(chat_model), replace(talk.request("Go"), history=history))
+    async with asyncio.timeout(5):
+        await history.entered.wait()
+    turn.cancel("too late")
+    history.gate.set()
+    async with asyncio.timeout(5):
+        result = await turn.result
+    assert result.outcome == "complete"
+    assert [t.outcome for t in history.turns] == ["complete"]

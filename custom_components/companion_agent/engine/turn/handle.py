@@ -30,6 +30,7 @@ class Turn:
         self._queue: deque[OutputItem] = deque()
         self._ready = asyncio.Event()
         self._closed = False
+        self._settling = False
         self._iterating = False
         self._played = False
         self._shown: list[str] = []
@@ -70,7 +71,7 @@ class Turn:
             return
         self.cancel_reason = reason
         self._close(drop=True)
-        if self._task is not None:
+        if self._task is not None and not self._settling:
             self._task.cancel()
 
     def played(self) -> None:
@@ -86,6 +87,10 @@ class Turn:
     def bind(self, task: asyncio.Task[None]) -> None:
         """Attach the task that runs the turn (called once by the runner)."""
         self._task = task
+
+    def settle(self) -> None:
+        """Say the turn is being stored: a cancel now only ends the items, not the storing."""
+        self._settling = True
 
     def put(self, item: OutputItem) -> None:
         """Queue one item for the host (dropped once the turn is cancelled)."""

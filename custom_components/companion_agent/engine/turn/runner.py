@@ -160,6 +160,7 @@ class TurnRunner:
                 record.outcome, record.reason = "failed", "the turn failed"
                 _say(turn, request.lines.unreachable, turn.shown)
             finally:
+                turn.settle()
                 result = self._result(turn, record)
                 await self._store(request, record, result)
                 if held:
