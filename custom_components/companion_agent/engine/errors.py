@@ -90,3 +90,26 @@ class ConfirmationRefusedError(CompanionError):
         super().__init__(message)
         self.reason = reason
         self.token_ref = token_ref
+
+
+class SpeechError(CompanionError):
+    """A speech server failed; ``host`` and ``port`` say which one."""
+
+    def __init__(self, message: str, *, host: str, port: int) -> None:
+        """Say what failed and on which server."""
+        super().__init__(f"{host}:{port}: {message}")
+        self.host = host
+        self.port = port
+
+
+class SpeechConnectionError(SpeechError):
+    """The speech server could not be reached (refused, unreachable, or too slow to accept)."""
+
+
+class SpeechVoiceNotFoundError(SpeechError):
+    """The TTS server does not have ``voice``, though it may advertise it."""
+
+    def __init__(self, message: str, *, host: str, port: int, voice: str) -> None:
+        """Name the voice the server refused."""
+        super().__init__(message, host=host, port=port)
+        self.voice = voice

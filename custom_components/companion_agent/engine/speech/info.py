@@ -1,0 +1,75 @@
+"""What a Wyoming TTS server says about itself, read tolerantly from its ``info`` event."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TtsVoice:
+    """One voice a TTS server advertises; ``speakers`` is empty for single-speaker voices."""
+
+    name: str
+    languages: tuple[str, ...] = ()
+    speakers: tuple[str, ...] = ()
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TtsInfo:
+    """The TTS programs of a server, their voices, and whether any streams text in."""
+
+    programs: tuple[str, ...] = ()
+    voices: tuple[TtsVoice, ...] = ()
+    supports_streaming: bool = False
+
+    def voice(self, name: str) -> TtsVoice | None:
+        """Return the advertised voice called ``name``, or None."""
+        return next((v for v in self.voices if v.name == name), None)
+
+
+def parse_tts_info(data: Mapping[str, object]) -> TtsInfo:
+    """Read the ``tts`` programs of an ``info`` event's data, skipping what is malformed."""
+    programs: list[str] = []
+    voices: list[TtsVoice] = []
+    streaming = False
+    for program in _dicts(data.get("tts")):
+        programs.append(_str(program.get("name")) or "")
+        streaming = streaming or program.get("supports_synthesize_streaming") is True
+        for voice in _dicts(program.get("voices")):
+            name = _str(voice.get("name"))
+            if name is None:
+                continue
+            voices.append(
+                TtsVoice(
+                    name=name,
+                    languages=tuple(_strs(voice.get("languages"))),
+                    speakers=tuple(
+                        speaker_name
+                        for speaker in _dicts(voice.get("speakers"))
+                        if (speaker_name := _str(speaker.get("name"))) is not None
+                    ),
+                    description=_str(voice.get("description")),
+                )
+            )
+    return TtsInfo(programs=tuple(programs), voices=tuple(voices), supports_streaming=streaming)
+
+
+def _dicts(value: object) -> list[Mapping[str, object]]:
+    """Return the mappings in ``value`` if it is a list, else nothing."""
+    if not isinstance(value, list):
+        return []
+    return [item for item in value if isinstance(item, dict)]
+
+
+def _strs(value: object) -> list[str]:
+    """Return the strings in ``value`` if it is a list, else nothing."""
+    if not isinstance(value, list):
+        return []
+    return [item for item in value if isinstance(item, str)]
+
+
+def _str(value: object) -> str | None:
+    """Return ``value`` if it is a string, else None."""
+    return value if isinstance(value, str) else None

@@ -1,0 +1,121 @@
+"""A real Wyoming TCP proxy on 127.0.0.1 that forwards to a server and drops or stalls on cue.
+
+Client-to-server traffic is read event by event (so a fault can aim at one sentence's
+text); server-to-client bytes are copied as they come.
+"""
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Literal, Self
+
+from wyoming.event import async_read_event, async_write_event
+
+type FaultAction = Literal["drop", "stall"]
+
+_TEXT_EVENTS = ("synthesize", "synthesize-chunk")
+
+
+@dataclass
+class _Fault:
+    """Drop or stall the connection the next ``times`` times ``text`` is sent."""
+
+    text: str
+    action: FaultAction
+    times: int
+
+
+class WyomingProxy:
+    """Forward connections on 127.0.0.1:<port> to ``host``:``port``; record what was sent."""
+
+    def __init__(self, host: str, port: int) -> None:
+        """Prepare a proxy to the server at ``host``:``port``."""
+        self.target = (host, port)
+        self.host = "127.0.0.1"
+        self.port = 0
+        self.connections = 0
+        self.event_types: list[str] = []
+        self.texts: list[str] = []
+        self.stalled = asyncio.Event()
+        self._open = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._faults: list[_Fault] = []
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> Self:
+        """Start listening on an ephemeral port."""
+        self._server = await asyncio.start_server(self._handle, self.host, 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop listening and close every connection."""
+        assert self._server is not None
+        self._server.close()
+        self._server.close_clients()
+        await self._server.wait_closed()
+
+    def fault(self, text: str, action: FaultAction, *, times: int = 1) -> None:
+        """Drop or stall the connection instead of forwarding ``text`` (the next ``times``)."""
+        self._faults.append(_Fault(text=text, action=action, times=times))
+
+    async def wait_idle(self) -> None:
+        """Wait until no client connection is open."""
+        await self._idle.wait()
+
+    def _take_fault(self, text: str) -> FaultAction | None:
+        """Return the action due for ``text`` and count it, or None."""
+        for fault in self._faults:
+            if fault.text == text and fault.times > 0:
+                fault.times -= 1
+                return fault.action
+        return None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve one client connection until either side ends it or a fault does."""
+        self.connections += 1
+        self._open += 1
+        self._idle.clear()
+        upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
+        downstream = asyncio.create_task(_copy(upstream_reader, writer))
+        try:
+            while (event := await async_read_event(reader)) is not None:
+                text = event.data.get("text") if event.type in _TEXT_EVENTS else None
+                action = self._take_fault(text) if isinstance(text, str) else None
+                if action == "drop":
+                    break
+                if action == "stall":
+                    self.stalled.set()
+                    with contextlib.suppress(ConnectionError):
+                        await reader.read()  # until the client gives up
+                    break
+                self.event_types.append(event.type)
+                if isinstance(text, str):
+                    self.texts.append(text)
+                await async_write_event(event, upstream_writer)
+        except ConnectionError:
+            pass
+        finally:
+            downstream.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await downstream
+            upstream_writer.transport.abort()
+            writer.transport.abort()
+            self._open -= 1
+            if self._open == 0:
+                self._idle.set()
+
+
+async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy bytes from ``reader`` to ``writer`` until end of stream."""
+    with contextlib.suppress(ConnectionError):
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
