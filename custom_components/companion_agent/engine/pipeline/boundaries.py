@@ -37,28 +37,25 @@ import re
 from typing import Literal
 
 from ..chars import is_extender, is_wide, safe_cut
-from .abbreviations import DOTTED, FINAL_IF_CAPITAL, LONGEST_ABBREVIATION, NEVER_FINAL
 from .config import DEFAULT_CONFIG, PipelineConfig
+from .marks import (
+    CLOSERS,
+    NEWLINES,
+    PAIRS,
+    RUN_MARKUP,
+    TERMINATORS,
+    WIDE_TERMINATORS,
+    run_verdict,
+    starts_sentence,
+)
 
-_ASCII_TERMINATORS = ".!?"
-_WIDE_TERMINATORS = "。！？；｡．"
-_TERMINATORS = _ASCII_TERMINATORS + _WIDE_TERMINATORS
-_PAIRS = dict(zip('([{「『“‘（【《〈〔［｛﹁﹃"', ')]}」』”’）】》〉〕］｝﹂﹄"', strict=True))
-_CLOSERS = frozenset(_PAIRS.values())
-_NEWLINES = "\n\u2028\u2029"
-_RUN_MARKUP = "*_`"
 _CAP_BREAKS = ",，、;；:："
 _TAG_REACH = 32
-_WORD_STOPS = frozenset(" \t\r\n\u3000'\"") | frozenset(_PAIRS)
-_LIST_LEAD = " \t\r\n*-+#>"
-
-
-_SPECIAL = re.escape(_TERMINATORS + "".join(_PAIRS) + "".join(_CLOSERS) + _NEWLINES)
+_SPECIAL = re.escape(TERMINATORS + "".join(PAIRS) + "".join(CLOSERS) + NEWLINES)
 _SCAN = re.compile(f"[{_SPECIAL}]")
 _SCAN_FIRST = re.compile(f"[{_SPECIAL},，、]")
 
 type Mode = Literal["scan", "run", "comma", "await_capital", "await_number"]
-type Verdict = Literal["cut", "keep", "await_capital", "await_number"]
 
 
 class SentenceDivider:
@@ -161,14 +158,14 @@ class SentenceDivider:
     def _special(self, i: int, char: str, out: list[str]) -> int:
         """Handle a character the scan stopped at; return where to continue."""
         buf = self._buf
-        if char in _NEWLINES:
+        if char in NEWLINES:
             self._reset()
             if end := len(buf[:i].rstrip()):
                 self._cut(end, out)
                 return i - end + 1
             return i + 1
-        if char in _TERMINATORS:
-            eager = char in _WIDE_TERMINATORS or (i > 0 and is_wide(buf[i - 1]))
+        if char in TERMINATORS:
+            eager = char in WIDE_TERMINATORS or (i > 0 and is_wide(buf[i - 1]))
             if eager and not self._stack:
                 self._cut(i + 1, out)
                 return 0
@@ -179,8 +176,8 @@ class SentenceDivider:
                 return 0
         elif char == ",":
             self._mode = "comma"
-        elif not self._pop_to(char) and char in _PAIRS:
-            self._stack.append(_PAIRS[char])
+        elif not self._pop_to(char) and char in PAIRS:
+            self._stack.append(PAIRS[char])
             self._open_at.append(i)
         return i + 1
 
@@ -199,73 +196,44 @@ class SentenceDivider:
                     self._cut(i, out)
                     return 0
                 return i
-            case mode:
+            case "await_capital" | "await_number" as mode:
                 if char in " \t\r\u3000":
                     return i + 1
                 self._mode = "scan"
-                if char in _NEWLINES:
+                if char in NEWLINES:
                     return i
-                if mode == "await_number":
-                    starts = not (char.isdigit() or char == "#")
-                else:
-                    starts = char.isupper() or is_wide(char) or char in _PAIRS
-                if starts:
+                if starts_sentence(mode, char):
                     cut = self._await_cut
                     self._cut(cut, out)
                     return i - cut
                 return i
+            case "scan":
+                return i
 
     def _extend_run(self, i: int, char: str, out: list[str]) -> int:
         """Grow a run of terminators and closers, or decide the boundary it makes."""
-        if char in _TERMINATORS:
-            if (char in _WIDE_TERMINATORS or self._eager) and not self._stack:
+        if char in TERMINATORS:
+            if (char in WIDE_TERMINATORS or self._eager) and not self._stack:
                 self._cut(i + 1, out)
                 return 0
             return i + 1
-        if char in _CLOSERS:
+        if char in CLOSERS:
             if self._pop_to(char) and self._eager and not self._stack:
                 self._cut(i + 1, out)
                 return 0
             return i + 1
-        if char in _RUN_MARKUP or is_extender(char):
+        if char in RUN_MARKUP or is_extender(char):
             return i + 1
         self._mode = "scan"
         if self._stack or self._eager or not (char.isspace() or is_wide(char)):
             return i
-        match self._after_run(i, char):
+        match run_verdict(self._buf, self._run_start, i, char):
             case "cut":
                 self._cut(i, out)
                 return 0
             case "await_capital" | "await_number" as verdict:
                 self._mode, self._await_cut = verdict, i
         return i
-
-    def _after_run(self, i: int, char: str) -> Verdict:
-        """Decide what a finished ASCII run followed by ``char`` means."""
-        buf, run_start = self._buf, self._run_start
-        run = buf[run_start:i]
-        if run.count(".") >= 2:
-            return "keep"
-        if run[0] != ".":
-            return "cut"
-        start = run_start
-        while start > 0 and buf[start - 1] not in _WORD_STOPS:
-            start -= 1
-            if run_start - start > LONGEST_ABBREVIATION:
-                return "cut"
-        word = buf[start:run_start]
-        lowered = word.lower()
-        if not word:
-            return "cut"
-        if word.isdigit() and len(word) <= 3 and not buf[:start].strip(_LIST_LEAD):
-            return "keep"
-        if lowered in NEVER_FINAL or (len(word) == 1 and word.isupper()):
-            return "keep"
-        if lowered == "no":
-            return "await_number"
-        if lowered in FINAL_IF_CAPITAL or DOTTED.fullmatch(lowered):
-            return "cut" if is_wide(char) else "await_capital"
-        return "cut"
 
     def _cut_at_cap(self, out: list[str]) -> None:
         """Cut a sentence that reached the cap at its best break."""

@@ -1,0 +1,69 @@
+"""Sentence marks and what the text after them decides: the sentence divider's lookahead.
+
+The character classes ``SentenceDivider`` scans for, and the verdicts it waits on: what a
+finished run of ASCII marks means given the character after it (``run_verdict``), and
+whether the word after an abbreviation starts a sentence (``starts_sentence``). Each is a
+function of the text alone; the rules they serve are stated in ``boundaries.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..chars import is_wide
+from .abbreviations import DOTTED, FINAL_IF_CAPITAL, LONGEST_ABBREVIATION, NEVER_FINAL
+
+ASCII_TERMINATORS = ".!?"
+WIDE_TERMINATORS = "。！？；｡．"
+TERMINATORS = ASCII_TERMINATORS + WIDE_TERMINATORS
+PAIRS = dict(zip('([{「『“‘（【《〈〔［｛﹁﹃"', ')]}」』”’）】》〉〕］｝﹂﹄"', strict=True))
+CLOSERS = frozenset(PAIRS.values())
+NEWLINES = "\n\u2028\u2029"
+RUN_MARKUP = "*_`"
+_WORD_STOPS = frozenset(" \t\r\n\u3000'\"") | frozenset(PAIRS)
+_LIST_LEAD = " \t\r\n*-+#>"
+
+type Awaiting = Literal["await_capital", "await_number"]
+type Verdict = Literal["cut", "keep"] | Awaiting
+
+
+def run_verdict(buf: str, run_start: int, end: int, char: str) -> Verdict:
+    """Decide what the run of marks ``buf[run_start:end]``, then ``char``, means.
+
+    ``char`` is whitespace or a CJK character; the run starts with an ASCII mark.
+    """
+    run = buf[run_start:end]
+    if run.count(".") >= 2:
+        return "keep"
+    if run[0] != ".":
+        return "cut"
+    return _dot_verdict(buf, run_start, char)
+
+
+def _dot_verdict(buf: str, run_start: int, char: str) -> Verdict:
+    """Decide whether the dot at ``run_start`` ends a sentence: the word before it decides."""
+    start = run_start
+    while start > 0 and buf[start - 1] not in _WORD_STOPS:
+        start -= 1
+        if run_start - start > LONGEST_ABBREVIATION:
+            return "cut"
+    word = buf[start:run_start]
+    lowered = word.lower()
+    if not word:
+        return "cut"
+    if word.isdigit() and len(word) <= 3 and not buf[:start].strip(_LIST_LEAD):
+        return "keep"
+    if lowered in NEVER_FINAL or (len(word) == 1 and word.isupper()):
+        return "keep"
+    if lowered == "no":
+        return "await_number"
+    if lowered in FINAL_IF_CAPITAL or DOTTED.fullmatch(lowered):
+        return "cut" if is_wide(char) else "await_capital"
+    return "cut"
+
+
+def starts_sentence(mode: Awaiting, char: str) -> bool:
+    """Say whether the word starting with ``char`` begins a sentence after an abbreviation."""
+    if mode == "await_number":
+        return not (char.isdigit() or char == "#")
+    return char.isupper() or is_wide(char) or char in PAIRS
