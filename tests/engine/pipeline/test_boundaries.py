@@ -35,10 +35,20 @@ CASES: list[tuple[str, list[str]]] = [
     ("It ends at 5 p.m. Then we eat.", ["It ends at 5 p.m.", " Then we eat."]),
     ("Room No. 5 is free. No. It is not.", ["Room No. 5 is free.", " No.", " It is not."]),
     ("Ask J. K. Rowling. She knows.", ["Ask J. K. Rowling.", " She knows."]),
-    # Ellipses are pauses, not ends.
-    ("Well... I think so. Yes.", ["Well... I think so.", " Yes."]),
+    # An ellipsis ends a sentence before a capital or CJK text, else it is a pause.
+    ("Well... I think so. Yes.", ["Well...", " I think so.", " Yes."]),
+    ("Hmm... Let me check.", ["Hmm...", " Let me check."]),
+    ("Wait...What? No.", ["Wait...", "What?", " No."]),
     ("Hmm… maybe. Sure.", ["Hmm… maybe.", " Sure."]),
-    ("嗯……让我想想。好的。", ["嗯……让我想想。", "好的。"]),
+    ("I was... thinking about it.", ["I was... thinking about it."]),
+    ("Loading... 50% done.", ["Loading... 50% done."]),
+    ("Really...? Yes.", ["Really...?", " Yes."]),
+    ("嗯……让我想想。好的。", ["嗯……", "让我想想。", "好的。"]),
+    ("让我想想……明天…", ["让我想想……", "明天…"]),
+    ("嗯...好吧。", ["嗯...", "好吧。"]),
+    ("嗯……，好吧。", ["嗯……，好吧。"]),
+    ("“好的……”然后走了。", ["“好的……”", "然后走了。"]),
+    ("Hmm... 让我看看。OK… the light.", ["Hmm...", " 让我看看。", "OK… the light."]),
     # Chinese and Japanese, no spaces, released at the mark itself.
     (
         "好的，已经打开客厅的灯。需要我调暗一点吗？",
@@ -108,12 +118,19 @@ def test_unambiguous_boundary_releases_with_its_own_token(chunk: str, released: 
         ("Really?", "! Yes", []),
         ("Mr.", " Smith", []),
         ("etc.", " The", []),
+        ("灯关了.", "晚安", ["灯关了."]),
+        ("灯关了.", "..晚安", []),
+        ("让我想想……", "明天", ["让我想想……"]),
+        ("Hmm...", "Let", ["Hmm..."]),
     ],
 )
 def test_ascii_mark_waits_for_exactly_one_character(
     first: str, nxt: str, released: list[str]
 ) -> None:
-    """After ASCII ``.!?`` the next character decides; nothing is released before it."""
+    """After ASCII ``.!?`` or an ellipsis the next character decides, never one before it.
+
+    A dot right after CJK waits too: it may be the start of ``...``.
+    """
     divider = SentenceDivider()
     assert divider.feed(first) == []
     assert divider.feed(nxt[0]) == released
@@ -125,6 +142,16 @@ def test_abbreviation_waits_only_for_the_next_word() -> None:
     assert divider.feed("Fruit etc.   ") == []
     assert divider.feed("T") == ["Fruit etc."]
     assert divider.flush() == "   T"
+
+
+def test_ellipsis_waits_only_for_the_next_word() -> None:
+    """After an ellipsis and whitespace, the next word's first letter decides."""
+    divider = SentenceDivider()
+    assert divider.feed("Hmm...   ") == []
+    assert divider.feed("L") == ["Hmm..."]
+    assert divider.feed("et me... think… ") == []
+    assert divider.feed("about it") == []
+    assert divider.flush() == "   Let me... think… about it"
 
 
 def test_faster_first_response_cuts_first_sentence_at_comma() -> None:

@@ -2,17 +2,21 @@
 
 Boundary rules (every decision depends on the text alone, never on how it was chunked):
 
-- Full-width terminators ``。！？；｡．`` and ASCII ``.!?`` right after a CJK character end
+- Full-width terminators ``。！？；｡．`` and ASCII ``!?`` right after a CJK character end
   the sentence at once, in the same step as the token that carries them: no lookahead.
+  An ASCII ``.`` right after a CJK character ends it whatever follows, but waits for that
+  one character: another dot makes it an ellipsis.
 - ASCII ``.!?`` elsewhere wait for exactly one more character (the one after the run of
   ``.!?``, closing quotes/brackets and ``*_` `` markup): whitespace or a CJK character ends
   the sentence, anything else (``3.14``, ``10.30``, ``example.com``, ``?q=``) does not.
-  Two or more dots (``...``) are an ellipsis, never an end; ``…`` is not a terminator.
+- An ellipsis (a run with two or more dots, or ``…``/``……``) ends the sentence only before
+  a capital letter or CJK text (not a CJK mark), right after it or past whitespace:
+  ``Hmm... Let me`` and ``想想……明天`` end, ``I was... thinking`` and ``……，`` do not.
 - After ``.``, the word before it decides: ``Mr. Dr. e.g. i.e. vs. St.``, single capital
   initials and list numbers at the start of a line (``1.``) never end a sentence; ``etc. a.m.
   p.m. U.S. Inc.`` (and any ``x.y.``) end it only if the next word starts with a capital
-  or a CJK character; ``No.`` ends it unless a number follows. Only these wait past the
-  whitespace for the next word.
+  or a CJK character; ``No.`` ends it unless a number follows. Only these and an ellipsis
+  wait past the whitespace for the next word.
 - Quotes and brackets are tracked: inside an open one nothing ends the sentence; the
   closer that empties the stack right after a terminator ends it (``「はい。」`` is released
   at ``」``), so closing quotes and brackets stay with their sentence.
@@ -40,6 +44,7 @@ from ..chars import is_extender, is_wide, safe_cut
 from .config import DEFAULT_CONFIG, PipelineConfig
 from .marks import (
     CLOSERS,
+    DOTS,
     NEWLINES,
     PAIRS,
     RUN_MARKUP,
@@ -55,7 +60,7 @@ _SPECIAL = re.escape(TERMINATORS + "".join(PAIRS) + "".join(CLOSERS) + NEWLINES)
 _SCAN = re.compile(f"[{_SPECIAL}]")
 _SCAN_FIRST = re.compile(f"[{_SPECIAL},，、]")
 
-type Mode = Literal["scan", "run", "comma", "await_capital", "await_number"]
+type Mode = Literal["scan", "run", "comma", "await_capital", "await_number", "await_ellipsis"]
 
 
 class SentenceDivider:
@@ -165,10 +170,12 @@ class SentenceDivider:
                 return i - end + 1
             return i + 1
         if char in TERMINATORS:
-            eager = char in WIDE_TERMINATORS or (i > 0 and is_wide(buf[i - 1]))
+            after_wide = i > 0 and is_wide(buf[i - 1])
+            eager = char in WIDE_TERMINATORS or (after_wide and char in "!?")
             if eager and not self._stack:
                 self._cut(i + 1, out)
                 return 0
+            eager = eager or (after_wide and char == ".")
             self._mode, self._run_start, self._eager = "run", i, eager
         elif char in "，、":
             if not self._stack and len(buf[: i + 1].strip()) >= self._min_clause:
@@ -196,7 +203,7 @@ class SentenceDivider:
                     self._cut(i, out)
                     return 0
                 return i
-            case "await_capital" | "await_number" as mode:
+            case "await_capital" | "await_number" | "await_ellipsis" as mode:
                 if char in " \t\r\u3000":
                     return i + 1
                 self._mode = "scan"
@@ -213,7 +220,11 @@ class SentenceDivider:
     def _extend_run(self, i: int, char: str, out: list[str]) -> int:
         """Grow a run of terminators and closers, or decide the boundary it makes."""
         if char in TERMINATORS:
-            if (char in WIDE_TERMINATORS or self._eager) and not self._stack:
+            if self._stack:
+                return i + 1
+            if self._eager and char in DOTS:
+                self._eager = False  # a dot after CJK grew into an ellipsis
+            elif char in WIDE_TERMINATORS or self._eager:
                 self._cut(i + 1, out)
                 return 0
             return i + 1
@@ -225,15 +236,18 @@ class SentenceDivider:
         if char in RUN_MARKUP or is_extender(char):
             return i + 1
         self._mode = "scan"
-        if self._stack or self._eager or not (char.isspace() or is_wide(char)):
+        if self._stack or char in NEWLINES:
             return i
-        match run_verdict(self._buf, self._run_start, i, char):
+        verdict = "cut" if self._eager else run_verdict(self._buf, self._run_start, i, char)
+        match verdict:
             case "cut":
                 self._cut(i, out)
                 return 0
-            case "await_capital" | "await_number" as verdict:
-                self._mode, self._await_cut = verdict, i
-        return i
+            case "keep":
+                return i
+            case awaiting:
+                self._mode, self._await_cut = awaiting, i
+                return i
 
     def _cut_at_cap(self, out: list[str]) -> None:
         """Cut a sentence that reached the cap at its best break."""
@@ -247,7 +261,7 @@ class SentenceDivider:
         match self._mode:
             case "run" | "comma" if limit == cap:
                 cut = cap
-            case "await_capital" | "await_number":
+            case "await_capital" | "await_number" | "await_ellipsis":
                 cut = self._await_cut
             case _:
                 cut = self._best_break(low, limit)

@@ -1,9 +1,9 @@
 """Sentence marks and what the text after them decides: the sentence divider's lookahead.
 
 The character classes ``SentenceDivider`` scans for, and the verdicts it waits on: what a
-finished run of ASCII marks means given the character after it (``run_verdict``), and
-whether the word after an abbreviation starts a sentence (``starts_sentence``). Each is a
-function of the text alone; the rules they serve are stated in ``boundaries.py``.
+finished run of marks means given the character after it (``run_verdict``), and whether
+the word after an abbreviation or an ellipsis starts a sentence (``starts_sentence``). Each
+is a function of the text alone; the rules they serve are stated in ``boundaries.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from .abbreviations import DOTTED, FINAL_IF_CAPITAL, LONGEST_ABBREVIATION, NEVER
 
 ASCII_TERMINATORS = ".!?"
 WIDE_TERMINATORS = "。！？；｡．"
-TERMINATORS = ASCII_TERMINATORS + WIDE_TERMINATORS
+ELLIPSIS = "…"
+DOTS = "." + ELLIPSIS
+TERMINATORS = ASCII_TERMINATORS + WIDE_TERMINATORS + ELLIPSIS
 PAIRS = dict(zip('([{「『“‘（【《〈〔［｛﹁﹃"', ')]}」』”’）】》〉〕］｝﹂﹄"', strict=True))
 CLOSERS = frozenset(PAIRS.values())
 NEWLINES = "\n\u2028\u2029"
@@ -23,17 +25,28 @@ RUN_MARKUP = "*_`"
 _WORD_STOPS = frozenset(" \t\r\n\u3000'\"") | frozenset(PAIRS)
 _LIST_LEAD = " \t\r\n*-+#>"
 
-type Awaiting = Literal["await_capital", "await_number"]
+type Awaiting = Literal["await_capital", "await_number", "await_ellipsis"]
 type Verdict = Literal["cut", "keep"] | Awaiting
+
+
+def is_cjk_letter(char: str) -> bool:
+    """Say whether ``char`` is CJK text: a wide letter or digit, not a wide mark."""
+    return is_wide(char) and char.isalnum()
 
 
 def run_verdict(buf: str, run_start: int, end: int, char: str) -> Verdict:
     """Decide what the run of marks ``buf[run_start:end]``, then ``char``, means.
 
-    ``char`` is whitespace or a CJK character; the run starts with an ASCII mark.
+    The run starts with an ASCII mark or ``…`` that waits on the text after it; ``char``
+    is no newline, and no quote or bracket is open.
     """
     run = buf[run_start:end]
-    if run.count(".") >= 2:
+    space = char.isspace()
+    if ELLIPSIS in run or run.count(".") >= 2:
+        if space:
+            return "await_ellipsis"
+        return "cut" if char.isupper() or is_cjk_letter(char) else "keep"
+    if not (space or is_wide(char)):
         return "keep"
     if run[0] != ".":
         return "cut"
@@ -63,7 +76,11 @@ def _dot_verdict(buf: str, run_start: int, char: str) -> Verdict:
 
 
 def starts_sentence(mode: Awaiting, char: str) -> bool:
-    """Say whether the word starting with ``char`` begins a sentence after an abbreviation."""
-    if mode == "await_number":
-        return not (char.isdigit() or char == "#")
-    return char.isupper() or is_wide(char) or char in PAIRS
+    """Say whether the word starting with ``char`` begins a sentence after ``mode``'s mark."""
+    match mode:
+        case "await_number":
+            return not (char.isdigit() or char == "#")
+        case "await_capital":
+            return char.isupper() or is_wide(char) or char in PAIRS
+        case "await_ellipsis":
+            return char.isupper() or is_cjk_letter(char)
