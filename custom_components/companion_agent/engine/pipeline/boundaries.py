@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from ..chars import is_extender, is_wide, safe_cut
+from ..chars import is_extender, is_wide
 from .config import DEFAULT_CONFIG, PipelineConfig
 from .marks import (
     CLOSERS,
@@ -50,11 +50,11 @@ from .marks import (
     RUN_MARKUP,
     TERMINATORS,
     WIDE_TERMINATORS,
+    best_break,
     run_verdict,
     starts_sentence,
 )
 
-_CAP_BREAKS = ",，、;；:："
 _TAG_REACH = 32
 _SPECIAL = re.escape(TERMINATORS + "".join(PAIRS) + "".join(CLOSERS) + NEWLINES)
 _SCAN = re.compile(f"[{_SPECIAL}]")
@@ -264,19 +264,5 @@ class SentenceDivider:
             case "await_capital" | "await_number" | "await_ellipsis":
                 cut = self._await_cut
             case _:
-                cut = self._best_break(low, limit)
+                cut = best_break(self._buf, low, limit)
         self._cut(cut, out)
-
-    def _best_break(self, low: int, limit: int) -> int:
-        """Return the last clause mark, else the last space, in reach; else a safe cut."""
-        buf = self._buf
-        space = limit if buf[limit].isspace() else -1
-        for j in range(limit - 1, low - 1, -1):
-            char = buf[j]
-            if char in _CAP_BREAKS and not (char == "," and buf[j + 1].isdigit()):
-                return j + 1
-            if space < 0 and char.isspace():
-                space = j
-        if space >= 0:
-            return len(buf[:space].rstrip()) or space + 1
-        return safe_cut(buf, limit, max(1, low))

@@ -1,16 +1,17 @@
 """Sentence marks and what the text after them decides: the sentence divider's lookahead.
 
 The character classes ``SentenceDivider`` scans for, and the verdicts it waits on: what a
-finished run of marks means given the character after it (``run_verdict``), and whether
-the word after an abbreviation or an ellipsis starts a sentence (``starts_sentence``). Each
-is a function of the text alone; the rules they serve are stated in ``boundaries.py``.
+finished run of marks means given the character after it (``run_verdict``), whether the
+word after an abbreviation or an ellipsis starts a sentence (``starts_sentence``), and where
+the hard cap breaks a sentence that grew too long (``best_break``). Each is a function of
+the text alone; the rules they serve are stated in ``boundaries.py``.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from ..chars import is_wide
+from ..chars import is_wide, safe_cut
 from .abbreviations import DOTTED, FINAL_IF_CAPITAL, LONGEST_ABBREVIATION, NEVER_FINAL
 
 ASCII_TERMINATORS = ".!?"
@@ -22,6 +23,7 @@ PAIRS = dict(zip('([{「『“‘（【《〈〔［｛﹁﹃"', ')]}」』”’
 CLOSERS = frozenset(PAIRS.values())
 NEWLINES = "\n\u2028\u2029"
 RUN_MARKUP = "*_`"
+_CAP_BREAKS = ",，、;；:："
 _WORD_STOPS = frozenset(" \t\r\n\u3000'\"") | frozenset(PAIRS)
 _LIST_LEAD = " \t\r\n*-+#>"
 
@@ -84,3 +86,17 @@ def starts_sentence(mode: Awaiting, char: str) -> bool:
             return char.isupper() or is_wide(char) or char in PAIRS
         case "await_ellipsis":
             return char.isupper() or is_cjk_letter(char)
+
+
+def best_break(buf: str, low: int, limit: int) -> int:
+    """Return the last clause mark, else the last space, in ``buf[low:limit]``; else a safe cut."""
+    space = limit if buf[limit].isspace() else -1
+    for j in range(limit - 1, low - 1, -1):
+        char = buf[j]
+        if char in _CAP_BREAKS and not (char == "," and buf[j + 1].isdigit()):
+            return j + 1
+        if space < 0 and char.isspace():
+            space = j
+    if space >= 0:
+        return len(buf[:space].rstrip()) or space + 1
+    return safe_cut(buf, limit, max(1, low))
