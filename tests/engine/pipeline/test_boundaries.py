@@ -66,6 +66,19 @@ CASES: list[tuple[str, list[str]]] = [
     ('He said "Hello." Then he left.', ['He said "Hello."', " Then he left."]),
     ("(See the manual.) It helps.", ["(See the manual.)", " It helps."]),
     ("**Done.** Next step.", ["**Done.**", " Next step."]),
+    (
+        "It is called 'Movie night.' Should I add it?",
+        ["It is called 'Movie night.'", " Should I add it?"],
+    ),
+    ("'Well...' I said.", ["'Well...'", " I said."]),
+    ("(Ask 'Why?') Then wait.", ["(Ask 'Why?')", " Then wait."]),
+    ('He said: Yes!" Then.', ['He said: Yes!"', " Then."]),
+    # Apostrophes and opening quotes right after a mark are no closers.
+    ("The U.S.'s flag. It's 'ok.' Fine.", ["The U.S.'s flag.", " It's 'ok.'", " Fine."]),
+    ("'Stop!', he said. OK.", ["'Stop!', he said.", " OK."]),
+    ('Done."Next" is here. More.', ['Done."Next" is here.', " More."]),
+    ("它叫'电影之夜.'要加上吗?", ["它叫'电影之夜.'", "要加上吗?"]),
+    ('好的."明天"见。好。', ["好的.", '"明天"见。', "好。"]),
     # Mixed language.
     ("Done.好的。OK!", ["Done.", "好的。", "OK!"]),
     (

@@ -20,6 +20,11 @@ Boundary rules (every decision depends on the text alone, never on how it was ch
 - Quotes and brackets are tracked: inside an open one nothing ends the sentence; the
   closer that empties the stack right after a terminator ends it (``「はい。」`` is released
   at ``」``), so closing quotes and brackets stay with their sentence.
+- Right after a terminator, ASCII ``'`` and a ``"`` that closes nothing are closers too
+  (``'Movie night.' Should``): they join the run. Before a letter or digit they are no
+  closers: ``'`` is an apostrophe (``U.S.'s``) and ``"`` opens a quote (``Done."Next"``).
+  ``'`` is never tracked (``don't``, ``'90s``), so after a full-width terminator, which
+  decides at once, it starts the next sentence.
 - A newline always ends a sentence, so markdown list items stand alone.
 - ``faster_first_response``: the first sentence may end after ``，、`` (at once) or ``,``
   (one character of lookahead, not before a digit) once it holds enough characters.
@@ -47,6 +52,7 @@ from .marks import (
     DOTS,
     NEWLINES,
     PAIRS,
+    RUN_CLOSERS,
     RUN_MARKUP,
     TERMINATORS,
     WIDE_TERMINATORS,
@@ -79,6 +85,7 @@ class SentenceDivider:
         "_pos",
         "_run_start",
         "_stack",
+        "_stray_quote_at",
     )
 
     def __init__(self, config: PipelineConfig = DEFAULT_CONFIG) -> None:
@@ -95,6 +102,7 @@ class SentenceDivider:
         self._run_start = 0
         self._eager = False
         self._await_cut = 0
+        self._stray_quote_at = -1
 
     def feed(self, text: str) -> list[str]:
         """Add ``text``; return every sentence it completes."""
@@ -177,6 +185,7 @@ class SentenceDivider:
                 return 0
             eager = eager or (after_wide and char == ".")
             self._mode, self._run_start, self._eager = "run", i, eager
+            self._stray_quote_at = -1
         elif char in "，、":
             if not self._stack and len(buf[: i + 1].strip()) >= self._min_clause:
                 self._cut(i + 1, out)
@@ -228,16 +237,26 @@ class SentenceDivider:
                 self._cut(i + 1, out)
                 return 0
             return i + 1
-        if char in CLOSERS:
-            if self._pop_to(char) and self._eager and not self._stack:
-                self._cut(i + 1, out)
-                return 0
+        if char in RUN_CLOSERS:
+            if self._pop_to(char):
+                if self._eager and not self._stack:
+                    self._cut(i + 1, out)
+                    return 0
+            elif char == '"':
+                self._stray_quote_at = i
             return i + 1
         if char in RUN_MARKUP or is_extender(char):
             return i + 1
         self._mode = "scan"
         if self._stack or char in NEWLINES:
             return i
+        if self._stray_quote_at == i - 1 and char.isalnum():
+            # A quote that closed nothing, before a word, opens one (``Done."Next"``): the
+            # run ended before it, and the scan reads it again as an opener.
+            if not self._eager:
+                return i - 1
+            self._cut(i - 1, out)
+            return 0
         verdict = "cut" if self._eager else run_verdict(self._buf, self._run_start, i, char)
         match verdict:
             case "cut":

@@ -21,6 +21,8 @@ DOTS = "." + ELLIPSIS
 TERMINATORS = ASCII_TERMINATORS + WIDE_TERMINATORS + ELLIPSIS
 PAIRS = dict(zip('([{「『“‘（【《〈〔［｛﹁﹃"', ')]}」』”’）】》〉〕］｝﹂﹄"', strict=True))
 CLOSERS = frozenset(PAIRS.values())
+RUN_CLOSERS = CLOSERS | {"'"}
+"""What may close a run of marks: every closer, and ``'`` (never tracked: also an apostrophe)."""
 NEWLINES = "\n\u2028\u2029"
 RUN_MARKUP = "*_`"
 _CAP_BREAKS = ",，、;；:："
