@@ -92,9 +92,23 @@ CASES: list[tuple[str, list[str]]] = [
     ("Here:\n- one\n- two\n\nDone", ["Here:", "\n- one", "\n- two", "\n\nDone"]),
     ("Line one \t\nLine two", ["Line one", " \t\nLine two"]),
     ("1. Turn on the light. 2. Dim it.", ["1. Turn on the light.", " 2. Dim it."]),
-    # Edges: leading and trailing whitespace of the stretch, emoji after a mark.
+    # Emoji that only trail the last sentence (or its line) belong to it; before more
+    # text they start the next one. A full-width mark decides at once: its emoji do not.
+    ("Great job! 🎉", ["Great job! 🎉"]),
+    ("Done! 👨\u200d👩\u200d👧 🇨🇳 👍🏽 ❤\ufe0f", ["Done! 👨\u200d👩\u200d👧 🇨🇳 👍🏽 ❤\ufe0f"]),
+    ("Done! 🎉 Next thing.", ["Done!", " 🎉 Next thing."]),
+    ("Great!🎉 More.", ["Great!", "🎉 More."]),
+    ("Lights off! ✅\nAnything else?", ["Lights off! ✅", "\nAnything else?"]),
+    ('"Have fun!" 🎉', ['"Have fun!" 🎉']),
+    ("It ends at 5 p.m. 🎉", ["It ends at 5 p.m. 🎉"]),
+    ("It ends at 5 p.m. 🎉 Then we eat.", ["It ends at 5 p.m.", " 🎉 Then we eat."]),
+    ("Room No. 🎉", ["Room No. 🎉"]),
+    ("Done! 1\ufe0f\u20e3", ["Done!", " 1\ufe0f\u20e3"]),
+    ("灯已经关了. 🌙", ["灯已经关了. 🌙"]),
+    ("晚安... 🌙 明天见。", ["晚安...", " 🌙 明天见。"]),
+    ("晚安！😊", ["晚安！", "😊"]),
+    # Edges: leading and trailing whitespace of the stretch.
     ("  \n Hello there.  \n ", ["Hello there."]),
-    ("Great job! 🎉", ["Great job!", " 🎉"]),
     ("", []),
 ]
 
@@ -123,30 +137,39 @@ def test_unambiguous_boundary_releases_with_its_own_token(chunk: str, released: 
 
 
 @pytest.mark.parametrize(
-    ("first", "nxt", "released"),
+    ("first", "rest", "released"),
     [
-        ("The light is on.", " Next", ["The light is on."]),
-        ("Pi is 3.", "14 ok", []),
-        ("See example.", "com now", []),
-        ("Really?", "! Yes", []),
-        ("Mr.", " Smith", []),
-        ("etc.", " The", []),
-        ("灯关了.", "晚安", ["灯关了."]),
-        ("灯关了.", "..晚安", []),
-        ("让我想想……", "明天", ["让我想想……"]),
-        ("Hmm...", "Let", ["Hmm..."]),
+        ("The light is on.", " N", ["The light is on."]),
+        ("Is it on?", "\n", ["Is it on?"]),
+        ("Pi is 3.", "1", []),
+        ("See example.", "c", []),
+        ("Really?", "!", []),
+        ("Really?!", " W", ["Really?!"]),
+        ('He said "Yes!', '" T', ['He said "Yes!"']),
+        ('He said "Yes!"', ",", []),
+        ("Mr.", " S", []),
+        ("Fruit etc.", " T", ["Fruit etc."]),
+        ("Done!", " 🎉 🎊 N", ["Done!"]),
+        ("灯关了.", "晚", ["灯关了."]),
+        ("灯关了.", ".", []),
+        ("让我想想……", "明", ["让我想想……"]),
+        ("Hmm...", " L", ["Hmm..."]),
     ],
 )
-def test_ascii_mark_waits_for_exactly_one_character(
-    first: str, nxt: str, released: list[str]
+def test_ascii_mark_waits_for_the_text_that_decides_it(
+    first: str, rest: str, released: list[str]
 ) -> None:
-    """After ASCII ``.!?`` or an ellipsis the next character decides, never one before it.
+    """After ASCII ``.!?`` or an ellipsis nothing leaves before the text that decides.
 
-    A dot right after CJK waits too: it may be the start of ``...``.
+    That is the next character, past whitespace and emoji (they may trail the sentence):
+    ``!`` or a quote may still follow ``?``, a comma a closing quote. A dot right after
+    CJK waits too, since it may begin ``...``.
     """
     divider = SentenceDivider()
     assert divider.feed(first) == []
-    assert divider.feed(nxt[0]) == released
+    for char in rest[:-1]:
+        assert divider.feed(char) == [], char
+    assert divider.feed(rest[-1]) == released
 
 
 def test_abbreviation_waits_only_for_the_next_word() -> None:

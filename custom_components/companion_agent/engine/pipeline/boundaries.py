@@ -6,9 +6,10 @@ Boundary rules (every decision depends on the text alone, never on how it was ch
   the sentence at once, in the same step as the token that carries them: no lookahead.
   An ASCII ``.`` right after a CJK character ends it whatever follows, but waits for that
   one character: another dot makes it an ellipsis.
-- ASCII ``.!?`` elsewhere wait for exactly one more character (the one after the run of
-  ``.!?``, closing quotes/brackets and ``*_` `` markup): whitespace or a CJK character ends
-  the sentence, anything else (``3.14``, ``10.30``, ``example.com``, ``?q=``) does not.
+- ASCII ``.!?`` elsewhere wait for the character after the run of ``.!?``, closing
+  quotes/brackets and ``*_` `` markup: a gap (whitespace, emoji; see below) or a CJK
+  character ends the sentence, anything else (``3.14``, ``10.30``, ``example.com``,
+  ``?q=``) does not.
 - An ellipsis (a run with two or more dots, or ``…``/``……``) ends the sentence only before
   a capital letter or CJK text (not a CJK mark), right after it or past whitespace:
   ``Hmm... Let me`` and ``想想……明天`` end, ``I was... thinking`` and ``……，`` do not.
@@ -16,7 +17,7 @@ Boundary rules (every decision depends on the text alone, never on how it was ch
   initials and list numbers at the start of a line (``1.``) never end a sentence; ``etc. a.m.
   p.m. U.S. Inc.`` (and any ``x.y.``) end it only if the next word starts with a capital
   or a CJK character; ``No.`` ends it unless a number follows. Only these and an ellipsis
-  wait past the whitespace for the next word.
+  look at the word after the gap; other ends only wait for it to start.
 - Quotes and brackets are tracked: inside an open one nothing ends the sentence; the
   closer that empties the stack right after a terminator ends it (``「はい。」`` is released
   at ``」``), so closing quotes and brackets stay with their sentence.
@@ -25,6 +26,11 @@ Boundary rules (every decision depends on the text alone, never on how it was ch
   closers: ``'`` is an apostrophe (``U.S.'s``) and ``"`` opens a quote (``Done."Next"``).
   ``'`` is never tracked (``don't``, ``'90s``), so after a full-width terminator, which
   decides at once, it starts the next sentence.
+- Whitespace and emoji (whole clusters: ZWJ sequences, skin tones, flags, variation
+  selectors; not keycaps) after an end that waits are a gap the end waits past: text after
+  it starts the next sentence, gap and all (``Done! 🎉 Next``); the end of the stretch or a
+  newline leaves the emoji with the sentence (``Have a great day! 🎉``). An end decided at
+  once (full-width, or ``!?`` after CJK) is released before its emoji: ``晚安！`` ``😊``.
 - A newline always ends a sentence, so markdown list items stand alone.
 - ``faster_first_response``: the first sentence may end after ``，、`` (at once) or ``,``
   (one character of lookahead, not before a digit) once it holds enough characters.
@@ -36,8 +42,9 @@ Boundary rules (every decision depends on the text alone, never on how it was ch
 
 Whitespace at a boundary starts the next sentence: no sentence ends with whitespace, and a
 stretch's sentences concatenate to it exactly, minus its leading and trailing whitespace.
-Each character is examined once (a cap cut rescans at most half a cap): linear cost, and
-the buffer never holds more than one sentence and one chunk.
+Each character is examined once (a cap cut rescans at most half a cap, a quote that turns
+out to open is read twice): linear cost, and the buffer never holds more than one sentence
+(with its trailing gap) and one chunk.
 """
 
 from __future__ import annotations
@@ -56,9 +63,11 @@ from .marks import (
     RUN_MARKUP,
     TERMINATORS,
     WIDE_TERMINATORS,
+    Awaiting,
     best_break,
     run_verdict,
     starts_sentence,
+    trails,
 )
 
 _TAG_REACH = 32
@@ -66,7 +75,7 @@ _SPECIAL = re.escape(TERMINATORS + "".join(PAIRS) + "".join(CLOSERS) + NEWLINES)
 _SCAN = re.compile(f"[{_SPECIAL}]")
 _SCAN_FIRST = re.compile(f"[{_SPECIAL},，、]")
 
-type Mode = Literal["scan", "run", "comma", "await_capital", "await_number", "await_ellipsis"]
+type Mode = Literal["scan", "run", "comma"] | Awaiting
 
 
 class SentenceDivider:
@@ -184,8 +193,7 @@ class SentenceDivider:
                 self._cut(i + 1, out)
                 return 0
             eager = eager or (after_wide and char == ".")
-            self._mode, self._run_start, self._eager = "run", i, eager
-            self._stray_quote_at = -1
+            self._mode, self._run_start, self._eager, self._stray_quote_at = "run", i, eager, -1
         elif char in "，、":
             if not self._stack and len(buf[: i + 1].strip()) >= self._min_clause:
                 self._cut(i + 1, out)
@@ -212,19 +220,17 @@ class SentenceDivider:
                     self._cut(i, out)
                     return 0
                 return i
-            case "await_capital" | "await_number" | "await_ellipsis" as mode:
-                if char in " \t\r\u3000":
-                    return i + 1
-                self._mode = "scan"
-                if char in NEWLINES:
-                    return i
-                if starts_sentence(mode, char):
-                    cut = self._await_cut
-                    self._cut(cut, out)
-                    return i - cut
-                return i
             case "scan":
                 return i
+            case awaiting:
+                if trails(char):
+                    return i + 1
+                self._mode = "scan"
+                if char in NEWLINES or not starts_sentence(awaiting, char):
+                    return i
+                cut = self._await_cut
+                self._cut(cut, out)
+                return i - cut
 
     def _extend_run(self, i: int, char: str, out: list[str]) -> int:
         """Grow a run of terminators and closers, or decide the boundary it makes."""
@@ -257,8 +263,7 @@ class SentenceDivider:
                 return i - 1
             self._cut(i - 1, out)
             return 0
-        verdict = "cut" if self._eager else run_verdict(self._buf, self._run_start, i, char)
-        match verdict:
+        match run_verdict(self._buf, self._run_start, i, char, eager=self._eager):
             case "cut":
                 self._cut(i, out)
                 return 0
@@ -280,7 +285,7 @@ class SentenceDivider:
         match self._mode:
             case "run" | "comma" if limit == cap:
                 cut = cap
-            case "await_capital" | "await_number" | "await_ellipsis":
+            case "trail" | "await_capital" | "await_number" | "await_ellipsis":
                 cut = self._await_cut
             case _:
                 cut = best_break(self._buf, low, limit)

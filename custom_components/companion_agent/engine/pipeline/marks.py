@@ -2,16 +2,17 @@
 
 The character classes ``SentenceDivider`` scans for, and the verdicts it waits on: what a
 finished run of marks means given the character after it (``run_verdict``), whether the
-word after an abbreviation or an ellipsis starts a sentence (``starts_sentence``), and where
-the hard cap breaks a sentence that grew too long (``best_break``). Each is a function of
-the text alone; the rules they serve are stated in ``boundaries.py``.
+word after an abbreviation or an ellipsis starts a sentence (``starts_sentence``), what may
+trail a sentence's end (``trails``: whitespace and emoji), and where the hard cap breaks a
+sentence that grew too long (``best_break``). Each is a function of the text alone; the
+rules they serve are stated in ``boundaries.py``.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from ..chars import is_wide, safe_cut
+from ..chars import is_extender, is_wide, safe_cut
 from .abbreviations import DOTTED, FINAL_IF_CAPITAL, LONGEST_ABBREVIATION, NEVER_FINAL
 
 ASCII_TERMINATORS = ".!?"
@@ -29,7 +30,8 @@ _CAP_BREAKS = ",，、;；:："
 _WORD_STOPS = frozenset(" \t\r\n\u3000'\"") | frozenset(PAIRS)
 _LIST_LEAD = " \t\r\n*-+#>"
 
-type Awaiting = Literal["await_capital", "await_number", "await_ellipsis"]
+type Awaiting = Literal["trail", "await_capital", "await_number", "await_ellipsis"]
+"""What an end waits for, past whitespace and emoji: any text (``trail``) or a fitting word."""
 type Verdict = Literal["cut", "keep"] | Awaiting
 
 
@@ -38,23 +40,46 @@ def is_cjk_letter(char: str) -> bool:
     return is_wide(char) and char.isalnum()
 
 
-def run_verdict(buf: str, run_start: int, end: int, char: str) -> Verdict:
+def starts_emoji(char: str) -> bool:
+    """Say whether ``char`` starts an emoji: a pictograph, a symbol or dingbat, a flag half.
+
+    The rest of its grapheme cluster (ZWJ and the next pictograph, skin tone, variation
+    selector, tag characters) is ``is_extender`` or starts an emoji itself. Keycaps (``1️⃣``)
+    start with a digit and count as text.
+    """
+    return (
+        "\U0001f000" <= char <= "\U0001faff"
+        or "\u2600" <= char <= "\u27bf"
+        or "\u2b00" <= char <= "\u2bff"
+        or "\u2300" <= char <= "\u23ff"
+    )
+
+
+def trails(char: str) -> bool:
+    """Say whether ``char`` may trail a sentence's end: whitespace but a newline, or emoji."""
+    return (char.isspace() and char not in NEWLINES) or starts_emoji(char) or is_extender(char)
+
+
+def run_verdict(buf: str, run_start: int, end: int, char: str, *, eager: bool) -> Verdict:
     """Decide what the run of marks ``buf[run_start:end]``, then ``char``, means.
 
     The run starts with an ASCII mark or ``…`` that waits on the text after it; ``char``
-    is no newline, and no quote or bracket is open.
+    is no newline, and no quote or bracket is open. An ``eager`` run (a dot right after
+    CJK) ends the sentence whatever follows. Whitespace and emoji after a run are a gap:
+    the text after the gap decides, and an end waits for it, since the gap may trail.
     """
+    gap = trails(char)
+    if eager:
+        return "trail" if gap else "cut"
     run = buf[run_start:end]
-    space = char.isspace()
     if ELLIPSIS in run or run.count(".") >= 2:
-        if space:
+        if gap:
             return "await_ellipsis"
         return "cut" if char.isupper() or is_cjk_letter(char) else "keep"
-    if not (space or is_wide(char)):
+    if not (gap or is_wide(char)):
         return "keep"
-    if run[0] != ".":
-        return "cut"
-    return _dot_verdict(buf, run_start, char)
+    verdict = "cut" if run[0] != "." else _dot_verdict(buf, run_start, char)
+    return "trail" if gap and verdict == "cut" else verdict
 
 
 def _dot_verdict(buf: str, run_start: int, char: str) -> Verdict:
@@ -80,8 +105,10 @@ def _dot_verdict(buf: str, run_start: int, char: str) -> Verdict:
 
 
 def starts_sentence(mode: Awaiting, char: str) -> bool:
-    """Say whether the word starting with ``char`` begins a sentence after ``mode``'s mark."""
+    """Say whether the text starting with ``char`` begins a sentence after ``mode``'s mark."""
     match mode:
+        case "trail":
+            return True
         case "await_number":
             return not (char.isdigit() or char == "#")
         case "await_capital":
