@@ -127,11 +127,14 @@ def test_boundaries_under_every_chunking(text: str, expected: list[str]) -> None
         ("需要吗？", ["需要吗？"]),
         ("好的!", ["好的!"]),
         ("「はい。」", ["「はい。」"]),
+        ('他说"好的！"', ['他说"好的！"']),
+        ("太好了！🎉", ["太好了！"]),
+        ("Line one!\n", ["Line one!"]),
         ("Line one\n", ["Line one"]),
     ],
 )
 def test_unambiguous_boundary_releases_with_its_own_token(chunk: str, released: list[str]) -> None:
-    """A closing mark that cannot be extended releases in the same feed, no lookahead."""
+    """An end nothing after it can change releases in the same feed, no lookahead."""
     divider = SentenceDivider()
     assert divider.feed(chunk) == released
 

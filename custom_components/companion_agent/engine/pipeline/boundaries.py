@@ -40,6 +40,12 @@ Boundary rules (every decision depends on the text alone, never on how it was ch
   action tag opened in the last 32 characters. A whitespace run longer than half the cap
   may be dropped; nothing else ever is.
 
+An end nothing after it can change (full-width, ``!?`` after CJK, the closer that then
+empties the stack, a newline) leaves with the chunk that closes it; any other waits for the
+text that decides it, and no longer: ``!?`` may still grow (``Really?!``, ``"Yes!"``) or
+gain an emoji, ``.`` may be a decimal, an abbreviation or an ellipsis. Only that timing
+depends on the chunking, never the sentences.
+
 Whitespace at a boundary starts the next sentence: no sentence ends with whitespace, and a
 stretch's sentences concatenate to it exactly, minus its leading and trailing whitespace.
 Each character is examined once (a cap cut rescans at most half a cap, a quote that turns
