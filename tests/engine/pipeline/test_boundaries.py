@@ -43,6 +43,8 @@ CASES: list[tuple[str, list[str]]] = [
     ("I was... thinking about it.", ["I was... thinking about it."]),
     ("Loading... 50% done.", ["Loading... 50% done."]),
     ("Really...? Yes.", ["Really...?", " Yes."]),
+    ("...And then it stopped. OK.", ["...And then it stopped.", " OK."]),
+    ("Off. ... Then on.", ["Off.", " ... Then on."]),
     ("嗯……让我想想。好的。", ["嗯……", "让我想想。", "好的。"]),
     ("让我想想……明天…", ["让我想想……", "明天…"]),
     ("嗯...好吧。", ["嗯...", "好吧。"]),

@@ -73,6 +73,8 @@ def run_verdict(buf: str, run_start: int, end: int, char: str, *, eager: bool) -
         return "trail" if gap else "cut"
     run = buf[run_start:end]
     if ELLIPSIS in run or run.count(".") >= 2:
+        if not buf[:run_start].strip():
+            return "keep"  # an ellipsis that opens the sentence ends nothing
         if gap:
             return "await_ellipsis"
         return "cut" if char.isupper() or is_cjk_letter(char) else "keep"
