@@ -9,7 +9,7 @@ Boundary rules (every decision depends on the text alone, never on how it was ch
 - ASCII ``.!?`` elsewhere wait for the character after the run of ``.!?``, closing
   quotes/brackets and ``*_` `` markup: a gap (whitespace, emoji; see below) or a CJK
   character ends the sentence, anything else (``3.14``, ``10.30``, ``example.com``,
-  ``?q=``) does not.
+  ``?q=``) does not; nor do marks before the sentence's first letter or digit.
 - An ellipsis (a run with two or more dots, or ``…``/``……``) ends the sentence only before
   a capital letter or CJK text (not a CJK mark), right after it or past whitespace:
   ``Hmm... Let me`` and ``想想……明天`` end, ``I was... thinking`` and ``……，`` do not.
@@ -28,9 +28,9 @@ Boundary rules (every decision depends on the text alone, never on how it was ch
   decides at once, it starts the next sentence.
 - Whitespace and emoji (whole clusters: ZWJ sequences, skin tones, flags, variation
   selectors; not keycaps) after an end that waits are a gap the end waits past: text after
-  it starts the next sentence, gap and all (``Done! 🎉 Next``); the end of the stretch or a
-  newline leaves the emoji with the sentence (``Have a great day! 🎉``). An end decided at
-  once (full-width, or ``!?`` after CJK) is released before its emoji: ``晚安！`` ``😊``.
+  it starts the next sentence, gap and all (``Done! 🎉 Next``), but a mark stays (``🎉!``);
+  the end of the stretch or a newline leaves the emoji with the sentence (``Have a great
+  day! 🎉``). An end decided at once (full-width, ``!?`` after CJK) leaves before them.
 - A newline always ends a sentence, so markdown list items stand alone.
 - ``faster_first_response``: the first sentence may end after ``，、`` (at once) or ``,``
   (one character of lookahead, not before a digit) once it holds enough characters.

@@ -10,6 +10,7 @@ rules they serve are stated in ``boundaries.py``.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from ..chars import is_extender, is_wide, safe_cut
@@ -29,6 +30,7 @@ RUN_MARKUP = "*_`"
 _CAP_BREAKS = ",，、;；:："
 _WORD_STOPS = frozenset(" \t\r\n\u3000'\"") | frozenset(PAIRS)
 _LIST_LEAD = " \t\r\n*-+#>"
+_WORD = re.compile(r"[^\W_]")
 
 type Awaiting = Literal["trail", "await_capital", "await_number", "await_ellipsis"]
 """What an end waits for, past whitespace and emoji: any text (``trail``) or a fitting word."""
@@ -71,10 +73,10 @@ def run_verdict(buf: str, run_start: int, end: int, char: str, *, eager: bool) -
     gap = trails(char)
     if eager:
         return "trail" if gap else "cut"
+    if not _WORD.search(buf, 0, run_start):
+        return "keep"  # marks before any word end nothing (``...And``, ``**…OK``, ``? 🎉``)
     run = buf[run_start:end]
     if ELLIPSIS in run or run.count(".") >= 2:
-        if not buf[:run_start].strip():
-            return "keep"  # an ellipsis that opens the sentence ends nothing
         if gap:
             return "await_ellipsis"
         return "cut" if char.isupper() or is_cjk_letter(char) else "keep"
@@ -110,7 +112,7 @@ def starts_sentence(mode: Awaiting, char: str) -> bool:
     """Say whether the text starting with ``char`` begins a sentence after ``mode``'s mark."""
     match mode:
         case "trail":
-            return True
+            return char not in TERMINATORS  # ``Done! 🎉!`` is one sentence
         case "await_number":
             return not (char.isdigit() or char == "#")
         case "await_capital":
