@@ -35,10 +35,23 @@ CASES: list[tuple[str, list[str]]] = [
     ("It ends at 5 p.m. Then we eat.", ["It ends at 5 p.m.", " Then we eat."]),
     ("Room No. 5 is free. No. It is not.", ["Room No. 5 is free.", " No.", " It is not."]),
     ("Ask J. K. Rowling. She knows.", ["Ask J. K. Rowling.", " She knows."]),
-    # Ellipses are pauses, not ends.
-    ("Well... I think so. Yes.", ["Well... I think so.", " Yes."]),
+    # An ellipsis ends a sentence before a capital or CJK text, else it is a pause.
+    ("Well... I think so. Yes.", ["Well...", " I think so.", " Yes."]),
+    ("Hmm... Let me check.", ["Hmm...", " Let me check."]),
+    ("Wait...What? No.", ["Wait...", "What?", " No."]),
     ("Hmm… maybe. Sure.", ["Hmm… maybe.", " Sure."]),
-    ("嗯……让我想想。好的。", ["嗯……让我想想。", "好的。"]),
+    ("I was... thinking about it.", ["I was... thinking about it."]),
+    ("Loading... 50% done.", ["Loading... 50% done."]),
+    ("Really...? Yes.", ["Really...?", " Yes."]),
+    ("...And then it stopped. OK.", ["...And then it stopped.", " OK."]),
+    ("Off.\n... Then on.", ["Off.", "\n... Then on."]),
+    ("Off. ... Then on.", ["Off. ...", " Then on."]),
+    ("嗯……让我想想。好的。", ["嗯……", "让我想想。", "好的。"]),
+    ("让我想想……明天…", ["让我想想……", "明天…"]),
+    ("嗯...好吧。", ["嗯...", "好吧。"]),
+    ("嗯……，好吧。", ["嗯……，好吧。"]),
+    ("“好的……”然后走了。", ["“好的……”", "然后走了。"]),
+    ("Hmm... 让我看看。OK… the light.", ["Hmm...", " 让我看看。", "OK… the light."]),
     # Chinese and Japanese, no spaces, released at the mark itself.
     (
         "好的，已经打开客厅的灯。需要我调暗一点吗？",
@@ -56,6 +69,19 @@ CASES: list[tuple[str, list[str]]] = [
     ('He said "Hello." Then he left.', ['He said "Hello."', " Then he left."]),
     ("(See the manual.) It helps.", ["(See the manual.)", " It helps."]),
     ("**Done.** Next step.", ["**Done.**", " Next step."]),
+    (
+        "It is called 'Movie night.' Should I add it?",
+        ["It is called 'Movie night.'", " Should I add it?"],
+    ),
+    ("'Well...' I said.", ["'Well...'", " I said."]),
+    ("(Ask 'Why?') Then wait.", ["(Ask 'Why?')", " Then wait."]),
+    ('He said: Yes!" Then.', ['He said: Yes!"', " Then."]),
+    # Apostrophes and opening quotes right after a mark are no closers.
+    ("The U.S.'s flag. It's 'ok.' Fine.", ["The U.S.'s flag.", " It's 'ok.'", " Fine."]),
+    ("'Stop!', he said. OK.", ["'Stop!', he said.", " OK."]),
+    ('Done."Next" is here. More.', ['Done."Next" is here.', " More."]),
+    ("它叫'电影之夜.'要加上吗?", ["它叫'电影之夜.'", "要加上吗?"]),
+    ('好的."明天"见。好。', ["好的.", '"明天"见。', "好。"]),
     # Mixed language.
     ("Done.好的。OK!", ["Done.", "好的。", "OK!"]),
     (
@@ -69,9 +95,24 @@ CASES: list[tuple[str, list[str]]] = [
     ("Here:\n- one\n- two\n\nDone", ["Here:", "\n- one", "\n- two", "\n\nDone"]),
     ("Line one \t\nLine two", ["Line one", " \t\nLine two"]),
     ("1. Turn on the light. 2. Dim it.", ["1. Turn on the light.", " 2. Dim it."]),
-    # Edges: leading and trailing whitespace of the stretch, emoji after a mark.
+    # Emoji that only trail the last sentence (or its line) belong to it; before more
+    # text they start the next one. A full-width mark decides at once: its emoji do not.
+    ("Great job! 🎉", ["Great job! 🎉"]),
+    ("Done! 👨\u200d👩\u200d👧 🇨🇳 👍🏽 ❤\ufe0f", ["Done! 👨\u200d👩\u200d👧 🇨🇳 👍🏽 ❤\ufe0f"]),
+    ("Done! 🎉 Next thing.", ["Done!", " 🎉 Next thing."]),
+    ("Great!🎉 More.", ["Great!", "🎉 More."]),
+    ("Done! 🎉! Next.", ["Done! 🎉!", " Next."]),
+    ("Lights off! ✅\nAnything else?", ["Lights off! ✅", "\nAnything else?"]),
+    ('"Have fun!" 🎉', ['"Have fun!" 🎉']),
+    ("It ends at 5 p.m. 🎉", ["It ends at 5 p.m. 🎉"]),
+    ("It ends at 5 p.m. 🎉 Then we eat.", ["It ends at 5 p.m.", " 🎉 Then we eat."]),
+    ("Room No. 🎉", ["Room No. 🎉"]),
+    ("Done! 1\ufe0f\u20e3", ["Done!", " 1\ufe0f\u20e3"]),
+    ("灯已经关了. 🌙", ["灯已经关了. 🌙"]),
+    ("晚安... 🌙 明天见。", ["晚安...", " 🌙 明天见。"]),
+    ("晚安！😊", ["晚安！", "😊"]),
+    # Edges: leading and trailing whitespace of the stretch.
     ("  \n Hello there.  \n ", ["Hello there."]),
-    ("Great job! 🎉", ["Great job!", " 🎉"]),
     ("", []),
 ]
 
@@ -90,33 +131,52 @@ def test_boundaries_under_every_chunking(text: str, expected: list[str]) -> None
         ("需要吗？", ["需要吗？"]),
         ("好的!", ["好的!"]),
         ("「はい。」", ["「はい。」"]),
+        ('他说"好的！"', ['他说"好的！"']),
+        ("太好了！🎉", ["太好了！"]),
+        ("Line one!\n", ["Line one!"]),
         ("Line one\n", ["Line one"]),
     ],
 )
 def test_unambiguous_boundary_releases_with_its_own_token(chunk: str, released: list[str]) -> None:
-    """A closing mark that cannot be extended releases in the same feed, no lookahead."""
+    """An end nothing after it can change releases in the same feed, no lookahead."""
     divider = SentenceDivider()
     assert divider.feed(chunk) == released
 
 
 @pytest.mark.parametrize(
-    ("first", "nxt", "released"),
+    ("first", "rest", "released"),
     [
-        ("The light is on.", " Next", ["The light is on."]),
-        ("Pi is 3.", "14 ok", []),
-        ("See example.", "com now", []),
-        ("Really?", "! Yes", []),
-        ("Mr.", " Smith", []),
-        ("etc.", " The", []),
+        ("The light is on.", " N", ["The light is on."]),
+        ("Is it on?", "\n", ["Is it on?"]),
+        ("Pi is 3.", "1", []),
+        ("See example.", "c", []),
+        ("Really?", "!", []),
+        ("Really?!", " W", ["Really?!"]),
+        ('He said "Yes!', '" T', ['He said "Yes!"']),
+        ('He said "Yes!"', ",", []),
+        ("Mr.", " S", []),
+        ("Fruit etc.", " T", ["Fruit etc."]),
+        ("Done!", " 🎉 🎊 N", ["Done!"]),
+        ("灯关了.", "晚", ["灯关了."]),
+        ("灯关了.", ".", []),
+        ("让我想想……", "明", ["让我想想……"]),
+        ("Hmm...", " L", ["Hmm..."]),
     ],
 )
-def test_ascii_mark_waits_for_exactly_one_character(
-    first: str, nxt: str, released: list[str]
+def test_ascii_mark_waits_for_the_text_that_decides_it(
+    first: str, rest: str, released: list[str]
 ) -> None:
-    """After ASCII ``.!?`` the next character decides; nothing is released before it."""
+    """After ASCII ``.!?`` or an ellipsis nothing leaves before the text that decides.
+
+    That is the next character, past whitespace and emoji (they may trail the sentence):
+    ``!`` or a quote may still follow ``?``, a comma a closing quote. A dot right after
+    CJK waits too, since it may begin ``...``.
+    """
     divider = SentenceDivider()
     assert divider.feed(first) == []
-    assert divider.feed(nxt[0]) == released
+    for char in rest[:-1]:
+        assert divider.feed(char) == [], char
+    assert divider.feed(rest[-1]) == released
 
 
 def test_abbreviation_waits_only_for_the_next_word() -> None:
@@ -125,6 +185,16 @@ def test_abbreviation_waits_only_for_the_next_word() -> None:
     assert divider.feed("Fruit etc.   ") == []
     assert divider.feed("T") == ["Fruit etc."]
     assert divider.flush() == "   T"
+
+
+def test_ellipsis_waits_only_for_the_next_word() -> None:
+    """After an ellipsis and whitespace, the next word's first letter decides."""
+    divider = SentenceDivider()
+    assert divider.feed("Hmm...   ") == []
+    assert divider.feed("L") == ["Hmm..."]
+    assert divider.feed("et me... think… ") == []
+    assert divider.feed("about it") == []
+    assert divider.flush() == "   Let me... think… about it"
 
 
 def test_faster_first_response_cuts_first_sentence_at_comma() -> None:

@@ -34,6 +34,7 @@ from custom_components.companion_agent.engine.events import (
 from custom_components.companion_agent.engine.pipeline import (
     ActionTags,
     PipelineConfig,
+    SentenceDivider,
     build_pipeline,
 )
 
@@ -41,8 +42,8 @@ from .drive import delta, divide, modelled, run, sentences, shown, trace
 
 WORDS = ["light", "on", "the", "OK", "Mr", "e.g", "U.S", "etc", "No", "a.m", "3", "14", "10"]
 WORDS += ["example", "com", "https://x.io/a?b=1", "好的", "客厅", "灯", "はい", "電気", "A"]
-MARKS = [".", ".", "!", "?", "。", "！", "？", "；", "…", "...", ",", "，", "、", ":"]
-MARKS += ["“", "”", "「", "」", "(", ")", '"', "*", "**", "-", "#", "1.", "[", "]", "【", "】"]
+MARKS = [".", ".", "!", "?", "。", "！", "？", "；", "…", "……", "...", ",", "，", "、", ":"]
+MARKS += ["“", "”", "「", "」", "(", ")", '"', "'", "*", "**", "-", "#", "1.", "[", "]", "【", "】"]
 SPACES = [" ", " ", " ", "  ", "\n", "\n\n", "\t", "\u3000", "\u2028"]
 CLUSTERS = ["😀", "👍🏽", "👨\u200d👩\u200d👧", "🇨🇳", "e\u0301", "❤\ufe0f"]
 TAGS = ["[joy]", "[Wave]", "【开心】", "[OK]", "[unknown]", "[ joy ]", "[big smile]"]
@@ -106,6 +107,24 @@ def test_any_chunking_gives_the_same_sentences(
     assert shown(one) == shown(two)
     thoughts = "".join(f"{THOUGHT}{index}" for index in range(0, len(chunks), 3))
     assert thinking(one) == (thoughts if show else "")
+
+
+@PROFILE
+@given(text=TEXT, cuts=CUTS, cap=st.sampled_from([16, 40, 200]))
+def test_what_leaves_depends_on_the_text_so_far_alone(text: str, cuts: list[int], cap: int) -> None:
+    """After each chunk, exactly the sentences its text so far decides have left.
+
+    Fed whole or in pieces, a prefix releases the same sentences: an end waits for text
+    that decides it, never for a chunk boundary.
+    """
+    config = PipelineConfig(max_sentence_chars=cap)
+    divider = SentenceDivider(config)
+    released: list[str] = []
+    seen = ""
+    for chunk in split(text, cuts):
+        released += divider.feed(chunk)
+        seen += chunk
+        assert SentenceDivider(config).feed(seen) == released, seen
 
 
 @PROFILE

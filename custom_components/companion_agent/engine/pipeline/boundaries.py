@@ -2,20 +2,35 @@
 
 Boundary rules (every decision depends on the text alone, never on how it was chunked):
 
-- Full-width terminators ``。！？；｡．`` and ASCII ``.!?`` right after a CJK character end
+- Full-width terminators ``。！？；｡．`` and ASCII ``!?`` right after a CJK character end
   the sentence at once, in the same step as the token that carries them: no lookahead.
-- ASCII ``.!?`` elsewhere wait for exactly one more character (the one after the run of
-  ``.!?``, closing quotes/brackets and ``*_` `` markup): whitespace or a CJK character ends
-  the sentence, anything else (``3.14``, ``10.30``, ``example.com``, ``?q=``) does not.
-  Two or more dots (``...``) are an ellipsis, never an end; ``…`` is not a terminator.
+  An ASCII ``.`` right after a CJK character ends it whatever follows, but waits for that
+  one character: another dot makes it an ellipsis.
+- ASCII ``.!?`` elsewhere wait for the character after the run of ``.!?``, closing
+  quotes/brackets and ``*_` `` markup: a gap (whitespace, emoji; see below) or a CJK
+  character ends the sentence, anything else (``3.14``, ``10.30``, ``example.com``,
+  ``?q=``) does not; nor do marks before the sentence's first letter or digit.
+- An ellipsis (a run with two or more dots, or ``…``/``……``) ends the sentence only before
+  a capital letter or CJK text (not a CJK mark), right after it or past whitespace:
+  ``Hmm... Let me`` and ``想想……明天`` end, ``I was... thinking`` and ``……，`` do not.
 - After ``.``, the word before it decides: ``Mr. Dr. e.g. i.e. vs. St.``, single capital
   initials and list numbers at the start of a line (``1.``) never end a sentence; ``etc. a.m.
   p.m. U.S. Inc.`` (and any ``x.y.``) end it only if the next word starts with a capital
-  or a CJK character; ``No.`` ends it unless a number follows. Only these wait past the
-  whitespace for the next word.
+  or a CJK character; ``No.`` ends it unless a number follows. Only these and an ellipsis
+  look at the word after the gap; other ends only wait for it to start.
 - Quotes and brackets are tracked: inside an open one nothing ends the sentence; the
   closer that empties the stack right after a terminator ends it (``「はい。」`` is released
   at ``」``), so closing quotes and brackets stay with their sentence.
+- Right after a terminator, ASCII ``'`` and a ``"`` that closes nothing are closers too
+  (``'Movie night.' Should``): they join the run. Before a letter or digit they are no
+  closers: ``'`` is an apostrophe (``U.S.'s``) and ``"`` opens a quote (``Done."Next"``).
+  ``'`` is never tracked (``don't``, ``'90s``), so after a full-width terminator, which
+  decides at once, it starts the next sentence.
+- Whitespace and emoji (whole clusters: ZWJ sequences, skin tones, flags, variation
+  selectors; not keycaps) after an end that waits are a gap the end waits past: text after
+  it starts the next sentence, gap and all (``Done! 🎉 Next``), but a mark stays (``🎉!``);
+  the end of the stretch or a newline leaves the emoji with the sentence (``Have a great
+  day! 🎉``). An end decided at once (full-width, ``!?`` after CJK) leaves before them.
 - A newline always ends a sentence, so markdown list items stand alone.
 - ``faster_first_response``: the first sentence may end after ``，、`` (at once) or ``,``
   (one character of lookahead, not before a digit) once it holds enough characters.
@@ -25,10 +40,17 @@ Boundary rules (every decision depends on the text alone, never on how it was ch
   action tag opened in the last 32 characters. A whitespace run longer than half the cap
   may be dropped; nothing else ever is.
 
+An end nothing after it can change (full-width, ``!?`` after CJK, the closer that then
+empties the stack, a newline) leaves with the chunk that closes it; any other waits for the
+text that decides it, and no longer: ``!?`` may still grow (``Really?!``, ``"Yes!"``) or
+gain an emoji, ``.`` may be a decimal, an abbreviation or an ellipsis. Only that timing
+depends on the chunking, never the sentences.
+
 Whitespace at a boundary starts the next sentence: no sentence ends with whitespace, and a
 stretch's sentences concatenate to it exactly, minus its leading and trailing whitespace.
-Each character is examined once (a cap cut rescans at most half a cap): linear cost, and
-the buffer never holds more than one sentence and one chunk.
+Each character is examined once (a cap cut rescans at most half a cap, a quote that turns
+out to open is read twice): linear cost, and the buffer never holds more than one sentence
+(with its trailing gap) and one chunk.
 """
 
 from __future__ import annotations
@@ -36,29 +58,30 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from ..chars import is_extender, is_wide, safe_cut
-from .abbreviations import DOTTED, FINAL_IF_CAPITAL, LONGEST_ABBREVIATION, NEVER_FINAL
+from ..chars import is_extender, is_wide
 from .config import DEFAULT_CONFIG, PipelineConfig
+from .marks import (
+    CLOSERS,
+    DOTS,
+    NEWLINES,
+    PAIRS,
+    RUN_CLOSERS,
+    RUN_MARKUP,
+    TERMINATORS,
+    WIDE_TERMINATORS,
+    Awaiting,
+    best_break,
+    run_verdict,
+    starts_sentence,
+    trails,
+)
 
-_ASCII_TERMINATORS = ".!?"
-_WIDE_TERMINATORS = "。！？；｡．"
-_TERMINATORS = _ASCII_TERMINATORS + _WIDE_TERMINATORS
-_PAIRS = dict(zip('([{「『“‘（【《〈〔［｛﹁﹃"', ')]}」』”’）】》〉〕］｝﹂﹄"', strict=True))
-_CLOSERS = frozenset(_PAIRS.values())
-_NEWLINES = "\n\u2028\u2029"
-_RUN_MARKUP = "*_`"
-_CAP_BREAKS = ",，、;；:："
 _TAG_REACH = 32
-_WORD_STOPS = frozenset(" \t\r\n\u3000'\"") | frozenset(_PAIRS)
-_LIST_LEAD = " \t\r\n*-+#>"
-
-
-_SPECIAL = re.escape(_TERMINATORS + "".join(_PAIRS) + "".join(_CLOSERS) + _NEWLINES)
+_SPECIAL = re.escape(TERMINATORS + "".join(PAIRS) + "".join(CLOSERS) + NEWLINES)
 _SCAN = re.compile(f"[{_SPECIAL}]")
 _SCAN_FIRST = re.compile(f"[{_SPECIAL},，、]")
 
-type Mode = Literal["scan", "run", "comma", "await_capital", "await_number"]
-type Verdict = Literal["cut", "keep", "await_capital", "await_number"]
+type Mode = Literal["scan", "run", "comma"] | Awaiting
 
 
 class SentenceDivider:
@@ -77,6 +100,7 @@ class SentenceDivider:
         "_pos",
         "_run_start",
         "_stack",
+        "_stray_quote_at",
     )
 
     def __init__(self, config: PipelineConfig = DEFAULT_CONFIG) -> None:
@@ -93,6 +117,7 @@ class SentenceDivider:
         self._run_start = 0
         self._eager = False
         self._await_cut = 0
+        self._stray_quote_at = -1
 
     def feed(self, text: str) -> list[str]:
         """Add ``text``; return every sentence it completes."""
@@ -161,26 +186,28 @@ class SentenceDivider:
     def _special(self, i: int, char: str, out: list[str]) -> int:
         """Handle a character the scan stopped at; return where to continue."""
         buf = self._buf
-        if char in _NEWLINES:
+        if char in NEWLINES:
             self._reset()
             if end := len(buf[:i].rstrip()):
                 self._cut(end, out)
                 return i - end + 1
             return i + 1
-        if char in _TERMINATORS:
-            eager = char in _WIDE_TERMINATORS or (i > 0 and is_wide(buf[i - 1]))
+        if char in TERMINATORS:
+            after_wide = i > 0 and is_wide(buf[i - 1])
+            eager = char in WIDE_TERMINATORS or (after_wide and char in "!?")
             if eager and not self._stack:
                 self._cut(i + 1, out)
                 return 0
-            self._mode, self._run_start, self._eager = "run", i, eager
+            eager = eager or (after_wide and char == ".")
+            self._mode, self._run_start, self._eager, self._stray_quote_at = "run", i, eager, -1
         elif char in "，、":
             if not self._stack and len(buf[: i + 1].strip()) >= self._min_clause:
                 self._cut(i + 1, out)
                 return 0
         elif char == ",":
             self._mode = "comma"
-        elif not self._pop_to(char) and char in _PAIRS:
-            self._stack.append(_PAIRS[char])
+        elif not self._pop_to(char) and char in PAIRS:
+            self._stack.append(PAIRS[char])
             self._open_at.append(i)
         return i + 1
 
@@ -199,73 +226,58 @@ class SentenceDivider:
                     self._cut(i, out)
                     return 0
                 return i
-            case mode:
-                if char in " \t\r\u3000":
+            case "scan":
+                return i
+            case awaiting:
+                if trails(char):
                     return i + 1
                 self._mode = "scan"
-                if char in _NEWLINES:
+                if char in NEWLINES or not starts_sentence(awaiting, char):
                     return i
-                if mode == "await_number":
-                    starts = not (char.isdigit() or char == "#")
-                else:
-                    starts = char.isupper() or is_wide(char) or char in _PAIRS
-                if starts:
-                    cut = self._await_cut
-                    self._cut(cut, out)
-                    return i - cut
-                return i
+                cut = self._await_cut
+                self._cut(cut, out)
+                return i - cut
 
     def _extend_run(self, i: int, char: str, out: list[str]) -> int:
         """Grow a run of terminators and closers, or decide the boundary it makes."""
-        if char in _TERMINATORS:
-            if (char in _WIDE_TERMINATORS or self._eager) and not self._stack:
+        if char in TERMINATORS:
+            if self._stack:
+                return i + 1
+            if self._eager and char in DOTS:
+                self._eager = False  # a dot after CJK grew into an ellipsis
+            elif char in WIDE_TERMINATORS or self._eager:
                 self._cut(i + 1, out)
                 return 0
             return i + 1
-        if char in _CLOSERS:
-            if self._pop_to(char) and self._eager and not self._stack:
-                self._cut(i + 1, out)
-                return 0
+        if char in RUN_CLOSERS:
+            if self._pop_to(char):
+                if self._eager and not self._stack:
+                    self._cut(i + 1, out)
+                    return 0
+            elif char == '"':
+                self._stray_quote_at = i
             return i + 1
-        if char in _RUN_MARKUP or is_extender(char):
+        if char in RUN_MARKUP or is_extender(char):
             return i + 1
         self._mode = "scan"
-        if self._stack or self._eager or not (char.isspace() or is_wide(char)):
+        if self._stack or char in NEWLINES:
             return i
-        match self._after_run(i, char):
+        if self._stray_quote_at == i - 1 and char.isalnum():
+            # A quote that closed nothing, before a word, opens one (``Done."Next"``): the
+            # run ended before it, and the scan reads it again as an opener.
+            if not self._eager:
+                return i - 1
+            self._cut(i - 1, out)
+            return 0
+        match run_verdict(self._buf, self._run_start, i, char, eager=self._eager):
             case "cut":
                 self._cut(i, out)
                 return 0
-            case "await_capital" | "await_number" as verdict:
-                self._mode, self._await_cut = verdict, i
-        return i
-
-    def _after_run(self, i: int, char: str) -> Verdict:
-        """Decide what a finished ASCII run followed by ``char`` means."""
-        buf, run_start = self._buf, self._run_start
-        run = buf[run_start:i]
-        if run.count(".") >= 2:
-            return "keep"
-        if run[0] != ".":
-            return "cut"
-        start = run_start
-        while start > 0 and buf[start - 1] not in _WORD_STOPS:
-            start -= 1
-            if run_start - start > LONGEST_ABBREVIATION:
-                return "cut"
-        word = buf[start:run_start]
-        lowered = word.lower()
-        if not word:
-            return "cut"
-        if word.isdigit() and len(word) <= 3 and not buf[:start].strip(_LIST_LEAD):
-            return "keep"
-        if lowered in NEVER_FINAL or (len(word) == 1 and word.isupper()):
-            return "keep"
-        if lowered == "no":
-            return "await_number"
-        if lowered in FINAL_IF_CAPITAL or DOTTED.fullmatch(lowered):
-            return "cut" if is_wide(char) else "await_capital"
-        return "cut"
+            case "keep":
+                return i
+            case awaiting:
+                self._mode, self._await_cut = awaiting, i
+                return i
 
     def _cut_at_cap(self, out: list[str]) -> None:
         """Cut a sentence that reached the cap at its best break."""
@@ -279,22 +291,8 @@ class SentenceDivider:
         match self._mode:
             case "run" | "comma" if limit == cap:
                 cut = cap
-            case "await_capital" | "await_number":
+            case "trail" | "await_capital" | "await_number" | "await_ellipsis":
                 cut = self._await_cut
             case _:
-                cut = self._best_break(low, limit)
+                cut = best_break(self._buf, low, limit)
         self._cut(cut, out)
-
-    def _best_break(self, low: int, limit: int) -> int:
-        """Return the last clause mark, else the last space, in reach; else a safe cut."""
-        buf = self._buf
-        space = limit if buf[limit].isspace() else -1
-        for j in range(limit - 1, low - 1, -1):
-            char = buf[j]
-            if char in _CAP_BREAKS and not (char == "," and buf[j + 1].isdigit()):
-                return j + 1
-            if space < 0 and char.isspace():
-                space = j
-        if space >= 0:
-            return len(buf[:space].rstrip()) or space + 1
-        return safe_cut(buf, limit, max(1, low))
