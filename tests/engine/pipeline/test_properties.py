@@ -51,6 +51,7 @@ TAGS += ["【a[joy]】", "[x【开心】]"]
 THOUGHT = "ZQX"
 VOCABULARY = frozenset({"joy", "wave", "开心", "big smile"})
 KNOWN_TAG = re.compile(r"\[(?:joy|wave| joy |big smile)\]|【开心】", re.IGNORECASE)
+NESTED = re.compile(r"【[^】\n]*\[|\[[^\]\n]*【")
 
 PROFILE = settings(max_examples=int(os.environ.get("PIPELINE_EXAMPLES", "150")), deadline=None)
 
@@ -171,7 +172,7 @@ def test_display_text_is_the_reply_minus_tags(text: str, cuts: list[int]) -> Non
     reference, actions = ActionTags(VOCABULARY).extract(text)
     assert squash("".join(item.display_text for item in out)) == squash(reference)
     assert tuple(action for item in out for action in item.actions) == actions
-    if "【a[joy]】" not in text and "[x【开心】]" not in text:
+    if not NESTED.search(text):  # a bracket inside another: the regex oracle cannot tell
         assert squash(reference) == squash(KNOWN_TAG.sub("", text))
 
 
