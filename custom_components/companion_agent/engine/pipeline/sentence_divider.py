@@ -6,7 +6,8 @@ right where it was cut: a delta that holds the end of a sentence and the start o
 next goes on as two deltas with the ``SentenceOutput`` between them (a delta whose
 ``model_text`` is not its ``text``, such as a host notice, keeps all of its model text
 on the first piece). So a sentence's text always precedes it, and the text after it
-follows it unless the divider had to read on to decide (``etc. Then``, the length cap).
+follows it unless the divider had to read on to decide (``etc. Then``, an ellipsis, an
+emoji after a mark, the length cap).
 
 ``ThinkingDelta`` passes straight through without ending the sentence in progress; any
 other non-text item (a tool call, anything unknown) first releases the text in progress
