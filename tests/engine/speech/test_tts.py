@@ -15,7 +15,7 @@ from custom_components.companion_agent.engine.errors import (
     SpeechVoiceNotFoundError,
 )
 from custom_components.companion_agent.engine.speech import AudioChunk, WyomingTTS
-from tests.engine.speech.conftest import PiperPeer
+from tests.support.piper import PiperPeer
 from tests.support.wyoming_proxy import FaultAction, WyomingProxy
 
 SENTENCES = ("Good morning.", "The kettle is on.", "See you soon.")
