@@ -10,6 +10,11 @@ CONF_MODEL = "model"
 CONF_PROMPT = "prompt"
 
 SUBENTRY_CONVERSATION = "conversation"
+SUBENTRY_TTS = "tts"
+CONF_VOICE = "voice"
+CONF_SPEAKER = "speaker"
+CONF_LANGUAGES = "languages"
+DEFAULT_TTS_PORT = 10200
 DEFAULT_CONVERSATION_NAME = "Companion"
 STORAGE_FOLDER = "companion_agent"
 
