@@ -1,4 +1,4 @@
-"""Repair issues: plugins and profiles not loaded, history files set aside; the fix flows.
+"""Repair issues: plugins or profiles not loaded, history set aside, TTS voice gone; fixes.
 
 The server check (``health.py``) and the pipeline check (``pipelines.py``) raise their own
 issues; both mark them with the entry's id, so they go when the entry is disabled or removed.
@@ -22,6 +22,7 @@ from .pipelines import ISSUE_PREFIX as LOCAL_INTENTS_PREFIX
 from .pipelines import async_turn_off_local_intents
 
 PROBLEM_PREFIXES = ("plugin_", "profile_")
+VOICE_PREFIX = "tts_voice_"
 
 
 @callback
@@ -61,6 +62,29 @@ def async_report_bad_history(hass: HomeAssistant, path: Path, moved: Path) -> No
         translation_key="bad_history" if moved != path else "unreadable_history",
         translation_placeholders={"path": str(path), "moved": str(moved)},
     )
+
+
+@callback
+def async_report_missing_voice(
+    hass: HomeAssistant, entry_id: str, subentry_id: str, voice: str, server: str
+) -> None:
+    """Say that the TTS server at ``server`` has no voice ``voice``, which a TTS entity uses."""
+    ir.async_create_issue(
+        hass,
+        DOMAIN,
+        f"{VOICE_PREFIX}{subentry_id}",
+        is_fixable=False,
+        severity=ir.IssueSeverity.ERROR,
+        translation_key="tts_voice_missing",
+        translation_placeholders={"voice": voice, "server": server},
+        data={"entry_id": entry_id},
+    )
+
+
+@callback
+def async_clear_missing_voice(hass: HomeAssistant, subentry_id: str) -> None:
+    """Remove the missing-voice issue of a TTS entity that has spoken again."""
+    ir.async_delete_issue(hass, DOMAIN, f"{VOICE_PREFIX}{subentry_id}")
 
 
 @callback

@@ -1,0 +1,261 @@
+"""The TTS sub-entry and entity through a real HA, speaking with the real wyoming-piper."""
+
+import io
+import socket
+import wave
+from collections.abc import AsyncGenerator
+
+import pytest
+from homeassistant import config_entries
+from homeassistant.components import tts
+from homeassistant.components.tts.const import DATA_COMPONENT
+from homeassistant.components.tts.entity import TTSAudioRequest
+from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_PORT
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers import issue_registry as ir
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.companion_agent.const import (
+    CONF_BASE_URL,
+    CONF_LANGUAGES,
+    CONF_MODEL,
+    CONF_VOICE,
+    DOMAIN,
+    SUBENTRY_TTS,
+)
+from custom_components.companion_agent.tts import CompanionTtsEntity
+from tests.support.llm_server import LLMServer
+from tests.support.piper import PiperPeer, piper, piper_process, proxy
+from tests.support.wyoming_proxy import WyomingProxy
+
+__all__ = ["piper", "piper_process", "proxy"]  # fixtures, imported to be found
+
+VOICE = "en_US-joe-medium"
+ADVERTISED_NOT_INSTALLED = "en_US-lessac-medium"
+MESSY = (
+    "## Hello **there**! 🎉 I found [the docs](https://example.com/docs) and "
+    "https://example.com/x too. [joy] See you soon 😊."
+)
+CLEAN = ["Hello there!", "I found the docs and link too.", "See you soon."]
+
+
+def closed_port() -> int:
+    """Return a loopback port nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def setup_voice(
+    hass: HomeAssistant, server: LLMServer, host: str, port: int, voice: str = VOICE
+) -> CompanionTtsEntity:
+    """Set up an entry whose only sub-entry is a TTS voice; return its entity."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        title="test-model",
+        data={CONF_BASE_URL: server.url, CONF_API_KEY: "", CONF_MODEL: "test-model"},
+        subentries_data=[
+            {
+                "subentry_type": SUBENTRY_TTS,
+                "data": {
+                    CONF_HOST: host,
+                    CONF_PORT: port,
+                    CONF_VOICE: voice,
+                    CONF_LANGUAGES: ["en_US"],
+                },
+                "title": voice,
+                "unique_id": None,
+            }
+        ],
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    (entity_id,) = [
+        e.entity_id
+        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
+        if e.domain == "tts"
+    ]
+    entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
+    assert isinstance(entity, CompanionTtsEntity)
+    return entity
+
+
+async def chunks(text: str, size: int = 7) -> AsyncGenerator[str]:
+    """Yield ``text`` in pieces of ``size`` characters, as a model's stream would."""
+    for start in range(0, len(text), size):
+        yield text[start : start + size]
+
+
+def wav_format(data: bytes) -> tuple[int, int, int, int]:
+    """Return the rate, sample width, channels and frame count a WAV header states."""
+    with wave.open(io.BytesIO(data), "rb") as reader:
+        return (
+            reader.getframerate(),
+            reader.getsampwidth(),
+            reader.getnchannels(),
+            reader.getnframes(),
+        )
+
+
+async def stream(entity: CompanionTtsEntity, text: str) -> list[bytes]:
+    """Return everything the entity's stream yields for ``text`` streamed in pieces."""
+    response = await entity.async_stream_tts_audio(
+        TTSAudioRequest(language="en_US", options={}, message_gen=chunks(text))
+    )
+    assert response.extension == "wav"
+    return [part async for part in response.data_gen]
+
+
+async def test_the_subentry_flow_asks_for_the_server_then_a_voice(
+    hass: HomeAssistant, setup_entry: MockConfigEntry, piper: PiperPeer
+) -> None:
+    result = await hass.config_entries.subentries.async_init(
+        (setup_entry.entry_id, SUBENTRY_TTS), context={"source": config_entries.SOURCE_USER}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "user"
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_HOST: piper.host, CONF_PORT: piper.port}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "voice"
+    assert result["data_schema"] is not None
+    options = result["data_schema"].schema[CONF_VOICE].config["options"]
+    assert VOICE in [option["value"] for option in options]
+
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_VOICE: VOICE}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"] == VOICE
+    assert result["data"] == {
+        CONF_HOST: piper.host,
+        CONF_PORT: piper.port,
+        CONF_VOICE: VOICE,
+        CONF_LANGUAGES: ["en_US"],
+    }
+    await hass.async_block_till_done()
+    (entity_id,) = hass.states.async_entity_ids("tts")
+    entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
+    assert entity is not None
+    assert entity.supported_languages == ["en_US"]
+    assert entity.default_language == "en_US"
+
+
+async def test_the_subentry_flow_says_cannot_connect(
+    hass: HomeAssistant, setup_entry: MockConfigEntry
+) -> None:
+    result = await hass.config_entries.subentries.async_init(
+        (setup_entry.entry_id, SUBENTRY_TTS), context={"source": config_entries.SOURCE_USER}
+    )
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: closed_port()}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "user"
+    assert result["errors"] == {"base": "cannot_connect"}
+
+
+async def test_streamed_text_reaches_piper_as_clean_sentences_and_comes_back_as_wav(
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+) -> None:
+    entity = await setup_voice(hass, llm_server, proxy.host, proxy.port)
+    assert entity.async_supports_streaming_input()
+
+    parts = await stream(entity, MESSY)
+
+    assert wav_format(parts[0]) == (22050, 2, 1, 0)  # streaming: no frame count
+    assert len(parts[0]) == 44  # the header alone, before any PCM
+    assert sum(len(part) for part in parts[1:]) > 22050  # over half a second of speech
+    assert proxy.texts == CLEAN
+    await proxy.wait_idle()  # the socket is closed once the stream ends
+
+
+async def test_a_cancelled_stream_closes_the_socket(
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+) -> None:
+    entity = await setup_voice(hass, llm_server, proxy.host, proxy.port)
+    response = await entity.async_stream_tts_audio(
+        TTSAudioRequest(language="en_US", options={}, message_gen=chunks(MESSY))
+    )
+    data = response.data_gen
+    assert len(await anext(data)) == 44
+    await anext(data)  # the first sentence's audio: piper is connected
+    await data.aclose()
+
+    await proxy.wait_idle()
+    assert proxy.texts == CLEAN[:1]
+
+
+async def test_the_media_source_streams_a_wav_of_the_whole_message(
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+) -> None:
+    entity = await setup_voice(hass, llm_server, proxy.host, proxy.port)
+    media_id = tts.generate_media_source_id(
+        hass,
+        MESSY,
+        engine=entity.entity_id,
+        language="en_US",
+        options={tts.ATTR_PREFERRED_FORMAT: "wav"},  # as piper sends it: no ffmpeg
+        cache=False,
+    )
+
+    extension, data = await tts.async_get_media_source_audio(hass, media_id)
+
+    assert extension == "wav"
+    assert wav_format(data) == (22050, 2, 1, 0)  # HA streams it: the header counts no frames
+    assert len(data) - 44 > 22050
+    assert proxy.texts == CLEAN
+
+
+async def test_the_whole_message_makes_one_complete_wav(
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+) -> None:
+    entity = await setup_voice(hass, llm_server, proxy.host, proxy.port)
+
+    extension, data = await entity.async_get_tts_audio(MESSY, "en_US", {})
+
+    assert extension == "wav"
+    assert data is not None
+    rate, width, channels, frames = wav_format(data)
+    assert (rate, width, channels) == (22050, 2, 1)
+    assert frames > 22050
+    assert len(data) == 44 + frames * width
+    assert proxy.texts == CLEAN
+
+
+async def test_a_refused_connection_raises_a_translated_error(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    entity = await setup_voice(hass, llm_server, "127.0.0.1", closed_port())
+
+    with pytest.raises(HomeAssistantError) as raised:
+        await stream(entity, "Hello there.")
+    assert raised.value.translation_key == "tts_unreachable"
+    with pytest.raises(HomeAssistantError) as raised:
+        await entity.async_get_tts_audio("Hello there.", "en_US", {})
+    assert raised.value.translation_key == "tts_unreachable"
+
+
+@pytest.mark.parametrize("voice", ["xx_XX-nobody-low", ADVERTISED_NOT_INSTALLED])
+async def test_a_voice_the_server_lacks_raises_a_repair_issue(
+    hass: HomeAssistant, llm_server: LLMServer, piper: PiperPeer, voice: str
+) -> None:
+    entity = await setup_voice(hass, llm_server, piper.host, piper.port, voice)
+
+    with pytest.raises(HomeAssistantError) as raised:
+        await stream(entity, "Hello there.")
+
+    assert raised.value.translation_key == "tts_voice_missing"
+    issue = ir.async_get(hass).async_get_issue(DOMAIN, f"tts_voice_{entity.subentry.subentry_id}")
+    assert issue is not None
+    assert issue.translation_key == "tts_voice_missing"
+    assert issue.translation_placeholders == {
+        "voice": voice,
+        "server": f"{piper.host}:{piper.port}",
+    }
