@@ -1,6 +1,8 @@
 """The TTS sub-entry and entity through a real HA, speaking with the real wyoming-piper."""
 
+import asyncio
 import io
+import json
 import socket
 import wave
 from collections.abc import AsyncGenerator
@@ -22,6 +24,7 @@ from custom_components.companion_agent.const import (
     CONF_BASE_URL,
     CONF_LANGUAGES,
     CONF_MODEL,
+    CONF_SPEAKER,
     CONF_VOICE,
     DOMAIN,
     SUBENTRY_TTS,
@@ -174,6 +177,87 @@ async def test_streamed_text_reaches_piper_as_clean_sentences_and_comes_back_as_
     assert sum(len(part) for part in parts[1:]) > 22050  # over half a second of speech
     assert proxy.texts == CLEAN
     await proxy.wait_idle()  # the socket is closed once the stream ends
+
+
+async def test_a_sentence_is_spoken_before_the_rest_of_the_text_arrives(
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+) -> None:
+    entity = await setup_voice(hass, llm_server, proxy.host, proxy.port)
+    rest = asyncio.Event()
+
+    async def reply() -> AsyncGenerator[str]:
+        yield "Good morning. The kettle"
+        await rest.wait()
+        yield " is on."
+
+    response = await entity.async_stream_tts_audio(
+        TTSAudioRequest(language="en_US", options={}, message_gen=reply())
+    )
+    data = response.data_gen
+    header = await anext(data)
+    first = await asyncio.wait_for(anext(data), 10)  # while the text is still held back
+
+    assert wav_format(header)[3] == 0
+    assert first
+    assert proxy.texts == ["Good morning."]
+    rest.set()
+    assert [part async for part in data]
+    assert proxy.texts == ["Good morning.", "The kettle is on."]
+
+
+async def test_the_subentry_flow_asks_for_a_speaker_when_the_voice_has_several(
+    hass: HomeAssistant, setup_entry: MockConfigEntry, socket_enabled: None
+) -> None:
+    info = {
+        "tts": [
+            {
+                "name": "piper",
+                "voices": [
+                    {
+                        "name": "en_GB-pair-low",
+                        "languages": ["en_GB"],
+                        "speakers": [{"name": "ann"}, {"name": "bob"}],
+                    },
+                ],
+            }
+        ]
+    }
+
+    async def describe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readline()  # the describe event
+        body = json.dumps({"type": "info", "data": info}).encode()
+        writer.write(body + b"\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(describe, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        result = await hass.config_entries.subentries.async_init(
+            (setup_entry.entry_id, SUBENTRY_TTS), context={"source": config_entries.SOURCE_USER}
+        )
+        result = await hass.config_entries.subentries.async_configure(
+            result["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: port}
+        )
+        result = await hass.config_entries.subentries.async_configure(
+            result["flow_id"], {CONF_VOICE: "en_GB-pair-low"}
+        )
+        assert result["type"] is FlowResultType.FORM
+        assert result["step_id"] == "speaker"
+        assert result["description_placeholders"] == {"voice": "en_GB-pair-low"}
+        result = await hass.config_entries.subentries.async_configure(
+            result["flow_id"], {CONF_SPEAKER: "bob"}
+        )
+
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"] == "en_GB-pair-low (bob)"
+    assert result["data"] == {
+        CONF_HOST: "127.0.0.1",
+        CONF_PORT: port,
+        CONF_VOICE: "en_GB-pair-low",
+        CONF_SPEAKER: "bob",
+        CONF_LANGUAGES: ["en_GB"],
+    }
 
 
 async def test_a_cancelled_stream_closes_the_socket(
