@@ -29,6 +29,7 @@ from custom_components.companion_agent.const import (
     DOMAIN,
     SUBENTRY_TTS,
 )
+from custom_components.companion_agent.repairs import async_report_missing_voice
 from custom_components.companion_agent.tts import CompanionTtsEntity
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer, piper, piper_process, proxy
@@ -343,3 +344,18 @@ async def test_a_voice_the_server_lacks_raises_a_repair_issue(
         "voice": voice,
         "server": f"{piper.host}:{piper.port}",
     }
+
+
+async def test_the_voice_issue_goes_once_the_voice_speaks_again(
+    hass: HomeAssistant, llm_server: LLMServer, piper: PiperPeer
+) -> None:
+    entity = await setup_voice(hass, llm_server, piper.host, piper.port)
+    issue_id = f"tts_voice_{entity.subentry.subentry_id}"
+    async_report_missing_voice(
+        hass, entity.entry.entry_id, entity.subentry.subentry_id, VOICE, "127.0.0.1:1"
+    )
+    assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is not None
+
+    assert await stream(entity, "Hello there.")
+
+    assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is None
