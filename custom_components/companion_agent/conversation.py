@@ -35,7 +35,7 @@ from .engine.tools.contract import ToolContext
 from .engine.turn.runner import Persona, TurnRequest
 from .ha_tools import HassTurnTools
 from .personas import build_persona
-from .runtime import CompanionConfigEntry
+from .runtime import CompanionConfigEntry, add_per_subentry
 from .spoken import async_spoken_lines
 
 PLUGIN_CLOSE_GRACE = 30.0
@@ -47,12 +47,7 @@ async def async_setup_entry(
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add one conversation agent per persona."""
-    for subentry in entry.subentries.values():
-        if subentry.subentry_type == SUBENTRY_CONVERSATION:
-            async_add_entities(
-                [CompanionConversationEntity(entry, subentry)],
-                config_subentry_id=subentry.subentry_id,
-            )
+    add_per_subentry(entry, SUBENTRY_CONVERSATION, CompanionConversationEntity, async_add_entities)
 
 
 class CompanionConversationEntity(conversation.ConversationEntity):

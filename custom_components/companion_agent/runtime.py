@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from homeassistant.config_entries import ConfigEntry, ConfigEntryState
+from homeassistant.config_entries import ConfigEntry, ConfigEntryState, ConfigSubentry
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
+from homeassistant.helpers.entity import Entity
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.httpx_client import get_async_client
 
 from .const import (
@@ -115,6 +117,18 @@ def build_model(
         first_token_timeout=float(first_token),
     )
     return OpenAIChatModel(settings, http_client=get_async_client(hass))
+
+
+def add_per_subentry(
+    entry: CompanionConfigEntry,
+    kind: str,
+    make: Callable[[CompanionConfigEntry, ConfigSubentry], Entity],
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add one entity per subentry of ``kind``, each under its own subentry."""
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type == kind:
+            async_add_entities([make(entry, subentry)], config_subentry_id=subentry.subentry_id)
 
 
 def library_roots(hass: HomeAssistant) -> tuple[Path, ...]:

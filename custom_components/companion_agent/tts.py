@@ -27,7 +27,7 @@ from .engine.events import SentenceOutput, TextDelta
 from .engine.pipeline import PipelineConfig, build_pipeline
 from .engine.speech import AudioChunk, WyomingTTS
 from .repairs import async_clear_missing_voice, async_report_missing_voice
-from .runtime import CompanionConfigEntry
+from .runtime import CompanionConfigEntry, add_per_subentry
 
 # Emotion tags are actions, never words; the rest of the text is cleaned for speech.
 PIPELINE_CONFIG = PipelineConfig(action_tags=EMOTIONS)
@@ -39,11 +39,7 @@ async def async_setup_entry(
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add one TTS entity per TTS subentry."""
-    for subentry in entry.subentries.values():
-        if subentry.subentry_type == SUBENTRY_TTS:
-            async_add_entities(
-                [CompanionTtsEntity(entry, subentry)], config_subentry_id=subentry.subentry_id
-            )
+    add_per_subentry(entry, SUBENTRY_TTS, CompanionTtsEntity, async_add_entities)
 
 
 class CompanionTtsEntity(tts.TextToSpeechEntity):
