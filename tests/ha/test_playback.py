@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 from pathlib import Path
 
 from homeassistant.components import conversation
@@ -18,9 +19,11 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import chat_session
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers import entity_registry as er
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from homeassistant.util import dt as dt_util
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.companion_agent.const import DOMAIN
+from custom_components.companion_agent.playback import WATCH_TIMEOUT
 from tests.ha.gates import GATES, Gate
 from tests.ha.personakit import setup_personas, speech, write_plugin, write_profile
 from tests.support.llm_script import Reply
@@ -255,3 +258,28 @@ async def test_a_new_turn_replaces_the_watched_one_and_unload_unsubscribes(
     hass.states.async_set(satellite, AssistSatelliteState.IDLE)
     await hass.async_block_till_done(wait_background_tasks=True)
     assert gate.log == []
+
+
+async def test_watched_turn_is_dropped_after_the_timeout(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """A satellite that never reports the end of playback does not hold its turn forever."""
+    _, satellite = add_satellite(hass)
+    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    llm_server.script(Reply.text("Still here."))
+    baseline = hass.bus.async_listeners().get(EVENT_STATE_CHANGED, 0)
+
+    await asyncio.wait_for(converse(hass, agent_id, "Hi.", satellite_id=satellite), TIMEOUT)
+    hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=WATCH_TIMEOUT - 1))
+    await hass.async_block_till_done()
+    assert satellite in entry.runtime_data.playback.watching
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=WATCH_TIMEOUT + 1))
+    await hass.async_block_till_done()
+
+    assert dict(entry.runtime_data.playback.watching) == {}
+    assert hass.bus.async_listeners().get(EVENT_STATE_CHANGED, 0) == baseline
+    hass.states.async_set(satellite, AssistSatelliteState.IDLE)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert gate.log == []
+    assert await hass.config_entries.async_unload(entry.entry_id)
