@@ -41,6 +41,7 @@ from .engine.turn.usage import UsageCounters
 from .guard_rules import DEFAULT_RULES
 from .health import ServerHealth
 from .pipelines import async_watch_pipelines
+from .playback import PlaybackWatcher
 from .repairs import async_clear_entry_issues, async_report_bad_history, async_sync_load_problems
 from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
 from .services import async_setup_services
@@ -100,6 +101,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         ),
         audit=audit,
         health=health,
+        playback=PlaybackWatcher(hass),
         model=model,
         library=library,
         host=HostServices(
@@ -110,6 +112,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         data_dir=data_dir,
         on_bad_history=lambda path, moved: async_report_bad_history(hass, path, moved),
     )
+    entry.async_on_unload(entry.runtime_data.playback.async_stop)
     async_sync_load_problems(hass, entry.runtime_data.problems)
     retention = timedelta(days=entry.options.get(CONF_RETENTION_DAYS, DEFAULT_RETENTION_DAYS))
 

@@ -173,6 +173,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             persona.profile.id,
         )
         turn = runtime.runner.start(persona, request)
+        runtime.playback.async_watch(turn, user_input.satellite_id, user_input.device_id)
         stream = ChatLogStream(
             turn.items,
             on_sentence=lambda sentence: self._async_sentence(sentence, request.context),

@@ -31,6 +31,7 @@ from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
 from .engine.turn.history import ConversationStore, CorruptionReporter
 from .engine.turn.runner import TurnRunner
 from .health import ServerHealth
+from .playback import PlaybackWatcher
 
 FLUSH_GRACE = 10.0
 
@@ -46,6 +47,7 @@ class CompanionRuntime:
     runner: TurnRunner
     audit: AuditLog
     health: ServerHealth
+    playback: PlaybackWatcher
     models: dict[str, ChatModel] = field(default_factory=dict)
     conversations: dict[str, ConversationStore] = field(default_factory=dict)
     persona_problems: dict[str, tuple[LoadProblem, ...]] = field(default_factory=dict)

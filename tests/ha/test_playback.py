@@ -1,0 +1,285 @@
+"""The playback watcher through a real HA: played after the answer, cancelled on a barge-in.
+
+The satellite is an entity registered in the entity registry on a device of its own; the
+tests drive its state with ``hass.states.async_set``, the same state changes a real
+``AssistSatelliteEntity`` writes (``listening → processing → responding → idle``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from pathlib import Path
+
+from homeassistant.components import conversation
+from homeassistant.components.assist_satellite.entity import AssistSatelliteState
+from homeassistant.const import EVENT_STATE_CHANGED
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import chat_session
+from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers import entity_registry as er
+from homeassistant.util import dt as dt_util
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
+
+from custom_components.companion_agent.const import DOMAIN
+from custom_components.companion_agent.playback import WATCH_TIMEOUT
+from tests.ha.gates import GATES, Gate
+from tests.ha.personakit import setup_personas, speech, write_plugin, write_profile
+from tests.support.llm_script import Reply
+from tests.support.llm_server import LLMServer
+
+TIMEOUT = 10.0
+LISTENER_MANIFEST = """
+    [plugin]
+    id = "listener"
+    type = "hook"
+    entry = "plugin:ListenerPlugin"
+"""
+LISTENER_CODE = '''
+    """A user hook plugin that notes each on_after_playback."""
+
+    from custom_components.companion_agent.engine.plugins import HookPlugin, TurnContext
+    from tests.ha.gates import GATES
+
+
+    class ListenerPlugin(HookPlugin):
+        """Note what was played."""
+
+        async def on_after_playback(
+            self, user_text: str, assistant_text: str, ctx: TurnContext
+        ) -> None:
+            """Note the played answer."""
+            GATES["listener"].log.append(f"played: {assistant_text}")
+            GATES["listener"].passed.set()
+'''
+
+
+def add_satellite(hass: HomeAssistant) -> tuple[str, str]:
+    """Register a satellite entity on a device of its own; return its device and entity ids."""
+    owner = MockConfigEntry(domain="test_satellite")
+    owner.add_to_hass(hass)
+    device = dr.async_get(hass).async_get_or_create(
+        config_entry_id=owner.entry_id, identifiers={("test_satellite", "kitchen")}
+    )
+    entity = er.async_get(hass).async_get_or_create(
+        "assist_satellite", "test_satellite", "kitchen", device_id=device.id
+    )
+    hass.states.async_set(entity.entity_id, AssistSatelliteState.IDLE)
+    return device.id, entity.entity_id
+
+
+async def setup_listener(
+    hass: HomeAssistant, server: LLMServer
+) -> tuple[MockConfigEntry, str, Gate]:
+    """Set up one persona with the listening hook plugin; return the entry, agent and gate."""
+    GATES["listener"] = gate = Gate()
+    write_plugin(hass, "listener", LISTENER_MANIFEST, LISTENER_CODE)
+    write_profile(hass, "heard", '[plugins]\nenabled = ["listener"]\n')
+    entry, agents = await setup_personas(hass, server, {"Heard": "heard"})
+    return entry, agents["Heard"], gate
+
+
+def converse(
+    hass: HomeAssistant,
+    agent_id: str,
+    text: str,
+    *,
+    device_id: str | None = None,
+    satellite_id: str | None = None,
+) -> asyncio.Task[conversation.ConversationResult]:
+    """Start one turn the way a satellite's pipeline does."""
+    return hass.async_create_task(
+        conversation.async_converse(
+            hass,
+            text,
+            None,
+            Context(),
+            language="en",
+            agent_id=agent_id,
+            device_id=device_id,
+            satellite_id=satellite_id,
+        )
+    )
+
+
+def stored_turns(hass: HomeAssistant, entry: MockConfigEntry) -> list[dict[str, object]]:
+    """Return every stored turn of the entry's persona, read from disk."""
+    folder = Path(hass.config.path(DOMAIN)) / "conversations"
+    turns: list[dict[str, object]] = []
+    for path in folder.rglob("*.json"):
+        turns.extend(json.loads(path.read_text("utf-8"))["turns"])
+    return turns
+
+
+async def test_answer_played_on_the_satellite_runs_the_playback_hook_once(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """Responding, then idle: on_after_playback gets the answer once, and the turn is let go."""
+    device_id, satellite = add_satellite(hass)
+    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    watcher = entry.runtime_data.playback
+    llm_server.script(Reply.text("The oven is on."))
+
+    hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
+    result = await asyncio.wait_for(converse(hass, agent_id, "Oven?", device_id=device_id), TIMEOUT)
+    assert speech(result) == "The oven is on."
+    assert satellite in watcher.watching
+    await hass.async_block_till_done()
+    assert gate.log == []  # the answer has not played yet
+
+    hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
+    hass.states.async_set(satellite, AssistSatelliteState.IDLE)
+    await asyncio.wait_for(gate.passed.wait(), TIMEOUT)
+    assert dict(watcher.watching) == {}
+    hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
+    hass.states.async_set(satellite, AssistSatelliteState.IDLE)
+    await hass.async_block_till_done(wait_background_tasks=True)
+
+    assert gate.log == ["played: The oven is on."]
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_idle_without_responding_is_not_played(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """A pipeline that ends without speech (processing → idle) is forgotten, not played."""
+    _, satellite = add_satellite(hass)
+    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    llm_server.script(Reply.text("Done."))
+
+    hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
+    await asyncio.wait_for(converse(hass, agent_id, "Go.", satellite_id=satellite), TIMEOUT)
+    assert satellite in entry.runtime_data.playback.watching
+    hass.states.async_set(satellite, AssistSatelliteState.IDLE)
+    await hass.async_block_till_done(wait_background_tasks=True)
+
+    assert dict(entry.runtime_data.playback.watching) == {}
+    assert gate.log == []
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_person_speaking_over_the_answer_cancels_the_turn(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """Listening again mid-answer: the turn stops, is stored interrupted with what was shown."""
+    _, satellite = add_satellite(hass)
+    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    full = "First I will tell you a very long story about the weather in the hills tonight."
+    llm_server.script(Reply.text(full, chunk_size=2, delay=0.05))
+    shown: list[str] = []
+    streaming = asyncio.Event()
+
+    def on_delta(_log: conversation.ChatLog, delta: dict[str, object]) -> None:
+        """Collect the streamed text; say when a few words are out."""
+        if content := delta.get("content"):
+            shown.append(str(content))
+        if len("".join(shown)) >= 10:
+            streaming.set()
+
+    hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
+    with (
+        chat_session.async_get_chat_session(hass) as session,
+        conversation.async_get_chat_log(hass, session, chat_log_delta_listener=on_delta),
+    ):
+        running = hass.async_create_task(
+            conversation.async_converse(
+                hass,
+                "Tell me a story.",
+                session.conversation_id,
+                Context(),
+                language="en",
+                agent_id=agent_id,
+                satellite_id=satellite,
+            )
+        )
+        await asyncio.wait_for(streaming.wait(), TIMEOUT)
+        hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
+        hass.states.async_set(satellite, AssistSatelliteState.LISTENING)
+        result = await asyncio.wait_for(running, TIMEOUT)
+    await entry.runtime_data.flush()
+
+    (turn,) = stored_turns(hass, entry)
+    assert turn["outcome"] == "interrupted"
+    messages = turn["messages"]
+    assert isinstance(messages, list)
+    said = "".join(str(m["content"]) for m in messages if m["role"] == "assistant")
+    assert said == "".join(shown)
+    assert full.startswith(said)
+    assert len(said) < len(full)
+    assert full.startswith(speech(result))
+    assert dict(entry.runtime_data.playback.watching) == {}
+    hass.states.async_set(satellite, AssistSatelliteState.IDLE)  # nothing left to play
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert gate.log == []
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_turn_without_a_satellite_is_not_watched(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """A typed turn (no device, no satellite) or one from a device without a satellite."""
+    entry, agent_id, _ = await setup_listener(hass, llm_server)
+    owner = MockConfigEntry(domain="test_phone")
+    owner.add_to_hass(hass)
+    phone = dr.async_get(hass).async_get_or_create(
+        config_entry_id=owner.entry_id, identifiers={("test_phone", "phone")}
+    )
+    llm_server.script(Reply.text("Hi."), Reply.text("Hi again."))
+
+    await asyncio.wait_for(converse(hass, agent_id, "Hello."), TIMEOUT)
+    await asyncio.wait_for(converse(hass, agent_id, "Hello.", device_id=phone.id), TIMEOUT)
+
+    assert dict(entry.runtime_data.playback.watching) == {}
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_a_new_turn_replaces_the_watched_one_and_unload_unsubscribes(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """One turn per satellite; after unload no listener is left and states change nothing."""
+    _, satellite = add_satellite(hass)
+    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    baseline = hass.bus.async_listeners().get(EVENT_STATE_CHANGED, 0)
+    watcher = entry.runtime_data.playback
+    llm_server.script(Reply.text("One."), Reply.text("Two."))
+
+    await asyncio.wait_for(converse(hass, agent_id, "1", satellite_id=satellite), TIMEOUT)
+    first = watcher.watching[satellite]
+    await asyncio.wait_for(converse(hass, agent_id, "2", satellite_id=satellite), TIMEOUT)
+    assert list(watcher.watching) == [satellite]
+    assert watcher.watching[satellite] != first
+    assert hass.bus.async_listeners().get(EVENT_STATE_CHANGED, 0) > baseline
+
+    assert await hass.config_entries.async_unload(entry.entry_id)
+    assert dict(watcher.watching) == {}
+    assert hass.bus.async_listeners().get(EVENT_STATE_CHANGED, 0) == baseline
+    hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
+    hass.states.async_set(satellite, AssistSatelliteState.IDLE)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert gate.log == []
+
+
+async def test_watched_turn_is_dropped_after_the_timeout(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """A satellite that never reports the end of playback does not hold its turn forever."""
+    _, satellite = add_satellite(hass)
+    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    llm_server.script(Reply.text("Still here."))
+    baseline = hass.bus.async_listeners().get(EVENT_STATE_CHANGED, 0)
+
+    await asyncio.wait_for(converse(hass, agent_id, "Hi.", satellite_id=satellite), TIMEOUT)
+    hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=WATCH_TIMEOUT - 1))
+    await hass.async_block_till_done()
+    assert satellite in entry.runtime_data.playback.watching
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=WATCH_TIMEOUT + 1))
+    await hass.async_block_till_done()
+
+    assert dict(entry.runtime_data.playback.watching) == {}
+    assert hass.bus.async_listeners().get(EVENT_STATE_CHANGED, 0) == baseline
+    hass.states.async_set(satellite, AssistSatelliteState.IDLE)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert gate.log == []
+    assert await hass.config_entries.async_unload(entry.entry_id)
