@@ -1,8 +1,10 @@
 """``PlaybackWatcher``: follow the satellite that carried a turn, to tell the turn what it hears.
 
 A satellite that goes ``responding → idle`` has finished playing the answer: the turn is told
-it was played. A satellite that goes back to ``listening`` while the turn still runs or its
-answer still plays means the person spoke over it: the turn is cancelled. At most one turn is
+it was played. A satellite that goes back to ``listening`` while the turn still runs means the
+person spoke over it: the turn is cancelled. One that goes ``responding → listening`` after
+the turn finished is listening for a follow-up (HA's continued conversation): the answer was
+played (a finished turn cannot be cut any more). At most one turn is
 watched per satellite, each for a bounded time, and everything stops at unload.
 """
 
@@ -104,9 +106,13 @@ class PlaybackWatcher:
                         watch.turn.played()
                     self._forget(satellite)
                 case AssistSatelliteState.LISTENING:
-                    if watch.responded or not watch.turn.result.done():
+                    if not watch.turn.result.done():
                         LOGGER.debug("Turn %s: barge-in on %s", watch.turn.trace_id, satellite)
                         watch.turn.cancel(BARGE_IN_REASON)
+                    elif watch.responded:
+                        # A finished turn whose answer was playing: the satellite listens for a
+                        # follow-up (continued conversation), which ends the answer's audio.
+                        watch.turn.played()
                     self._forget(satellite)
                 case None:
                     self._forget(satellite)  # the satellite was removed

@@ -140,6 +140,25 @@ async def test_answer_played_on_the_satellite_runs_the_playback_hook_once(
     assert await hass.config_entries.async_unload(entry.entry_id)
 
 
+async def test_listening_again_after_a_finished_answer_is_a_follow_up_not_a_barge_in(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """Continued conversation: responding, then listening once the turn is done: played."""
+    device_id, satellite = add_satellite(hass)
+    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    llm_server.script(Reply.text("Which room?"))
+
+    hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
+    await asyncio.wait_for(converse(hass, agent_id, "Lights on", device_id=device_id), TIMEOUT)
+    hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
+    hass.states.async_set(satellite, AssistSatelliteState.LISTENING)
+    await asyncio.wait_for(gate.passed.wait(), TIMEOUT)
+
+    assert gate.log == ["played: Which room?"]
+    assert await hass.config_entries.async_unload(entry.entry_id)  # writes the history
+    assert [turn["outcome"] for turn in stored_turns(hass, entry)] == ["complete"]
+
+
 async def test_idle_without_responding_is_not_played(
     hass: HomeAssistant, llm_server: LLMServer
 ) -> None:
