@@ -56,11 +56,6 @@ class Turn:
         queued = (i for i in self._queue if isinstance(i, SentenceOutput) and i.tts_text)
         return (*self._spoken, *queued)
 
-    @property
-    def cancelled(self) -> bool:
-        """Return True once ``cancel`` was called."""
-        return self.cancel_reason is not None
-
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the turn now: no more items; the model stream and unstarted calls stop.
 
