@@ -1,0 +1,226 @@
+"""The memory protocol every backend implements, and the records that cross it.
+
+**Who remembers what.** Every record belongs to a ``MemoryScope``: the persona
+(``agent_id``), the owner — one person (``user:<HA user id>``) or the ``household`` when a
+turn has no user (a voice satellite usually has none) — and an environment tag, so tests
+never land in a real store. What a turn may read is ``MemoryScope.readable()``: a person's
+turn reads that person's memories and the household's; a household turn reads only the
+household's; nothing ever crosses personas or environments.
+
+**Two channels.** ``detail`` records are things said (found by keyword and vector);
+``state`` records are ``topic → conclusion``: a newer conclusion on a topic supersedes the
+older one, which is kept with ``valid_until`` and ``superseded_by`` so a wrong memory can be
+traced and rolled back. ``summary`` records are session summaries (tier 2).
+
+Every backend bounds what it returns (``MemoryQuery.limit``, at most ``MAX_LIMIT``), takes
+and returns only these types, and is safe to call from the event loop (blocking work runs
+off it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+type MemoryKind = Literal["detail", "state", "summary"]
+type Channel = Literal["state", "detail", "summary", "graph"]
+
+HOUSEHOLD = "household"
+MAX_LIMIT = 50
+MAX_TEXT_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryScope:
+    """Whose memory: one persona, one owner (a person or the household), one environment."""
+
+    agent_id: str
+    owner: str = HOUSEHOLD
+    environment: str = "production"
+
+    @classmethod
+    def for_turn(
+        cls, agent_id: str, user_id: str | None, environment: str = "production"
+    ) -> MemoryScope:
+        """Return the scope a turn writes to: its person's, or the household's."""
+        owner = f"user:{user_id}" if user_id else HOUSEHOLD
+        return cls(agent_id=agent_id, owner=owner, environment=environment)
+
+    @property
+    def household(self) -> MemoryScope:
+        """Return the household scope of the same persona and environment."""
+        return MemoryScope(agent_id=self.agent_id, environment=self.environment)
+
+    def readable(self) -> tuple[MemoryScope, ...]:
+        """Return the scopes a turn in this scope may read: its own, then the household's."""
+        if self.owner == HOUSEHOLD:
+            return (self,)
+        return (self, self.household)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewMemory:
+    """A memory to add: text in one scope, from one conversation; ``topic`` for state."""
+
+    scope: MemoryScope
+    text: str
+    kind: MemoryKind = "detail"
+    topic: str | None = None
+    source: str = ""
+    """The conversation id (or ``service``, ``import``) the memory came from."""
+    at: datetime | None = None
+    """When it was said; the store's clock when None."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryRecord:
+    """A stored memory with its history: current while ``valid_until`` is None."""
+
+    id: str
+    scope: MemoryScope
+    text: str
+    kind: MemoryKind
+    topic: str | None
+    source: str
+    created_at: datetime
+    valid_from: datetime
+    valid_until: datetime | None = None
+    superseded_by: str | None = None
+
+    @property
+    def current(self) -> bool:
+        """Return whether the record still holds (not superseded, not retired)."""
+        return self.valid_until is None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryQuery:
+    """A search: text in the scopes a turn may read; at most ``limit`` hits."""
+
+    text: str
+    scopes: tuple[MemoryScope, ...]
+    limit: int = 10
+    kinds: frozenset[MemoryKind] = frozenset({"detail", "state", "summary"})
+    include_history: bool = False
+    """Also return superseded records (for tracing and export), never for a turn."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryHit:
+    """One search result: the record, its fused score (higher is better), its channel."""
+
+    record: MemoryRecord
+    score: float
+    channel: Channel
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Forget:
+    """What to forget: one record id, or everything of a person, or of a persona.
+
+    Exactly one of the three is set; ``environment`` limits it to one environment.
+    """
+
+    record_id: str | None = None
+    owner: str | None = None
+    agent_id: str | None = None
+    environment: str = "production"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Relation:
+    """One edge of the knowledge graph: ``subject —predicate→ object`` (entity names)."""
+
+    subject: str
+    predicate: str
+    object: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphFacts:
+    """A turn's entities and relations, merged in one transaction."""
+
+    entities: tuple[str, ...] = ()
+    relations: tuple[Relation, ...] = ()
+    source: str = ""
+    at: datetime | None = None
+
+
+class MemoryStore(Protocol):
+    """The memory protocol: bounded search, add, supersede, forget, export."""
+
+    async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
+        """Store ``memories`` (one transaction) and return them as records."""
+        ...
+
+    async def search(self, query: MemoryQuery) -> list[MemoryHit]:
+        """Return at most ``query.limit`` current records matching ``query.text``, best first."""
+        ...
+
+    async def supersede(self, memory: NewMemory) -> MemoryRecord:
+        """Store a state conclusion; the current one on the same topic and scope retires."""
+        ...
+
+    async def rollback(self, record_id: str) -> MemoryRecord | None:
+        """Retire a state record and make the one it superseded current again; return that."""
+        ...
+
+    async def current_states(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
+        """Return the current state conclusions of ``scopes``, newest first (bounded)."""
+        ...
+
+    async def forget(self, what: Forget) -> int:
+        """Delete what ``what`` names, history included; return how many records went."""
+        ...
+
+    async def export(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
+        """Return every record of ``scopes``, superseded ones included, oldest first."""
+        ...
+
+    async def count(self) -> dict[str, int]:
+        """Return record counts by kind and current/retired: figures, never content."""
+        ...
+
+    async def close(self) -> None:
+        """Release files, connections and threads."""
+        ...
+
+
+class GraphStore(Protocol):
+    """The knowledge graph: entities and relations per scope, a bounded neighbourhood."""
+
+    async def merge(self, scope: MemoryScope, facts: GraphFacts) -> None:
+        """Merge ``facts`` into ``scope``'s graph in one transaction (idempotent)."""
+        ...
+
+    async def neighbourhood(
+        self, scopes: Sequence[MemoryScope], names: Sequence[str], *, hops: int = 2, limit: int = 20
+    ) -> list[Relation]:
+        """Return relations within ``hops`` of the named entities, at most ``limit``."""
+        ...
+
+    async def forget(self, what: Forget) -> int:
+        """Delete the graph of a person or persona; return how many relations went."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def bounded(limit: int) -> int:
+    """Return ``limit`` clamped to 1..MAX_LIMIT."""
+    return max(1, min(limit, MAX_LIMIT))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetrievedMemory:
+    """What retrieval gathered for one turn, in the order it is shown to the model."""
+
+    states: tuple[MemoryRecord, ...] = ()
+    details: tuple[MemoryHit, ...] = ()
+    relations: tuple[Relation, ...] = ()
+    missed: tuple[str, ...] = field(default=())
+    """Which parts did not answer within the budget (counted, never fatal)."""
