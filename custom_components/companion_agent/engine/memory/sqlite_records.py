@@ -182,15 +182,15 @@ def keyword_ranking(
 
 def vector_rows(
     db: sqlite3.Connection, scope: tuple[str, str, str], model: str, *, history: bool = False
-) -> Iterable[tuple[int, bytes]]:
-    """Yield ``(rowid, vector)`` of a scope's current records embedded by ``model``.
+) -> Iterable[tuple[int, str, bytes]]:
+    """Yield ``(rowid, kind, vector)`` of a scope's current records embedded by ``model``.
 
     ``history`` yields the retired records' vectors too.
     """
     agent, environment, owner = scope
     current = "" if history else "AND valid_until IS NULL"
     yield from db.execute(
-        "SELECT rowid, vector FROM memories WHERE agent_id = ? AND environment = ? "
+        "SELECT rowid, kind, vector FROM memories WHERE agent_id = ? AND environment = ? "
         f"AND owner = ? AND vector_model = ? AND vector IS NOT NULL {current}",
         (agent, environment, owner, model),
     )
