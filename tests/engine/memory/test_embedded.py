@@ -2,7 +2,9 @@
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from custom_components.companion_agent.engine.memory.types import (
     NewMemory,
     Relation,
 )
+from tests.support.embeddings import SLOW_MACHINE
 from tests.support.llm_server import LLMServer
 
 HOME = MemoryScope(agent_id="nova")
@@ -233,7 +236,7 @@ async def test_vectors_of_another_model_are_not_compared(
     await add(first, "The boiler was serviced in March")
     await first.close()
     await other.aclose()
-    second = await EmbeddedStore.create(path, embedder=embedder)
+    second = await EmbeddedStore.create(path, embedder=embedder, query_timeout=SLOW_MACHINE)
     try:
         await add(second, "My tabby cat sleeps on the sofa all day")
         hits = await second.search(MemoryQuery(text="Which animal lives with me?", scopes=(HOME,)))
@@ -257,7 +260,9 @@ async def test_vectors_find_a_paraphrase_keywords_miss(
     """Test the fusion: a paraphrase with no word in common is found through its vector."""
     distractors = ("The dentist appointment is on Friday", "车需要换新轮胎", "Ben plays football")
     keywords = await EmbeddedStore.create(tmp_path / "keywords.db")
-    fused = await EmbeddedStore.create(tmp_path / "fused.db", embedder=embedder)
+    fused = await EmbeddedStore.create(
+        tmp_path / "fused.db", embedder=embedder, query_timeout=SLOW_MACHINE
+    )
     try:
         for store in (keywords, fused):
             await add(store, *distractors, memory)
@@ -266,3 +271,75 @@ async def test_vectors_find_a_paraphrase_keywords_miss(
     finally:
         await keywords.close()
         await fused.close()
+
+
+async def test_a_slow_query_embedding_gives_way_to_keywords(
+    tmp_path: Path, silent_port: int
+) -> None:
+    """Test that a search whose embedding hangs answers by keywords after query_timeout."""
+    settings = EmbeddingSettings(base_url=f"http://127.0.0.1:{silent_port}/v1", model="m")
+    embedder = OpenAIEmbedder(replace(settings, timeout=0.2))
+    store = await EmbeddedStore.create(tmp_path / "memory.db", embedder=embedder)
+    store.query_timeout = 0.1
+    try:
+        await add(store, "我的猫叫小白")
+        store.embedder = OpenAIEmbedder(replace(settings, timeout=30.0))
+        async with asyncio.timeout(5):
+            assert await found(store, "猫") == ["我的猫叫小白"]
+        await store.embedder.aclose()
+    finally:
+        await store.close()
+        await embedder.aclose()
+
+
+async def test_history_search_finds_retired_states_by_vector(
+    tmp_path: Path, embedder: OpenAIEmbedder
+) -> None:
+    """Test that include_history reaches superseded records through vectors as well."""
+    store = await EmbeddedStore.create(
+        tmp_path / "memory.db",
+        embedder=embedder,
+        rankings=frozenset({"vector"}),
+        query_timeout=SLOW_MACHINE,
+    )
+    try:
+        for text in ("Anna drinks green tea", "Anna switched to black coffee"):
+            await store.supersede(NewMemory(scope=ANNA, kind="state", topic="drink", text=text))
+        query = MemoryQuery(text="What does Anna drink?", scopes=(ANNA,))
+        assert [h.record.text for h in await store.search(query)] == [
+            "Anna switched to black coffee"
+        ]
+        history = await store.search(replace(query, include_history=True))
+        assert sorted(h.record.text for h in history) == [
+            "Anna drinks green tea",
+            "Anna switched to black coffee",
+        ]
+    finally:
+        await store.close()
+
+
+async def test_rollback_walks_back_one_step_at_a_time(store: EmbeddedStore) -> None:
+    """Test that rolling back twice goes back two conclusions."""
+    made = [
+        await store.supersede(NewMemory(scope=ANNA, kind="state", topic="city", text=city))
+        for city in ("Leeds", "York", "Hull")
+    ]
+    assert (await store.rollback(made[2].id)) == (await store.export([ANNA]))[1]
+    restored = await store.rollback(made[1].id)
+    assert restored is not None
+    assert restored.text == "Leeds"
+    assert [s.text for s in await store.current_states([ANNA])] == ["Leeds"]
+    assert (await store.count())["retired"] == 2
+
+
+async def test_sqlite_never_runs_on_the_event_loop_thread(store: EmbeddedStore) -> None:
+    """Test that every statement of add, search and forget runs on the worker thread."""
+    threads: set[int] = set()
+    await store._worker.run(
+        lambda db: db.set_trace_callback(lambda sql: threads.add(threading.get_ident()))
+    )
+    await add(store, "Our cat sleeps a lot")
+    await found(store, "cat")
+    await store.forget(Forget(agent_id="nova"))
+    assert threads
+    assert threading.get_ident() not in threads

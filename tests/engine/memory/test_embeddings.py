@@ -2,7 +2,6 @@
 
 import asyncio
 import math
-from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
@@ -20,23 +19,6 @@ def cosine(a: list[float], b: list[float]) -> float:
     """Return the cosine of two vectors."""
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
-
-
-@pytest.fixture
-async def silent_port(socket_enabled: None) -> AsyncIterator[int]:
-    """Listen on a loopback port that accepts connections and never answers."""
-    held: list[asyncio.StreamWriter] = []
-
-    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Keep the connection open, say nothing."""
-        held.append(writer)
-
-    server = await asyncio.start_server(hold, "127.0.0.1", 0)
-    yield int(server.sockets[0].getsockname()[1])
-    for writer in held:
-        writer.close()
-    server.close()
-    await server.wait_closed()
 
 
 async def test_e5_settings_send_the_prefix_of_each_side(llm_server: LLMServer) -> None:

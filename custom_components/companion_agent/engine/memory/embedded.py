@@ -18,20 +18,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from ..chars import valid_text
 from ..errors import EmbeddingError, MemoryInputError
 from . import sqlite_graph, sqlite_records
-from .boundary import MAX_FIELD_CHARS, clean_scope, clean_text
+from .boundary import clean_scope, clean_text
 from .embeddings import Embedder
 from .graph import EmbeddedGraph, forget_where
-from .keywords import fold, match_expression, segment
-from .sqlite_records import PreparedMemory
+from .keywords import match_expression
+from .sqlite_records import PreparedMemory, prepare
 from .sqlite_worker import MAX_PENDING, CorruptionReporter, SQLiteWorker
 from .types import (
     Forget,
@@ -86,10 +84,11 @@ class EmbeddedStore:
         *,
         embedder: Embedder | None = None,
         rankings: frozenset[Ranking] = RANKINGS,
+        query_timeout: float = QUERY_TIMEOUT,
         on_corrupt: CorruptionReporter | None = None,
     ) -> EmbeddedStore:
         """Open (or create) the store at ``path``; a bad file is moved aside and reported."""
-        store = cls(path, embedder=embedder, rankings=rankings)
+        store = cls(path, embedder=embedder, rankings=rankings, query_timeout=query_timeout)
         await store.open(on_corrupt)
         return store
 
@@ -101,7 +100,7 @@ class EmbeddedStore:
         """Store ``memories`` in one transaction (states through the state channel)."""
         if len(memories) > MAX_BATCH:
             raise MemoryInputError(f"{len(memories)} memories at once, at most {MAX_BATCH}")
-        prepared = [self._prepare(memory) for memory in memories]
+        prepared = [prepare(memory) for memory in memories]
         if not prepared:
             return []
         prepared = await self._with_vectors(prepared)
@@ -260,26 +259,6 @@ class EmbeddedStore:
     async def close(self) -> None:
         """Close the file and end the worker thread (the graph shares them)."""
         await self._worker.close()
-
-    def _prepare(self, memory: NewMemory) -> PreparedMemory:
-        """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
-        text = clean_text(memory.text)
-        if not text:
-            raise MemoryInputError("a memory needs some text")
-        topic = clean_text(memory.topic)[:MAX_FIELD_CHARS] if memory.topic else None
-        if memory.kind == "state" and not topic:
-            raise MemoryInputError("a state memory needs a topic")
-        return PreparedMemory(
-            id=uuid.uuid4().hex,
-            scope=clean_scope(memory.scope),
-            text=text,
-            terms=segment(text),
-            kind=memory.kind,
-            topic=topic or None,
-            topic_key=" ".join(fold(topic).split()) if topic else None,
-            source=valid_text(memory.source)[:MAX_FIELD_CHARS],
-            at=memory.at or datetime.now(UTC),
-        )
 
     async def _with_vectors(self, prepared: list[PreparedMemory]) -> list[PreparedMemory]:
         """Return ``prepared`` with passage vectors, or as they are when embedding fails."""
