@@ -343,3 +343,25 @@ async def test_sqlite_never_runs_on_the_event_loop_thread(store: EmbeddedStore) 
     await store.forget(Forget(agent_id="nova"))
     assert threads
     assert threading.get_ident() not in threads
+
+
+async def test_a_memory_added_after_a_search_is_found_by_vector(
+    tmp_path: Path, embedder: OpenAIEmbedder
+) -> None:
+    """Test that the vector cache takes in new memories (no stale cache after a search)."""
+    store = await EmbeddedStore.create(
+        tmp_path / "memory.db",
+        embedder=embedder,
+        rankings=frozenset({"vector"}),
+        query_timeout=SLOW_MACHINE,
+    )
+    question = "Which animal lives with me?"
+    try:
+        await add(store, "The dentist appointment is on Friday")
+        assert await found(store, question) == ["The dentist appointment is on Friday"]
+        await add(store, "My tabby cat sleeps on the sofa all day")
+        assert (await found(store, question))[0] == "My tabby cat sleeps on the sofa all day"
+        await store.forget(Forget(agent_id="nova"))
+        assert await found(store, question) == []
+    finally:
+        await store.close()

@@ -109,8 +109,11 @@ class EmbeddedStore:
             """Insert every memory, then read them back as records."""
             now = datetime.now(UTC)
             rowids = [sqlite_records.insert(db, memory, now) for memory in prepared]
-            for memory in prepared:
-                self._vectors.invalidate(_key(memory.scope))
+            for rowid, memory in zip(rowids, prepared, strict=True):
+                if memory.kind == "state" and memory.topic_key is not None:
+                    self._vectors.invalidate(_key(memory.scope))  # it may retire a record
+                elif memory.vector is not None:
+                    self._vectors.append(_key(memory.scope), rowid, memory.kind, memory.vector)
             found = sqlite_records.records(db, rowids)
             return [found[rowid] for rowid in rowids]
 
