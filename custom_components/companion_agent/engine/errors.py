@@ -113,3 +113,7 @@ class SpeechVoiceNotFoundError(SpeechError):
         """Name the voice the server refused."""
         super().__init__(message, host=host, port=port)
         self.voice = voice
+
+
+class SpeechTranscribeError(SpeechError):
+    """The STT server took the audio but gave no transcript: it closed, stalled or refused."""
