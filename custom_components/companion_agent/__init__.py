@@ -46,7 +46,7 @@ from .repairs import async_clear_entry_issues, async_report_bad_history, async_s
 from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
 from .services import async_setup_services
 
-PLATFORMS = (Platform.CONVERSATION, Platform.SENSOR, Platform.TTS)
+PLATFORMS = (Platform.CONVERSATION, Platform.SENSOR, Platform.STT, Platform.TTS)
 PRUNE_INTERVAL = timedelta(hours=24)
 TURN_GRACE = 5.0
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)

@@ -48,11 +48,13 @@ from .const import (
     DOMAIN,
     LOGGER,
     SUBENTRY_CONVERSATION,
+    SUBENTRY_STT,
     SUBENTRY_TTS,
 )
 from .engine.audit.redaction import redact_url
 from .engine.errors import LLMAuthError, LLMError
 from .runtime import CompanionConfigEntry, build_model
+from .stt_flow import SttSubentryFlow
 from .voice_flow import TtsSubentryFlow
 
 SERVER_SCHEMA = vol.Schema(
@@ -173,8 +175,12 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
     def async_get_supported_subentry_types(
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
-        """Return the subentry kinds: a conversation agent per persona, a TTS entity per voice."""
-        return {SUBENTRY_CONVERSATION: PersonaSubentryFlow, SUBENTRY_TTS: TtsSubentryFlow}
+        """Return the subentry kinds: an agent per persona, a TTS per voice, an STT per model."""
+        return {
+            SUBENTRY_CONVERSATION: PersonaSubentryFlow,
+            SUBENTRY_TTS: TtsSubentryFlow,
+            SUBENTRY_STT: SttSubentryFlow,
+        }
 
 
 class CompanionOptionsFlow(OptionsFlow):

@@ -22,6 +22,7 @@ INFO = {
             "supports_transcript_streaming": True,
             "models": [
                 {"name": "tiny", "languages": ["en", "zh"], "installed": True},
+                {"name": "small", "languages": ["en", "de"], "description": "Small"},
                 {"name": "absent", "languages": ["de"], "installed": False},
                 {"languages": ["fr"]},  # no name: skipped
             ],

@@ -218,10 +218,11 @@ async def test_describe_reads_the_scripted_servers_info_tolerantly(
     assert info.supports_streaming is True
     assert info.models == (
         AsrModel(name="tiny", program="scripted", languages=("en", "zh")),
+        AsrModel(name="small", program="scripted", languages=("en", "de"), description="Small"),
         AsrModel(name="absent", program="scripted", languages=("de",), installed=False),
     )
-    assert info.installed == info.models[:1]
-    assert info.model("absent") is info.models[1]
+    assert info.installed == info.models[:2]
+    assert info.model("absent") is info.models[2]
     assert info.model("nope") is None
 
 
