@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from homeassistant import config_entries
 from homeassistant.components import stt
-from homeassistant.components.stt import DATA_COMPONENT
+from homeassistant.components.stt.const import DATA_COMPONENT
 from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_PORT
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
