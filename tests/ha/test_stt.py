@@ -28,9 +28,7 @@ from custom_components.companion_agent.stt import CompanionSttEntity
 from tests.ha.test_tts import closed_port
 from tests.support.asr_server import TEXT, ScriptedAsrServer
 from tests.support.llm_server import LLMServer
-from tests.support.whisper import WhisperPeer, whisper, whisper_process
-
-__all__ = ["whisper", "whisper_process"]  # fixtures, imported to be found
+from tests.support.whisper import WhisperPeer
 
 
 def metadata(language: str = "en") -> stt.SpeechMetadata:

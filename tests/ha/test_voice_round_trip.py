@@ -53,11 +53,9 @@ from custom_components.companion_agent.stt import CompanionSttEntity
 from tests.ha.test_stt import metadata
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-from tests.support.piper import PiperPeer, piper, piper_process
-from tests.support.whisper import RATE, WhisperPeer, pieces, spoken, whisper, whisper_process
+from tests.support.piper import PiperPeer
+from tests.support.whisper import RATE, WhisperPeer, pieces, spoken
 from tests.support.whisper import words as words_of
-
-__all__ = ["piper", "piper_process", "whisper", "whisper_process"]  # fixtures, to be found
 
 COMMAND = "Turn on the kitchen light."
 ANSWER = "The kitchen light is on now."
