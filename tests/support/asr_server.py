@@ -12,7 +12,7 @@ from typing import Literal, Self
 
 from wyoming.event import Event, async_read_event, async_write_event
 
-type Behaviour = Literal["answer", "stream", "early", "close", "stall", "error"]
+type Behaviour = Literal["answer", "stream", "stream_only", "early", "close", "stall", "error"]
 
 TEXT = "turn on the kitchen light"
 INFO = {
@@ -37,7 +37,8 @@ class ScriptedAsrServer:
     """Answer each connection as ``behaviour`` says; record the events it received.
 
     ``answer``: the transcript after audio-stop. ``stream``: transcript-start, one
-    transcript-chunk per word, transcript-stop, then the transcript. ``early``: the
+    transcript-chunk per word, transcript-stop, then the transcript (``stream_only``: then
+    close, as a server that sends no final transcript would). ``early``: the
     transcript after ``after_chunks`` audio chunks, without waiting for audio-stop.
     ``close``: close the connection after ``after_chunks`` chunks. ``stall``: read
     everything, answer nothing. ``error``: an error event after audio-stop.
@@ -121,13 +122,14 @@ class ScriptedAsrServer:
                 await async_write_event(
                     Event("transcript", {"text": TEXT, "language": "en"}), writer
                 )
-            case "stream":
+            case "stream" | "stream_only":
                 await async_write_event(Event("transcript-start", {"language": "en"}), writer)
                 for index, word in enumerate(TEXT.split()):
                     piece = word if index == 0 else f" {word}"
                     await async_write_event(Event("transcript-chunk", {"text": piece}), writer)
                 await async_write_event(Event("transcript-stop"), writer)
-                await async_write_event(Event("transcript", {"text": TEXT}), writer)
+                if self.behaviour == "stream":
+                    await async_write_event(Event("transcript", {"text": TEXT}), writer)
             case "error":
                 await async_write_event(
                     Event("error", {"code": "ModelNotLoaded", "text": "no model"}), writer

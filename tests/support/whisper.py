@@ -43,6 +43,32 @@ class WhisperPeer:
     ready: bool = False
 
 
+def whisper_command(port: int) -> list[str]:
+    """Return the command that runs the peer on 127.0.0.1:``port``: base model, int8, beam 1."""
+    return [
+        str(WHISPER / "venv" / "bin" / "python"),
+        "-m",
+        "wyoming_faster_whisper",
+        "--uri",
+        f"tcp://127.0.0.1:{port}",
+        "--model",
+        str(WHISPER / "model"),
+        "--data-dir",
+        str(WHISPER / "data"),
+        "--stt-library",
+        "faster-whisper",
+        "--compute-type",
+        "int8",
+        "--beam-size",
+        "1",
+        "--cpu-threads",
+        "2",
+        "--language",
+        "en",
+        "--local-files-only",
+    ]
+
+
 @pytest.fixture(scope="session")
 def whisper_process() -> Iterator[WhisperPeer]:
     """Start wyoming-faster-whisper from .peers/whisper; stop it when the session ends."""
@@ -56,28 +82,7 @@ def whisper_process() -> Iterator[WhisperPeer]:
         log = Path(tmp) / "whisper.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [
-                    python,
-                    "-m",
-                    "wyoming_faster_whisper",
-                    "--uri",
-                    f"tcp://127.0.0.1:{port}",
-                    "--model",
-                    str(model),
-                    "--data-dir",
-                    str(WHISPER / "data"),
-                    "--stt-library",
-                    "faster-whisper",
-                    "--compute-type",
-                    "int8",
-                    "--beam-size",
-                    "1",
-                    "--cpu-threads",
-                    "2",
-                    "--language",
-                    "en",
-                    "--local-files-only",
-                ],
+                whisper_command(port),
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )

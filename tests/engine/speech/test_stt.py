@@ -119,6 +119,20 @@ async def test_a_fake_streaming_server_reports_partials_and_the_final_text(
     ]
 
 
+@pytest.mark.parametrize("scripted", ["stream_only"], indirect=True)
+async def test_a_fake_streamed_transcript_with_no_final_event_is_kept(
+    scripted: ScriptedAsrServer,
+) -> None:
+    partials: list[str] = []
+
+    result = await WyomingSTT(scripted.host, scripted.port).transcribe(
+        silence(0.5), on_partial=partials.append
+    )
+
+    assert result == Transcription(text=TEXT)
+    assert partials[-1] == TEXT
+
+
 @pytest.mark.parametrize("scripted", ["early"], indirect=True)
 async def test_a_fake_endpointing_server_answering_early_stops_the_audio(
     scripted: ScriptedAsrServer,
