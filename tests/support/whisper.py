@@ -124,6 +124,7 @@ async def spoken(piper: PiperPeer, text: str) -> bytes:
     converter = AudioChunkConverter(rate=RATE, width=2, channels=1)
 
     async def sentence() -> AsyncIterator[str]:
+        """Yield the one sentence."""
         yield text
 
     pcm = b"".join(

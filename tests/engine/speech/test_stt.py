@@ -207,6 +207,7 @@ async def test_the_audio_sources_own_error_reaches_the_caller(
     scripted: ScriptedAsrServer,
 ) -> None:
     async def broken() -> AsyncIterator[bytes]:
+        """Yield a little audio, then fail as an unplugged microphone would."""
         yield bytes(320)
         raise OSError("microphone unplugged")
 
