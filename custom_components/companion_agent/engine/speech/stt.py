@@ -30,6 +30,8 @@ DEFAULT_CHANNELS = 1
 MAX_CHUNK_BYTES = 32000
 # A streamed transcript longer than this is cut (a hostile server cannot grow it forever).
 MAX_TRANSCRIPT_CHARS = 10_000
+# How long a server may take to describe itself once connected.
+DESCRIBE_TIMEOUT = 10.0
 
 type PartialListener = Callable[[str], None]
 
@@ -117,7 +119,7 @@ class WyomingSTT:
         """Ask the server for its ASR programs, models and languages."""
         connection = await self._connect()
         try:
-            async with asyncio.timeout(self._transcript_timeout):
+            async with asyncio.timeout(DESCRIBE_TIMEOUT):
                 await connection.write(Describe().event())
                 while (event := await connection.read()) is not None:
                     if event.type == "info":
