@@ -9,10 +9,10 @@ from collections.abc import AsyncGenerator
 
 import pytest
 from homeassistant import config_entries
-from homeassistant.config_entries import SubentryFlowResult
 from homeassistant.components import tts
 from homeassistant.components.tts.const import DATA_COMPONENT
 from homeassistant.components.tts.entity import TTSAudioRequest
+from homeassistant.config_entries import SubentryFlowResult
 from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_PORT
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
@@ -90,9 +90,7 @@ async def setup_voice(
     return entity
 
 
-async def choose(
-    hass: HomeAssistant, menu: SubentryFlowResult, option: str
-) -> SubentryFlowResult:
+async def choose(hass: HomeAssistant, menu: SubentryFlowResult, option: str) -> SubentryFlowResult:
     """Pick ``option`` in a subentry flow's menu and return the next step."""
     assert menu["type"] is FlowResultType.MENU
     return await hass.config_entries.subentries.async_configure(
