@@ -19,7 +19,7 @@ from homeassistant.components.tts.entity import TTSAudioRequest  # not re-export
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_HOST, CONF_PORT
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
+from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
@@ -57,6 +57,7 @@ from .repairs import (
     async_report_missing_voice,
 )
 from .runtime import CompanionConfigEntry, add_per_subentry
+from .tts_voices import offered_voice, supported_voices, unknown_voice_error
 
 # Emotion tags are actions, never words; the rest of the text is cleaned for speech.
 PIPELINE_CONFIG = PipelineConfig(action_tags=EMOTIONS)
@@ -117,12 +118,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
     @callback
     def async_get_supported_voices(self, language: str) -> list[tts.Voice] | None:
         """Return the voices for ``language`` the server (or the folder) offered last."""
-        voices = [
-            tts.Voice(voice_id=voice.name, name=voice.description or voice.name)
-            for voice in self._voices
-            if language in voice.languages
-        ]
-        return sorted(voices, key=lambda voice: voice.name) or None
+        return supported_voices(self._voices, language)
 
     def async_supports_streaming_input(self) -> bool:
         """Take the text as it streams: each sentence is spoken once it is complete."""
@@ -158,7 +154,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         voice = options.get(tts.ATTR_VOICE) or self._voice
         speaker = options.get(CONF_SPEAKER) or None
         if not isinstance(voice, str) or not isinstance(speaker, str | None):
-            raise self._unknown_voice(str(voice))
+            raise unknown_voice_error(str(voice), self._voices, self.supported_languages)
         if speaker is None and voice == self._voice:
             speaker = self._speaker
         return voice, speaker
@@ -210,34 +206,11 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
 
     def _check_voice(self, voice: str, speaker: str | None) -> None:
         """Raise unless ``voice`` (and ``speaker``) is on offer; our own voice gets an issue."""
-        offered = next((v for v in self._voices if v.name == voice), None)
-        if offered is None:
-            if voice != self._voice:
-                raise self._unknown_voice(voice)
+        if voice == self._voice and all(v.name != voice for v in self._voices):
             if not self._embedded:
                 raise self._voice_missing()
             return  # loading it says what is wrong with the file
-        if speaker is not None and speaker not in offered.speakers:
-            raise ServiceValidationError(
-                translation_domain=DOMAIN,
-                translation_key="tts_speaker_unknown",
-                translation_placeholders={
-                    "voice": voice,
-                    "speaker": speaker,
-                    "speakers": ", ".join(offered.speakers) or "-",
-                },
-            )
-
-    def _unknown_voice(self, voice: str) -> ServiceValidationError:
-        """Return the error for a requested voice this entity does not offer."""
-        return ServiceValidationError(
-            translation_domain=DOMAIN,
-            translation_key="tts_voice_unknown",
-            translation_placeholders={
-                "voice": voice[:100],
-                "voices": ", ".join(v.name for v in self._voices) or "-",
-            },
-        )
+        offered_voice(self._voices, voice, speaker, self.supported_languages)
 
     async def _wav_stream(
         self, audio: AsyncGenerator[AudioChunk], voice: str
@@ -260,9 +233,9 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             async for chunk in audio:
                 yield chunk
         except SpeechVoiceNotFoundError as err:
-            raise (
-                self._voice_missing() if voice == self._voice else self._unknown_voice(voice)
-            ) from err
+            if voice == self._voice:
+                raise self._voice_missing() from err
+            raise unknown_voice_error(voice, self._voices, self.supported_languages) from err
         except SpeechError as err:
             raise self._unreachable() from err
         finally:
