@@ -250,7 +250,7 @@ async def test_a_cancelled_stream_hands_embedded_piper_nothing_more(
 
     assert [text for _, text in heard] == CLEAN[:1]
     voice = heard[0][0]
-    await voice.wait_idle()
+    assert await voice.wait_idle()
     assert not voice.busy
 
 

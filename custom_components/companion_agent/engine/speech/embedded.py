@@ -14,6 +14,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,9 +42,15 @@ def check_piper() -> None:
 class LoadedPiperVoice:
     """A Piper voice in memory; one of its sentences at a time runs in a worker thread."""
 
-    def __init__(self, file: VoiceFile, voice: PiperVoice) -> None:
-        """Wrap a voice piper has loaded from ``file``."""
+    def __init__(
+        self, file: VoiceFile, voice: PiperVoice, *, executor: Executor | None = None
+    ) -> None:
+        """Wrap a voice piper has loaded from ``file``; sentences run in ``executor``.
+
+        None is the loop's default executor (Home Assistant's, in Home Assistant).
+        """
         self.file = file
+        self._executor = executor
         self.rate = voice.config.sample_rate
         self._voice = voice
         self._speaker_ids = dict(voice.config.speaker_id_map)
@@ -70,9 +77,9 @@ class LoadedPiperVoice:
         """Return whether a sentence of this voice is in a worker thread right now."""
         return not self._idle.is_set()
 
-    async def wait_idle(self) -> None:
-        """Return once no sentence of this voice is in a worker thread."""
-        await asyncio.get_running_loop().run_in_executor(None, self._idle.wait)
+    async def wait_idle(self, seconds: float = 10.0) -> bool:
+        """Wait until no sentence of this voice is in a worker thread; say if that happened."""
+        return await asyncio.get_running_loop().run_in_executor(None, self._idle.wait, seconds)
 
     async def speak(self, text: str, speaker: str | None = None) -> bytes:
         """Return the 16-bit mono PCM for ``text``; a cancel stops the thread's work early."""
@@ -83,7 +90,7 @@ class LoadedPiperVoice:
                 self._running += 1
                 self._idle.clear()
             future = asyncio.get_running_loop().run_in_executor(
-                None, self._speak_blocking, job, text, speaker_id
+                self._executor, self._speak_blocking, job, text, speaker_id
             )
             try:
                 return await future
