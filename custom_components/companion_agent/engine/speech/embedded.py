@@ -3,20 +3,21 @@
 piper-tts is optional: nothing here imports it until a voice is loaded, and then only in a
 worker thread. A sentence's synthesis is one job in the loop's default executor; a voice
 runs one sentence at a time, so at most one job per voice runs and one per stream waits.
-Closing a stream hands no more sentences over; the sentence already in the thread stops
-at its next piece (piper works phrase by phrase) and its audio is dropped.
+Closing a stream hands no more sentences over; the sentence already in the thread is ended
+mid-run (onnxruntime's RunOptions.terminate) and its audio dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SpeechEngineMissingError, VoiceFileError
 from .synthesizer import AudioChunk
@@ -52,6 +53,9 @@ class LoadedPiperVoice:
         self.file = file
         self._executor = executor
         self.rate = voice.config.sample_rate
+        if not isinstance(voice.session, _TerminableSession):
+            voice.session = _TerminableSession(voice.session)
+        self._session: _TerminableSession = voice.session
         self._voice = voice
         self._speaker_ids = dict(voice.config.speaker_id_map)
         self._lock = asyncio.Lock()
@@ -96,6 +100,7 @@ class LoadedPiperVoice:
                 return await future
             finally:
                 job.stop.set()  # cancelled or done: either way the thread stops at once
+                job.terminate()
                 with self._running_lock:
                     if not job.started:  # cancelled before a thread took it: it never will
                         job.started = True
@@ -110,11 +115,16 @@ class LoadedPiperVoice:
                 return b""
             job.started = True
         try:
+            job.options = self._session.use_new_options()
             pcm = bytearray()
             pieces = iter(self._voice.synthesize(text, SynthesisConfig(speaker_id=speaker_id)))
             while not job.stop.is_set() and (piece := next(pieces, None)) is not None:
                 pcm += piece.audio_int16_bytes
             return bytes(pcm)
+        except Exception:
+            if job.stop.is_set():  # the run was terminated by a cancel
+                return b""
+            raise
         finally:
             with self._running_lock:
                 self._finished_locked()
@@ -127,14 +137,44 @@ class LoadedPiperVoice:
 
 
 class _Job:
-    """One sentence handed to a worker thread: whether a thread took it, and its stop flag."""
+    """One sentence handed to a worker thread: taken yet, its stop flag, its ONNX run."""
 
-    __slots__ = ("started", "stop")
+    __slots__ = ("options", "started", "stop")
 
     def __init__(self) -> None:
         """Start neither taken nor stopped."""
         self.started = False
         self.stop = threading.Event()
+        self.options: Any = None  # onnxruntime.RunOptions once a thread runs it
+
+    def terminate(self) -> None:
+        """End the ONNX run in progress, if any (onnxruntime allows it from another thread)."""
+        if self.options is not None:
+            self.options.terminate = True
+
+
+class _TerminableSession:
+    """Piper's ONNX session, run with each thread's own RunOptions so a cancel can end it."""
+
+    def __init__(self, session: Any) -> None:
+        """Wrap the session piper loaded."""
+        self._session = session
+        self._current = threading.local()
+
+    def use_new_options(self) -> Any:
+        """Give the calling thread fresh RunOptions for its next runs and return them."""
+        onnxruntime = importlib.import_module("onnxruntime")
+        self._current.options = onnxruntime.RunOptions()
+        return self._current.options
+
+    def run(self, output_names: Any, input_feed: Any, run_options: Any = None) -> Any:
+        """Run the model with the calling thread's RunOptions (piper passes none)."""
+        options = run_options or getattr(self._current, "options", None)
+        return self._session.run(output_names, input_feed, options)
+
+    def __getattr__(self, name: str) -> Any:
+        """Pass anything else on to the session."""
+        return getattr(self._session, name)
 
 
 class EmbeddedPiper:
