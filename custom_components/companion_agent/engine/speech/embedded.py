@@ -2,7 +2,8 @@
 
 piper-tts is optional: nothing here imports it until a voice is loaded, and then only in a
 worker thread. A sentence's synthesis is one job in the loop's default executor; a voice
-runs one sentence at a time, so at most one job per voice runs and one per stream waits.
+hands the executor one sentence at a time (other streams wait on the event loop, never in a
+thread queue), and a stream hands over its next sentence only after the last one's audio.
 Closing a stream hands no more sentences over; the sentence already in the thread is ended
 mid-run (onnxruntime's RunOptions.terminate) and its audio dropped.
 """
