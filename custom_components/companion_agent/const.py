@@ -17,6 +17,10 @@ CONF_LANGUAGES = "languages"
 DEFAULT_TTS_PORT = 10200
 SUBENTRY_STT = "stt"
 DEFAULT_STT_PORT = 10300
+CONF_ENGINE = "engine"  # absent: a Wyoming server
+ENGINE_EMBEDDED = "embedded"
+VOICES_FOLDER = "voices"  # <config>/companion_agent/voices/: <name>.onnx + <name>.onnx.json
+PIPER_REQUIREMENT = "piper-tts==1.8.0"  # installed on demand, not in manifest.json
 DEFAULT_CONVERSATION_NAME = "Companion"
 STORAGE_FOLDER = "companion_agent"
 
