@@ -20,6 +20,7 @@ __all__ = [
     "TtsVoice",
     "VoiceFile",
     "WyomingSTT",
+    "WyomingTTS",
     "check_piper",
     "list_voice_files",
 ]
