@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import voluptuous as vol
-from homeassistant.config_entries import ConfigSubentryFlow, SubentryFlowResult
+from homeassistant.config_entries import (
+    SOURCE_RECONFIGURE,
+    ConfigSubentryFlow,
+    SubentryFlowResult,
+)
 from homeassistant.const import CONF_HOST, CONF_PORT
 from homeassistant.helpers.selector import (
     NumberSelector,
@@ -55,9 +59,17 @@ class SttSubentryFlow(ConfigSubentryFlow):
                     return await self.async_step_model()
         return self.async_show_form(
             step_id="user",
-            data_schema=self.add_suggested_values_to_schema(STT_SERVER_SCHEMA, user_input or {}),
+            data_schema=self.add_suggested_values_to_schema(
+                STT_SERVER_SCHEMA, user_input or self._current()
+            ),
             errors=errors,
         )
+
+    async def async_step_reconfigure(
+        self, user_input: dict[str, Any] | None = None
+    ) -> SubentryFlowResult:
+        """Change the server, model or languages; the steps start from the current values."""
+        return await self.async_step_user(user_input)
 
     async def async_step_model(
         self, user_input: dict[str, Any] | None = None
@@ -94,15 +106,23 @@ class SttSubentryFlow(ConfigSubentryFlow):
         )
         return self.async_show_form(
             step_id="model",
-            data_schema=self.add_suggested_values_to_schema(schema, user_input or {}),
+            data_schema=self.add_suggested_values_to_schema(schema, user_input or self._current()),
             errors=errors,
         )
+
+    def _current(self) -> dict[str, Any]:
+        """Return the reconfigured subentry's values, or nothing for a new one."""
+        if self.source != SOURCE_RECONFIGURE:
+            return {}
+        return dict(self._get_reconfigure_subentry().data)
 
     def _create(self, model: AsrModel, languages: list[str]) -> SubentryFlowResult:
         """Create the subentry for ``model`` and ``languages`` on the chosen server."""
         short = model.name.rstrip("/").rsplit("/", 1)[-1]  # a model may be named by its path
         title = f"{model.program} ({short})" if model.program else short
-        return self.async_create_entry(
-            title=title,
-            data={**self._server, CONF_MODEL: model.name, CONF_LANGUAGES: languages},
-        )
+        data = {**self._server, CONF_MODEL: model.name, CONF_LANGUAGES: languages}
+        if self.source == SOURCE_RECONFIGURE:
+            return self.async_update_and_abort(
+                self._get_entry(), self._get_reconfigure_subentry(), title=title, data=data
+            )
+        return self.async_create_entry(title=title, data=data)

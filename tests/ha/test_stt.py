@@ -212,3 +212,48 @@ async def test_a_server_that_closes_mid_stream_is_a_failed_result(
 
         assert result == stt.SpeechResult(None, stt.SpeechResultState.ERROR)
         await server.wait_idle()
+
+
+async def test_reconfigure_moves_the_model_to_another_server_checked_live(
+    hass: HomeAssistant, llm_server: LLMServer, socket_enabled: None
+) -> None:
+    async with ScriptedAsrServer() as old, ScriptedAsrServer() as new:
+        entity = await setup_stt(hass, llm_server, old.host, old.port)
+        entry = entity.entry
+        subentry_id = entity.subentry.subentry_id
+        result = await hass.config_entries.subentries.async_init(
+            (entry.entry_id, SUBENTRY_STT),
+            context={"source": config_entries.SOURCE_RECONFIGURE, "subentry_id": subentry_id},
+        )
+        assert result["type"] is FlowResultType.FORM
+        schema = result["data_schema"]
+        assert schema is not None
+        suggested = {
+            str(key): key.description.get("suggested_value")
+            for key in schema.schema
+            if key.description
+        }
+        assert suggested == {CONF_HOST: old.host, CONF_PORT: old.port}
+
+        result = await hass.config_entries.subentries.async_configure(
+            result["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: closed_port()}
+        )
+        assert result["errors"] == {"base": "cannot_connect"}  # checked, not just stored
+        result = await hass.config_entries.subentries.async_configure(
+            result["flow_id"], {CONF_HOST: new.host, CONF_PORT: new.port}
+        )
+        result = await hass.config_entries.subentries.async_configure(
+            result["flow_id"], {CONF_MODEL: "small", CONF_LANGUAGES: ["en"]}
+        )
+        await hass.async_block_till_done()
+
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reconfigure_successful"
+    subentry = entry.subentries[subentry_id]
+    assert subentry.data == {
+        CONF_HOST: new.host,
+        CONF_PORT: new.port,
+        CONF_MODEL: "small",
+        CONF_LANGUAGES: ["en"],
+    }
+    assert subentry.title == "scripted (small)"
