@@ -257,10 +257,14 @@ async def _async_speak(
 
 
 async def _speech(turn: Turn) -> AsyncGenerator[str]:
-    """Yield the turn's speech text, sentence by sentence, as the model writes it."""
+    """Yield the turn's speech text, sentence by sentence, as the model writes it.
+
+    Each ends with a line break: a TTS that divides sentences itself speaks it at once
+    instead of waiting for the next word.
+    """
     async for item in turn.items:
         if isinstance(item, SentenceOutput) and item.tts_text:
-            yield f"{item.tts_text} "
+            yield f"{item.tts_text}\n"
 
 
 async def _async_play(hass: HomeAssistant, target: str, url: str, request: ChatRequest) -> None:

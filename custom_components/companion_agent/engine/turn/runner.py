@@ -140,12 +140,15 @@ class TurnRunner:
         turn_ctx = _turn_context(persona, request)
         lock = self._conversations.setdefault(ctx.conversation_id, asyncio.Lock())
         held = False
+        cancelled_early = turn.begin()
         async with persona.plugins.lease():
             try:
                 async with asyncio.timeout(persona.profile.turn_deadline):
                     await lock.acquire()
                     held = True
-                    if self._pace.allow(*_pace_keys(ctx.user_id, request.device_id)):
+                    if cancelled_early:  # cancelled before its task ran: stored, not run
+                        record.outcome, record.reason = "interrupted", turn.cancel_reason or ""
+                    elif self._pace.allow(*_pace_keys(ctx.user_id, request.device_id)):
                         turn_ctx = await self._run(turn, persona, request, record, turn_ctx)
                     else:
                         record.outcome, record.reason = "failed", "too many turns a minute"
