@@ -1,7 +1,8 @@
 """``MoodScore``: how the persona feels, from the emotions it showed and how its turns ended.
 
 A score in [-1, 1]; each event nudges it and it decays towards 0 (neutral) with a half-life,
-so one bad turn last week does not keep the companion quiet today. Unknown emotions count 0.
+so one bad turn last week does not keep the companion quiet today. Tags it does not know
+(actions such as ``wave``) leave it as it is.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ class MoodScore:
         """Add one turn's emotions and outcome; return the new score."""
         score = self.value(now)
         for emotion in emotions:
-            score += EMOTION_WEIGHT * (valence(emotion) - score)  # moves towards the emotion
+            if emotion.strip().lower() in VALENCE:
+                score += EMOTION_WEIGHT * (valence(emotion) - score)  # towards the emotion
         if outcome is not None:
             score += OUTCOME_NUDGE[outcome]
         self._score = max(-1.0, min(1.0, score))
