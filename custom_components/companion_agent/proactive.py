@@ -128,7 +128,7 @@ def async_check_targets(hass: HomeAssistant, targets: Sequence[str]) -> tuple[st
 
 async def async_handle_start_chat(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
     """Run the ``start_chat`` service: speak as the persona on every target."""
-    speaker = async_find_speaker(hass, call.data.get("persona"))
+    speaker = async_find_speaker(hass, call.data.get("persona") or None)
     request = ChatRequest(
         targets=tuple(call.data["targets"]),
         instruction=instruction_text(call.data.get("instruction"), call.data.get("topic")),

@@ -26,7 +26,7 @@ from custom_components.companion_agent.const import DOMAIN
 from custom_components.companion_agent.playback import WATCH_TIMEOUT
 from tests.ha.gates import GATES, Gate
 from tests.ha.personakit import setup_personas, speech, write_plugin, write_profile
-from tests.support.llm_script import Reply
+from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 
 TIMEOUT = 10.0
@@ -310,11 +310,13 @@ async def test_a_new_turn_on_the_satellite_cancels_the_one_still_running(
     """Barge-in by a new turn: the older, still running turn stops and is stored interrupted."""
     _, satellite = add_satellite(hass)
     entry, agent_id, _ = await setup_listener(hass, llm_server)
-    long = "This answer takes a long time to arrive, word by word, on purpose."
-    llm_server.script(Reply.text(long, chunk_size=2, delay=0.05), Reply.text("Yes?"))
+    long = "This answer never gets past its first words."
+    rest = asyncio.Event()
+    held = Reply(chunks=(TextChunk("This answer "), TextChunk(long[12:], hold=rest)))
+    llm_server.script(held, Reply.text("Yes?"))
 
     first = converse(hass, agent_id, "Tell me everything.", satellite_id=satellite)
-    while not llm_server.requests:
+    while not llm_server.requests:  # noqa: ASYNC110 - the server offers no event to wait on
         await asyncio.sleep(0.01)
     second = await asyncio.wait_for(
         converse(hass, agent_id, "Stop.", satellite_id=satellite), TIMEOUT
@@ -330,4 +332,5 @@ async def test_a_new_turn_on_the_satellite_cancels_the_one_still_running(
     assert isinstance(rows, list)
     said = "".join(str(row["content"]) for row in rows if row["role"] == "assistant")
     assert len(said) < len(long)
+    rest.set()
     assert await hass.config_entries.async_unload(entry.entry_id)

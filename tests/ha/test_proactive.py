@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from datetime import timedelta
 from pathlib import Path
 
@@ -54,6 +55,13 @@ HALL = "assist_satellite.hall"
 LOUNGE = "media_player.lounge"
 ATTIC = "media_player.attic"
 VOICE = "en_US-joe-medium"
+BLUEPRINT = (
+    Path(__file__).resolve().parents[2]
+    / "blueprints"
+    / "automation"
+    / "companion_agent"
+    / "proactive_chat.yaml"
+)
 
 
 @pytest.fixture
@@ -283,7 +291,7 @@ async def test_the_person_speaking_over_a_proactive_answer_cancels_it_and_keeps_
     proxy: WyomingProxy,
     devices: dict[str, SpeakingSatellite | SpeakerPlayer],
 ) -> None:
-    """The satellite listens again mid-answer: the turn stops, only the spoken part is kept."""
+    """The satellite listens again mid-answer: the turn stops, only what was said is kept."""
     entry, _ = await setup_companion(hass, llm_server, proxy)
     kitchen = devices[KITCHEN]
     rest = asyncio.Event()
@@ -305,7 +313,9 @@ async def test_the_person_speaking_over_a_proactive_answer_cancels_it_and_keeps_
     assert await hass.config_entries.async_unload(entry.entry_id)
     (turn,) = stored_turns(hass)
     assert turn["outcome"] == "interrupted"
-    assert assistant_text(turn).strip() == "Hello there."
+    said = assistant_text(turn)  # written up to the interruption: the rest never came
+    assert said.startswith("Hello there.")
+    assert "story" not in said
 
 
 async def test_bad_targets_and_personas_are_refused_with_translated_errors(
@@ -398,4 +408,45 @@ async def test_a_device_that_fails_to_play_raises_and_the_turn_is_stopped(
 
     assert caught.value.translation_key == "cannot_speak"
     assert dict(entry.runtime_data.playback.watching) == {}
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_the_blueprint_makes_an_automation_that_speaks_first(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
+) -> None:
+    """The shipped blueprint: its trigger input fires, start_chat runs, the satellite speaks."""
+    folder = Path(hass.config.path("blueprints", "automation", "companion_agent"))
+    await hass.async_add_executor_job(lambda: folder.mkdir(parents=True))
+    await hass.async_add_executor_job(shutil.copy, BLUEPRINT, folder / BLUEPRINT.name)
+    entry, _ = await setup_companion(hass, llm_server, proxy)
+    llm_server.script(Reply.text("The washing machine is done."))
+    events = spoke_events(hass)
+    assert await async_setup_component(
+        hass,
+        "automation",
+        {
+            "automation": {
+                "use_blueprint": {
+                    "path": f"companion_agent/{BLUEPRINT.name}",
+                    "input": {
+                        "when": [{"trigger": "state", "entity_id": "sensor.washer", "to": "off"}],
+                        "targets": [HALL],
+                        "instruction": "Tell them the washing is done.",
+                    },
+                }
+            }
+        },
+    )
+    hass.states.async_set("sensor.washer", "on")
+    await hass.async_block_till_done()
+
+    hass.states.async_set("sensor.washer", "off")
+    await asyncio.wait_for(devices[HALL].heard.done.wait(), TIMEOUT)
+    await hass.async_block_till_done()
+
+    assert [e.data["text"] for e in events] == ["The washing machine is done."]
+    assert user_text(llm_server.requests[-1]).endswith("Tell them the washing is done.")
     assert await hass.config_entries.async_unload(entry.entry_id)
