@@ -166,7 +166,9 @@ class CompanionConversationEntity(conversation.ConversationEntity):
                 agent_id=self.subentry.subentry_id,
             ),
             history=runtime.conversation_store(self.subentry.subentry_id).get(
-                chat_log.conversation_id
+                runtime.follow_ups.history_id(
+                    chat_log.conversation_id, user_input.satellite_id, self.hass.loop.time()
+                )
             ),
             lines=await async_spoken_lines(self.hass, user_input.language),
             device_id=user_input.device_id,

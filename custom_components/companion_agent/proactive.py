@@ -252,6 +252,8 @@ async def _async_speak(
         ) from err
     if satellite:
         runtime.playback.async_played(turn)  # the satellite's service returns once played
+        if _features(hass, target) & AssistSatelliteEntityFeature.START_CONVERSATION:
+            runtime.follow_ups.started(target, conversation_id, hass.loop.time())
     result = await turn.result
     return Chat(target=target, trace_id=turn.trace_id, text=result.spoken, outcome=result.outcome)
 

@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from homeassistant.components import conversation
 from homeassistant.components.assist_pipeline.pipeline import (
     async_get_pipeline,
     async_update_pipeline,
@@ -21,7 +22,7 @@ from homeassistant.components.assist_pipeline.pipeline import (
 from homeassistant.components.assist_satellite import AssistSatelliteEntityFeature
 from homeassistant.components.assist_satellite.entity import AssistSatelliteState
 from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_PORT
-from homeassistant.core import Event, HomeAssistant
+from homeassistant.core import Context, Event, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
@@ -39,7 +40,7 @@ from custom_components.companion_agent.const import (
     SUBENTRY_TTS,
 )
 from custom_components.companion_agent.playback import FALLBACK_MARGIN, spoken_seconds
-from tests.ha.personakit import agents_by_title, messages, user_text, write_profile
+from tests.ha.personakit import agents_by_title, messages, speech, user_text, write_profile
 from tests.ha.speakers import SpeakerPlayer, SpeakingSatellite, setup_speakers
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
@@ -449,4 +450,62 @@ async def test_the_blueprint_makes_an_automation_that_speaks_first(
 
     assert [e.data["text"] for e in events] == ["The washing machine is done."]
     assert user_text(llm_server.requests[-1]).endswith("Tell them the washing is done.")
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_the_persons_answer_on_the_satellite_continues_the_proactive_history(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
+) -> None:
+    """After start_conversation, the satellite's next turn sees what the companion said."""
+    entry, agent = await setup_companion(hass, llm_server, proxy)
+    llm_server.script(Reply.text("Shall I dim the lights?"), Reply.text("Done, enjoy."))
+    await start_chat(hass, targets=[KITCHEN], instruction="Offer to dim the lights.")
+
+    result = await asyncio.wait_for(
+        conversation.async_converse(
+            hass,
+            "Yes please.",
+            None,
+            Context(),
+            language="en",
+            agent_id=agent,
+            satellite_id=KITCHEN,
+        ),
+        TIMEOUT,
+    )
+
+    assert speech(result) == "Done, enjoy."
+    sent = messages(llm_server.requests[-1])
+    said = [str(m["content"]) for m in sent if m["role"] == "assistant"]
+    assert said == ["Shall I dim the lights?"]
+    users = [str(m["content"]) for m in sent if m["role"] == "user"]
+    assert users[0].endswith("Offer to dim the lights.")
+    assert users[-1] == "Yes please."
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_a_reported_exact_length_replaces_the_estimate(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
+) -> None:
+    """A TTS that knows the audio lasts 120 s: not played at the estimate, played after 120 s."""
+    entry, _ = await setup_companion(hass, llm_server, proxy)
+    llm_server.script(Reply.text("A short line."))
+    events = spoke_events(hass)
+
+    (chat,) = await start_chat(hass, targets=[ATTIC])
+    entry.runtime_data.playback.async_report_duration(str(chat["trace_id"]), 120.0)
+    start = dt_util.utcnow()
+    async_fire_time_changed(hass, start + timedelta(seconds=spoken_seconds("A short line.") + 10))
+    await hass.async_block_till_done()
+    assert events == []
+    async_fire_time_changed(hass, start + timedelta(seconds=120 + FALLBACK_MARGIN + 1))
+    await hass.async_block_till_done()
+
+    assert [e.data["text"] for e in events] == ["A short line."]
     assert await hass.config_entries.async_unload(entry.entry_id)
