@@ -21,6 +21,7 @@ from homeassistant.components import tts
 from homeassistant.components.assist_satellite import AssistSatelliteEntityFeature
 from homeassistant.components.conversation.const import DATA_COMPONENT as CONVERSATION_ENTITIES
 from homeassistant.components.media_player.browse_media import async_process_play_media_url
+from homeassistant.components.media_player.const import MediaPlayerEntityFeature
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import ATTR_ENTITY_ID, ATTR_SUPPORTED_FEATURES
 from homeassistant.core import (
@@ -115,9 +116,12 @@ def async_check_targets(hass: HomeAssistant, targets: Sequence[str]) -> tuple[st
                 translation_key="unknown_target",
                 translation_placeholders={"target": target},
             )
-        if domain == SATELLITE and not _features(hass, target) & (
+        needs = (
             AssistSatelliteEntityFeature.ANNOUNCE | AssistSatelliteEntityFeature.START_CONVERSATION
-        ):
+            if domain == SATELLITE
+            else MediaPlayerEntityFeature.PLAY_MEDIA
+        )
+        if not _features(hass, target) & needs:
             raise ServiceValidationError(
                 translation_domain=DOMAIN,
                 translation_key="cannot_announce",

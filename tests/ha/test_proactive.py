@@ -328,8 +328,11 @@ async def test_bad_targets_and_personas_are_refused_with_translated_errors(
     """A light, a missing entity, an unknown persona: each a ServiceValidationError."""
     entry, _ = await setup_companion(hass, llm_server, proxy)
     hass.states.async_set("light.desk", "on")
+    hass.states.async_set("media_player.radio", "idle", {"supported_features": 0})
     cases: dict[str, dict[str, object]] = {
+        "no_targets": {"targets": []},
         "bad_target": {"targets": ["light.desk"]},
+        "cannot_announce": {"targets": ["media_player.radio"]},
         "unknown_target": {"targets": ["media_player.nowhere"]},
         "unknown_persona": {"targets": [LOUNGE], "persona": "conversation.nobody"},
     }
