@@ -15,33 +15,26 @@ import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from homeassistant.components import tts
 from homeassistant.components.assist_satellite import AssistSatelliteEntityFeature
-from homeassistant.components.conversation.const import DATA_COMPONENT as CONVERSATION_ENTITIES
 from homeassistant.components.media_player.browse_media import async_process_play_media_url
 from homeassistant.components.media_player.const import MediaPlayerEntityFeature
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import ATTR_ENTITY_ID, ATTR_SUPPORTED_FEATURES
-from homeassistant.core import (
-    HomeAssistant,
-    ServiceCall,
-    ServiceResponse,
-    callback,
-    split_entity_id,
-)
+from homeassistant.core import HomeAssistant, callback, split_entity_id
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import entity_registry as er
 from homeassistant.util.ulid import ulid_now
 
-from .const import DOMAIN, EVENT_SPOKE, HOST_PROMPT, LOGGER, SUBENTRY_CONVERSATION
+from .const import DOMAIN, EVENT_SPOKE, HOST_PROMPT, LOGGER
 from .engine.events import SentenceOutput, TurnResult
 from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
 from .engine.turn.handle import Turn
 from .engine.turn.runner import Persona, TurnRequest
-from .runtime import CompanionConfigEntry, loaded_entries
+from .runtime import CompanionConfigEntry
 from .spoken import async_spoken_lines
 
 SATELLITE = "assist_satellite"
@@ -130,24 +123,6 @@ def async_check_targets(hass: HomeAssistant, targets: Sequence[str]) -> tuple[st
     return tuple(dict.fromkeys(targets))
 
 
-async def async_handle_start_chat(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
-    """Run the ``start_chat`` service: speak as the persona on every target."""
-    speaker = async_find_speaker(hass, call.data.get("persona") or None)
-    request = ChatRequest(
-        targets=tuple(call.data["targets"]),
-        instruction=instruction_text(call.data.get("instruction"), call.data.get("topic")),
-        source="service",
-        preannounce=call.data["preannounce"],
-    )
-    chats = await async_start_chat(hass, speaker, request)
-    return {
-        "chats": [
-            {"target": c.target, "trace_id": c.trace_id, "text": c.text, "outcome": c.outcome}
-            for c in chats
-        ]
-    }
-
-
 async def async_speak_for_trigger(
     hass: HomeAssistant, speaker: Speaker, request: ProactiveRequest
 ) -> None:
@@ -161,31 +136,6 @@ async def async_speak_for_trigger(
         await async_start_chat(hass, speaker, chat)
     except HomeAssistantError as err:
         LOGGER.warning("Trigger %s could not speak on %s: %s", request.source, request.targets, err)
-
-
-@callback
-def async_find_speaker(hass: HomeAssistant, persona: str | None) -> Speaker:
-    """Return the persona by conversation entity or subentry id; None picks the first one."""
-    registry = er.async_get(hass)
-    for entry in loaded_entries(hass):
-        agents = {
-            e.config_subentry_id: e.entity_id
-            for e in er.async_entries_for_config_entry(registry, entry.entry_id)
-            if e.domain == "conversation"
-        }
-        for subentry in entry.subentries.values():
-            entity_id = agents.get(subentry.subentry_id)
-            if subentry.subentry_type != SUBENTRY_CONVERSATION or entity_id is None:
-                continue
-            if persona not in (None, entity_id, subentry.subentry_id):
-                continue
-            if (entity := hass.data[CONVERSATION_ENTITIES].get_entity(entity_id)) is not None:
-                return cast(Speaker, entity)
-    raise ServiceValidationError(
-        translation_domain=DOMAIN,
-        translation_key="unknown_persona",
-        translation_placeholders={"persona": persona or ""},
-    )
 
 
 async def async_start_chat(

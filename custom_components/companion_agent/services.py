@@ -22,9 +22,9 @@ from .const import (
     signal_library_reloaded,
 )
 from .engine.plugins import load_library
-from .proactive import async_handle_start_chat
 from .repairs import async_sync_load_problems
 from .runtime import library_roots, loaded_entries
+from .start_chat import async_handle_start_chat
 
 
 @callback

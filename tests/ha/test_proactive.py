@@ -1,4 +1,4 @@
-"""``companion_agent.start_chat`` through a real HA: real satellites, a real media player, piper.
+"""``companion_agent.start_chat`` to real satellites, its errors, the triggers and the blueprint.
 
 The devices are real HA entities in a test platform (``tests/ha/speakers.py``) that read the
 TTS stream behind the URL they are given; the voice is the real wyoming-piper behind a proxy
@@ -8,54 +8,39 @@ that records each sentence; the model is the scripted local server.
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from homeassistant.components import conversation
-from homeassistant.components.assist_pipeline.pipeline import (
-    async_get_pipeline,
-    async_update_pipeline,
-)
-from homeassistant.components.assist_satellite import AssistSatelliteEntityFeature
 from homeassistant.components.assist_satellite.entity import AssistSatelliteState
-from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_PORT
 from homeassistant.core import Context, Event, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.setup import async_setup_component
-from homeassistant.util import dt as dt_util
-from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
-from custom_components.companion_agent.const import (
-    CONF_BASE_URL,
-    CONF_LANGUAGES,
-    CONF_MODEL,
-    CONF_PROFILE,
-    CONF_VOICE,
-    DOMAIN,
-    EVENT_SPOKE,
-    SUBENTRY_CONVERSATION,
-    SUBENTRY_TTS,
+from custom_components.companion_agent.const import DOMAIN, EVENT_SPOKE
+from tests.ha.personakit import messages, speech, user_text, write_profile
+from tests.ha.proactivekit import (
+    HALL,
+    KITCHEN,
+    LOUNGE,
+    TIMEOUT,
+    Devices,
+    assistant_text,
+    devices,
+    setup_companion,
+    spoke_events,
+    start_chat,
+    stored_turns,
 )
-from custom_components.companion_agent.playback import FALLBACK_MARGIN, spoken_seconds
-from tests.ha.personakit import agents_by_title, messages, speech, user_text, write_profile
-from tests.ha.speakers import SpeakerPlayer, SpeakingSatellite, setup_speakers
+from tests.ha.speakers import SpeakingSatellite
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 from tests.support.piper import piper, piper_process, proxy
 from tests.support.wyoming_proxy import WyomingProxy
 
-__all__ = ["piper", "piper_process", "proxy"]  # fixtures, imported to be found
+__all__ = ["devices", "piper", "piper_process", "proxy"]  # fixtures, imported to be found
 
-TIMEOUT = 20.0
-CONVERSE = AssistSatelliteEntityFeature.ANNOUNCE | AssistSatelliteEntityFeature.START_CONVERSATION
-KITCHEN = "assist_satellite.kitchen"
-HALL = "assist_satellite.hall"
-LOUNGE = "media_player.lounge"
-ATTIC = "media_player.attic"
-VOICE = "en_US-joe-medium"
 BLUEPRINT = (
     Path(__file__).resolve().parents[2]
     / "blueprints"
@@ -65,101 +50,11 @@ BLUEPRINT = (
 )
 
 
-@pytest.fixture
-async def devices(hass: HomeAssistant) -> dict[str, SpeakingSatellite | SpeakerPlayer]:
-    """Load a conversing satellite, an announcing one, a media player and a silent one."""
-    hass.config.internal_url = "http://homeassistant.test:8123"
-    assert await async_setup_component(hass, "assist_pipeline", {})
-    found: dict[str, SpeakingSatellite | SpeakerPlayer] = {
-        KITCHEN: SpeakingSatellite("kitchen", CONVERSE),
-        HALL: SpeakingSatellite("hall", AssistSatelliteEntityFeature.ANNOUNCE),
-        LOUNGE: SpeakerPlayer("lounge"),
-        ATTIC: SpeakerPlayer("attic", reports_state=False),
-    }
-    satellites = [d for d in found.values() if isinstance(d, SpeakingSatellite)]
-    players = [d for d in found.values() if isinstance(d, SpeakerPlayer)]
-    await setup_speakers(hass, satellites, players)
-    return found
-
-
-async def setup_companion(
-    hass: HomeAssistant, server: LLMServer, proxy: WyomingProxy, profile: str = "default"
-) -> tuple[MockConfigEntry, str]:
-    """Set up one persona and a piper voice; the Assist pipeline talks to the persona."""
-    entry = MockConfigEntry(
-        domain=DOMAIN,
-        title="test-model",
-        data={CONF_BASE_URL: server.url, CONF_API_KEY: "", CONF_MODEL: "test-model"},
-        subentries_data=[
-            {
-                "subentry_type": SUBENTRY_CONVERSATION,
-                "data": {CONF_PROFILE: profile},
-                "title": "Companion",
-                "unique_id": None,
-            },
-            {
-                "subentry_type": SUBENTRY_TTS,
-                "data": {
-                    CONF_HOST: proxy.host,
-                    CONF_PORT: proxy.port,
-                    CONF_VOICE: VOICE,
-                    CONF_LANGUAGES: ["en_US"],
-                },
-                "title": VOICE,
-                "unique_id": None,
-            },
-        ],
-    )
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
-    agent = agents_by_title(hass, entry)["Companion"]
-    await async_update_pipeline(hass, async_get_pipeline(hass), conversation_engine=agent)
-    return entry, agent
-
-
-def spoke_events(hass: HomeAssistant) -> list[Event]:
-    """Collect every companion_agent_spoke event from now on."""
-    events: list[Event] = []
-    hass.bus.async_listen(EVENT_SPOKE, events.append)
-    return events
-
-
-async def start_chat(hass: HomeAssistant, **data: object) -> list[dict[str, object]]:
-    """Call start_chat and return what each target heard."""
-    response = await asyncio.wait_for(
-        hass.services.async_call(
-            DOMAIN, "start_chat", dict(data), blocking=True, return_response=True
-        ),
-        TIMEOUT,
-    )
-    assert response is not None
-    chats = response["chats"]
-    assert isinstance(chats, list)
-    return [dict(chat) for chat in chats if isinstance(chat, dict)]
-
-
-def assistant_text(turn: dict[str, object]) -> str:
-    """Return what a stored turn's assistant messages say."""
-    rows = turn["messages"]
-    assert isinstance(rows, list)
-    return "".join(str(row["content"]) for row in rows if row["role"] == "assistant")
-
-
-def stored_turns(hass: HomeAssistant) -> list[dict[str, object]]:
-    """Return every stored turn of every persona, read from disk."""
-    folder = Path(hass.config.path(DOMAIN)) / "conversations"
-    turns: list[dict[str, object]] = []
-    for path in folder.rglob("*.json"):
-        turns.extend(json.loads(path.read_text("utf-8"))["turns"])
-    return turns
-
-
 async def test_a_satellite_starts_a_conversation_and_hears_it_before_the_model_finishes(
     hass: HomeAssistant,
     llm_server: LLMServer,
     proxy: WyomingProxy,
-    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
+    devices: Devices,
 ) -> None:
     """start_conversation with a streaming URL: the first audio plays while the rest is held."""
     entry, agent = await setup_companion(hass, llm_server, proxy)
@@ -211,7 +106,7 @@ async def test_a_satellite_that_cannot_converse_announces_and_history_marks_it_p
     hass: HomeAssistant,
     llm_server: LLMServer,
     proxy: WyomingProxy,
-    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
+    devices: Devices,
 ) -> None:
     """announce for a satellite without START_CONVERSATION; the next turn sees it as the home's."""
     entry, _ = await setup_companion(hass, llm_server, proxy)
@@ -232,65 +127,11 @@ async def test_a_satellite_that_cannot_converse_announces_and_history_marks_it_p
     assert await hass.config_entries.async_unload(entry.entry_id)
 
 
-async def test_a_media_player_announces_the_stream_and_played_comes_once_it_goes_idle(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
-) -> None:
-    """play_media with announce and the stream URL; playing → idle fires the event once."""
-    entry, _ = await setup_companion(hass, llm_server, proxy)
-    lounge = devices[LOUNGE]
-    llm_server.script(Reply.text("Dinner is ready. Come to the table."))
-    events = spoke_events(hass)
-
-    await start_chat(hass, targets=[LOUNGE])
-    await asyncio.wait_for(lounge.heard.done.wait(), TIMEOUT)
-    await hass.async_block_till_done()
-
-    assert lounge.heard.extra[0]["announce"] is True
-    assert lounge.heard.urls[0].startswith("http://homeassistant.test:8123/api/tts_proxy/")
-    assert [e.data["text"] for e in events] == ["Dinner is ready. Come to the table."]
-    assert dict(entry.runtime_data.playback.watching) == {}
-    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=60))
-    await hass.async_block_till_done()
-    assert len(events) == 1  # the fallback never fires after a real end
-    assert await hass.config_entries.async_unload(entry.entry_id)
-
-
-async def test_a_media_player_that_reports_nothing_is_played_after_the_estimated_length(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
-) -> None:
-    """No state change: played once the spoken text's length plus the margin has passed."""
-    entry, _ = await setup_companion(hass, llm_server, proxy)
-    text = "The post has arrived."
-    llm_server.script(Reply.text(text))
-    events = spoke_events(hass)
-
-    await start_chat(hass, targets=[ATTIC])
-    await asyncio.wait_for(devices[ATTIC].heard.done.wait(), TIMEOUT)
-    await hass.async_block_till_done()
-    assert events == []
-    assert ATTIC in entry.runtime_data.playback.watching
-    length = spoken_seconds(text) + FALLBACK_MARGIN
-    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=length + 1))
-    await hass.async_block_till_done()
-    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=length + 60))
-    await hass.async_block_till_done()
-
-    assert [e.data["text"] for e in events] == [text]
-    assert dict(entry.runtime_data.playback.watching) == {}
-    assert await hass.config_entries.async_unload(entry.entry_id)
-
-
 async def test_the_person_speaking_over_a_proactive_answer_cancels_it_and_keeps_what_was_said(
     hass: HomeAssistant,
     llm_server: LLMServer,
     proxy: WyomingProxy,
-    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
+    devices: Devices,
 ) -> None:
     """The satellite listens again mid-answer: the turn stops, only what was said is kept."""
     entry, _ = await setup_companion(hass, llm_server, proxy)
@@ -323,7 +164,7 @@ async def test_bad_targets_and_personas_are_refused_with_translated_errors(
     hass: HomeAssistant,
     llm_server: LLMServer,
     proxy: WyomingProxy,
-    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
+    devices: Devices,
 ) -> None:
     """A light, a missing entity, an unknown persona: each a ServiceValidationError."""
     entry, _ = await setup_companion(hass, llm_server, proxy)
@@ -348,7 +189,7 @@ async def test_a_person_coming_home_makes_the_state_chat_trigger_speak_on_the_sa
     hass: HomeAssistant,
     llm_server: LLMServer,
     proxy: WyomingProxy,
-    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
+    devices: Devices,
 ) -> None:
     """person.anna → home: the trigger asks, start_chat runs, the satellite speaks."""
     write_profile(
@@ -394,7 +235,7 @@ async def test_a_device_that_fails_to_play_raises_and_the_turn_is_stopped(
     hass: HomeAssistant,
     llm_server: LLMServer,
     proxy: WyomingProxy,
-    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
+    devices: Devices,
 ) -> None:
     """A satellite whose announce fails: a translated error, and nothing is left watched."""
     entry, _ = await setup_companion(hass, llm_server, proxy)
@@ -419,7 +260,7 @@ async def test_the_blueprint_makes_an_automation_that_speaks_first(
     hass: HomeAssistant,
     llm_server: LLMServer,
     proxy: WyomingProxy,
-    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
+    devices: Devices,
 ) -> None:
     """The shipped blueprint: its trigger input fires, start_chat runs, the satellite speaks."""
     folder = Path(hass.config.path("blueprints", "automation", "companion_agent"))
@@ -460,7 +301,7 @@ async def test_the_persons_answer_on_the_satellite_continues_the_proactive_histo
     hass: HomeAssistant,
     llm_server: LLMServer,
     proxy: WyomingProxy,
-    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
+    devices: Devices,
 ) -> None:
     """After start_conversation, the satellite's next turn sees what the companion said."""
     entry, agent = await setup_companion(hass, llm_server, proxy)
@@ -487,28 +328,4 @@ async def test_the_persons_answer_on_the_satellite_continues_the_proactive_histo
     users = [str(m["content"]) for m in sent if m["role"] == "user"]
     assert users[0].endswith("Offer to dim the lights.")
     assert users[-1] == "Yes please."
-    assert await hass.config_entries.async_unload(entry.entry_id)
-
-
-async def test_a_reported_exact_length_replaces_the_estimate(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: dict[str, SpeakingSatellite | SpeakerPlayer],
-) -> None:
-    """A TTS that knows the audio lasts 120 s: not played at the estimate, played after 120 s."""
-    entry, _ = await setup_companion(hass, llm_server, proxy)
-    llm_server.script(Reply.text("A short line."))
-    events = spoke_events(hass)
-
-    (chat,) = await start_chat(hass, targets=[ATTIC])
-    entry.runtime_data.playback.async_report_duration(str(chat["trace_id"]), 120.0)
-    start = dt_util.utcnow()
-    async_fire_time_changed(hass, start + timedelta(seconds=spoken_seconds("A short line.") + 10))
-    await hass.async_block_till_done()
-    assert events == []
-    async_fire_time_changed(hass, start + timedelta(seconds=120 + FALLBACK_MARGIN + 1))
-    await hass.async_block_till_done()
-
-    assert [e.data["text"] for e in events] == ["A short line."]
     assert await hass.config_entries.async_unload(entry.entry_id)
