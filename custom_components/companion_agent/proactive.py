@@ -158,6 +158,10 @@ async def _async_speak(
     persona_id = speaker.subentry.subentry_id
     conversation_id = f"{DOMAIN}.proactive.{target}"  # one running history per device
     registry_entry = er.async_get(hass).async_get(target)
+    try:
+        stream = tts.async_create_stream(hass, engine, language=tts_language, options=options)
+    except HomeAssistantError as err:
+        raise _cannot_speak(target, err) from err
     turn = runtime.runner.start(
         speaker.persona,
         TurnRequest(
@@ -177,8 +181,6 @@ async def _async_speak(
         ),
     )
     LOGGER.debug("Turn %s: %s speaks first on %s", turn.trace_id, request.source, target)
-    stream = tts.async_create_stream(hass, engine, language=tts_language, options=options)
-    stream.async_set_message_stream(_speech(turn))
     spoke = partial(
         _async_spoke,
         hass=hass,
@@ -193,17 +195,14 @@ async def _async_speak(
     else:
         runtime.playback.async_watch_media_player(turn, target, on_played=spoke)
     try:
+        stream.async_set_message_stream(_speech(turn))
         async with asyncio.timeout(PLAY_TIMEOUT):
             await _async_play(hass, target, stream.url, request)
     except (HomeAssistantError, TimeoutError) as err:
         runtime.playback.async_forget(turn)
         turn.cancel("the device could not play it")
         await turn.result
-        raise HomeAssistantError(
-            translation_domain=DOMAIN,
-            translation_key="cannot_speak",
-            translation_placeholders={"target": target, "error": str(err) or type(err).__name__},
-        ) from err
+        raise _cannot_speak(target, err) from err
     if satellite:
         runtime.playback.async_played(turn)  # the satellite's service returns once played
         if _features(hass, target) & AssistSatelliteEntityFeature.START_CONVERSATION:
@@ -272,6 +271,15 @@ def _async_spoke(
             "trace_id": trace_id,
             "source": source,
         },
+    )
+
+
+def _cannot_speak(target: str, err: Exception) -> HomeAssistantError:
+    """Return the translated error for a device that could not play the speech."""
+    return HomeAssistantError(
+        translation_domain=DOMAIN,
+        translation_key="cannot_speak",
+        translation_placeholders={"target": target, "error": str(err) or type(err).__name__},
     )
 
 

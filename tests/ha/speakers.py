@@ -13,7 +13,7 @@ from typing import Any
 
 import yarl
 from homeassistant.components import tts
-from homeassistant.components.assist_pipeline import PipelineEvent
+from homeassistant.components.assist_pipeline import PipelineEvent, PipelineEventType
 from homeassistant.components.assist_satellite import (
     AssistSatelliteConfiguration,
     AssistSatelliteEntity,
@@ -88,6 +88,10 @@ class SpeakingSatellite(AssistSatelliteEntity):
 
     def on_pipeline_event(self, event: PipelineEvent) -> None:
         """Ignore pipeline events."""
+
+    def person_speaks(self) -> None:
+        """Start listening, as the satellite's pipeline does when the person speaks (STT)."""
+        self._internal_on_pipeline_event(PipelineEvent(PipelineEventType.STT_START, None))
 
     def async_get_configuration(self) -> AssistSatelliteConfiguration:
         """Return the (empty) wake word configuration."""

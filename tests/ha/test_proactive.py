@@ -136,6 +136,7 @@ async def test_the_person_speaking_over_a_proactive_answer_cancels_it_and_keeps_
     """The satellite listens again mid-answer: the turn stops, only what was said is kept."""
     entry, _ = await setup_companion(hass, llm_server, proxy)
     kitchen = devices[KITCHEN]
+    assert isinstance(kitchen, SpeakingSatellite)
     rest = asyncio.Event()
     llm_server.script(
         Reply(chunks=(TextChunk("Hello there. A"), TextChunk(" long story follows.", hold=rest)))
@@ -144,7 +145,8 @@ async def test_the_person_speaking_over_a_proactive_answer_cancels_it_and_keeps_
 
     call = hass.async_create_task(start_chat(hass, targets=[KITCHEN]))
     await asyncio.wait_for(kitchen.heard.first_audio.wait(), TIMEOUT)
-    hass.states.async_set(KITCHEN, AssistSatelliteState.LISTENING)
+    kitchen.person_speaks()
+    assert hass.states.get(KITCHEN).state == AssistSatelliteState.LISTENING  # type: ignore[union-attr]
     (chat,) = await call
     rest.set()
     await hass.async_block_till_done()
