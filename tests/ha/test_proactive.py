@@ -331,3 +331,41 @@ async def test_the_persons_answer_on_the_satellite_continues_the_proactive_histo
     assert users[0].endswith("Offer to dim the lights.")
     assert users[-1] == "Yes please."
     assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_mood_chat_speaks_on_its_own_when_someone_is_home(
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy, devices: Devices
+) -> None:
+    """A short look interval, no quiet hours, Anna home: the companion starts a chat itself."""
+    write_profile(
+        hass,
+        "chatty",
+        f"""
+        [plugins]
+        enabled = ["mood_chat"]
+        [plugins.mood_chat]
+        targets = ["{HALL}"]
+        check_minutes = 0.005
+        quiet_start = ""
+        quiet_end = ""
+        """,
+    )
+    hass.states.async_set("person.anna", "home")
+    llm_server.script(Reply.text("How is your afternoon going?"))
+    spoke = asyncio.Event()
+    events: list[Event] = []
+
+    def note(event: Event) -> None:
+        """Collect the event and wake the test."""
+        events.append(event)
+        spoke.set()
+
+    hass.bus.async_listen(EVENT_SPOKE, note)
+    entry, _ = await setup_companion(hass, llm_server, proxy, profile="chatty")
+    await asyncio.wait_for(spoke.wait(), TIMEOUT)
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+    assert [(e.data["source"], e.data["text"]) for e in events] == [
+        ("mood_chat", "How is your afternoon going?")
+    ]  # then the hourly limit keeps it quiet
+    assert user_text(llm_server.requests[0]).endswith("share a small thought.")
