@@ -19,6 +19,8 @@ from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import llm
 from homeassistant.helpers.selector import (
+    EntitySelector,
+    EntitySelectorConfig,
     NumberSelector,
     NumberSelectorConfig,
     SelectOptionDict,
@@ -31,6 +33,7 @@ from homeassistant.helpers.selector import (
 )
 
 from .const import (
+    CONF_ASLEEP_ENTITY,
     CONF_BASE_URL,
     CONF_CONFIRM_TTL,
     CONF_FIRST_TOKEN_TIMEOUT,
@@ -215,6 +218,9 @@ class CompanionOptionsFlow(OptionsFlow):
                 vol.Required(CONF_TURNS_PER_MINUTE, default=DEFAULT_TURNS_PER_MINUTE): vol.All(
                     NumberSelector(NumberSelectorConfig(min=0, max=600, step=1)),
                     vol.Coerce(int),
+                ),
+                vol.Optional(CONF_ASLEEP_ENTITY): EntitySelector(
+                    EntitySelectorConfig(domain=["input_boolean", "binary_sensor", "switch"])
                 ),
             }
         )
