@@ -35,6 +35,7 @@ from .engine.tools.contract import ToolContext
 from .engine.turn.runner import Persona, TurnRequest
 from .ha_tools import HassTurnTools
 from .personas import build_persona
+from .proactive import async_speak_for_trigger
 from .runtime import CompanionConfigEntry, add_per_subentry
 from .spoken import async_spoken_lines
 
@@ -118,11 +119,22 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             )
 
     async def _async_proactive(self, request: ProactiveRequest) -> None:
-        """Announce that a trigger wants to speak, so automations can act on it."""
+        """Announce that a trigger wants to speak, then speak on its targets (if it has any)."""
         self.hass.bus.async_fire(
             EVENT_PROACTIVE,
-            {"entity_id": self.entity_id, "plugin": request.source, "prompt": request.prompt},
+            {
+                "entity_id": self.entity_id,
+                "plugin": request.source,
+                "prompt": request.prompt,
+                "targets": list(request.targets),
+            },
         )
+        if request.targets:
+            self.entry.async_create_background_task(
+                self.hass,
+                async_speak_for_trigger(self.hass, self, request),
+                f"{DOMAIN} {request.source} speaks",
+            )
 
     async def _async_handle_message(
         self,
@@ -154,7 +166,9 @@ class CompanionConversationEntity(conversation.ConversationEntity):
                 agent_id=self.subentry.subentry_id,
             ),
             history=runtime.conversation_store(self.subentry.subentry_id).get(
-                chat_log.conversation_id
+                runtime.follow_ups.history_id(
+                    chat_log.conversation_id, user_input.satellite_id, self.hass.loop.time()
+                )
             ),
             lines=await async_spoken_lines(self.hass, user_input.language),
             device_id=user_input.device_id,
