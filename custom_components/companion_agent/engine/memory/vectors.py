@@ -24,7 +24,8 @@ try:
 except ImportError:  # pragma: no cover - numpy ships with Home Assistant
     np = None  # type: ignore[assignment]
 
-MAX_CACHED_VECTORS = 100_000
+MAX_CACHED_VECTORS = 50_000
+"""About 75 MB of 384-dim vectors: a bound a Raspberry Pi can hold beside Home Assistant."""
 RRF_K = 60
 
 type ScopeKey = tuple[str, str, str]
