@@ -77,11 +77,10 @@ async def mem0_local(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[Mem0St
 
 @asynccontextmanager
 async def falkordb_graph(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[GraphStore]:
-    """Open the Neo4j driver's graph on the real FalkorDB, in a graph of the test's own."""
-    uri, name = fixtures["falkordb"], fixtures["graph_name"]
+    """Open the Neo4j driver's graph on the real FalkorDB (emptied for the test)."""
+    uri = fixtures["falkordb"]
     assert isinstance(uri, str)
-    assert isinstance(name, str)
-    graph = Neo4jGraph(Neo4jSettings(uri=uri, database=name))
+    graph = Neo4jGraph(Neo4jSettings(uri=uri))
     try:
         yield graph
     finally:
@@ -107,7 +106,7 @@ MEMORY_BACKENDS: dict[str, Backend[MemoryStore]] = {
 }
 GRAPH_BACKENDS: dict[str, Backend[GraphStore]] = {
     "embedded": Backend(open=embedded_graph),
-    "falkordb-bolt": Backend(open=falkordb_graph, fixtures=("falkordb", "graph_name")),
+    "falkordb-bolt": Backend(open=falkordb_graph, fixtures=("falkordb",)),
 }
 if NEO4J_URI:
     GRAPH_BACKENDS["neo4j"] = Backend(open=neo4j_graph, fixtures=("neo4j_server",))
