@@ -183,6 +183,7 @@ def qdrant_client(settings: Mem0Settings) -> QdrantClient:
             url=settings.qdrant_url,
             api_key=settings.qdrant_api_key or None,
             timeout=max(1, round(settings.timeout)),
+            check_compatibility=False,  # else a thread asks the server its version
         )
     else:
         path = settings.folder / "qdrant"
