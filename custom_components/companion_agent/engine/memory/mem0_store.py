@@ -20,7 +20,9 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import MemoryBackendError, MemoryInputError, MemoryStoreError
@@ -28,7 +30,7 @@ from . import mem0_calls as calls
 from . import mem0_records as records
 from .backend_check import BackendCheck
 from .boundary import clean_scope, clean_text
-from .embeddings import Embedder, InputType
+from .embeddings import Embedder, EmbeddingSettings, InputType, OpenAIEmbedder
 from .graph import forget_where
 from .keywords import query_terms
 from .mem0_calls import MAX_STATES
@@ -282,3 +284,13 @@ class Mem0Store:
         now = max(datetime.now(UTC), self._last_created + timedelta(microseconds=1))
         self._last_created = now
         return now
+
+
+async def open_benchmark_store(folder: Path, embeddings: EmbeddingSettings) -> Mem0Store:
+    """Open a store on local files under ``folder`` for ``benchmarks/memory.py``.
+
+    The embedder is made here and lives as long as the process (a benchmark's lifetime).
+    """
+    embedder = OpenAIEmbedder(replace(embeddings, timeout=max(embeddings.timeout, 60.0)))
+    settings = Mem0Settings(folder=folder, timeout=60.0)
+    return await Mem0Store.create(settings, embedder)
