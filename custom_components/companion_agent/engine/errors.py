@@ -113,3 +113,11 @@ class SpeechVoiceNotFoundError(SpeechError):
         """Name the voice the server refused."""
         super().__init__(message, host=host, port=port)
         self.voice = voice
+
+
+class MemoryUnavailableError(CompanionError):
+    """A memory backend (or the memory model) cannot be reached now; try again later."""
+
+
+class MemoryAnswerError(CompanionError):
+    """The memory model's answer was unusable (cut, not JSON, off the schema)."""
