@@ -5,7 +5,8 @@ refuses the field (HTTP 400) is asked again without it, and from then on never w
 Whatever comes back is read tolerantly (code fences, text around the object, lone
 surrogates) and validated; an answer that is cut, not JSON or off the schema raises
 ``MemoryAnswerError`` (the memory is lost, never the turn); a server that cannot be reached
-raises ``MemoryUnavailableError`` (the write waits in the outbox and is tried again).
+(or is busy: HTTP 429, 5xx) raises ``MemoryUnavailableError`` (the write waits in the
+outbox and is tried again). A stream cut mid-answer counts as a bad answer.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from ..chars import valid_text
-from ..errors import LLMError, MemoryAnswerError, MemoryUnavailableError
+from ..errors import LLMConnectionError, LLMError, MemoryAnswerError, MemoryUnavailableError
 from ..events import ThinkingDelta
 from ..json_types import JSONObject
 from ..llm.stream import LLMItem, RoundEnd
@@ -67,7 +68,7 @@ class JsonAnswers:
                 if formatted and err.status == 400:
                     self._plain = True
                     continue
-                if err.retryable:
+                if isinstance(err, LLMConnectionError) or (err.retryable and err.status):
                     raise MemoryUnavailableError(f"memory model: {err}") from err
                 raise MemoryAnswerError(f"memory model refused: {err}") from err
         value = parse_object(text)

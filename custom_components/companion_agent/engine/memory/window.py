@@ -8,7 +8,7 @@ named by a hash of the owner), and a turn's prompt is built from it.
 
 What is sent is cut to a token budget, in this order: the oldest tool output first (a short
 mark stays, so every call keeps its answer), then the model's side of the oldest turns, the
-person's own words last. Turns that fall out of the window are handed to ``on_overflow``
+person's own words last; the newest turn stays whole as long as it fits. Turns that fall out of the window are handed to ``on_overflow``
 (tier 2 summarises them in the background).
 """
 
@@ -48,13 +48,14 @@ def trim_window(turns: Sequence[StoredTurn], budget: int) -> list[StoredTurn]:
     """Cut ``turns`` to ``budget`` tokens: old tool output, old answers, then old words."""
     kept = list(turns)
     total = sum(turn_tokens(turn) for turn in kept)
-    for index, turn in enumerate(kept):
+    older = len(kept) - 1  # the newest turn stays whole while it can
+    for index, turn in enumerate(kept[:older]):
         if total <= budget:
             return kept
         slim = replace(turn, messages=tuple(_slim(m) for m in turn.messages))
         total += turn_tokens(slim) - turn_tokens(turn)
         kept[index] = slim
-    for index, turn in enumerate(kept):
+    for index, turn in enumerate(kept[:older]):
         if total <= budget:
             return kept
         words = StoredTurn(user=turn.user, time=turn.time)
