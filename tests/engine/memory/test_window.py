@@ -7,13 +7,13 @@ from pathlib import Path
 
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
+from custom_components.companion_agent.engine.memory.types import MemoryScope
 from custom_components.companion_agent.engine.memory.window import (
     TRIMMED_RESULT,
     WindowFiles,
     trim_window,
     turn_tokens,
 )
-from custom_components.companion_agent.engine.memory.types import MemoryScope
 from custom_components.companion_agent.engine.messages import (
     AssistantMessage,
     ToolCallRequest,
@@ -55,7 +55,8 @@ def test_trim_order_tool_output_then_answers_then_words() -> None:
 
     no_tools = [replace(t, messages=(AssistantMessage(content="an answer " * 20),)) for t in turns]
     words_only = trim_window(no_tools, sum(turn_tokens(t) for t in no_tools) - 40)
-    assert words_only[0].messages == () and words_only[0].user == "question 0"
+    assert words_only[0].messages == ()
+    assert words_only[0].user == "question 0"
     assert words_only[-1].messages == no_tools[-1].messages
 
     tiny = trim_window(turns, turn_tokens(turns[-1]))
@@ -86,7 +87,7 @@ async def test_window_crosses_conversations_and_owners(
     second, third = llm_server.requests[1], llm_server.requests[2]
     assert "My cat is called Miso." in str(second["messages"])
     assert "Miso" not in str(third["messages"])
-    assert len((await talk.store.get("conv-2").turns())) == 1  # the conversation's own file
+    assert len(await talk.store.get("conv-2").turns()) == 1  # the conversation's own file
 
 
 async def test_window_budget_cuts_across_conversations(
@@ -102,7 +103,8 @@ async def test_window_budget_cuts_across_conversations(
         await run(runner, me, replace(request, window=memory.window(SCOPE)))
 
     last = str(llm_server.requests[-1]["messages"])
-    assert "Question 6." in last and "Answer 6:" in last  # the newest earlier turn is whole
+    assert "Question 6." in last
+    assert "Answer 6:" in last
     assert "Answer 0:" not in last  # the oldest answer did not fit...
     assert "Question 0." in last  # ...but the person's words are cut last
     assert len(await memory.window(SCOPE).turns()) == 8  # the file keeps them all

@@ -8,8 +8,8 @@ named by a hash of the owner), and a turn's prompt is built from it.
 
 What is sent is cut to a token budget, in this order: the oldest tool output first (a short
 mark stays, so every call keeps its answer), then the model's side of the oldest turns, the
-person's own words last; the newest turn stays whole as long as it fits. Turns that fall out of the window are handed to ``on_overflow``
-(tier 2 summarises them in the background).
+person's own words last; the newest turn stays whole as long as it fits. Turns that fall
+out of the window are handed to ``on_overflow`` (tier 2 summarises them in the background).
 """
 
 from __future__ import annotations
