@@ -34,6 +34,7 @@ from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
 from .engine.turn.runner import Persona, TurnRequest
 from .ha_tools import HassTurnTools
+from .memory import turn_memory
 from .personas import build_persona
 from .runtime import CompanionConfigEntry, add_per_subentry
 from .spoken import async_spoken_lines
@@ -144,6 +145,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         system = chat_log.content[0]
         house = HassTurnTools(self.hass, chat_log.llm_api)
         user_id = user_input.context.user_id
+        window, memory = turn_memory(self.entry, self.subentry.subentry_id, user_id, persona.profile)
         request = TurnRequest(
             text=user_input.text,
             context=ToolContext(
@@ -164,7 +166,8 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             host_tools=house.tools(),
             host_targets=house,
             host_state=house,
-            host_hooks=(HomeBriefing(self.hass, user_id),),
+            host_hooks=(HomeBriefing(self.hass, user_id), *memory),
+            window=window,
         )
         LOGGER.debug(
             "Turn %s: persona %s, profile %s",

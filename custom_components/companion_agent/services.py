@@ -1,4 +1,4 @@
-"""Services: reload plugins and profiles; confirm or deny a held action."""
+"""Services: reload plugins and profiles; confirm or deny a held action; memory."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from homeassistant.helpers.dispatcher import async_dispatcher_send
 from .confirmations import async_confirm_action
 from .const import DOMAIN, SERVICE_CONFIRM_ACTION, SERVICE_RELOAD, signal_library_reloaded
 from .engine.plugins import load_library
+from .memory_services import async_setup_memory_services
 from .repairs import async_sync_load_problems
 from .runtime import library_roots, loaded_entries
 
@@ -49,3 +50,4 @@ def async_setup_services(hass: HomeAssistant) -> None:
         ),
         supports_response=SupportsResponse.OPTIONAL,
     )
+    async_setup_memory_services(hass)

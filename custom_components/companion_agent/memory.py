@@ -1,0 +1,173 @@
+"""Memory for an entry: the backend its options name, and each turn's window and hook.
+
+The embedded store (one SQLite file, ``<config>/companion_agent/memory.db``) is the
+default; mem0 and a Neo4j graph are installed on demand (``async_process_requirements``,
+not manifest requirements). A backend that cannot be reached at setup, or a requirement
+that fails to install, raises a repair issue; turns answer either way (writes wait in the
+outbox, reads that miss are counted). Memory is closed, bounded, at unload and HA stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import issue_registry as ir
+from homeassistant.requirements import RequirementsNotFound, async_process_requirements
+
+from .const import (
+    CONF_EMBEDDINGS_KEY,
+    CONF_EMBEDDINGS_MODEL,
+    CONF_EMBEDDINGS_URL,
+    CONF_MEMORY_BACKEND,
+    CONF_MEMORY_ENVIRONMENT,
+    CONF_MEMORY_GRAPH,
+    DOMAIN,
+    ISSUE_MEMORY_REQUIREMENTS,
+    ISSUE_MEMORY_UNREACHABLE,
+    LOGGER,
+    MEMORY_EMBEDDED,
+    MEMORY_FILE,
+    MEMORY_MEM0,
+    MEMORY_OUTBOX_FILE,
+    MEMORY_WINDOWS_FOLDER,
+)
+from .engine.errors import CompanionError
+from .engine.llm import OpenAIChatModel
+from .engine.memory.answers import JsonAnswers
+from .engine.memory.companion import CompanionMemory, MemorySettings
+from .engine.memory.embedded import EmbeddedStore
+from .engine.memory.embeddings import EmbeddingSettings, OpenAIEmbedder
+from .engine.memory.hook import MemoryHook
+from .engine.memory.outbox import MemoryOutbox
+from .engine.memory.types import GraphStore, MemoryStore
+from .engine.memory.window import RecentWindow
+from .engine.plugins import Hook, Profile
+from .runtime import CompanionConfigEntry
+
+MEMORY_CLOSE_GRACE = 5.0
+MEMORY_MODEL_TIMEOUT = 30.0
+REQUIREMENTS = {MEMORY_MEM0: ("mem0ai==1.0.1",), CONF_MEMORY_GRAPH: ("neo4j==5.28.2",)}
+
+
+class MemoryBackendUnavailable(CompanionError):
+    """The configured memory backend cannot be used in this installation."""
+
+
+async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -> None:
+    """Open the entry's memory; a backend that fails raises a repair issue, never setup."""
+    runtime = entry.runtime_data
+    options = entry.options
+    data_dir = runtime.data_dir
+    try:
+        store, graph = await _async_open_backend(hass, entry, options, data_dir)
+    except RequirementsNotFound as err:
+        _async_issue(hass, entry, ISSUE_MEMORY_REQUIREMENTS, str(err.requirements))
+        return
+    except (CompanionError, OSError) as err:
+        _async_issue(hass, entry, ISSUE_MEMORY_UNREACHABLE, str(err))
+        return
+    answers: dict[str, JsonAnswers] = {}
+
+    def answers_for(name: str | None) -> JsonAnswers:
+        """Return the extractor of one memory model (the entry's model when None)."""
+        model_name = name or runtime.model.settings.model
+        if model_name not in answers:
+            settings = replace(
+                runtime.model.settings,
+                model=model_name,
+                first_token_timeout=MEMORY_MODEL_TIMEOUT,
+                chunk_timeout=MEMORY_MODEL_TIMEOUT,
+            )
+            model = OpenAIChatModel(settings, http_client=runtime.host.http)
+            answers[model_name] = JsonAnswers(model)
+        return answers[model_name]
+
+    memory = CompanionMemory(
+        store,
+        MemoryOutbox(data_dir / f"{entry.entry_id}.{MEMORY_OUTBOX_FILE}"),
+        windows=data_dir / MEMORY_WINDOWS_FOLDER,
+        answers_for=answers_for,
+        graph=graph,
+        settings=MemorySettings(
+            environment=str(entry.data.get(CONF_MEMORY_ENVIRONMENT, "production")),
+            window_tokens=runtime.runner.limits.history_tokens,
+        ),
+    )
+    runtime.memory = memory
+    memory.start()
+    try:
+        await memory.store.count()
+    except Exception as err:  # noqa: BLE001 - any failure of a backend is reported, not raised
+        _async_issue(hass, entry, ISSUE_MEMORY_UNREACHABLE, f"{type(err).__name__}: {err}")
+    else:
+        ir.async_delete_issue(hass, DOMAIN, f"{ISSUE_MEMORY_UNREACHABLE}_{entry.entry_id}")
+    ir.async_delete_issue(hass, DOMAIN, f"{ISSUE_MEMORY_REQUIREMENTS}_{entry.entry_id}")
+
+
+async def async_close_memory(entry: CompanionConfigEntry) -> None:
+    """Let the outbox drain a little, write the windows, close the store (bounded)."""
+    memory = entry.runtime_data.memory
+    if memory is not None:
+        entry.runtime_data.memory = None
+        await memory.close(MEMORY_CLOSE_GRACE)
+
+
+def turn_memory(
+    entry: CompanionConfigEntry, persona_id: str, user_id: str | None, profile: Profile
+) -> tuple[RecentWindow | None, tuple[Hook, ...]]:
+    """Return one turn's rolling window and memory hook (nothing when memory is off)."""
+    memory = entry.runtime_data.memory
+    if memory is None:
+        return None, ()
+    scope = memory.scope(persona_id, user_id)
+    model = profile.models.memory
+    return memory.window(scope, model), (MemoryHook(memory, scope, model),)
+
+
+async def _async_open_backend(
+    hass: HomeAssistant, entry: CompanionConfigEntry, options: Mapping[str, Any], data_dir: Path
+) -> tuple[MemoryStore, GraphStore | None]:
+    """Open the store (and graph) the options name; install what they need first."""
+    backend = options.get(CONF_MEMORY_BACKEND, MEMORY_EMBEDDED)
+    if backend == MEMORY_MEM0:
+        await async_process_requirements(hass, DOMAIN, list(REQUIREMENTS[MEMORY_MEM0]))
+        raise MemoryBackendUnavailable("the mem0 backend is not part of this version yet")
+    if options.get(CONF_MEMORY_GRAPH):
+        await async_process_requirements(hass, DOMAIN, list(REQUIREMENTS[CONF_MEMORY_GRAPH]))
+        raise MemoryBackendUnavailable("the Neo4j graph is not part of this version yet")
+    embedder = None
+    if url := options.get(CONF_EMBEDDINGS_URL):
+        embedder = OpenAIEmbedder(
+            EmbeddingSettings(
+                base_url=url,
+                model=options.get(CONF_EMBEDDINGS_MODEL) or "text-embedding-3-small",
+                api_key=options.get(CONF_EMBEDDINGS_KEY) or None,
+            )
+        )
+    store = await EmbeddedStore.create(data_dir / MEMORY_FILE, embedder=embedder)
+    return store, store.graph
+
+
+@callback
+def _async_issue(
+    hass: HomeAssistant, entry: CompanionConfigEntry, kind: str, detail: str
+) -> None:
+    """Raise the entry's memory issue of ``kind`` (marked with the entry, for cleanup)."""
+    LOGGER.warning("Memory is not available: %s", detail)
+    ir.async_create_issue(
+        hass,
+        DOMAIN,
+        f"{kind}_{entry.entry_id}",
+        is_fixable=False,
+        severity=ir.IssueSeverity.ERROR,
+        translation_key=kind,
+        translation_placeholders={
+            "backend": str(entry.options.get(CONF_MEMORY_BACKEND, MEMORY_EMBEDDED)),
+            "detail": detail[:200],
+        },
+        data={"entry_id": entry.entry_id},
+    )

@@ -1,0 +1,142 @@
+"""The memory step of the options flow: which backend, its graph, its embeddings; checks.
+
+Embedded (the default) needs nothing; mem0 needs its server; "Neo4j graph on top of
+either" needs a ``bolt://`` / ``neo4j://`` URI, a user and a password; an embeddings
+endpoint (URL, model, key) is optional for embedded and mem0. Every server named is
+checked before the options are saved: errors show in the form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import voluptuous as vol
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.httpx_client import get_async_client
+from homeassistant.helpers.selector import (
+    BooleanSelector,
+    SelectSelector,
+    SelectSelectorConfig,
+    SelectSelectorMode,
+    TextSelector,
+    TextSelectorConfig,
+    TextSelectorType,
+)
+
+from .const import (
+    CONF_EMBEDDINGS_KEY,
+    CONF_EMBEDDINGS_MODEL,
+    CONF_EMBEDDINGS_URL,
+    CONF_MEM0_API_KEY,
+    CONF_MEM0_URL,
+    CONF_MEMORY_BACKEND,
+    CONF_MEMORY_GRAPH,
+    CONF_NEO4J_PASSWORD,
+    CONF_NEO4J_URI,
+    CONF_NEO4J_USER,
+    LOGGER,
+    MEMORY_BACKENDS,
+    MEMORY_EMBEDDED,
+    MEMORY_MEM0,
+)
+
+CHECK_TIMEOUT = 5.0
+NEO4J_SCHEMES = {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}
+NEO4J_PORT = 7687
+_URL = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
+_SECRET = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
+
+
+def memory_schema() -> vol.Schema:
+    """Return the memory form."""
+    return vol.Schema(
+        {
+            vol.Required(CONF_MEMORY_BACKEND, default=MEMORY_EMBEDDED): SelectSelector(
+                SelectSelectorConfig(
+                    options=list(MEMORY_BACKENDS),
+                    translation_key=CONF_MEMORY_BACKEND,
+                    mode=SelectSelectorMode.LIST,
+                )
+            ),
+            vol.Optional(CONF_MEM0_URL): _URL,
+            vol.Optional(CONF_MEM0_API_KEY): _SECRET,
+            vol.Required(CONF_MEMORY_GRAPH, default=False): BooleanSelector(),
+            vol.Optional(CONF_NEO4J_URI): str,
+            vol.Optional(CONF_NEO4J_USER): str,
+            vol.Optional(CONF_NEO4J_PASSWORD): _SECRET,
+            vol.Optional(CONF_EMBEDDINGS_URL): _URL,
+            vol.Optional(CONF_EMBEDDINGS_MODEL): str,
+            vol.Optional(CONF_EMBEDDINGS_KEY): _SECRET,
+        }
+    )
+
+
+async def validate_memory(hass: HomeAssistant, options: Mapping[str, Any]) -> dict[str, str]:
+    """Check every server the memory options name; return form errors (empty when fine)."""
+    errors: dict[str, str] = {}
+    if options.get(CONF_MEMORY_BACKEND) == MEMORY_MEM0:
+        if not options.get(CONF_MEM0_URL):
+            errors[CONF_MEM0_URL] = "mem0_url_required"
+        elif not await _http_answers(hass, options[CONF_MEM0_URL], options.get(CONF_MEM0_API_KEY)):
+            errors[CONF_MEM0_URL] = "mem0_unreachable"
+    if options.get(CONF_MEMORY_GRAPH):
+        uri = urlsplit(str(options.get(CONF_NEO4J_URI) or ""))
+        if uri.scheme not in NEO4J_SCHEMES or not uri.hostname:
+            errors[CONF_NEO4J_URI] = "neo4j_uri_invalid"
+        elif not options.get(CONF_NEO4J_USER) or not options.get(CONF_NEO4J_PASSWORD):
+            errors[CONF_NEO4J_PASSWORD] = "neo4j_credentials_required"
+        elif not await _port_open(uri.hostname, uri.port or NEO4J_PORT):
+            errors[CONF_NEO4J_URI] = "neo4j_unreachable"
+    if url := options.get(CONF_EMBEDDINGS_URL):
+        if not options.get(CONF_EMBEDDINGS_MODEL):
+            errors[CONF_EMBEDDINGS_MODEL] = "embeddings_model_required"
+        elif not await _embeds(hass, url, options[CONF_EMBEDDINGS_MODEL], options):
+            errors[CONF_EMBEDDINGS_URL] = "embeddings_unreachable"
+    return errors
+
+
+async def _http_answers(hass: HomeAssistant, url: str, key: str | None) -> bool:
+    """Say whether an HTTP server answers at ``url`` at all (any status but 401/403)."""
+    headers = {"Authorization": f"Token {key}"} if key else {}
+    try:
+        response = await get_async_client(hass).get(url, headers=headers, timeout=CHECK_TIMEOUT)
+    except httpx.HTTPError as err:
+        LOGGER.debug("mem0 check failed: %s", err)
+        return False
+    return response.status_code not in (401, 403)
+
+
+async def _port_open(host: str, port: int) -> bool:
+    """Say whether a TCP connection to ``host:port`` opens within the check timeout."""
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT):
+            _reader, writer = await asyncio.open_connection(host, port)
+    except (OSError, TimeoutError) as err:
+        LOGGER.debug("Neo4j check failed: %s", err)
+        return False
+    writer.close()
+    await writer.wait_closed()
+    return True
+
+
+async def _embeds(hass: HomeAssistant, url: str, model: str, options: Mapping[str, Any]) -> bool:
+    """Say whether the embeddings endpoint returns a vector for one short text."""
+    key = options.get(CONF_EMBEDDINGS_KEY)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        response = await get_async_client(hass).post(
+            f"{url.rstrip('/')}/embeddings",
+            json={"model": model, "input": ["check"]},
+            headers=headers,
+            timeout=CHECK_TIMEOUT,
+        )
+        data = response.json()
+        vector = data["data"][0]["embedding"]
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as err:
+        LOGGER.debug("Embeddings check failed: %s", err)
+        return False
+    return response.status_code == 200 and isinstance(vector, list) and bool(vector)
