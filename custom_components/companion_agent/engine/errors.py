@@ -115,6 +115,27 @@ class SpeechVoiceNotFoundError(SpeechError):
         self.voice = voice
 
 
+class MemoryStoreError(CompanionError):
+    """A memory store failed; ``retryable`` says whether trying again may help."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        """Say what failed and whether a retry may help."""
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class MemoryInputError(MemoryStoreError):
+    """A memory call was malformed (empty text, a state without a topic, too many records)."""
+
+    def __init__(self, message: str) -> None:
+        """Say what was wrong with the input."""
+        super().__init__(message, retryable=False)
+
+
+class EmbeddingError(MemoryStoreError):
+    """The embedding server failed or answered something that is not a vector per text."""
+
+
 class MemoryUnavailableError(CompanionError):
     """A memory backend (or the memory model) cannot be reached now; try again later."""
 

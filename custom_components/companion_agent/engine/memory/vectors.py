@@ -1,0 +1,147 @@
+"""Vectors: float32 BLOBs in SQLite, cosine similarity over a bounded in-memory cache, RRF.
+
+Each record's vector is stored as little-endian float32 bytes next to the name of the
+model that made it: vectors of another model (or dimension) are never compared. Searching
+reads no BLOB: the store's worker thread keeps one matrix per scope (rows L2-normalised),
+loaded the first time the scope is searched and dropped when the scope is written; the
+cache holds at most ``MAX_CACHED_VECTORS`` rows and evicts the least recently used scope.
+numpy does the arithmetic when it is installed (it ships with Home Assistant); without it
+a pure-Python loop gives the same ranking, slower.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - numpy ships with Home Assistant
+    np = None  # type: ignore[assignment]
+
+MAX_CACHED_VECTORS = 100_000
+RRF_K = 60
+
+type ScopeKey = tuple[str, str, str]
+type VectorRows = Callable[[ScopeKey], Iterable[tuple[int, bytes]]]
+
+
+def pack(vector: Sequence[float]) -> bytes:
+    """Return ``vector`` as little-endian float32 bytes, L2-normalised (zero stays zero)."""
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    values = array("f", (x / norm for x in vector))
+    if values.itemsize != 4:  # pragma: no cover - every platform Python runs on
+        raise ValueError("float32 is not 4 bytes here")
+    return values.tobytes()
+
+
+def unpack(blob: bytes) -> array[float]:
+    """Return the float32 values of a stored vector."""
+    values = array("f")
+    values.frombytes(blob)
+    return values
+
+
+@dataclass(slots=True)
+class _ScopeMatrix:
+    """One scope's vectors: record rowids and their normalised rows."""
+
+    rowids: list[int]
+    rows: object
+    """A numpy float32 matrix (n × dim) or, without numpy, a list of arrays."""
+
+
+class VectorCache:
+    """The vectors of recently searched scopes, for cosine top-k (worker thread only)."""
+
+    def __init__(self, capacity: int = MAX_CACHED_VECTORS) -> None:
+        """Hold at most ``capacity`` rows."""
+        self._capacity = capacity
+        self._scopes: OrderedDict[ScopeKey, _ScopeMatrix] = OrderedDict()
+        self._size = 0
+
+    def invalidate(self, scope: ScopeKey | None = None) -> None:
+        """Drop one scope's matrix, or every matrix."""
+        if scope is None:
+            self._scopes.clear()
+            self._size = 0
+            return
+        dropped = self._scopes.pop(scope, None)
+        if dropped is not None:
+            self._size -= len(dropped.rowids)
+
+    def nearest(
+        self, scopes: Sequence[ScopeKey], query: bytes, limit: int, load: VectorRows
+    ) -> list[tuple[int, float]]:
+        """Return up to ``limit`` ``(rowid, cosine)`` pairs over ``scopes``, best first.
+
+        ``load`` reads a scope's ``(rowid, blob)`` rows when its matrix is not cached.
+        """
+        probe = unpack(query)
+        found: list[tuple[int, float]] = []
+        for scope in scopes:
+            matrix = self._matrix(scope, len(probe), load)
+            found.extend(_similarities(matrix, probe))
+        found.sort(key=lambda pair: pair[1], reverse=True)
+        return found[:limit]
+
+    def _matrix(self, scope: ScopeKey, dim: int, load: VectorRows) -> _ScopeMatrix:
+        """Return the scope's matrix of ``dim``-wide vectors, loading it when not cached."""
+        cached = self._scopes.get(scope)
+        if cached is not None and _width(cached) in (dim, 0):
+            self._scopes.move_to_end(scope)
+            return cached
+        self.invalidate(scope)
+        rowids: list[int] = []
+        vectors: list[array[float]] = []
+        for rowid, blob in load(scope):
+            if len(blob) == dim * 4:
+                rowids.append(rowid)
+                vectors.append(unpack(blob))
+        rows: object = vectors
+        if np is not None:
+            rows = np.frombuffer(b"".join(v.tobytes() for v in vectors), dtype=np.float32)
+            rows = rows.reshape(len(vectors), dim) if vectors else rows.reshape(0, dim)
+        matrix = _ScopeMatrix(rowids=rowids, rows=rows)
+        self._scopes[scope] = matrix
+        self._size += len(rowids)
+        while self._size > self._capacity and len(self._scopes) > 1:
+            _, old = self._scopes.popitem(last=False)
+            self._size -= len(old.rowids)
+        return matrix
+
+
+def _width(matrix: _ScopeMatrix) -> int:
+    """Return the vector width of a cached matrix (0 when it is empty)."""
+    if not matrix.rowids:
+        return 0
+    if np is not None and isinstance(matrix.rows, np.ndarray):
+        return int(matrix.rows.shape[1])
+    assert isinstance(matrix.rows, list)
+    return len(matrix.rows[0])
+
+
+def _similarities(matrix: _ScopeMatrix, probe: array[float]) -> list[tuple[int, float]]:
+    """Return ``(rowid, cosine)`` for every row (rows and probe are normalised)."""
+    if not matrix.rowids:
+        return []
+    if np is not None and isinstance(matrix.rows, np.ndarray):
+        scores = matrix.rows @ np.frombuffer(probe.tobytes(), dtype=np.float32)
+        return list(zip(matrix.rowids, (float(s) for s in scores), strict=True))
+    assert isinstance(matrix.rows, list)
+    return [
+        (rowid, math.fsum(a * b for a, b in zip(row, probe, strict=True)))
+        for rowid, row in zip(matrix.rowids, matrix.rows, strict=True)
+    ]
+
+
+def fuse(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> list[tuple[int, float]]:
+    """Fuse rankings of rowids by reciprocal rank (Σ 1/(k + rank)); best first."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, rowid in enumerate(ranking, start=1):
+            scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda pair: pair[1], reverse=True)

