@@ -223,9 +223,7 @@ class CompanionOptionsFlow(OptionsFlow):
             data_schema=self.add_suggested_values_to_schema(schema, self.config_entry.options),
         )
 
-    async def async_step_memory(
-        self, user_input: dict[str, Any] | None = None
-    ) -> ConfigFlowResult:
+    async def async_step_memory(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """Choose and check the memory backend; store every option."""
         errors: dict[str, str] = {}
         if user_input is not None:

@@ -70,6 +70,7 @@ def signal_emotion(persona_id: str) -> str:
     """Return the dispatcher signal sent when a persona shows an emotion."""
     return f"{DOMAIN}_emotion_{persona_id}"
 
+
 CONF_MEMORY_BACKEND = "memory_backend"
 MEMORY_EMBEDDED = "embedded"
 MEMORY_MEM0 = "mem0"

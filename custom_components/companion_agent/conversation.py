@@ -145,7 +145,9 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         system = chat_log.content[0]
         house = HassTurnTools(self.hass, chat_log.llm_api)
         user_id = user_input.context.user_id
-        window, memory = turn_memory(self.entry, self.subentry.subentry_id, user_id, persona.profile)
+        window, memory = turn_memory(
+            self.entry, self.subentry.subentry_id, user_id, persona.profile
+        )
         request = TurnRequest(
             text=user_input.text,
             context=ToolContext(

@@ -101,7 +101,7 @@ async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -
     memory.start()
     try:
         await memory.store.count()
-    except Exception as err:  # noqa: BLE001 - any failure of a backend is reported, not raised
+    except Exception as err:
         _async_issue(hass, entry, ISSUE_MEMORY_UNREACHABLE, f"{type(err).__name__}: {err}")
     else:
         ir.async_delete_issue(hass, DOMAIN, f"{ISSUE_MEMORY_UNREACHABLE}_{entry.entry_id}")
@@ -153,9 +153,7 @@ async def _async_open_backend(
 
 
 @callback
-def _async_issue(
-    hass: HomeAssistant, entry: CompanionConfigEntry, kind: str, detail: str
-) -> None:
+def _async_issue(hass: HomeAssistant, entry: CompanionConfigEntry, kind: str, detail: str) -> None:
     """Raise the entry's memory issue of ``kind`` (marked with the entry, for cleanup)."""
     LOGGER.warning("Memory is not available: %s", detail)
     ir.async_create_issue(

@@ -7,6 +7,7 @@ user); without a person a memory belongs to the household. Errors are translated
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import voluptuous as vol
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
@@ -14,6 +15,7 @@ from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.dispatcher import async_dispatcher_send
+from homeassistant.util.json import JsonObjectType
 
 from .const import (
     DOMAIN,
@@ -30,7 +32,7 @@ from .runtime import CompanionConfigEntry, loaded_entries
 MAX_EXPORT = 2000
 
 
-def record_data(record: MemoryRecord) -> dict[str, str | None]:
+def record_data(record: MemoryRecord) -> JsonObjectType:
     """Return a record as service response data."""
     return {
         "id": record.id,
@@ -90,81 +92,84 @@ def _unavailable(err: Exception) -> HomeAssistantError:
     )
 
 
-def async_setup_memory_services(hass: HomeAssistant) -> None:
-    """Register the memory services once."""
+async def _async_remember(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
+    """Store a memory for a persona (a conclusion when a topic is given)."""
+    entry, persona_id = _persona(hass, call.data["persona"])
+    memory = _memory(entry)
+    scope = MemoryScope(
+        agent_id=persona_id,
+        owner=_owner(hass, call.data.get("person")),
+        environment=memory.settings.environment,
+    )
+    record = await memory.remember(scope, call.data["text"], topic=call.data.get("topic"))
+    async_dispatcher_send(hass, signal_memory_changed(entry.entry_id))
+    return {"queued": record is None, "memory": record_data(record) if record else None}
 
-    async def remember(call: ServiceCall) -> ServiceResponse:
-        """Store a memory for a persona (a conclusion when a topic is given)."""
-        entry, persona_id = _persona(hass, call.data["persona"])
-        memory = _memory(entry)
-        scope = MemoryScope(
-            agent_id=persona_id,
-            owner=_owner(hass, call.data.get("person")),
-            environment=memory.settings.environment,
-        )
-        record = await memory.remember(scope, call.data["text"], topic=call.data.get("topic"))
-        async_dispatcher_send(hass, signal_memory_changed(entry.entry_id))
-        return {"queued": record is None, "memory": record_data(record) if record else None}
 
-    async def forget(call: ServiceCall) -> ServiceResponse:
-        """Forget one memory by id, everything of a person, or everything of a persona."""
-        given = [key for key in ("id", "person", "persona") if call.data.get(key)]
-        if len(given) != 1:
-            raise _error("forget_needs_one")
-        removed = 0
-        for entry in loaded_entries(hass):
-            memory = entry.runtime_data.memory
-            if memory is None:
+async def _async_forget(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
+    """Forget one memory by id, everything of a person, or everything of a persona."""
+    given = [key for key in ("id", "person", "persona") if call.data.get(key)]
+    if len(given) != 1:
+        raise _error("forget_needs_one")
+    removed = 0
+    for entry in loaded_entries(hass):
+        memory = entry.runtime_data.memory
+        if memory is None:
+            continue
+        environment = memory.settings.environment
+        if "persona" in given:
+            owner_entry, persona_id = _persona(hass, call.data["persona"])
+            if owner_entry is not entry:
                 continue
-            environment = memory.settings.environment
-            if "persona" in given:
-                owner_entry, persona_id = _persona(hass, call.data["persona"])
-                if owner_entry is not entry:
-                    continue
-                what = Forget(agent_id=persona_id, environment=environment)
-            elif "person" in given:
-                what = Forget(owner=_owner(hass, call.data["person"]), environment=environment)
-            else:
-                what = Forget(record_id=call.data["id"], environment=environment)
-            try:
-                removed += await memory.forget(what)
-            except Exception as err:
-                raise _unavailable(err) from err
-            async_dispatcher_send(hass, signal_memory_changed(entry.entry_id))
-        return {"forgotten": removed}
-
-    async def rollback(call: ServiceCall) -> ServiceResponse:
-        """Retire a conclusion and bring back the one it superseded."""
-        for entry in loaded_entries(hass):
-            memory = entry.runtime_data.memory
-            if memory is None:
-                continue
-            try:
-                back = await memory.rollback(call.data["id"])
-            except Exception as err:
-                raise _unavailable(err) from err
-            if back is not None:
-                async_dispatcher_send(hass, signal_memory_changed(entry.entry_id))
-                return {"current": record_data(back)}
-        raise _error("memory_not_found")
-
-    async def export(call: ServiceCall) -> ServiceResponse:
-        """Return what a persona remembers (of one person, or of all known people)."""
-        entry, persona_id = _persona(hass, call.data["persona"])
-        memory = _memory(entry)
-        scopes = await _scopes(hass, memory, persona_id, call.data.get("person"))
+            what = Forget(agent_id=persona_id, environment=environment)
+        elif "person" in given:
+            what = Forget(owner=_owner(hass, call.data["person"]), environment=environment)
+        else:
+            what = Forget(record_id=call.data["id"], environment=environment)
         try:
-            records = await memory.export(scopes)
+            removed += await memory.forget(what)
         except Exception as err:
             raise _unavailable(err) from err
-        return {"memories": [record_data(r) for r in records[:MAX_EXPORT]]}
+        async_dispatcher_send(hass, signal_memory_changed(entry.entry_id))
+    return {"forgotten": removed}
 
+
+async def _async_rollback(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
+    """Retire a conclusion and bring back the one it superseded."""
+    for entry in loaded_entries(hass):
+        memory = entry.runtime_data.memory
+        if memory is None:
+            continue
+        try:
+            back = await memory.rollback(call.data["id"])
+        except Exception as err:
+            raise _unavailable(err) from err
+        if back is not None:
+            async_dispatcher_send(hass, signal_memory_changed(entry.entry_id))
+            return {"current": record_data(back)}
+    raise _error("memory_not_found")
+
+
+async def _async_export(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
+    """Return what a persona remembers (of one person, or of all known people)."""
+    entry, persona_id = _persona(hass, call.data["persona"])
+    memory = _memory(entry)
+    scopes = await _scopes(hass, memory, persona_id, call.data.get("person"))
+    try:
+        records = await memory.export(scopes)
+    except Exception as err:
+        raise _unavailable(err) from err
+    return {"memories": [record_data(r) for r in records[:MAX_EXPORT]]}
+
+
+def async_setup_memory_services(hass: HomeAssistant) -> None:
+    """Register the memory services once."""
     persona = cv.entity_domain("conversation")
     person = cv.entity_domain("person")
     hass.services.async_register(
         DOMAIN,
         SERVICE_REMEMBER,
-        remember,
+        partial(_async_remember, hass),
         schema=vol.Schema(
             {
                 vol.Required("text"): vol.All(cv.string, vol.Length(min=1, max=2000)),
@@ -178,7 +183,7 @@ def async_setup_memory_services(hass: HomeAssistant) -> None:
     hass.services.async_register(
         DOMAIN,
         SERVICE_FORGET,
-        forget,
+        partial(_async_forget, hass),
         schema=vol.Schema(
             {
                 vol.Optional("id"): cv.string,
@@ -191,14 +196,14 @@ def async_setup_memory_services(hass: HomeAssistant) -> None:
     hass.services.async_register(
         DOMAIN,
         SERVICE_ROLLBACK_MEMORY,
-        rollback,
+        partial(_async_rollback, hass),
         schema=vol.Schema({vol.Required("id"): cv.string}),
         supports_response=SupportsResponse.OPTIONAL,
     )
     hass.services.async_register(
         DOMAIN,
         SERVICE_EXPORT_MEMORIES,
-        export,
+        partial(_async_export, hass),
         schema=vol.Schema({vol.Required("persona"): persona, vol.Optional("person"): person}),
         supports_response=SupportsResponse.ONLY,
     )

@@ -11,12 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from datetime import timedelta
 
-from homeassistant.components.todo import (
-    TodoItem,
-    TodoItemStatus,
-    TodoListEntity,
-    TodoListEntityFeature,
-)
+from homeassistant.components.todo import TodoItem, TodoListEntity
+from homeassistant.components.todo.const import TodoItemStatus, TodoListEntityFeature
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
@@ -97,7 +93,7 @@ class PersonaMemoryList(TodoListEntity):
         scopes = [self._scope(memory, owner) for owner in owners]
         try:
             states = await memory.store.current_states(scopes)
-        except Exception as err:  # noqa: BLE001 - a store that does not answer keeps the list
+        except Exception as err:  # a store that does not answer keeps the list
             LOGGER.debug("Memory list not refreshed: %s", err)
             return
         states = [s for s in states if s.scope in scopes][:MAX_ITEMS]
@@ -129,9 +125,7 @@ class PersonaMemoryList(TodoListEntity):
             )
         text = (item.summary or "").strip()
         if text and text != record.text:
-            await self._call(
-                self.memory.remember(record.scope, text, topic=record.topic or text)
-            )
+            await self._call(self.memory.remember(record.scope, text, topic=record.topic or text))
 
     async def async_delete_todo_items(self, uids: list[str]) -> None:
         """Forget the conclusions, with their history."""

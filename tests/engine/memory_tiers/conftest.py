@@ -14,16 +14,21 @@ from custom_components.companion_agent.engine.memory.companion import (
     MemorySettings,
 )
 from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
-from tests.support.fake_memory_store import FakeMemoryStore
+from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
+from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
 
 
 @pytest.fixture
-def store() -> FakeMemoryStore:
-    """Return the store memory tests write to."""
-    return FakeMemoryStore()
+async def store(tmp_path: Path) -> AsyncIterator[EmbeddedStore]:
+    """Return the embedded store (a real SQLite file) memory tests write to."""
+    store = await EmbeddedStore.create(tmp_path / "memory.db")
+    yield store
+    await store.close()
 
 
-def make_memory(tmp_path: Path, store: FakeMemoryStore, model: OpenAIChatModel) -> CompanionMemory:
+def make_memory(
+    tmp_path: Path, store: MemoryStore, model: OpenAIChatModel, graph: GraphStore | None = None
+) -> CompanionMemory:
     """Return started memory on ``store`` with its outbox and windows under ``tmp_path``."""
     answers = JsonAnswers(model, timeout=5)
     memory = CompanionMemory(
@@ -31,7 +36,7 @@ def make_memory(tmp_path: Path, store: FakeMemoryStore, model: OpenAIChatModel) 
         MemoryOutbox(tmp_path / "outbox.db", first_delay=0.01, max_delay=0.05),
         windows=tmp_path / "windows",
         answers_for=lambda _name: answers,
-        graph=store,
+        graph=graph,
         settings=MemorySettings(environment="test", window_tokens=400),
     )
     memory.start()
@@ -40,9 +45,9 @@ def make_memory(tmp_path: Path, store: FakeMemoryStore, model: OpenAIChatModel) 
 
 @pytest.fixture
 async def memory(
-    tmp_path: Path, store: FakeMemoryStore, chat_model: OpenAIChatModel
+    tmp_path: Path, store: EmbeddedStore, chat_model: OpenAIChatModel
 ) -> AsyncIterator[CompanionMemory]:
     """Return memory on ``store`` with its outbox and windows under ``tmp_path``."""
-    memory = make_memory(tmp_path, store, chat_model)
+    memory = make_memory(tmp_path, store, chat_model, store.graph)
     yield memory
     await memory.close(grace=1.0)

@@ -8,7 +8,8 @@ import pytest
 
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
 from custom_components.companion_agent.engine.memory.types import MemoryScope, Relation
-from tests.support.fake_memory_store import FakeMemoryStore
+from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
+from custom_components.companion_agent.engine.memory.types import MemoryRecord
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 
@@ -22,6 +23,11 @@ def answer(**fields: object) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
+async def records(store: EmbeddedStore) -> list[MemoryRecord]:
+    """Return every record of alice's, oldest first."""
+    return await store.export([SCOPE])
+
+
 async def exchange(memory: CompanionMemory, user: str = "My sister Ann lives in Oslo.") -> None:
     """Queue one exchange and wait until the outbox is drained."""
     await memory.after_turn(SCOPE, user, "Nice!", source="conv-1", model=None)
@@ -29,7 +35,7 @@ async def exchange(memory: CompanionMemory, user: str = "My sister Ann lives in 
 
 
 async def test_extraction_writes_facts_conclusions_and_graph(
-    memory: CompanionMemory, store: FakeMemoryStore, llm_server: LLMServer
+    memory: CompanionMemory, store: EmbeddedStore, llm_server: LLMServer
 ) -> None:
     """A good answer becomes details, a conclusion and graph relations; the schema went out."""
     llm_server.script(
@@ -49,23 +55,24 @@ async def test_extraction_writes_facts_conclusions_and_graph(
     body = llm_server.requests[0]
     assert body["response_format"]["type"] == "json_schema"  # type: ignore[index]
     assert "My sister Ann lives in Oslo." in str(body["messages"])
-    texts = {(r.kind, r.topic, r.text) for r in store.records.values()}
+    texts = {(r.kind, r.topic, r.text) for r in await records(store)}
     assert texts == {
         ("detail", None, "Alice's sister Ann lives in Oslo."),
         ("state", "sister", "Ann lives in Oslo."),
     }
-    assert store.relations[SCOPE] == [Relation(subject="Ann", predicate="lives in", object="Oslo")]
+    relations = await store.graph.neighbourhood([SCOPE], ["Oslo"])
+    assert relations == [Relation(subject="Ann", predicate="lives in", object="Oslo")]
 
 
 async def test_server_without_json_schema_is_asked_plainly(
-    memory: CompanionMemory, store: FakeMemoryStore, llm_server: LLMServer
+    memory: CompanionMemory, store: EmbeddedStore, llm_server: LLMServer
 ) -> None:
     """A server that refuses ``response_format`` is asked again without it."""
     llm_server.script(Reply.error(400), Reply.text(answer(facts=["Ann lives in Oslo."])))
     await exchange(memory)
     assert "response_format" in llm_server.requests[0]
     assert "response_format" not in llm_server.requests[1]
-    assert [r.text for r in store.records.values()] == ["Ann lives in Oslo."]
+    assert [r.text for r in await records(store)] == ["Ann lives in Oslo."]
 
 
 @pytest.mark.parametrize(
@@ -79,19 +86,19 @@ async def test_server_without_json_schema_is_asked_plainly(
     ids=["cut_stream", "not_json", "off_schema", "wrong_item_type"],
 )
 async def test_bad_answer_costs_the_memory_only(
-    memory: CompanionMemory, store: FakeMemoryStore, llm_server: LLMServer, reply: Reply
+    memory: CompanionMemory, store: EmbeddedStore, llm_server: LLMServer, reply: Reply
 ) -> None:
     """A bad answer leaves no memory, is not retried forever and is counted."""
     llm_server.script(reply)
     await exchange(memory)
-    assert store.records == {}
+    assert await records(store) == []
     assert memory.writer.bad_answers == 1
     figures = await memory.outbox.figures()
     assert figures["waiting"] == 0
 
 
 async def test_surrogates_and_injected_instructions_are_cleaned(
-    memory: CompanionMemory, store: FakeMemoryStore, llm_server: LLMServer
+    memory: CompanionMemory, store: EmbeddedStore, llm_server: LLMServer
 ) -> None:
     """Lone surrogates become valid text; an item ordering the agent about is dropped."""
     raw = answer(
@@ -104,11 +111,11 @@ async def test_surrogates_and_injected_instructions_are_cleaned(
     )
     llm_server.script(Reply.text(raw.replace("\\\\ud800", "\\ud800")))
     await exchange(memory)
-    assert [r.text for r in store.records.values()] == ["Ann likes \ufffd tea."]
+    assert [r.text for r in await records(store)] == ["Ann likes \ufffd tea."]
 
 
 async def test_model_down_keeps_the_exchange(
-    memory: CompanionMemory, store: FakeMemoryStore, llm_server: LLMServer
+    memory: CompanionMemory, store: EmbeddedStore, llm_server: LLMServer
 ) -> None:
     """An unreachable memory model is an outage: the exchange waits in the outbox."""
     await llm_server.close()

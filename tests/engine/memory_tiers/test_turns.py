@@ -17,7 +17,7 @@ from custom_components.companion_agent.engine.memory.types import (
     NewMemory,
 )
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
-from tests.support.fake_memory_store import FakeMemoryStore
+from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.turns import Conversations, persona, run
@@ -45,7 +45,7 @@ async def turn(memory: CompanionMemory, tmp_path: Path, model: OpenAIChatModel, 
 
 async def test_memories_enter_the_block_as_quoted_data(
     memory: CompanionMemory,
-    store: FakeMemoryStore,
+    store: EmbeddedStore,
     llm_server: LLMServer,
     chat_model: OpenAIChatModel,
     tmp_path: Path,
@@ -72,7 +72,7 @@ async def test_memories_enter_the_block_as_quoted_data(
 
 async def test_injected_memory_is_quoted_and_defused(
     memory: CompanionMemory,
-    store: FakeMemoryStore,
+    store: EmbeddedStore,
     llm_server: LLMServer,
     chat_model: OpenAIChatModel,
     tmp_path: Path,
@@ -102,7 +102,7 @@ async def test_injected_memory_is_quoted_and_defused(
 
 async def test_lasting_instruction_is_written_before_the_turn_ends(
     memory: CompanionMemory,
-    store: FakeMemoryStore,
+    store: EmbeddedStore,
     llm_server: LLMServer,
     chat_model: OpenAIChatModel,
     tmp_path: Path,
@@ -115,20 +115,17 @@ async def test_lasting_instruction_is_written_before_the_turn_ends(
 
     llm_server.script(Reply.text("好的。"), Reply.text(EMPTY))
     await turn(memory, tmp_path, chat_model, "from now on call me Robert")
-    history = [r for r in store.records.values() if r.kind == "state"]
+    history = [r for r in await store.export([ALICE]) if r.kind == "state"]
     assert [(r.text, r.current) for r in history] == [
         ("From now on, call me Bob.", False),
         ("from now on call me Robert", True),
     ]
 
 
-class SlowStore(FakeMemoryStore):
-    """The store, slow to search (the wrapper a budget test needs)."""
+class SlowStore(EmbeddedStore):
+    """The embedded store, slow to read conclusions (a budget test's slow_ store)."""
 
-    def __init__(self, delay: float) -> None:
-        """Sleep ``delay`` seconds in every search."""
-        super().__init__()
-        self.delay = delay
+    delay = 5.0
 
     async def current_states(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
         """Answer late."""
@@ -142,9 +139,10 @@ async def test_slow_store_misses_the_budget_and_the_turn_goes_on(
     """Retrieval that does not answer in its budget is left out and counted; the turn answers."""
     from tests.engine.memory_tiers.conftest import make_memory
 
-    slow = SlowStore(delay=5.0)
+    slow_store = await SlowStore.create(tmp_path / "memory.db")
+    slow = slow_store
     await slow.supersede(NewMemory(scope=ALICE, text="Likes tea.", kind="state", topic="tea"))
-    memory = make_memory(tmp_path, slow, chat_model)
+    memory = make_memory(tmp_path, slow, chat_model, slow.graph)
     llm_server.script(Reply.text("Hello."), Reply.text(EMPTY))
     shown = await turn(memory, tmp_path, chat_model, "Hello tea")
     assert shown == "Hello."
