@@ -7,9 +7,12 @@ import json
 import pytest
 
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
-from custom_components.companion_agent.engine.memory.types import MemoryScope, Relation
 from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
-from custom_components.companion_agent.engine.memory.types import MemoryRecord
+from custom_components.companion_agent.engine.memory.types import (
+    MemoryRecord,
+    MemoryScope,
+    Relation,
+)
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
+from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
 from custom_components.companion_agent.engine.memory.hook import MemoryHook
 from custom_components.companion_agent.engine.memory.types import (
     MemoryRecord,
@@ -17,7 +18,6 @@ from custom_components.companion_agent.engine.memory.types import (
     NewMemory,
 )
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
-from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.turns import Conversations, persona, run
