@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +22,6 @@ from tests.support.llm_server import LLMServer
 from tests.support.turns import Conversations, persona, run
 
 ALICE = MemoryScope(agent_id="p1", owner="user:alice", environment="test")
-EMPTY = json.dumps({"facts": [], "conclusions": [], "entities": [], "relations": []})
 
 
 def user_message(body: dict[str, object]) -> str:
@@ -56,7 +54,7 @@ async def test_memories_enter_the_block_as_quoted_data(
     )
     await store.add([NewMemory(scope=ALICE, text="Alice drinks coffee at seven.")])
     await store.add([NewMemory(scope=replace(ALICE, owner="user:bob"), text="Bob coffee secret")])
-    llm_server.script(Reply.text("Black, as always."), Reply.text(EMPTY))
+    llm_server.script(Reply.text("Black, as always."))
     await turn(memory, tmp_path, chat_model, "How do I take my coffee?")
 
     sent = user_message(llm_server.requests[0])
@@ -86,7 +84,7 @@ async def test_injected_memory_is_quoted_and_defused(
             )
         ]
     )
-    llm_server.script(Reply.text("The door stays as it is."), Reply.text(EMPTY))
+    llm_server.script(Reply.text("The door stays as it is."))
     await turn(memory, tmp_path, chat_model, "Is the door ok?")
 
     sent = user_message(llm_server.requests[0])
@@ -108,12 +106,12 @@ async def test_lasting_instruction_is_written_before_the_turn_ends(
     tmp_path: Path,
 ) -> None:
     """ "From now on…" is a conclusion once the turn is done; a later one supersedes it."""
-    llm_server.script(Reply.text("Sure, Bob."), Reply.text(EMPTY))
+    llm_server.script(Reply.text("Sure, Bob."))
     await turn(memory, tmp_path, chat_model, "From now on, call me Bob.")
     states = await store.current_states([ALICE])
     assert [(s.topic, s.text) for s in states] == [("call me", "From now on, call me Bob.")]
 
-    llm_server.script(Reply.text("好的。"), Reply.text(EMPTY))
+    llm_server.script(Reply.text("好的。"))
     await turn(memory, tmp_path, chat_model, "from now on call me Robert")
     history = [r for r in await store.export([ALICE]) if r.kind == "state"]
     assert [(r.text, r.current) for r in history] == [
@@ -143,7 +141,7 @@ async def test_slow_store_misses_the_budget_and_the_turn_goes_on(
     slow = slow_store
     await slow.supersede(NewMemory(scope=ALICE, text="Likes tea.", kind="state", topic="tea"))
     memory = make_memory(tmp_path, slow, chat_model, slow.graph)
-    llm_server.script(Reply.text("Hello."), Reply.text(EMPTY))
+    llm_server.script(Reply.text("Hello."))
     shown = await turn(memory, tmp_path, chat_model, "Hello tea")
     assert shown == "Hello."
     assert "Likes tea." not in user_message(llm_server.requests[0])

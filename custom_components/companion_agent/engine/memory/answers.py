@@ -6,7 +6,7 @@ Whatever comes back is read tolerantly (code fences, text around the object, lon
 surrogates) and validated; an answer that is cut, not JSON or off the schema raises
 ``MemoryAnswerError`` (the memory is lost, never the turn); a server that cannot be reached
 (or is busy: HTTP 429, 5xx) raises ``MemoryUnavailableError`` (the write waits in the
-outbox and is tried again). A stream cut mid-answer counts as a bad answer.
+outbox and is tried again). A stream cut after the answer began counts as a bad answer.
 """
 
 from __future__ import annotations
@@ -55,9 +55,17 @@ class JsonAnswers:
         self._plain = False
 
     async def ask(
-        self, messages: Sequence[ChatMessage], schema: JSONObject, *, name: str
+        self,
+        messages: Sequence[ChatMessage],
+        schema: JSONObject,
+        *,
+        name: str,
+        defaults: JSONObject | None = None,
     ) -> JSONObject:
-        """Return the model's answer to ``messages`` as a JSON object valid for ``schema``."""
+        """Return the model's answer to ``messages`` as a JSON object valid for ``schema``.
+
+        ``defaults`` fill the keys a lenient model left out before the answer is validated.
+        """
         text = ""
         for formatted in (False,) if self._plain else (True, False):
             wire = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
@@ -71,7 +79,7 @@ class JsonAnswers:
                 if isinstance(err, LLMConnectionError) or (err.retryable and err.status):
                     raise MemoryUnavailableError(f"memory model: {err}") from err
                 raise MemoryAnswerError(f"memory model refused: {err}") from err
-        value = parse_object(text)
+        value = {**(defaults or {}), **parse_object(text)}
         try:
             Draft202012Validator(schema).validate(value)
         except ValidationError as err:
@@ -105,6 +113,8 @@ class JsonAnswers:
             raise MemoryUnavailableError("the memory model did not answer in time") from err
         if end is None:
             raise MemoryAnswerError("the answer stream ended without its end")
+        if end.error is not None and size:
+            raise MemoryAnswerError(f"the answer was cut: {end.error}") from end.error
         if end.error is not None:
             raise end.error
         if end.finish_reason == "length":

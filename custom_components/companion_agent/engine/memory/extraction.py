@@ -131,7 +131,12 @@ async def extract(
         SystemMessage(content=EXTRACTION_RULES),
         UserMessage(content=json.dumps(exchange, ensure_ascii=False)),
     ]
-    raw = await answers.ask(messages, EXTRACTION_SCHEMA, name="memory_extraction")
+    raw = await answers.ask(
+        messages,
+        EXTRACTION_SCHEMA,
+        name="memory_extraction",
+        defaults={"facts": [], "conclusions": [], "entities": [], "relations": []},
+    )
     return read_extraction(raw)
 
 
