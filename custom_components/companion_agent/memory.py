@@ -81,6 +81,7 @@ async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -
                 model=model_name,
                 first_token_timeout=MEMORY_MODEL_TIMEOUT,
                 chunk_timeout=MEMORY_MODEL_TIMEOUT,
+                max_retries=0,  # the outbox retries, with backoff
             )
             model = OpenAIChatModel(settings, http_client=runtime.host.http)
             answers[model_name] = JsonAnswers(model)

@@ -87,6 +87,9 @@ class MemoryOutbox:
         self._worker: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
+        self._resting = asyncio.Event()
+        """Set while the worker waits: the queue is empty, or the backend is away."""
+        self._resting.set()
 
     async def put(self, kind: str, payload: JSONObject) -> bool:
         """Add one entry, on disk when this returns; False when the queue is full."""
@@ -100,6 +103,7 @@ class MemoryOutbox:
     def kick(self) -> None:
         """Wake the worker: the backend may take entries now."""
         self._idle.clear()
+        self._resting.clear()
         self._wake.set()
 
     async def figures(self) -> dict[str, int]:
@@ -125,9 +129,15 @@ class MemoryOutbox:
         return True
 
     async def close(self, grace: float = 0.0) -> None:
-        """Give the worker ``grace`` seconds to drain, stop it and close the file."""
+        """Drain for up to ``grace`` s (not while the backend is away), stop, close the file."""
         if grace > 0 and self._worker is not None:
-            await self.drained(grace)
+            try:
+                async with asyncio.timeout(grace):
+                    await self._resting.wait()
+            except TimeoutError:
+                LOGGER.warning(
+                    "Memory outbox still busy after %.0f s; the rest waits on disk", grace
+                )
         if self._worker is not None:
             self._worker.cancel()
             await asyncio.gather(self._worker, return_exceptions=True)
@@ -147,6 +157,7 @@ class MemoryOutbox:
         while True:
             await self._wake.wait()
             self._wake.clear()
+            self._idle.clear()
             try:
                 moved = await self._pass(process, probe)
             except Exception:
@@ -156,15 +167,18 @@ class MemoryOutbox:
                 delay = self._first_delay
                 self._wake.set()
             elif moved is None:
+                self._resting.set()
                 try:
                     async with asyncio.timeout(delay):
                         await self._wake.wait()
                 except TimeoutError:
                     self._wake.set()
+                self._resting.clear()
                 delay = min(delay * 2, self._max_delay)
             else:
                 delay = self._first_delay
                 self._idle.set()
+                self._resting.set()
 
     async def _pass(self, process: Processor, probe: Probe) -> bool | None:
         """Process one batch; True: go on, False: queue empty, None: wait and retry."""
