@@ -9,6 +9,8 @@ outbox, reads that miss are counted). Memory is closed, bounded, at unload and H
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -49,6 +51,9 @@ from .engine.plugins import Hook, Profile
 from .runtime import CompanionConfigEntry
 
 MEMORY_CLOSE_GRACE = 5.0
+STORE_THREAD_PREFIX = "companion_memory"
+THREAD_END_POLLS = 50
+THREAD_END_POLL = 0.01
 MEMORY_MODEL_TIMEOUT = 30.0
 REQUIREMENTS = {MEMORY_MEM0: ("mem0ai==1.0.1",), CONF_MEMORY_GRAPH: ("neo4j==5.28.2",)}
 
@@ -112,9 +117,17 @@ async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -
 async def async_close_memory(entry: CompanionConfigEntry) -> None:
     """Let the outbox drain a little, write the windows, close the store (bounded)."""
     memory = entry.runtime_data.memory
-    if memory is not None:
-        entry.runtime_data.memory = None
-        await memory.close(MEMORY_CLOSE_GRACE)
+    if memory is None:
+        return
+    entry.runtime_data.memory = None
+    before = _store_threads()
+    await memory.close(MEMORY_CLOSE_GRACE)
+    # The embedded store lets its thread end without waiting for it; wait (bounded) so that
+    # nothing of this entry runs once it is unloaded or HA has stopped.
+    for _ in range(THREAD_END_POLLS):
+        if len(_store_threads()) < len(before) or not before:
+            break
+        await asyncio.sleep(THREAD_END_POLL)
 
 
 def turn_memory(
@@ -151,6 +164,11 @@ async def _async_open_backend(
         )
     store = await EmbeddedStore.create(data_dir / MEMORY_FILE, embedder=embedder)
     return store, store.graph
+
+
+def _store_threads() -> list[threading.Thread]:
+    """Return the embedded stores' worker threads still alive."""
+    return [t for t in threading.enumerate() if t.name.startswith(STORE_THREAD_PREFIX)]
 
 
 @callback

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.util.json import JsonObjectType
@@ -39,11 +41,24 @@ async def talk(
     )
 
 
+type Row = dict[str, str | None]
+
+
 def memory_of(entry: MockConfigEntry) -> CompanionMemory:
     """Return the entry's memory (it must be on)."""
-    memory = entry.runtime_data.memory
+    memory = cast(CompanionMemory | None, entry.runtime_data.memory)
     assert memory is not None
     return memory
+
+
+def rows(response: JsonObjectType, key: str = "memories") -> list[Row]:
+    """Return the memory records a service answered."""
+    return cast(list[Row], response[key])
+
+
+def row(response: JsonObjectType, key: str) -> Row:
+    """Return the one memory record a service answered under ``key``."""
+    return cast(Row, response[key])
 
 
 async def settled(entry: MockConfigEntry) -> None:

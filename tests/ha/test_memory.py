@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 from homeassistant.core import HomeAssistant
@@ -24,6 +25,8 @@ from tests.ha.memorykit import (
     call,
     last_user_message,
     memory_of,
+    row,
+    rows,
     settled,
     talk,
 )
@@ -99,17 +102,17 @@ async def test_supersede_history_rollback_export_and_forget(
         hass, "remember", {"persona": ada, "person": person, "text": "Oat", "topic": "coffee"}
     )
     exported = await call(hass, "export_memories", {"persona": ada, "person": person})
-    old, new = exported["memories"]  # type: ignore[misc]
-    assert (old["text"], old["superseded_by"]) == ("Black", second["memory"]["id"])  # type: ignore[index]
+    old, new = rows(exported)
+    assert (old["text"], old["superseded_by"]) == ("Black", row(second, "memory")["id"])
     assert old["valid_until"] is not None
     assert (new["text"], new["valid_until"]) == ("Oat", None)
 
     back = await call(hass, "rollback_memory", {"id": new["id"]})
-    assert back["current"]["id"] == first["memory"]["id"]  # type: ignore[index]
-    assert back["current"]["valid_until"] is None  # type: ignore[index]
+    assert row(back, "current")["id"] == row(first, "memory")["id"]
+    assert row(back, "current")["valid_until"] is None
 
     assert (await call(hass, "forget", {"person": person}))["forgotten"] == 2
-    assert (await call(hass, "export_memories", {"persona": ada}))["memories"] == []
+    assert rows(await call(hass, "export_memories", {"persona": ada})) == []
 
     with pytest.raises(ServiceValidationError) as err:
         await call(hass, "forget", {"person": person, "persona": ada})
@@ -141,7 +144,7 @@ async def test_store_down_answers_queues_and_nothing_is_lost_across_a_restart(
     await hass.async_block_till_done()
     await settled(entry)
     exported = await call(hass, "export_memories", {"persona": agents["Ada"]})
-    assert [m["text"] for m in exported["memories"]] == ["From now on, call me Captain."]  # type: ignore[index, union-attr]
+    assert [m["text"] for m in rows(exported)] == ["From now on, call me Captain."]
     assert (await memory_of(entry).outbox.figures())["waiting"] == 0
     assert Path(memory_of(entry).store.path) == Path(hass.config.path(STORAGE_FOLDER, MEMORY_FILE))  # type: ignore[attr-defined]
 
@@ -175,9 +178,9 @@ async def test_diagnostics_show_counts_not_content(
     entry, agents = two_personas
     await call(hass, "remember", {"persona": agents["Ada"], "text": "A secret recipe."})
     diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, entry)
-    memory = diagnostics["memory"]
+    memory = cast(dict[str, dict[str, int]], diagnostics["memory"])
     assert sum(memory["records"].values()) >= 1
-    assert memory["outbox"]["waiting"] == 0
+    assert memory["outbox"] == {"waiting": 0, "set_aside": 0, "refused": 0}
     assert "secret recipe" not in json.dumps(diagnostics)
 
 

@@ -95,10 +95,19 @@ class RecentWindow:
         return await self._file.turns()
 
     async def load(self) -> list[ChatMessage]:
-        """Return the window cut to the budget, as the messages the model sees."""
+        """Return the window cut to the budget, as the messages the model sees.
+
+        Turns dropped or cut to the person's words have overflowed: they go to
+        ``on_overflow``.
+        """
         turns = await self._file.turns()
         kept = trim_window(turns, self._budget)
         dropped = len(turns) - len(kept)
+        dropped += sum(
+            1
+            for turn, was in zip(kept, turns[dropped:], strict=True)
+            if was.messages and not turn.messages
+        )
         if dropped and self._on_overflow is not None:
             self._on_overflow(self.scope, turns[:dropped])
         return as_messages(kept)
