@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from os import PathLike
 from pathlib import Path
+from typing import Literal
 
 
 class CompanionError(Exception):
@@ -134,6 +135,28 @@ class MemoryInputError(MemoryStoreError):
 
 class EmbeddingError(MemoryStoreError):
     """The embedding server failed or answered something that is not a vector per text."""
+
+
+type MemoryBackendProblem = Literal[
+    "cannot_connect", "auth", "missing_dependency", "invalid_config", "in_use", "failed"
+]
+
+
+class MemoryBackendError(MemoryStoreError):
+    """A memory backend with a server or a library of its own (mem0, Neo4j) failed.
+
+    ``backend`` names it; ``problem`` says how: ``cannot_connect`` (unreachable, refused or
+    too slow: retryable), ``auth`` (credentials refused), ``missing_dependency`` (its Python
+    package is not installed), ``invalid_config`` (a bad address, a collection of another
+    vector size), ``in_use`` (its local files are held by another client), ``failed``
+    (the server refused the operation).
+    """
+
+    def __init__(self, message: str, *, backend: str, problem: MemoryBackendProblem) -> None:
+        """Say which backend failed, how, and what happened."""
+        super().__init__(f"{backend}: {message}", retryable=problem == "cannot_connect")
+        self.backend = backend
+        self.problem = problem
 
 
 class MemoryUnavailableError(CompanionError):

