@@ -1,10 +1,12 @@
 """Memory for an entry: the backend its options name, and each turn's window and hook.
 
 The embedded store (one SQLite file, ``<config>/companion_agent/memory.db``) is the
-default; mem0 and a Neo4j graph are installed on demand (``async_process_requirements``,
-not manifest requirements). A backend that cannot be reached at setup, or a requirement
-that fails to install, raises a repair issue; turns answer either way (writes wait in the
-outbox, reads that miss are counted). Memory is closed, bounded, at unload and HA stop.
+default, with its own graph; a Neo4j graph can replace that graph (the driver is installed
+on demand with ``async_process_requirements``, not as a manifest requirement). mem0 is
+offered but not wired yet: choosing it raises a repair issue and memory stays off. A
+backend that cannot be reached at setup, or a requirement that fails to install, raises a
+repair issue; turns answer either way (writes wait in the outbox, reads that miss are
+counted). Memory is closed, bounded, at unload and HA stop.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from .const import (
     CONF_MEMORY_BACKEND,
     CONF_MEMORY_ENVIRONMENT,
     CONF_MEMORY_GRAPH,
+    CONF_NEO4J_PASSWORD,
+    CONF_NEO4J_URI,
+    CONF_NEO4J_USER,
     DOMAIN,
     ISSUE_MEMORY_REQUIREMENTS,
     ISSUE_MEMORY_UNREACHABLE,
@@ -44,6 +49,7 @@ from .engine.memory.companion import CompanionMemory, MemorySettings
 from .engine.memory.embedded import EmbeddedStore
 from .engine.memory.embeddings import EmbeddingSettings, OpenAIEmbedder
 from .engine.memory.hook import MemoryHook
+from .engine.memory.neo4j_graph import NEO4J_REQUIREMENT, Neo4jGraph, Neo4jSettings
 from .engine.memory.outbox import MemoryOutbox
 from .engine.memory.types import GraphStore, MemoryStore
 from .engine.memory.window import RecentWindow
@@ -55,7 +61,7 @@ STORE_THREAD_PREFIX = "companion_memory"
 THREAD_END_POLLS = 50
 THREAD_END_POLL = 0.01
 MEMORY_MODEL_TIMEOUT = 30.0
-REQUIREMENTS = {MEMORY_MEM0: ("mem0ai==1.0.1",), CONF_MEMORY_GRAPH: ("neo4j==5.28.2",)}
+MEM0_REQUIREMENT = "mem0ai==1.0.1"
 
 
 class MemoryBackendUnavailable(CompanionError):
@@ -148,11 +154,12 @@ async def _async_open_backend(
     """Open the store (and graph) the options name; install what they need first."""
     backend = options.get(CONF_MEMORY_BACKEND, MEMORY_EMBEDDED)
     if backend == MEMORY_MEM0:
-        await async_process_requirements(hass, DOMAIN, list(REQUIREMENTS[MEMORY_MEM0]))
+        await async_process_requirements(hass, DOMAIN, [MEM0_REQUIREMENT])
         raise MemoryBackendUnavailable("the mem0 backend is not part of this version yet")
+    graph: GraphStore | None = None
     if options.get(CONF_MEMORY_GRAPH):
-        await async_process_requirements(hass, DOMAIN, list(REQUIREMENTS[CONF_MEMORY_GRAPH]))
-        raise MemoryBackendUnavailable("the Neo4j graph is not part of this version yet")
+        await async_process_requirements(hass, DOMAIN, [NEO4J_REQUIREMENT])
+        graph = Neo4jGraph(neo4j_settings(options))
     embedder = None
     if url := options.get(CONF_EMBEDDINGS_URL):
         embedder = OpenAIEmbedder(
@@ -163,7 +170,29 @@ async def _async_open_backend(
             )
         )
     store = await EmbeddedStore.create(data_dir / MEMORY_FILE, embedder=embedder)
-    return store, store.graph
+    return store, graph or store.graph
+
+
+def neo4j_settings(options: Mapping[str, Any]) -> Neo4jSettings:
+    """Return the Neo4j settings the options name."""
+    return Neo4jSettings(
+        uri=str(options.get(CONF_NEO4J_URI, "")),
+        user=options.get(CONF_NEO4J_USER) or None,
+        password=options.get(CONF_NEO4J_PASSWORD) or None,
+    )
+
+
+async def _async_unreachable(memory: CompanionMemory) -> str | None:
+    """Say what does not answer at setup (the store, the graph), or None when all do."""
+    try:
+        await memory.store.count()
+    except Exception as err:  # any failure of a backend is reported, never raised
+        return f"{type(err).__name__}: {err}"
+    if isinstance(memory.graph, Neo4jGraph):
+        check = await memory.graph.check()
+        if not check.ok:
+            return f"{check.backend}: {check.problem}"
+    return None
 
 
 def _store_threads() -> list[threading.Thread]:

@@ -8,7 +8,6 @@ checked before the options are saved: errors show in the form.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +25,7 @@ from homeassistant.helpers.selector import (
     TextSelectorConfig,
     TextSelectorType,
 )
+from homeassistant.requirements import RequirementsNotFound, async_process_requirements
 
 from .const import (
     CONF_EMBEDDINGS_KEY,
@@ -38,15 +38,17 @@ from .const import (
     CONF_NEO4J_PASSWORD,
     CONF_NEO4J_URI,
     CONF_NEO4J_USER,
+    DOMAIN,
     LOGGER,
     MEMORY_BACKENDS,
     MEMORY_EMBEDDED,
     MEMORY_MEM0,
 )
+from .engine.memory.neo4j_graph import NEO4J_REQUIREMENT, Neo4jGraph
+from .memory import neo4j_settings
 
 CHECK_TIMEOUT = 5.0
 NEO4J_SCHEMES = {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}
-NEO4J_PORT = 7687
 _URL = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
 _SECRET = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
 
@@ -87,10 +89,10 @@ async def validate_memory(hass: HomeAssistant, options: Mapping[str, Any]) -> di
         uri = urlsplit(str(options.get(CONF_NEO4J_URI) or ""))
         if uri.scheme not in NEO4J_SCHEMES or not uri.hostname:
             errors[CONF_NEO4J_URI] = "neo4j_uri_invalid"
-        elif not options.get(CONF_NEO4J_USER) or not options.get(CONF_NEO4J_PASSWORD):
+        elif options.get(CONF_NEO4J_USER) and not options.get(CONF_NEO4J_PASSWORD):
             errors[CONF_NEO4J_PASSWORD] = "neo4j_credentials_required"
-        elif not await _port_open(uri.hostname, uri.port or NEO4J_PORT):
-            errors[CONF_NEO4J_URI] = "neo4j_unreachable"
+        elif problem := await _neo4j_problem(hass, options):
+            errors[CONF_NEO4J_URI] = problem
     if url := options.get(CONF_EMBEDDINGS_URL):
         if not options.get(CONF_EMBEDDINGS_MODEL):
             errors[CONF_EMBEDDINGS_MODEL] = "embeddings_model_required"
@@ -110,17 +112,21 @@ async def _http_answers(hass: HomeAssistant, url: str, key: str | None) -> bool:
     return response.status_code not in (401, 403)
 
 
-async def _port_open(host: str, port: int) -> bool:
-    """Say whether a TCP connection to ``host:port`` opens within the check timeout."""
+async def _neo4j_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str | None:
+    """Install the driver if needed, log in once; return the form error, or None."""
     try:
-        async with asyncio.timeout(CHECK_TIMEOUT):
-            _reader, writer = await asyncio.open_connection(host, port)
-    except (OSError, TimeoutError) as err:
-        LOGGER.debug("Neo4j check failed: %s", err)
-        return False
-    writer.close()
-    await writer.wait_closed()
-    return True
+        await async_process_requirements(hass, DOMAIN, [NEO4J_REQUIREMENT])
+    except RequirementsNotFound:
+        return "requirements_failed"
+    graph = Neo4jGraph(neo4j_settings(options))
+    try:
+        check = await graph.check()
+    finally:
+        await graph.close()
+    if not check.ok:
+        LOGGER.debug("Neo4j check failed: %s", check.detail)
+        return "neo4j_auth" if check.problem == "auth" else "neo4j_unreachable"
+    return None
 
 
 async def _embeds(hass: HomeAssistant, url: str, model: str, options: Mapping[str, Any]) -> bool:

@@ -63,7 +63,7 @@ def _free_port() -> int:
         port = random.randint(*PORTS)
         with socket.socket() as probe:
             try:
-                probe.bind(("0.0.0.0", port))  # noqa: S104 - FalkorDB will bind it so
+                probe.bind(("0.0.0.0", port))
             except OSError:
                 continue
             return port

@@ -81,6 +81,9 @@ class CompanionMemory:
         self._windows: OrderedDict[str, WindowFiles] = OrderedDict()
         self._names: OrderedDict[MemoryScope, list[str]] = OrderedDict()
         self._writes: set[asyncio.Task[None]] = set()
+        self._open_turns = 0
+        self._no_open_turns = asyncio.Event()
+        self._no_open_turns.set()
         self.writer = MemoryWriter(store, graph, answers_for, on_names=self._seen_names)
         self.summaries = SessionSummaries(self._queue, idle_after=self.settings.idle_after)
 
@@ -108,7 +111,12 @@ class CompanionMemory:
         )
 
     async def before_turn(self, scope: MemoryScope, text: str) -> str | None:
-        """Write a lasting instruction, then return what the turn may know, as quoted data."""
+        """Write a lasting instruction, then return what the turn may know, as quoted data.
+
+        The turn counts as open until its ``after_turn`` (so ``settle`` waits for it).
+        """
+        self._open_turns += 1
+        self._no_open_turns.clear()
         found, _ = await asyncio.gather(
             retrieve(
                 self.store,
@@ -127,14 +135,19 @@ class CompanionMemory:
         self, scope: MemoryScope, user_text: str, said: str, *, source: str, model: str | None
     ) -> None:
         """Queue the exchange for extraction (on disk) and restart the idle timer."""
-        if not user_text.strip():
-            return
-        entry = exchange_entry(
-            scope, user_text, said, source=source, model=model, at=datetime.now(UTC)
-        )
-        await self.outbox.put("exchange", entry)
-        answers = self._answers_for(model)
-        self.summaries.went_on(scope, lambda s: self.window(s, model).turns(), answers)
+        try:
+            if not user_text.strip():
+                return
+            entry = exchange_entry(
+                scope, user_text, said, source=source, model=model, at=datetime.now(UTC)
+            )
+            await self.outbox.put("exchange", entry)
+            answers = self._answers_for(model)
+            self.summaries.went_on(scope, lambda s: self.window(s, model).turns(), answers)
+        finally:
+            self._open_turns = max(0, self._open_turns - 1)
+            if not self._open_turns:
+                self._no_open_turns.set()
 
     async def remember(
         self, scope: MemoryScope, text: str, *, topic: str | None = None, source: str = "service"
@@ -196,11 +209,15 @@ class CompanionMemory:
         }
 
     async def settle(self, grace: float) -> bool:
-        """Wait up to ``grace`` s for instruction writes, summaries and the outbox to finish."""
-        async with asyncio.timeout(grace):
-            if self._writes:
-                await asyncio.gather(*self._writes, return_exceptions=True)
-            await self.summaries.settled()
+        """Wait up to ``grace`` s for open turns, writes, summaries and the outbox to finish."""
+        try:
+            async with asyncio.timeout(grace):
+                await self._no_open_turns.wait()
+                if self._writes:
+                    await asyncio.gather(*self._writes, return_exceptions=True)
+                await self.summaries.settled()
+        except TimeoutError:
+            return False
         return await self.outbox.drained(grace)
 
     async def flush(self) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import cast
 
-from ..errors import MemoryAnswerError
+from ..errors import MemoryAnswerError, MemoryStoreError, MemoryUnavailableError
 from ..json_types import JSONObject, JSONValue
 from .answers import JsonAnswers
 from .extraction import extract
@@ -118,7 +118,20 @@ class MemoryWriter:
         self.bad_answers = 0
 
     async def process(self, entry: OutboxEntry) -> FollowUps:
-        """Carry out one entry; return the entries it leaves behind."""
+        """Carry out one entry; return the entries it leaves behind.
+
+        A store error that says a retry may help is an outage (the entry waits, no try is
+        counted); any other error counts a try.
+        """
+        try:
+            return await self._process(entry)
+        except MemoryStoreError as err:
+            if err.retryable:
+                raise MemoryUnavailableError(str(err)) from err
+            raise
+
+    async def _process(self, entry: OutboxEntry) -> FollowUps:
+        """Carry out one entry."""
         data = entry.payload
         match entry.kind:
             case "exchange":
