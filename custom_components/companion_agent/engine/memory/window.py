@@ -28,7 +28,7 @@ from .types import MemoryScope
 MAX_WINDOW_TURNS = 40
 TRIMMED_RESULT = "[older tool output left out]"
 _IMAGE = re.compile(
-    r"data:image/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/=\s]+|!\[[^\]\n]{0,200}\]\([^)\s]{0,2000}\)"
+    r"data:image/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/=]+|!\[[^\]\n]{0,200}\]\([^)\s]{0,2000}\)"
 )
 
 type OverflowListener = Callable[[MemoryScope, Sequence[StoredTurn]], None]
