@@ -61,7 +61,6 @@ STORE_THREAD_PREFIX = "companion_memory"
 THREAD_END_POLLS = 50
 THREAD_END_POLL = 0.01
 MEMORY_MODEL_TIMEOUT = 30.0
-MEM0_REQUIREMENT = "mem0ai==1.0.1"
 
 
 class MemoryBackendUnavailable(CompanionError):
@@ -154,7 +153,6 @@ async def _async_open_backend(
     """Open the store (and graph) the options name; install what they need first."""
     backend = options.get(CONF_MEMORY_BACKEND, MEMORY_EMBEDDED)
     if backend == MEMORY_MEM0:
-        await async_process_requirements(hass, DOMAIN, [MEM0_REQUIREMENT])
         raise MemoryBackendUnavailable("the mem0 backend is not part of this version yet")
     graph: GraphStore | None = None
     if options.get(CONF_MEMORY_GRAPH):

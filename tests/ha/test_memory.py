@@ -189,7 +189,6 @@ async def test_unusable_backend_raises_a_repair_and_turns_still_answer(
 ) -> None:
     """A backend that cannot be used raises a repair issue; the agent answers without memory."""
     assert await async_setup_component(hass, "conversation", {})
-    hass.config.skip_pip_packages = ["mem0ai"]  # the requirement counts as installed
     entry = make_personas_entry(llm_server, {"Ada": "default"})
     entry.add_to_hass(hass)
     hass.config_entries.async_update_entry(

@@ -210,7 +210,7 @@ class MemoryOutbox:
         """Return the open file, creating it and its tables the first time (blocking)."""
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level="IMMEDIATE")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=FULL")
             for statement in _SCHEMA:
@@ -225,7 +225,7 @@ class MemoryOutbox:
             (waiting,) = db.execute("SELECT COUNT(*) FROM entries").fetchone()
             if waiting + len(rows) > self._max_entries:
                 return False
-            with _transaction(db):
+            with db:
                 _insert(db, rows)
             return True
 
@@ -243,7 +243,8 @@ class MemoryOutbox:
                 except ValueError as err:
                     data = f"unreadable: {err}"
                 if not isinstance(data, dict):
-                    _move_aside(db, row_id, str(data)[:300])
+                    with db:
+                        _move_aside(db, row_id, str(data)[:300])
                     continue
                 entries.append(
                     OutboxEntry(
@@ -256,7 +257,7 @@ class MemoryOutbox:
         """Remove a processed entry and add its follow-ups, in one transaction (blocking)."""
         with self._lock:
             db = self._connection()
-            with _transaction(db):
+            with db:
                 db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
                 _insert(db, follow)
 
@@ -264,7 +265,7 @@ class MemoryOutbox:
         """Count one try for each failed entry; move aside those out of tries (blocking)."""
         with self._lock:
             db = self._connection()
-            with _transaction(db):
+            with db:
                 for entry, reason in failed:
                     db.execute(
                         "UPDATE entries SET attempts = attempts + 1 WHERE id = ?", (entry.id,)
@@ -296,22 +297,6 @@ async def _alive(probe: Probe) -> bool:
     except Exception:
         return False
     return True
-
-
-class _transaction:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error) on an autocommit connection."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        """Use ``db``."""
-        self._db = db
-
-    def __enter__(self) -> None:
-        """Begin."""
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
-        """Commit, or roll back when the block raised."""
-        self._db.execute("COMMIT" if exc_type is None else "ROLLBACK")
 
 
 def _insert(db: sqlite3.Connection, rows: Sequence[tuple[str, JSONObject]]) -> None:
