@@ -60,6 +60,7 @@ class LLMServer:
         self.requests: list[dict[str, object]] = []
         self.structured_requests: list[dict[str, object]] = []
         """Requests that ask for a ``response_format`` (memory extraction, summaries)."""
+        self.embedding_requests: list[dict[str, object]] = []
         self.aborted = 0
         self._script: deque[Reply] = deque()
         self._structured: deque[Reply] = deque()
@@ -196,6 +197,7 @@ class LLMServer:
         body = await _json_body(request)
         if body is None or body.get("input") is None:
             return _error_response(400, "'input' is required.")
+        self.embedding_requests.append(body)
         raw = body["input"]
         texts = raw if isinstance(raw, list) and not _is_tokens(raw) else [raw]
         dimensions = body.get("dimensions")

@@ -15,6 +15,7 @@ from custom_components.companion_agent.engine.memory.embedded import EmbeddedSto
 from custom_components.companion_agent.engine.memory.embeddings import OpenAIEmbedder
 from custom_components.companion_agent.engine.memory.neo4j_graph import Neo4jGraph, Neo4jSettings
 from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
+from tests.support.embeddings import SLOW_MACHINE
 from tests.support.neo4j_server import NEO4J_URI
 
 type Fixtures = Mapping[str, object]
@@ -44,6 +45,7 @@ async def embedded_vectors(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[
     embedder = fixtures["embedder"]
     assert isinstance(embedder, OpenAIEmbedder)
     store = await EmbeddedStore.create(tmp_path / "memory.db", embedder=embedder)
+    store.query_timeout = SLOW_MACHINE
     try:
         yield store
     finally:

@@ -1,5 +1,6 @@
 """Fixtures of the memory tests: every backend behind the same ``memory_store`` fixture."""
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -55,3 +56,20 @@ async def graph_store(
     backend, fixtures = graph_backend
     async with backend.open(tmp_path, fixtures) as graph:
         yield graph
+
+
+@pytest.fixture
+async def silent_port(socket_enabled: None) -> AsyncIterator[int]:
+    """Listen on a loopback port that accepts connections and never answers."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Keep the connection open, say nothing."""
+        held.append(writer)
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    yield int(server.sockets[0].getsockname()[1])
+    for writer in held:
+        writer.close()
+    server.close()
+    await server.wait_closed()

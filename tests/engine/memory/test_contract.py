@@ -314,5 +314,5 @@ async def test_concurrent_adds_and_searches_all_land(memory_store: MemoryStore) 
         """Search while others write."""
         await memory_store.search(MemoryQuery(text="parcel door", scopes=(HOME,)))
 
-    await asyncio.gather(*(add(n) for n in range(60)), *(search() for _ in range(60)))
-    assert len(await memory_store.export([HOME])) == 60
+    await asyncio.gather(*(add(n) for n in range(40)), *(search() for _ in range(40)))
+    assert len(await memory_store.export([HOME])) == 40

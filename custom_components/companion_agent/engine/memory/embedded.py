@@ -15,21 +15,21 @@ current state on the same scope and topic retires (kept, with ``valid_until`` an
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
-import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
-from ..chars import valid_text
 from ..errors import EmbeddingError, MemoryInputError
 from . import sqlite_graph, sqlite_records
-from .boundary import MAX_FIELD_CHARS, clean_scope, clean_text
+from .boundary import clean_scope, clean_text
 from .embeddings import Embedder
 from .graph import EmbeddedGraph, forget_where
-from .keywords import fold, match_expression, segment
-from .sqlite_records import PreparedMemory
+from .keywords import match_expression
+from .sqlite_records import PreparedMemory, prepare
 from .sqlite_worker import MAX_PENDING, CorruptionReporter, SQLiteWorker
 from .types import (
     Forget,
@@ -45,6 +45,9 @@ from .vectors import VectorCache, fuse, pack
 LOGGER = logging.getLogger(__name__)
 
 MAX_BATCH = 500
+QUERY_TIMEOUT = 1.5
+type Ranking = Literal["keyword", "vector"]
+RANKINGS: frozenset[Ranking] = frozenset({"keyword", "vector"})
 CANDIDATES = 30
 
 
@@ -56,11 +59,20 @@ class EmbeddedStore:
         path: Path,
         *,
         embedder: Embedder | None = None,
+        rankings: frozenset[Ranking] = RANKINGS,
+        query_timeout: float = QUERY_TIMEOUT,
         max_pending: int = MAX_PENDING,
     ) -> None:
-        """Prepare the store at ``path``; call ``open`` (or use ``EmbeddedStore.create``)."""
+        """Prepare the store at ``path``; call ``open`` (or use ``EmbeddedStore.create``).
+
+        ``rankings`` says which rankings a search fuses (both by default; one alone is for
+        comparing them); vectors need an ``embedder``. A query's embedding that takes longer
+        than ``query_timeout`` is given up: the search goes on with keywords.
+        """
         self.path = path
         self.embedder = embedder
+        self.rankings = rankings
+        self.query_timeout = query_timeout
         self._worker = SQLiteWorker(path, max_pending=max_pending)
         self.graph = EmbeddedGraph(self._worker)
         self._vectors = VectorCache()
@@ -71,10 +83,12 @@ class EmbeddedStore:
         path: Path,
         *,
         embedder: Embedder | None = None,
+        rankings: frozenset[Ranking] = RANKINGS,
+        query_timeout: float = QUERY_TIMEOUT,
         on_corrupt: CorruptionReporter | None = None,
     ) -> EmbeddedStore:
         """Open (or create) the store at ``path``; a bad file is moved aside and reported."""
-        store = cls(path, embedder=embedder)
+        store = cls(path, embedder=embedder, rankings=rankings, query_timeout=query_timeout)
         await store.open(on_corrupt)
         return store
 
@@ -86,7 +100,7 @@ class EmbeddedStore:
         """Store ``memories`` in one transaction (states through the state channel)."""
         if len(memories) > MAX_BATCH:
             raise MemoryInputError(f"{len(memories)} memories at once, at most {MAX_BATCH}")
-        prepared = [self._prepare(memory) for memory in memories]
+        prepared = [prepare(memory) for memory in memories]
         if not prepared:
             return []
         prepared = await self._with_vectors(prepared)
@@ -145,26 +159,31 @@ class EmbeddedStore:
         if expression is None or not scopes or not query.kinds:
             return []
         probe: bytes | None = None
-        if self.embedder is not None:
+        if self.embedder is not None and "vector" in self.rankings:
             try:
-                (vector,) = await self.embedder.embed([text], "query")
+                async with asyncio.timeout(self.query_timeout):
+                    (vector,) = await self.embedder.embed([text], "query")
                 probe = pack(vector)
+            except TimeoutError:
+                LOGGER.warning("Memory search goes on without vectors: embedding was too slow")
             except EmbeddingError as err:
                 LOGGER.warning("Memory search goes on without vectors: %s", err)
         candidates = max(CANDIDATES, limit * 3)
 
         def work(db: sqlite3.Connection) -> list[MemoryHit]:
             """Rank by keywords and vectors, fuse, keep what the query admits."""
-            rankings = [
-                sqlite_records.keyword_ranking(
-                    db,
-                    expression,
-                    scopes=scopes,
-                    kinds=query.kinds,
-                    include_history=query.include_history,
-                    limit=candidates,
+            rankings: list[list[int]] = []
+            if "keyword" in self.rankings:
+                rankings.append(
+                    sqlite_records.keyword_ranking(
+                        db,
+                        expression,
+                        scopes=scopes,
+                        kinds=query.kinds,
+                        include_history=query.include_history,
+                        limit=candidates,
+                    )
                 )
-            ]
             if probe is not None:
                 rankings.append(self._vector_ranking(db, query, scopes, probe, candidates))
             fused = fuse(rankings)
@@ -186,20 +205,18 @@ class EmbeddedStore:
         probe: bytes,
         candidates: int,
     ) -> list[int]:
-        """Return rowids by cosine to ``probe``, only of kinds and validity the query admits."""
+        """Return rowids by cosine to ``probe``, of the kinds and validity the query admits."""
         model = self.embedder.model_id if self.embedder is not None else ""
         history = query.include_history
         cache = VectorCache() if history else self._vectors
 
-        def load(scope: tuple[str, str, str]) -> Iterable[tuple[int, bytes]]:
+        def load(scope: tuple[str, str, str]) -> Iterable[tuple[int, str, bytes]]:
             """Read a scope's vectors of this model (retired ones only for history)."""
             return sqlite_records.vector_rows(db, scope, model, history=history)
 
-        nearest = cache.nearest([_key(scope) for scope in scopes], probe, candidates * 4, load)
-        found = sqlite_records.records(db, [rowid for rowid, _ in nearest])
-        return [
-            rowid for rowid, _ in nearest if rowid in found and found[rowid].kind in query.kinds
-        ][:candidates]
+        keys = [_key(scope) for scope in scopes]
+        nearest = cache.nearest(keys, probe, candidates, load, query.kinds)
+        return [rowid for rowid, _ in nearest]
 
     async def current_states(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
         """Return the current state conclusions of ``scopes``, newest first (bounded)."""
@@ -242,26 +259,6 @@ class EmbeddedStore:
     async def close(self) -> None:
         """Close the file and end the worker thread (the graph shares them)."""
         await self._worker.close()
-
-    def _prepare(self, memory: NewMemory) -> PreparedMemory:
-        """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
-        text = clean_text(memory.text)
-        if not text:
-            raise MemoryInputError("a memory needs some text")
-        topic = clean_text(memory.topic)[:MAX_FIELD_CHARS] if memory.topic else None
-        if memory.kind == "state" and not topic:
-            raise MemoryInputError("a state memory needs a topic")
-        return PreparedMemory(
-            id=uuid.uuid4().hex,
-            scope=clean_scope(memory.scope),
-            text=text,
-            terms=segment(text),
-            kind=memory.kind,
-            topic=topic or None,
-            topic_key=" ".join(fold(topic).split()) if topic else None,
-            source=valid_text(memory.source)[:MAX_FIELD_CHARS],
-            at=memory.at or datetime.now(UTC),
-        )
 
     async def _with_vectors(self, prepared: list[PreparedMemory]) -> list[PreparedMemory]:
         """Return ``prepared`` with passage vectors, or as they are when embedding fails."""

@@ -16,8 +16,8 @@ connection starts in quick-ACK mode and does not. So plain-``http`` servers (loc
 a connect costs well under a millisecond) get a fresh connection per request by default;
 ``https`` ones (remote, TLS handshakes) keep their connections.
 
-Every call is bounded: ``timeout`` over the whole call, at most ``batch_size`` texts a
-request, at most ``MAX_INPUT_CHARS`` a text.
+Every call is bounded: ``timeout`` over each request, at most ``batch_size`` texts a
+request, ``MAX_BATCH`` texts a call, ``MAX_INPUT_CHARS`` a text.
 """
 
 from __future__ import annotations
@@ -138,14 +138,15 @@ class OpenAIEmbedder:
         inputs = [prefix + valid_text(text)[:MAX_INPUT_CHARS] for text in texts]
         size = max(1, self.settings.batch_size)
         vectors: list[list[float]] = []
-        try:
-            async with asyncio.timeout(self.settings.timeout):
-                for start in range(0, len(inputs), size):
-                    vectors.extend(await self._request(inputs[start : start + size], input_type))
-        except TimeoutError as err:
-            raise EmbeddingError(
-                "the embedding server did not answer in time", retryable=True
-            ) from err
+        for start in range(0, len(inputs), size):
+            batch = inputs[start : start + size]
+            try:
+                async with asyncio.timeout(self.settings.timeout):
+                    vectors.extend(await self._request(batch, input_type))
+            except TimeoutError as err:
+                raise EmbeddingError(
+                    "the embedding server did not answer in time", retryable=True
+                ) from err
         return vectors
 
     async def _request(self, inputs: list[str], input_type: InputType) -> list[list[float]]:

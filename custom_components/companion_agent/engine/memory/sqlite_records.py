@@ -8,11 +8,16 @@ rollback can bring that one back. Times are ISO 8601 in UTC.
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .types import MemoryKind, MemoryRecord, MemoryScope
+from ..chars import valid_text
+from ..errors import MemoryInputError
+from .boundary import MAX_FIELD_CHARS, clean_scope, clean_text
+from .keywords import fold, segment
+from .types import MemoryKind, MemoryRecord, MemoryScope, NewMemory
 
 MAX_EXPORT = 100_000
 MAX_STATES = 50
@@ -37,6 +42,27 @@ class PreparedMemory:
     at: datetime
     vector: bytes | None = None
     vector_model: str | None = None
+
+
+def prepare(memory: NewMemory) -> PreparedMemory:
+    """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
+    text = clean_text(memory.text)
+    if not text:
+        raise MemoryInputError("a memory needs some text")
+    topic = clean_text(memory.topic, MAX_FIELD_CHARS) if memory.topic else None
+    if memory.kind == "state" and not topic:
+        raise MemoryInputError("a state memory needs a topic")
+    return PreparedMemory(
+        id=uuid.uuid4().hex,
+        scope=clean_scope(memory.scope),
+        text=text,
+        terms=segment(text),
+        kind=memory.kind,
+        topic=topic or None,
+        topic_key=" ".join(fold(topic).split()) if topic else None,
+        source=valid_text(memory.source)[:MAX_FIELD_CHARS],
+        at=memory.at or datetime.now(UTC),
+    )
 
 
 def iso(moment: datetime) -> str:
@@ -182,15 +208,15 @@ def keyword_ranking(
 
 def vector_rows(
     db: sqlite3.Connection, scope: tuple[str, str, str], model: str, *, history: bool = False
-) -> Iterable[tuple[int, bytes]]:
-    """Yield ``(rowid, vector)`` of a scope's current records embedded by ``model``.
+) -> Iterable[tuple[int, str, bytes]]:
+    """Yield ``(rowid, kind, vector)`` of a scope's current records embedded by ``model``.
 
     ``history`` yields the retired records' vectors too.
     """
     agent, environment, owner = scope
     current = "" if history else "AND valid_until IS NULL"
     yield from db.execute(
-        "SELECT rowid, vector FROM memories WHERE agent_id = ? AND environment = ? "
+        "SELECT rowid, kind, vector FROM memories WHERE agent_id = ? AND environment = ? "
         f"AND owner = ? AND vector_model = ? AND vector IS NOT NULL {current}",
         (agent, environment, owner, model),
     )

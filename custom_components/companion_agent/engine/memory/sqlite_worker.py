@@ -80,7 +80,9 @@ class SQLiteWorker:
         try:
             await asyncio.get_running_loop().run_in_executor(self._executor, self._close_db)
         finally:
-            self._executor.shutdown(wait=False)
+            # The thread has just run the last job queued (later calls are refused), so it
+            # is idle: joining it returns at once and leaves no thread behind.
+            self._executor.shutdown(wait=True)
 
     def _close_db(self) -> None:
         """Close the connection (worker thread)."""

