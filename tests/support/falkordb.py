@@ -5,25 +5,26 @@ itself listens only on a Unix socket in a temporary folder; the Bolt listener bi
 interface on the port given (FalkorDB keeps that port in an ``int16``, so it must be below
 32768: ephemeral ports are not taken, a free one is picked from 20000-32767).
 
-Each test gets a graph of its own (``database`` names a FalkorDB graph). FalkorDB 4.16.3
-leaves the next new Bolt connection's handshake unanswered each time a client says
-GOODBYE (closing a driver does), so after each test the fixture spends those stuck
-handshakes on throwaway sockets until one is answered.
+Each test starts from an empty graph: the fixture deletes every node first. (FalkorDB's
+Bolt listener ignores the ``database`` of an explicit transaction, so a graph name per test
+does not isolate.) FalkorDB 4.16.3 leaves the next new Bolt connection's handshake
+unanswered each time a client says GOODBYE (closing a driver does), so around each test
+the fixture spends those stuck handshakes on throwaway sockets until one is answered.
 
 Import the fixtures into a conftest or a test module to use them there.
 """
 
 import asyncio
-import random
 import socket
 import subprocess
+import sys
 import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import neo4j
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,6 @@ class FalkorDBPeer:
     log: Path
     port: int
     host: str = "127.0.0.1"
-    ready: bool = False
 
     @property
     def uri(self) -> str:
@@ -57,17 +57,32 @@ def _binaries() -> tuple[Path, Path]:
     return found[0] / "redis-server", found[0] / "falkordb.so"
 
 
+FREE_PORT = """
+import random, socket
+for _ in range(50):
+    port = random.randint({low}, {high})
+    with socket.socket() as probe:
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError:
+            continue
+        print(port)
+        break
+"""
+
+
 def _free_port() -> int:
-    """Return a port below 32768 that nothing listens on, on any interface."""
-    for _ in range(50):
-        port = random.randint(*PORTS)
-        with socket.socket() as probe:
-            try:
-                probe.bind(("0.0.0.0", port))
-            except OSError:
-                continue
-            return port
-    pytest.fail("no free port for FalkorDB's Bolt listener")
+    """Return a port below 32768 that nothing listens on, on any interface.
+
+    A child process looks (the test harness blocks sockets in this one until a test asks).
+    """
+    script = FREE_PORT.format(low=PORTS[0], high=PORTS[1])
+    found = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if not found:
+        pytest.fail("no free port for FalkorDB's Bolt listener")
+    return int(found)
 
 
 def _start(folder: Path) -> FalkorDBPeer:
@@ -139,14 +154,15 @@ async def falkordb(socket_enabled: None, falkordb_process: FalkorDBPeer) -> Asyn
     peer = falkordb_process
     if peer.process.poll() is not None:
         pytest.fail(f"FalkorDB exited:\n{peer.log.read_text(errors='replace')}")
-    if not peer.ready:
-        await asyncio.to_thread(spend_stuck_handshakes, peer)
-        peer.ready = True
+    await asyncio.to_thread(spend_stuck_handshakes, peer)
+    driver = neo4j.AsyncGraphDatabase.driver(peer.uri, auth=None)
+    async with driver, driver.session() as session:
+        await session.execute_write(_wipe)
+    await asyncio.to_thread(spend_stuck_handshakes, peer)
     yield peer.uri
     await asyncio.to_thread(spend_stuck_handshakes, peer)
 
 
-@pytest.fixture
-def graph_name() -> str:
-    """Return a fresh graph (database) name, so each test starts from an empty graph."""
-    return f"companion_test_{uuid.uuid4().hex}"
+async def _wipe(tx: neo4j.AsyncManagedTransaction) -> None:
+    """Delete every node and relation."""
+    await (await tx.run("MATCH (n) DETACH DELETE n")).consume()

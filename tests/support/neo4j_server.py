@@ -5,7 +5,6 @@ every ``:CompanionEntity`` node of that database before each test: use a throwaw
 """
 
 import os
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -26,7 +25,7 @@ def neo4j_settings() -> Neo4jSettings:
 
 
 @pytest.fixture
-async def neo4j_server(socket_enabled: None) -> AsyncIterator[Neo4jSettings]:
+async def neo4j_server(socket_enabled: None) -> Neo4jSettings:
     """Return the real Neo4j's settings with its companion graph emptied (skip when unset)."""
     if not NEO4J_URI:
         pytest.skip("NEO4J_URI is not set")
@@ -38,4 +37,4 @@ async def neo4j_server(socket_enabled: None) -> AsyncIterator[Neo4jSettings]:
         await driver.execute_query(
             "MATCH (n:CompanionEntity) DETACH DELETE n", database_=settings.database
         )
-    yield settings
+    return settings

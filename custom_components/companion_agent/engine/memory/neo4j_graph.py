@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from itertools import product
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from ..chars import valid_text
 from ..errors import MemoryBackendError, MemoryInputError
@@ -45,6 +46,7 @@ LOGGER = logging.getLogger(__name__)
 
 NEO4J_REQUIREMENT = "neo4j==6.4.1"
 BACKEND = "neo4j"
+BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
 
 type Work[T] = Callable[[AsyncManagedTransaction], Awaitable[T]]
 
@@ -207,6 +209,12 @@ class Neo4jGraph:
         import neo4j  # noqa: PLC0415 - loaded above, off the event loop
 
         settings = self.settings
+        if urlsplit(settings.uri).scheme not in BOLT_SCHEMES:
+            raise MemoryBackendError(
+                f"the address must start with one of {', '.join(sorted(BOLT_SCHEMES))}://",
+                backend=BACKEND,
+                problem="invalid_config",
+            )
         auth = None if settings.user is None else (settings.user, settings.password or "")
         try:
             driver = neo4j.AsyncGraphDatabase.driver(

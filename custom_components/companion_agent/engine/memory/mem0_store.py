@@ -1,0 +1,387 @@
+"""A ``MemoryStore`` over mem0 (``mem0ai``) with Qdrant: files in a folder, or a server.
+
+Everything mem0 does is blocking, so it runs on one worker thread owned by the store: one
+``Memory`` (and one Qdrant client) per store, every call in turn, each within the timeout
+(waiting included). mem0 is imported on that thread on ``open``; a host installs it on
+demand (``MEM0_REQUIREMENTS``). See ``mem0_setup`` for telemetry, files and Qdrant, and
+``mem0_records`` for how scopes and the state channel map onto mem0.
+
+What differs from the embedded store: search is by vector only (mem0's BM25 needs
+fastembed, which downloads its model at run time, and its entity boost spaCy; neither is
+installed), so a query always finds the nearest records of its scopes that clear mem0's
+threshold; mem0 has no transactions, so an ``add`` that fails part way deletes what it
+added, and supersede/rollback are metadata updates in sequence on the one worker thread;
+``count`` has no graph figures (the graph is a separate ``GraphStore``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from ..errors import MemoryBackendError, MemoryInputError, MemoryStoreError
+from . import mem0_records as records
+from .backend_check import BackendCheck
+from .boundary import clean_scope, clean_text
+from .embeddings import Embedder, InputType
+from .graph import forget_where
+from .keywords import query_terms
+from .mem0_records import PreparedMemory
+from .mem0_setup import (
+    BACKEND,
+    EmbedderBridge,
+    Item,
+    Mem0Memory,
+    Mem0Settings,
+    import_mem0,
+    open_memory,
+    qdrant_client,
+    results,
+)
+from .mem0_setup import backend_error as _error
+from .types import Forget, MemoryHit, MemoryQuery, MemoryRecord, MemoryScope, NewMemory, bounded
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient
+
+LOGGER = logging.getLogger(__name__)
+
+MAX_BATCH = 500
+MAX_STATES = 50
+MAX_EXPORT = 10_000
+FORGET_BATCH = 500
+MAX_HISTORY = 1000
+OPEN_TIMEOUT = 60.0
+
+
+class Mem0Store:
+    """Memories in mem0 on Qdrant, embedded by the host's ``Embedder``."""
+
+    def __init__(self, settings: Mem0Settings, embedder: Embedder) -> None:
+        """Prepare the store; call ``open`` (or use ``Mem0Store.create``)."""
+        self.settings = settings
+        self.embedder = embedder
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mem0")
+        self._memory: Mem0Memory | None = None
+        self._client: QdrantClient | None = None
+        self._bridge: EmbedderBridge | None = None
+        self._last_created = datetime.min.replace(tzinfo=UTC)
+
+    @classmethod
+    async def create(cls, settings: Mem0Settings, embedder: Embedder) -> Mem0Store:
+        """Open a store (mem0 imported, Qdrant opened, the collection made)."""
+        store = cls(settings, embedder)
+        try:
+            await store.open()
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def open(self) -> None:
+        """Learn the embedder's vector size, then open Qdrant and mem0 on the worker."""
+        (probe,) = await self.embedder.embed(["dimension probe"], "passage")
+        bridge = EmbedderBridge(self.embedder, asyncio.get_running_loop(), self.settings.timeout)
+        self._bridge = bridge
+
+        def work() -> None:
+            """Open the client and the Memory."""
+            import_mem0(self.settings.folder)
+            self._client = qdrant_client(self.settings)
+            self._memory = open_memory(self.settings, self._client, len(probe), bridge)
+
+        await self._run(work, seconds=max(OPEN_TIMEOUT, self.settings.timeout))
+
+    async def check(self) -> BackendCheck:
+        """Check mem0 imports, the embedder answers and (a server) Qdrant lets us in."""
+        settings = self.settings
+
+        def work() -> None:
+            """Import mem0; reach a Qdrant server, or make the local folder."""
+            import_mem0(settings.folder)
+            if settings.qdrant_url:
+                client = qdrant_client(settings)
+                try:
+                    client.get_collections()
+                finally:
+                    client.close()
+            else:
+                (settings.folder / "qdrant").mkdir(parents=True, exist_ok=True)
+
+        try:
+            await self.embedder.embed(["connection check"], "query")
+            await self._run(work)
+        except MemoryBackendError as err:
+            return BackendCheck.failed(err)
+        except MemoryStoreError as err:
+            return BackendCheck(
+                backend=BACKEND,
+                problem="cannot_connect" if err.retryable else "failed",
+                detail=str(err),
+            )
+        return BackendCheck(backend=BACKEND)
+
+    async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
+        """Store ``memories``: all or none (states through the state channel)."""
+        if len(memories) > MAX_BATCH:
+            raise MemoryInputError(f"{len(memories)} memories at once, at most {MAX_BATCH}")
+        prepared = [records.prepare(memory) for memory in memories]
+        if not prepared:
+            return []
+        texts = [one.text for one in prepared]
+        vectors = await self.embedder.embed(texts, "passage")
+
+        def work(memory: Mem0Memory) -> list[MemoryRecord]:
+            """Add each in turn; on a failure, delete what was added."""
+            self._prime("passage", texts, vectors)
+            added: list[str] = []
+            try:
+                for one in prepared:
+                    added.append(self._insert(memory, one))
+            except BaseException:
+                for record_id in added:
+                    memory.delete(record_id)
+                raise
+            return [self._record(memory, record_id) for record_id in added]
+
+        return await self._call(work)
+
+    async def supersede(self, memory: NewMemory) -> MemoryRecord:
+        """Store a state conclusion; the current one on the same topic and scope retires."""
+        if memory.kind != "state" or not (memory.topic or "").strip():
+            raise MemoryInputError("supersede takes a state memory with a topic")
+        (record,) = await self.add([memory])
+        return record
+
+    async def rollback(self, record_id: str) -> MemoryRecord | None:
+        """Retire a current state and restore the one it superseded; return that one."""
+        if not records.is_record_id(record_id):
+            return None
+
+        def work(memory: Mem0Memory) -> MemoryRecord | None:
+            """Retire the record, restore its predecessor, read the predecessor back."""
+            item = memory.get(record_id)
+            found = records.record(item)
+            if found is None or found.kind != "state" or not found.current:
+                return None
+            memory.vector_store.update(record_id, None, records.retired(self._now(), None))
+            previous = records.supersedes(item)
+            if previous is None or memory.get(previous) is None:
+                return None
+            memory.vector_store.update(previous, None, records.RESTORED)
+            return records.record(memory.get(previous))
+
+        return await self._call(work)
+
+    async def search(self, query: MemoryQuery) -> list[MemoryHit]:
+        """Return at most ``query.limit`` records nearest ``query.text``, best first."""
+        text = clean_text(query.text)
+        scopes = list(dict.fromkeys(clean_scope(scope) for scope in query.scopes))
+        limit = bounded(query.limit)
+        if not query_terms(text) or not scopes or not query.kinds:
+            return []
+        extra: records.Metadata = {"kind": sorted(query.kinds)}
+        if not query.include_history:
+            extra["current"] = True
+        vectors = await self.embedder.embed([text], "query")
+
+        def work(memory: Mem0Memory) -> list[MemoryHit]:
+            """Search each scope, then keep the best across them."""
+            self._prime("query", [text], vectors)
+            hits: list[MemoryHit] = []
+            for scope in scopes:
+                filters = {**records.scope_filters(scope), **extra}
+                for item in results(memory.search(text, top_k=limit, filters=filters)):
+                    found = records.record(item)
+                    score = item.get("score")
+                    if found is not None and isinstance(score, int | float):
+                        hits.append(MemoryHit(record=found, score=float(score), channel=found.kind))
+            hits.sort(key=lambda hit: hit.score, reverse=True)
+            return hits[:limit]
+
+        return await self._call(work)
+
+    async def current_states(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
+        """Return the current state conclusions of ``scopes``, newest first (bounded)."""
+        cleaned = list(dict.fromkeys(clean_scope(scope) for scope in scopes))
+
+        def work(memory: Mem0Memory) -> list[MemoryRecord]:
+            """List each scope's current states."""
+            found: list[MemoryRecord] = []
+            for scope in cleaned:
+                filters = {**records.scope_filters(scope), "kind": "state", "current": True}
+                found.extend(self._listed(memory, filters, MAX_STATES))
+            found.sort(key=lambda r: (r.valid_from, r.created_at), reverse=True)
+            return found[:MAX_STATES]
+
+        return await self._call(work)
+
+    async def export(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
+        """Return every record of ``scopes``, superseded ones included, oldest first."""
+        cleaned = list(dict.fromkeys(clean_scope(scope) for scope in scopes))
+
+        def work(memory: Mem0Memory) -> list[MemoryRecord]:
+            """List each scope's records."""
+            found: list[MemoryRecord] = []
+            for scope in cleaned:
+                found.extend(self._listed(memory, records.scope_filters(scope), MAX_EXPORT))
+            found.sort(key=lambda r: (r.created_at, r.id))
+            return found[:MAX_EXPORT]
+
+        return await self._call(work)
+
+    async def forget(self, what: Forget) -> int:
+        """Delete what ``what`` names, history included; return how many records went."""
+        forget_where(what)
+
+        def work(memory: Mem0Memory) -> int:
+            """Delete a record and the states it superseded, or a person's or persona's."""
+            if what.record_id is not None:
+                return self._forget_history(memory, what.record_id, what.environment)
+            key = "user_id" if what.owner is not None else "agent_id"
+            value = records.mem0_id(what.owner or what.agent_id or "")
+            filters: records.Metadata = {key: value, "environment": what.environment}
+            gone = 0
+            while batch := results(memory.get_all(filters=filters, top_k=FORGET_BATCH,
+                                                  show_expired=True)):  # fmt: skip
+                for item in batch:
+                    memory.delete(str(item.get("id")))
+                gone += len(batch)
+            return gone
+
+        return await self._call(work)
+
+    async def count(self) -> dict[str, int]:
+        """Return record counts by kind and current/retired: figures, never content."""
+
+        def work(memory: Mem0Memory) -> dict[str, int]:
+            """Count in Qdrant by payload."""
+            from qdrant_client import models  # noqa: PLC0415 - loaded by open, off the loop
+
+            assert self._client is not None
+
+            def number(key: str, value: str | bool) -> int:
+                """Count the points whose payload ``key`` is ``value``."""
+                match = models.FieldCondition(key=key, match=models.MatchValue(value=value))
+                return self._client.count(  # type: ignore[union-attr]
+                    self.settings.collection, count_filter=models.Filter(must=[match]), exact=True
+                ).count
+
+            figures = {kind: number("kind", kind) for kind in ("detail", "state", "summary")}
+            figures["current"] = number("current", True)
+            figures["retired"] = number("current", False)
+            return figures
+
+        return await self._call(work)
+
+    async def close(self) -> None:
+        """Close mem0's history database and the Qdrant client; end the worker thread."""
+
+        def work() -> None:
+            """Close what is open."""
+            memory, client, self._memory, self._client = self._memory, self._client, None, None
+            if memory is not None:
+                memory.close()
+            if client is not None:
+                client.close()
+
+        try:
+            await self._run(work)
+        finally:
+            await asyncio.get_running_loop().run_in_executor(None, self._worker.shutdown)
+
+    async def _call[T](self, work: Callable[[Mem0Memory], T]) -> T:
+        """Run ``work`` with the open Memory on the worker thread."""
+
+        def bound() -> T:
+            """Hand the Memory to ``work``."""
+            if self._memory is None:
+                raise MemoryBackendError("the store is not open", backend=BACKEND, problem="failed")
+            return work(self._memory)
+
+        return await self._run(bound)
+
+    async def _run[T](self, work: Callable[[], T], *, seconds: float | None = None) -> T:
+        """Run ``work`` on the worker thread within the timeout; map its failures."""
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(seconds or self.settings.timeout):
+                return await loop.run_in_executor(self._worker, work)
+        except TimeoutError as err:
+            raise MemoryBackendError(
+                "mem0 did not answer in time", backend=BACKEND, problem="cannot_connect"
+            ) from err
+        except MemoryStoreError:
+            raise
+        except Exception as err:
+            raise _error(err) from err
+
+    def _insert(self, memory: Mem0Memory, one: PreparedMemory) -> str:
+        """Add one record (a state retires the current one on its topic); return its id."""
+        current: list[Item] = []
+        if one.kind == "state" and one.topic_key is not None:
+            filters = {**records.scope_filters(one.scope), "kind": "state",
+                       "topic_key": one.topic_key, "current": True}  # fmt: skip
+            current = results(memory.get_all(filters=filters, top_k=MAX_STATES, show_expired=True))
+        newest = max(current, key=_valid_from, default=None)
+        meta = records.metadata(one, self._now(), None if newest is None else str(newest["id"]))
+        answer = memory.add([{"role": "user", "content": one.text}],
+                            user_id=records.mem0_id(one.scope.owner),
+                            agent_id=records.mem0_id(one.scope.agent_id),
+                            metadata=meta, infer=False)  # fmt: skip
+        (item,) = results(answer)
+        record_id = str(item["id"])
+        for old in current:
+            memory.vector_store.update(
+                str(old["id"]), None, records.retired(self._now(), record_id)
+            )
+        return record_id
+
+    def _prime(self, side: InputType, texts: list[str], vectors: list[list[float]]) -> None:
+        """Hand the bridge this call's vectors (on the worker thread)."""
+        if self._bridge is not None:
+            self._bridge.prime(side, texts, vectors)
+
+    def _record(self, memory: Mem0Memory, record_id: str) -> MemoryRecord:
+        """Read one record back."""
+        found = records.record(memory.get(record_id))
+        if found is None:
+            raise MemoryBackendError(f"record {record_id} vanished", backend=BACKEND,
+                                     problem="failed")  # fmt: skip
+        return found
+
+    def _listed(
+        self, memory: Mem0Memory, filters: records.Metadata, top: int
+    ) -> list[MemoryRecord]:
+        """Return the records ``filters`` match (at most ``top``)."""
+        answer = memory.get_all(filters=filters, top_k=top, show_expired=True)
+        return [r for r in map(records.record, results(answer)) if r is not None]
+
+    def _forget_history(self, memory: Mem0Memory, record_id: str, environment: str) -> int:
+        """Delete ``record_id`` and every state it superseded, directly or not."""
+        gone = 0
+        next_id: str | None = record_id
+        while next_id is not None and records.is_record_id(next_id) and gone < MAX_HISTORY:
+            item = memory.get(next_id)
+            if item is None or records.environment(item) != environment:
+                break
+            memory.delete(next_id)
+            gone += 1
+            next_id = records.supersedes(item)
+        return gone
+
+    def _now(self) -> datetime:
+        """Return the store's clock, strictly increasing (export keeps insertion order)."""
+        now = max(datetime.now(UTC), self._last_created + timedelta(microseconds=1))
+        self._last_created = now
+        return now
+
+
+def _valid_from(item: Item) -> datetime:
+    """Return when the item's record began to hold (the oldest time when unknown)."""
+    found = records.record(item)
+    return datetime.min.replace(tzinfo=UTC) if found is None else found.valid_from
