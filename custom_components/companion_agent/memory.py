@@ -1,12 +1,12 @@
 """Memory for an entry: the backend its options name, and each turn's window and hook.
 
 The embedded store (one SQLite file, ``<config>/companion_agent/memory.db``) is the
-default, with its own graph; a Neo4j graph can replace that graph (the driver is installed
-on demand with ``async_process_requirements``, not as a manifest requirement). mem0 is
-offered but not wired yet: choosing it raises a repair issue and memory stays off. A
-backend that cannot be reached at setup, or a requirement that fails to install, raises a
-repair issue; turns answer either way (writes wait in the outbox, reads that miss are
-counted). Memory is closed, bounded, at unload and HA stop.
+default, with its own graph; mem0 (on Qdrant: files in ``<config>/companion_agent/mem0/``
+or a server) needs an embeddings endpoint; a Neo4j graph can go on top of either. mem0 and
+the Neo4j driver are installed on demand (``async_process_requirements``, not manifest
+requirements). A backend that cannot be reached at setup, or a requirement that fails to
+install, raises a repair issue; turns answer either way (writes wait in the outbox, reads
+that miss are counted). Memory is closed, bounded, at unload and HA stop.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from .const import (
     CONF_EMBEDDINGS_KEY,
     CONF_EMBEDDINGS_MODEL,
     CONF_EMBEDDINGS_URL,
+    CONF_MEM0_API_KEY,
+    CONF_MEM0_URL,
     CONF_MEMORY_BACKEND,
     CONF_MEMORY_ENVIRONMENT,
     CONF_MEMORY_GRAPH,
@@ -49,6 +51,8 @@ from .engine.memory.companion import CompanionMemory, MemorySettings
 from .engine.memory.embedded import EmbeddedStore
 from .engine.memory.embeddings import EmbeddingSettings, OpenAIEmbedder
 from .engine.memory.hook import MemoryHook
+from .engine.memory.mem0_setup import MEM0_REQUIREMENTS, Mem0Settings
+from .engine.memory.mem0_store import Mem0Store
 from .engine.memory.neo4j_graph import NEO4J_REQUIREMENT, Neo4jGraph, Neo4jSettings
 from .engine.memory.outbox import MemoryOutbox
 from .engine.memory.types import GraphStore, MemoryStore
@@ -57,6 +61,7 @@ from .engine.plugins import Hook, Profile
 from .runtime import CompanionConfigEntry
 
 MEMORY_CLOSE_GRACE = 5.0
+MEM0_FOLDER = "mem0"
 STORE_THREAD_PREFIX = "companion_memory"
 THREAD_END_POLLS = 50
 THREAD_END_POLL = 0.01
@@ -152,23 +157,41 @@ async def _async_open_backend(
 ) -> tuple[MemoryStore, GraphStore | None]:
     """Open the store (and graph) the options name; install what they need first."""
     backend = options.get(CONF_MEMORY_BACKEND, MEMORY_EMBEDDED)
-    if backend == MEMORY_MEM0:
-        raise MemoryBackendUnavailable("the mem0 backend is not part of this version yet")
     graph: GraphStore | None = None
     if options.get(CONF_MEMORY_GRAPH):
         await async_process_requirements(hass, DOMAIN, [NEO4J_REQUIREMENT])
         graph = Neo4jGraph(neo4j_settings(options))
-    embedder = None
-    if url := options.get(CONF_EMBEDDINGS_URL):
-        embedder = OpenAIEmbedder(
-            EmbeddingSettings(
-                base_url=url,
-                model=options.get(CONF_EMBEDDINGS_MODEL) or "text-embedding-3-small",
-                api_key=options.get(CONF_EMBEDDINGS_KEY) or None,
-            )
-        )
+    embedder = embedder_for(options)
+    if backend == MEMORY_MEM0:
+        if embedder is None:
+            raise MemoryBackendUnavailable("mem0 needs an embeddings endpoint")
+        await async_process_requirements(hass, DOMAIN, list(MEM0_REQUIREMENTS))
+        mem0 = await Mem0Store.create(mem0_settings(options, data_dir), embedder)
+        return mem0, graph
     store = await EmbeddedStore.create(data_dir / MEMORY_FILE, embedder=embedder)
     return store, graph or store.graph
+
+
+def embedder_for(options: Mapping[str, Any]) -> OpenAIEmbedder | None:
+    """Return the embeddings endpoint the options name, if any."""
+    if not (url := options.get(CONF_EMBEDDINGS_URL)):
+        return None
+    return OpenAIEmbedder(
+        EmbeddingSettings(
+            base_url=url,
+            model=options.get(CONF_EMBEDDINGS_MODEL) or "text-embedding-3-small",
+            api_key=options.get(CONF_EMBEDDINGS_KEY) or None,
+        )
+    )
+
+
+def mem0_settings(options: Mapping[str, Any], data_dir: Path) -> Mem0Settings:
+    """Return mem0's settings: Qdrant on a server the options name, else in files."""
+    return Mem0Settings(
+        folder=data_dir / MEM0_FOLDER,
+        qdrant_url=options.get(CONF_MEM0_URL) or None,
+        qdrant_api_key=options.get(CONF_MEM0_API_KEY) or None,
+    )
 
 
 def neo4j_settings(options: Mapping[str, Any]) -> Neo4jSettings:
@@ -186,6 +209,10 @@ async def _async_unreachable(memory: CompanionMemory) -> str | None:
         await memory.store.count()
     except Exception as err:  # any failure of a backend is reported, never raised
         return f"{type(err).__name__}: {err}"
+    if isinstance(memory.store, Mem0Store):
+        check = await memory.store.check()
+        if not check.ok:
+            return f"{check.backend}: {check.problem}"
     if isinstance(memory.graph, Neo4jGraph):
         check = await memory.graph.check()
         if not check.ok:

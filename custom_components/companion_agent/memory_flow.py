@@ -1,6 +1,7 @@
 """The memory step of the options flow: which backend, its graph, its embeddings; checks.
 
-Embedded (the default) needs nothing; mem0 needs its server; "Neo4j graph on top of
+Embedded (the default) needs nothing; mem0 needs an embeddings endpoint (and a Qdrant
+server, or none: files); "Neo4j graph on top of
 either" needs a ``bolt://`` / ``neo4j://`` URI, a user and a password; an embeddings
 endpoint (URL, model, key) is optional for embedded and mem0. Every server named is
 checked before the options are saved: errors show in the form.
@@ -9,6 +10,7 @@ checked before the options are saved: errors show in the form.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -43,9 +45,12 @@ from .const import (
     MEMORY_BACKENDS,
     MEMORY_EMBEDDED,
     MEMORY_MEM0,
+    STORAGE_FOLDER,
 )
+from .engine.memory.mem0_setup import MEM0_REQUIREMENTS
+from .engine.memory.mem0_store import Mem0Store
 from .engine.memory.neo4j_graph import NEO4J_REQUIREMENT, Neo4jGraph
-from .memory import neo4j_settings
+from .memory import embedder_for, mem0_settings, neo4j_settings
 
 CHECK_TIMEOUT = 5.0
 NEO4J_SCHEMES = {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}
@@ -81,10 +86,10 @@ async def validate_memory(hass: HomeAssistant, options: Mapping[str, Any]) -> di
     """Check every server the memory options name; return form errors (empty when fine)."""
     errors: dict[str, str] = {}
     if options.get(CONF_MEMORY_BACKEND) == MEMORY_MEM0:
-        if not options.get(CONF_MEM0_URL):
-            errors[CONF_MEM0_URL] = "mem0_url_required"
-        elif not await _http_answers(hass, options[CONF_MEM0_URL], options.get(CONF_MEM0_API_KEY)):
-            errors[CONF_MEM0_URL] = "mem0_unreachable"
+        if not options.get(CONF_EMBEDDINGS_URL):
+            errors[CONF_EMBEDDINGS_URL] = "embeddings_required"
+        elif problem := await _mem0_problem(hass, options):
+            errors[CONF_MEM0_URL] = problem
     if options.get(CONF_MEMORY_GRAPH):
         uri = urlsplit(str(options.get(CONF_NEO4J_URI) or ""))
         if uri.scheme not in NEO4J_SCHEMES or not uri.hostname:
@@ -101,15 +106,26 @@ async def validate_memory(hass: HomeAssistant, options: Mapping[str, Any]) -> di
     return errors
 
 
-async def _http_answers(hass: HomeAssistant, url: str, key: str | None) -> bool:
-    """Say whether an HTTP server answers at ``url`` at all (any status but 401/403)."""
-    headers = {"Authorization": f"Token {key}"} if key else {}
+async def _mem0_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str | None:
+    """Install mem0 if needed and check it (and a Qdrant server); return the form error."""
     try:
-        response = await get_async_client(hass).get(url, headers=headers, timeout=CHECK_TIMEOUT)
-    except httpx.HTTPError as err:
-        LOGGER.debug("mem0 check failed: %s", err)
-        return False
-    return response.status_code not in (401, 403)
+        await async_process_requirements(hass, DOMAIN, list(MEM0_REQUIREMENTS))
+    except RequirementsNotFound:
+        return "requirements_failed"
+    embedder = embedder_for(options)
+    if embedder is None:
+        return None
+    folder = Path(hass.config.path(STORAGE_FOLDER))
+    store = Mem0Store(mem0_settings(options, folder), embedder)
+    try:
+        check = await store.check()
+    finally:
+        await store.close()
+        await embedder.aclose()
+    if not check.ok:
+        LOGGER.debug("mem0 check failed: %s", check.detail)
+        return "mem0_unreachable"
+    return None
 
 
 async def _neo4j_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str | None:

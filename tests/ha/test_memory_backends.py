@@ -1,47 +1,24 @@
-"""The Neo4j graph on top of the embedded store, through HA, on a real Bolt server (FalkorDB)."""
+"""The other backends through HA: a Neo4j graph on FalkorDB (Bolt), mem0 on local Qdrant."""
 
 from __future__ import annotations
 
 import json
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-import pytest_socket  # type: ignore[import-untyped]
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import DOMAIN
+from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
 from custom_components.companion_agent.engine.memory.neo4j_graph import Neo4jGraph
 from custom_components.companion_agent.engine.memory.types import Relation
 from tests.ha.conftest import make_personas_entry
 from tests.ha.memorykit import last_user_message, memory_of, settled, talk
 from tests.ha.personakit import agents_by_title
-from tests.support.falkordb import FalkorDBPeer, _start, _stop, falkordb  # noqa: F401
+from tests.support.falkordb import falkordb, falkordb_process  # noqa: F401 - fixtures
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-
-
-@pytest.fixture(scope="module")
-def falkordb_process() -> Iterator[FalkorDBPeer]:
-    """Start FalkorDB as tests/support/falkordb does, with sockets open while it starts.
-
-    HA's harness blocks sockets before any fixture runs, and a wider-scoped fixture runs
-    before ``socket_enabled``; the peer only needs them to pick its port.
-    """
-    pytest_socket.enable_socket()
-    try:
-        folder = tempfile.mkdtemp()
-        peer = _start(Path(folder))
-    finally:
-        pytest_socket.disable_socket(allow_unix_socket=True)
-    try:
-        yield peer
-    finally:
-        _stop(peer.process)
 
 
 def entry_persona(entry: MockConfigEntry) -> str:
@@ -87,3 +64,33 @@ async def test_relations_go_to_neo4j_and_come_back_for_a_mentioned_entity(
     assert await memory.graph.neighbourhood([scope], ["ann"]) == [relation]  # type: ignore[union-attr]
     await talk(hass, agent, "Is it cold where Ann lives?")
     assert '(memory) relation: "Ann" "lives in" "Oslo"' in last_user_message(llm_server)
+
+
+async def test_mem0_on_local_qdrant_remembers_through_turns(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """mem0 (Qdrant in files, the server's embeddings) takes an instruction and gives it back."""
+    assert await async_setup_component(hass, "conversation", {})
+    entry = make_personas_entry(llm_server, {"Ada": "default"})
+    entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        entry,
+        options={
+            "memory_backend": "mem0",
+            "embeddings_url": llm_server.url,
+            "embeddings_model": "test-embed",
+        },
+    )
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    memory = memory_of(entry)
+    assert isinstance(memory.store, Mem0Store)
+    assert (
+        ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}") is None
+    )
+    agent = agents_by_title(hass, entry)["Ada"]
+    await talk(hass, agent, "From now on, call me Captain.")
+    await settled(entry)
+    await talk(hass, agent, "What do you call me?")
+    assert '"From now on, call me Captain."' in last_user_message(llm_server)
+    assert await hass.config_entries.async_unload(entry.entry_id)
