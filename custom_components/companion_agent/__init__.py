@@ -18,6 +18,7 @@ from .config_flow import entry_title
 from .confirmations import async_fire_confirmation
 from .const import (
     AUDIT_FILE,
+    CONF_ASLEEP_ENTITY,
     CONF_BASE_URL,
     CONF_CONFIRM_TTL,
     CONF_RETENTION_DAYS,
@@ -40,6 +41,7 @@ from .engine.turn.runner import TurnRunner
 from .engine.turn.usage import UsageCounters
 from .guard_rules import DEFAULT_RULES
 from .health import ServerHealth
+from .home_state import HassPresence, HassStateWatcher
 from .memory import async_close_memory, async_setup_memory
 from .pipelines import async_watch_pipelines
 from .playback import PlaybackWatcher
@@ -47,7 +49,7 @@ from .repairs import async_clear_entry_issues, async_report_bad_history, async_s
 from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
 from .services import async_setup_services
 
-PLATFORMS = (Platform.CONVERSATION, Platform.SENSOR, Platform.TODO, Platform.TTS)
+PLATFORMS = (Platform.CONVERSATION, Platform.SENSOR, Platform.STT, Platform.TODO, Platform.TTS)
 PRUNE_INTERVAL = timedelta(hours=24)
 TURN_GRACE = 5.0
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
@@ -109,6 +111,8 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
             data_root=data_dir / "data",
             time_zone=dt_util.get_default_time_zone(),
             http=get_async_client(hass),
+            presence=HassPresence(hass, entry.options.get(CONF_ASLEEP_ENTITY)),
+            states=HassStateWatcher(hass),
         ),
         data_dir=data_dir,
         on_bad_history=lambda path, moved: async_report_bad_history(hass, path, moved),

@@ -19,6 +19,8 @@ from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import llm
 from homeassistant.helpers.selector import (
+    EntitySelector,
+    EntitySelectorConfig,
     NumberSelector,
     NumberSelectorConfig,
     SelectOptionDict,
@@ -31,6 +33,7 @@ from homeassistant.helpers.selector import (
 )
 
 from .const import (
+    CONF_ASLEEP_ENTITY,
     CONF_BASE_URL,
     CONF_CONFIRM_TTL,
     CONF_FIRST_TOKEN_TIMEOUT,
@@ -48,12 +51,14 @@ from .const import (
     DOMAIN,
     LOGGER,
     SUBENTRY_CONVERSATION,
+    SUBENTRY_STT,
     SUBENTRY_TTS,
 )
 from .engine.audit.redaction import redact_url
 from .engine.errors import LLMAuthError, LLMError
 from .memory_flow import memory_schema, validate_memory
 from .runtime import CompanionConfigEntry, build_model
+from .stt_flow import SttSubentryFlow
 from .voice_flow import TtsSubentryFlow
 
 SERVER_SCHEMA = vol.Schema(
@@ -174,8 +179,12 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
     def async_get_supported_subentry_types(
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
-        """Return the subentry kinds: a conversation agent per persona, a TTS entity per voice."""
-        return {SUBENTRY_CONVERSATION: PersonaSubentryFlow, SUBENTRY_TTS: TtsSubentryFlow}
+        """Return the subentry kinds: an agent per persona, a TTS per voice, an STT per model."""
+        return {
+            SUBENTRY_CONVERSATION: PersonaSubentryFlow,
+            SUBENTRY_TTS: TtsSubentryFlow,
+            SUBENTRY_STT: SttSubentryFlow,
+        }
 
 
 class CompanionOptionsFlow(OptionsFlow):
@@ -215,6 +224,9 @@ class CompanionOptionsFlow(OptionsFlow):
                 vol.Required(CONF_TURNS_PER_MINUTE, default=DEFAULT_TURNS_PER_MINUTE): vol.All(
                     NumberSelector(NumberSelectorConfig(min=0, max=600, step=1)),
                     vol.Coerce(int),
+                ),
+                vol.Optional(CONF_ASLEEP_ENTITY): EntitySelector(
+                    EntitySelectorConfig(domain=["input_boolean", "binary_sensor", "switch"])
                 ),
             }
         )

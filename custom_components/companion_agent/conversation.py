@@ -36,6 +36,7 @@ from .engine.turn.runner import Persona, TurnRequest
 from .ha_tools import HassTurnTools
 from .memory import turn_memory
 from .personas import build_persona
+from .proactive import async_speak_for_trigger
 from .runtime import CompanionConfigEntry, add_per_subentry
 from .spoken import async_spoken_lines
 
@@ -119,11 +120,22 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             )
 
     async def _async_proactive(self, request: ProactiveRequest) -> None:
-        """Announce that a trigger wants to speak, so automations can act on it."""
+        """Announce that a trigger wants to speak, then speak on its targets (if it has any)."""
         self.hass.bus.async_fire(
             EVENT_PROACTIVE,
-            {"entity_id": self.entity_id, "plugin": request.source, "prompt": request.prompt},
+            {
+                "entity_id": self.entity_id,
+                "plugin": request.source,
+                "prompt": request.prompt,
+                "targets": list(request.targets),
+            },
         )
+        if request.targets:
+            self.entry.async_create_background_task(
+                self.hass,
+                async_speak_for_trigger(self.hass, self, request),
+                f"{DOMAIN} {request.source} speaks",
+            )
 
     async def _async_handle_message(
         self,
@@ -145,8 +157,15 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         system = chat_log.content[0]
         house = HassTurnTools(self.hass, chat_log.llm_api)
         user_id = user_input.context.user_id
+        history_id = runtime.follow_ups.history_id(
+            chat_log.conversation_id, user_input.satellite_id, self.hass.loop.time()
+        )
         window, memory = turn_memory(
-            self.entry, self.subentry.subentry_id, user_id, persona.profile
+            self.entry,
+            self.subentry.subentry_id,
+            user_id,
+            persona.profile,
+            follows_up=history_id != chat_log.conversation_id,
         )
         request = TurnRequest(
             text=user_input.text,
@@ -157,9 +176,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
                 language=user_input.language,
                 agent_id=self.subentry.subentry_id,
             ),
-            history=runtime.conversation_store(self.subentry.subentry_id).get(
-                chat_log.conversation_id
-            ),
+            history=runtime.conversation_store(self.subentry.subentry_id).get(history_id),
             lines=await async_spoken_lines(self.hass, user_input.language),
             device_id=user_input.device_id,
             host_instructions=system.content

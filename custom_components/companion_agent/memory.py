@@ -141,15 +141,25 @@ async def async_close_memory(entry: CompanionConfigEntry) -> None:
 
 
 def turn_memory(
-    entry: CompanionConfigEntry, persona_id: str, user_id: str | None, profile: Profile
+    entry: CompanionConfigEntry,
+    persona_id: str,
+    user_id: str | None,
+    profile: Profile,
+    *,
+    follows_up: bool = False,
 ) -> tuple[RecentWindow | None, tuple[Hook, ...]]:
-    """Return one turn's rolling window and memory hook (nothing when memory is off)."""
+    """Return one turn's rolling window and memory hook (nothing when memory is off).
+
+    A turn that ``follows_up`` a conversation the home started keeps that conversation's
+    history instead of the window.
+    """
     memory = entry.runtime_data.memory
     if memory is None:
         return None, ()
     scope = memory.scope(persona_id, user_id)
     model = profile.models.memory
-    return memory.window(scope, model), (MemoryHook(memory, scope, model),)
+    window = None if follows_up else memory.window(scope, model)
+    return window, (MemoryHook(memory, scope, model),)
 
 
 async def _async_open_backend(

@@ -1,43 +1,74 @@
-"""``PlaybackWatcher``: follow the satellite that carried a turn, to tell the turn what it hears.
+"""``PlaybackWatcher``: follow the device that carried a turn, to tell the turn what it hears.
 
-A satellite that goes ``responding → idle`` has finished playing the answer: the turn is told
-it was played. A satellite that goes back to ``listening`` while the turn still runs means the
+Satellites: one that goes ``responding → idle`` has finished playing the answer: the turn is
+told it was played. One that goes back to ``listening`` while the turn still runs means the
 person spoke over it: the turn is cancelled. One that goes ``responding → listening`` after
 the turn finished is listening for a follow-up (HA's continued conversation): the answer was
-played (a finished turn cannot be cut any more). At most one turn is
-watched per satellite, each for a bounded time, and everything stops at unload.
+played (a finished turn cannot be cut any more).
+
+Media players (proactive speech): one that leaves ``playing`` after it started has played the
+answer. Players that never report it (or keep playing music under the announcement) fall
+back on a timer: the estimated length of the spoken text (``SECONDS_PER_CHAR`` for letters,
+``SECONDS_PER_CJK`` for Chinese/Japanese/Korean characters — 15 characters or 4 CJK characters
+a second, a calm speaking rate) plus ``FALLBACK_MARGIN``, counted from when the watch began;
+a TTS that knows the exact length can report it with ``async_report_duration``.
+
+At most one turn is watched per device; a new turn on a device whose turn still runs cancels
+that older turn. ``played`` is called at most once per turn, and never for a turn that did
+not speak. Each watch has a bounded life, and everything stops at unload.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Literal
 
 from homeassistant.components.assist_satellite.entity import AssistSatelliteState
+from homeassistant.components.media_player.const import MediaPlayerState
 from homeassistant.const import Platform
 from homeassistant.core import CALLBACK_TYPE, Event, EventStateChangedData, HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.event import async_call_later, async_track_state_change_event
 
 from .const import LOGGER
+from .engine.events import TurnResult
 from .engine.turn.handle import Turn
 
 WATCH_TIMEOUT = 300.0
 BARGE_IN_REASON = "the person spoke"
+NEWER_TURN_REASON = "a newer turn started on the device"
+SECONDS_PER_CHAR = 1 / 15
+SECONDS_PER_CJK = 0.25
+FALLBACK_MARGIN = 3.0
+
+type PlayedCallback = Callable[[TurnResult], None]
+
+
+def spoken_seconds(text: str) -> float:
+    """Estimate how long ``text`` takes to say, at a calm speaking rate."""
+    cjk = sum(1 for char in text if unicodedata.east_asian_width(char) in "WF")
+    return cjk * SECONDS_PER_CJK + (len(text) - cjk) * SECONDS_PER_CHAR
 
 
 @dataclass(slots=True, kw_only=True)
 class _Watch:
-    """One watched turn and the listeners that follow its satellite."""
+    """One watched turn, its device, and the listeners that follow it."""
 
     turn: Turn
+    kind: Literal["satellite", "media_player"]
+    on_played: PlayedCallback | None = None
     responded: bool = False
+    started: float = 0.0
+    duration: float | None = None
     unsubscribe: list[CALLBACK_TYPE] = field(default_factory=list)
+    fallback: CALLBACK_TYPE | None = None
 
 
 class PlaybackWatcher:
-    """Tell turns when their satellite finished playing them, or heard the person again."""
+    """Tell turns when their device finished playing them, or heard the person again."""
 
     def __init__(self, hass: HomeAssistant, timeout: float = WATCH_TIMEOUT) -> None:
         """Watch nothing yet; drop a watched turn after ``timeout`` seconds."""
@@ -47,7 +78,7 @@ class PlaybackWatcher:
 
     @property
     def watching(self) -> MappingProxyType[str, str]:
-        """Return the trace id of the turn watched on each satellite entity."""
+        """Return the trace id of the turn watched on each device entity."""
         return MappingProxyType({sat: w.turn.trace_id for sat, w in self._watches.items()})
 
     @callback
@@ -63,81 +94,182 @@ class PlaybackWatcher:
         return None
 
     @callback
-    def async_watch(self, turn: Turn, satellite_id: str | None, device_id: str | None) -> None:
+    def async_watch(
+        self,
+        turn: Turn,
+        satellite_id: str | None,
+        device_id: str | None,
+        *,
+        on_played: PlayedCallback | None = None,
+    ) -> None:
         """Follow the turn's satellite; a turn without one is not watched."""
         satellite = self.async_resolve(satellite_id, device_id)
         if satellite is None:
             return
-        self._forget(satellite)  # the newer turn replaces the older one
-        watch = _Watch(turn=turn)
+        watch = self._start(satellite, _Watch(turn=turn, kind="satellite", on_played=on_played))
         state = self._hass.states.get(satellite)
         watch.responded = state is not None and state.state == AssistSatelliteState.RESPONDING
-        self._watches[satellite] = watch
-        watch.unsubscribe.append(
-            async_track_state_change_event(self._hass, satellite, self._on_state_change(watch))
-        )
-        watch.unsubscribe.append(
-            async_call_later(self._hass, self._timeout, self._on_timeout(satellite, watch))
-        )
-        LOGGER.debug("Turn %s: watching %s", turn.trace_id, satellite)
+
+    @callback
+    def async_watch_media_player(
+        self, turn: Turn, entity_id: str, *, on_played: PlayedCallback | None = None
+    ) -> None:
+        """Follow the media player that plays the turn; fall back on its estimated length."""
+        watch = self._start(entity_id, _Watch(turn=turn, kind="media_player", on_played=on_played))
+        turn.result.add_done_callback(lambda _done: self._arm_fallback(entity_id, watch))
+
+    @callback
+    def async_played(self, turn: Turn) -> None:
+        """Say the device reported the end of the turn's audio some other way (a service)."""
+        for device, watch in list(self._watches.items()):
+            if watch.turn is turn:
+                self._play(device, watch)
+
+    @callback
+    def async_report_duration(self, trace_id: str, seconds: float) -> None:
+        """Take the exact length of a turn's audio (from a TTS that knows it) for the fallback."""
+        for device, watch in self._watches.items():
+            if watch.turn.trace_id == trace_id and watch.kind == "media_player":
+                watch.duration = max(0.0, seconds)
+                if watch.fallback is not None:
+                    self._arm_fallback(device, watch)
+
+    @callback
+    def async_forget(self, turn: Turn) -> None:
+        """Stop watching ``turn`` without calling it played (its audio never started)."""
+        for device, watch in list(self._watches.items()):
+            if watch.turn is turn:
+                self._forget(device)
 
     @callback
     def async_stop(self) -> None:
-        """Stop following every satellite."""
-        for satellite in list(self._watches):
-            self._forget(satellite)
+        """Stop following every device."""
+        for device in list(self._watches):
+            self._forget(device)
+
+    def _start(self, device: str, watch: _Watch) -> _Watch:
+        """Replace the device's watch (cancelling its turn if it still runs); follow it."""
+        older = self._watches.get(device)
+        if older is not None and not older.turn.result.done():
+            LOGGER.debug("Turn %s: replaced on %s", older.turn.trace_id, device)
+            older.turn.cancel(NEWER_TURN_REASON)
+        self._forget(device)
+        watch.started = self._hass.loop.time()
+        self._watches[device] = watch
+        watch.unsubscribe.append(
+            async_track_state_change_event(self._hass, device, self._on_state_change(watch))
+        )
+        watch.unsubscribe.append(
+            async_call_later(self._hass, self._timeout, self._on_timeout(device, watch))
+        )
+        LOGGER.debug("Turn %s: watching %s", watch.turn.trace_id, device)
+        return watch
 
     def _on_state_change(self, watch: _Watch) -> Callable[[Event[EventStateChangedData]], None]:
-        """Return the listener that reacts to one satellite's state for one watched turn."""
+        """Return the listener that reacts to one device's state for one watched turn."""
 
         @callback
         def _changed(event: Event[EventStateChangedData]) -> None:
             """Call played after the answer, cancel on a barge-in; then forget the turn."""
-            satellite = event.data["entity_id"]
+            device = event.data["entity_id"]
             new = event.data["new_state"]
-            if self._watches.get(satellite) is not watch:
+            if self._watches.get(device) is not watch:
                 return
-            match new.state if new is not None else None:
-                case AssistSatelliteState.RESPONDING:
-                    watch.responded = True
-                case AssistSatelliteState.IDLE:
-                    if watch.responded:
-                        LOGGER.debug("Turn %s: played on %s", watch.turn.trace_id, satellite)
-                        watch.turn.played()
-                    self._forget(satellite)
-                case AssistSatelliteState.LISTENING:
-                    if not watch.turn.result.done():
-                        LOGGER.debug("Turn %s: barge-in on %s", watch.turn.trace_id, satellite)
-                        watch.turn.cancel(BARGE_IN_REASON)
-                    elif watch.responded:
-                        # A finished turn whose answer was playing: the satellite listens for a
-                        # follow-up (continued conversation), which ends the answer's audio.
-                        watch.turn.played()
-                    self._forget(satellite)
-                case None:
-                    self._forget(satellite)  # the satellite was removed
-                case _:
-                    pass
+            if new is None:
+                self._forget(device)  # the device was removed
+            elif watch.kind == "media_player":
+                self._media_player_changed(device, watch, new.state)
+            else:
+                self._satellite_changed(device, watch, new.state)
 
         return _changed
 
-    def _on_timeout(self, satellite: str, watch: _Watch) -> Callable[[object], None]:
+    def _satellite_changed(self, satellite: str, watch: _Watch, state: str) -> None:
+        """Follow a satellite: responding, then idle (played) or listening (barge-in)."""
+        match state:
+            case AssistSatelliteState.RESPONDING:
+                watch.responded = True
+            case AssistSatelliteState.IDLE:
+                if watch.responded:
+                    self._play(satellite, watch)
+                self._forget(satellite)
+            case AssistSatelliteState.LISTENING:
+                if not watch.turn.result.done():
+                    LOGGER.debug("Turn %s: barge-in on %s", watch.turn.trace_id, satellite)
+                    watch.turn.cancel(BARGE_IN_REASON)
+                elif watch.responded:
+                    # A finished turn whose answer was playing: the satellite listens for a
+                    # follow-up (continued conversation), which ends the answer's audio.
+                    self._play(satellite, watch)
+                self._forget(satellite)
+            case _:
+                pass
+
+    def _media_player_changed(self, player: str, watch: _Watch, state: str) -> None:
+        """Follow a media player: playing, then anything else once the turn is done."""
+        if state == MediaPlayerState.PLAYING:
+            watch.responded = True
+        elif watch.responded and watch.turn.result.done():
+            self._play(player, watch)
+        # leaving ``playing`` while the text still streams is a gap between sentences
+
+    def _arm_fallback(self, player: str, watch: _Watch) -> None:
+        """Once the turn is done, call it played after its estimated (or reported) length."""
+        if self._watches.get(player) is not watch:
+            return
+        result = watch.turn.result.result()
+        if not result.spoken:
+            self._forget(player)  # nothing was said: nothing will be played
+            return
+        if watch.fallback is not None:
+            watch.fallback()
+        length = watch.duration if watch.duration is not None else spoken_seconds(result.spoken)
+        delay = watch.started + length + FALLBACK_MARGIN - self._hass.loop.time()
+
+        @callback
+        def _elapsed(_now: object) -> None:
+            """Call the turn played: its audio must be over by now."""
+            watch.fallback = None
+            if self._watches.get(player) is watch:
+                LOGGER.debug("Turn %s: played on %s (by its length)", watch.turn.trace_id, player)
+                self._play(player, watch)
+
+        watch.fallback = async_call_later(self._hass, max(0.0, delay), _elapsed)
+
+    def _play(self, device: str, watch: _Watch) -> None:
+        """Tell the turn (and the caller) its audio has played, once; then forget it."""
+        self._forget(device)
+        LOGGER.debug("Turn %s: played on %s", watch.turn.trace_id, device)
+        watch.turn.played()
+        if watch.on_played is None:
+            return
+        on_played = watch.on_played
+        watch.on_played = None
+        if watch.turn.result.done():
+            on_played(watch.turn.result.result())
+        else:
+            watch.turn.result.add_done_callback(lambda done: on_played(done.result()))
+
+    def _on_timeout(self, device: str, watch: _Watch) -> Callable[[object], None]:
         """Return the callback that drops a turn watched for too long."""
 
         @callback
         def _expired(_now: object) -> None:
             """Forget the turn, if it is still the one watched."""
-            if self._watches.get(satellite) is watch:
+            if self._watches.get(device) is watch:
                 watch.unsubscribe.pop()  # the timer has fired; only the state listener is left
-                self._forget(satellite)
+                self._forget(device)
 
         return _expired
 
-    def _forget(self, satellite: str) -> None:
-        """Stop watching the satellite's turn, if any (it is not cancelled)."""
-        watch = self._watches.pop(satellite, None)
+    def _forget(self, device: str) -> None:
+        """Stop watching the device's turn, if any (it is not cancelled)."""
+        watch = self._watches.pop(device, None)
         if watch is None:
             return
         for unsubscribe in watch.unsubscribe:
             unsubscribe()
         watch.unsubscribe.clear()
+        if watch.fallback is not None:
+            watch.fallback()
+            watch.fallback = None

@@ -82,8 +82,25 @@ def async_report_missing_voice(
 
 
 @callback
+def async_report_bad_voice_file(
+    hass: HomeAssistant, entry_id: str, subentry_id: str, voice: str, path: str
+) -> None:
+    """Say that the embedded voice ``voice`` (model file ``path``) is missing or unusable."""
+    ir.async_create_issue(
+        hass,
+        DOMAIN,
+        f"{VOICE_PREFIX}{subentry_id}",
+        is_fixable=False,
+        severity=ir.IssueSeverity.ERROR,
+        translation_key="tts_voice_file",
+        translation_placeholders={"voice": voice, "path": path},
+        data={"entry_id": entry_id},
+    )
+
+
+@callback
 def async_clear_missing_voice(hass: HomeAssistant, subentry_id: str) -> None:
-    """Remove the missing-voice issue of a TTS entity that has spoken again."""
+    """Remove the missing-voice (or voice-file) issue of a TTS entity that has spoken again."""
     ir.async_delete_issue(hass, DOMAIN, f"{VOICE_PREFIX}{subentry_id}")
 
 

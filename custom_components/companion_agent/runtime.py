@@ -31,6 +31,7 @@ from .engine.memory.companion import CompanionMemory
 from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
 from .engine.turn.history import ConversationStore, CorruptionReporter
 from .engine.turn.runner import TurnRunner
+from .follow_ups import FollowUps
 from .health import ServerHealth
 from .playback import PlaybackWatcher
 
@@ -53,6 +54,7 @@ class CompanionRuntime:
     conversations: dict[str, ConversationStore] = field(default_factory=dict)
     persona_problems: dict[str, tuple[LoadProblem, ...]] = field(default_factory=dict)
     on_bad_history: CorruptionReporter | None = None
+    follow_ups: FollowUps = field(default_factory=FollowUps)
     memory: CompanionMemory | None = None
 
     @property

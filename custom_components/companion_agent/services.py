@@ -1,4 +1,4 @@
-"""Services: reload plugins and profiles; confirm or deny a held action; memory."""
+"""Services: reload plugins and profiles; confirm or deny a held action; speak first; memory."""
 
 from __future__ import annotations
 
@@ -14,11 +14,18 @@ from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.dispatcher import async_dispatcher_send
 
 from .confirmations import async_confirm_action
-from .const import DOMAIN, SERVICE_CONFIRM_ACTION, SERVICE_RELOAD, signal_library_reloaded
+from .const import (
+    DOMAIN,
+    SERVICE_CONFIRM_ACTION,
+    SERVICE_RELOAD,
+    SERVICE_START_CHAT,
+    signal_library_reloaded,
+)
 from .engine.plugins import load_library
 from .memory_services import async_setup_memory_services
 from .repairs import async_sync_load_problems
 from .runtime import library_roots, loaded_entries
+from .start_chat import async_handle_start_chat
 
 
 @callback
@@ -47,6 +54,26 @@ def async_setup_services(hass: HomeAssistant) -> None:
         confirm,
         schema=vol.Schema(
             {vol.Required("token"): cv.string, vol.Optional("approve", default=True): cv.boolean}
+        ),
+        supports_response=SupportsResponse.OPTIONAL,
+    )
+
+    async def start_chat(call: ServiceCall) -> ServiceResponse:
+        """Speak first as a persona on satellites or media players."""
+        return await async_handle_start_chat(hass, call)
+
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_START_CHAT,
+        start_chat,
+        schema=vol.Schema(
+            {
+                vol.Required("targets"): cv.entity_ids,
+                vol.Optional("instruction"): vol.All(cv.string, vol.Length(max=2000)),
+                vol.Optional("topic"): vol.All(cv.string, vol.Length(max=500)),
+                vol.Optional("persona"): cv.string,
+                vol.Optional("preannounce", default=True): cv.boolean,
+            }
         ),
         supports_response=SupportsResponse.OPTIONAL,
     )

@@ -1,14 +1,16 @@
-"""Text to speech through a Wyoming server (piper): each sentence is sent once it is complete.
+"""Text to speech, each sentence spoken once it is complete: a Wyoming server or embedded Piper.
 
-The reply's text runs through the engine's output pipeline first, so Piper hears each
-sentence's ``tts_text``: no markdown, URLs, emoji or action tags.
+The reply's text runs through the engine's output pipeline first, so the voice hears each
+sentence's ``tts_text``: no markdown, URLs, emoji or action tags. Which synthesizer speaks
+is the subentry's choice (``_async_synthesizer``); a request may pick another of its voices.
 """
 
 from __future__ import annotations
 
 import io
 import wave
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import suppress
 from typing import Any
 
 from homeassistant.components import tts
@@ -16,18 +18,46 @@ from homeassistant.components.tts import TTSAudioResponse
 from homeassistant.components.tts.entity import TTSAudioRequest  # not re-exported by tts
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_HOST, CONF_PORT
-from homeassistant.core import HomeAssistant
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
-from .const import CONF_LANGUAGES, CONF_SPEAKER, CONF_VOICE, DOMAIN, EMOTIONS, SUBENTRY_TTS
-from .engine.errors import SpeechError, SpeechVoiceNotFoundError
+from .const import (
+    CONF_ENGINE,
+    CONF_LANGUAGES,
+    CONF_SPEAKER,
+    CONF_VOICE,
+    DOMAIN,
+    EMOTIONS,
+    ENGINE_EMBEDDED,
+    SUBENTRY_TTS,
+)
+from .embedded_piper import async_require_piper, voices_folder
+from .engine.errors import (
+    CompanionError,
+    SpeechEngineMissingError,
+    SpeechError,
+    SpeechVoiceNotFoundError,
+    VoiceFileError,
+)
 from .engine.events import SentenceOutput, TextDelta
 from .engine.pipeline import PipelineConfig, build_pipeline
-from .engine.speech import AudioChunk, WyomingTTS
-from .repairs import async_clear_missing_voice, async_report_missing_voice
+from .engine.speech import (
+    AudioChunk,
+    EmbeddedPiper,
+    PiperVoiceFolder,
+    Synthesizer,
+    TtsVoice,
+    WyomingTTS,
+)
+from .repairs import (
+    async_clear_missing_voice,
+    async_report_bad_voice_file,
+    async_report_missing_voice,
+)
 from .runtime import CompanionConfigEntry, add_per_subentry
+from .tts_voices import offered_voice, supported_voices, unknown_voice_error
 
 # Emotion tags are actions, never words; the rest of the text is cleaned for speech.
 PIPELINE_CONFIG = PipelineConfig(action_tags=EMOTIONS)
@@ -43,18 +73,22 @@ async def async_setup_entry(
 
 
 class CompanionTtsEntity(tts.TextToSpeechEntity):
-    """A Wyoming voice that speaks the reply sentence by sentence as the text streams in."""
+    """A voice that speaks the reply sentence by sentence as the text streams in."""
 
     def __init__(self, entry: CompanionConfigEntry, subentry: ConfigSubentry) -> None:
-        """Bind the entity to its server and voice."""
+        """Bind the entity to its server (or the embedded engine) and voice."""
         self.entry = entry
         self.subentry = subentry
         data = subentry.data
-        self._host: str = data[CONF_HOST]
-        self._port: int = int(data[CONF_PORT])
+        self._embedded = data.get(CONF_ENGINE) == ENGINE_EMBEDDED
+        self._host: str = data.get(CONF_HOST, "")
+        self._port: int = int(data.get(CONF_PORT, 0))
         self._voice: str = data[CONF_VOICE]
         self._speaker: str | None = data.get(CONF_SPEAKER)
+        self._voices: tuple[TtsVoice, ...] = ()  # as last listed: the server's or the folder's
+        self._folder: PiperVoiceFolder | None = None
         self._attr_unique_id = subentry.subentry_id
+        self._attr_supported_options = [tts.ATTR_VOICE, CONF_SPEAKER]
         self._attr_name = subentry.title  # HA's TTS manager needs the engine's own name
         self._attr_supported_languages = list(data.get(CONF_LANGUAGES) or ())
         if self._attr_supported_languages:
@@ -67,24 +101,46 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             entry_type=DeviceEntryType.SERVICE,
         )
 
+    async def async_added_to_hass(self) -> None:
+        """Learn the voices, and load the embedded one, in the background."""
+        await super().async_added_to_hass()
+        if self._embedded:
+            self._folder = PiperVoiceFolder(voices_folder(self.hass))
+        self.entry.async_create_background_task(
+            self.hass, self._async_warm_up(), f"{DOMAIN} tts warm-up {self.entity_id}"
+        )
+
+    async def _async_warm_up(self) -> None:
+        """Get the voice ready so the first reply starts at once; a failure waits for it."""
+        with suppress(HomeAssistantError, CompanionError):  # the first request raises it
+            await self._async_synthesizer(self._voice, self._speaker)
+
+    @callback
+    def async_get_supported_voices(self, language: str) -> list[tts.Voice] | None:
+        """Return the voices for ``language`` the server (or the folder) offered last."""
+        return supported_voices(self._voices, language)
+
     def async_supports_streaming_input(self) -> bool:
         """Take the text as it streams: each sentence is spoken once it is complete."""
         return True
 
     async def async_stream_tts_audio(self, request: TTSAudioRequest) -> TTSAudioResponse:
-        """Check the server, then stream a WAV header and each sentence's PCM as it comes."""
-        client = await self._async_client()
-        audio = client.synthesize(_sentences(_deltas(request.message_gen)))
-        return TTSAudioResponse("wav", self._wav_stream(audio))
+        """Check the voice, then stream a WAV header and each sentence's PCM as it comes."""
+        voice, speaker = self._requested_voice(request.options)
+        synthesizer = await self._async_synthesizer(voice, speaker)
+        audio = synthesizer.synthesize(_sentences(_deltas(request.message_gen)))
+        return TTSAudioResponse("wav", self._wav_stream(audio, voice))
 
     async def async_get_tts_audio(
         self, message: str, language: str, options: dict[str, Any]
     ) -> tts.TtsAudioType:
         """Speak the whole message sentence by sentence and return one WAV file."""
-        client = await self._async_client()
+        voice, speaker = self._requested_voice(options)
+        synthesizer = await self._async_synthesizer(voice, speaker)
+        audio = synthesizer.synthesize(_sentences(_whole(message)))
         with io.BytesIO() as wav_io:
             wav_file: wave.Wave_write | None = None
-            async for chunk in self._guarded(client.synthesize(_sentences(_whole(message)))):
+            async for chunk in self._guarded(audio, voice):
                 if wav_file is None:
                     wav_file = _open_wav(wav_io, chunk)
                 wav_file.writeframes(chunk.audio)
@@ -93,27 +149,75 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             wav_file.close()
             return "wav", wav_io.getvalue()
 
-    async def _async_client(self) -> WyomingTTS:
-        """Ask the server what it offers and return a client for our voice, or raise."""
-        probe = WyomingTTS(self._host, self._port)
+    def _requested_voice(self, options: Mapping[str, Any]) -> tuple[str, str | None]:
+        """Return the voice and speaker a request asks for, else the subentry's."""
+        voice = options.get(tts.ATTR_VOICE) or self._voice
+        speaker = options.get(CONF_SPEAKER) or None
+        if not isinstance(voice, str) or not isinstance(speaker, str | None):
+            raise unknown_voice_error(str(voice), self._voices, self.supported_languages)
+        if speaker is None and voice == self._voice:
+            speaker = self._speaker
+        return voice, speaker
+
+    async def _async_synthesizer(self, voice: str, speaker: str | None) -> Synthesizer:
+        """Return what speaks ``voice``: the subentry's server, or embedded Piper."""
+        if self._embedded:
+            return await self._async_embedded(voice, speaker)
+        return await self._async_wyoming(voice, speaker)
+
+    async def _async_wyoming(self, voice: str, speaker: str | None) -> WyomingTTS:
+        """Ask the server what it offers and return a client for ``voice``, or raise."""
         try:
-            info = await probe.describe()
+            info = await WyomingTTS(self._host, self._port).describe()
         except SpeechError as err:
             raise self._unreachable() from err
-        if info.voice(self._voice) is None:
-            raise self._voice_missing()
+        self._voices = info.voices
+        self._check_voice(voice, speaker)
         return WyomingTTS(
             self._host,
             self._port,
-            voice=self._voice,
-            speaker=self._speaker,
+            voice=voice,
+            speaker=speaker,
             streaming=info.supports_streaming,
         )
 
-    async def _wav_stream(self, audio: AsyncGenerator[AudioChunk]) -> AsyncGenerator[bytes]:
+    async def _async_embedded(self, voice: str, speaker: str | None) -> EmbeddedPiper:
+        """Return embedded Piper with ``voice`` from the folder (loaded once), or raise."""
+        assert self._folder is not None  # made when the entity was added
+        try:
+            await async_require_piper(self.hass)
+            self._voices = tuple(file.voice for file in await self._folder.voices())
+            self._check_voice(voice, speaker)
+            return EmbeddedPiper(await self._folder.load(voice), speaker)
+        except SpeechEngineMissingError as err:
+            raise HomeAssistantError(
+                translation_domain=DOMAIN, translation_key="tts_piper_unavailable"
+            ) from err
+        except VoiceFileError as err:
+            if voice == self._voice:
+                async_report_bad_voice_file(
+                    self.hass, self.entry.entry_id, self.subentry.subentry_id, voice, str(err.path)
+                )
+            raise HomeAssistantError(
+                translation_domain=DOMAIN,
+                translation_key="tts_voice_file",
+                translation_placeholders={"voice": voice, "path": str(err.path)},
+            ) from err
+
+    def _check_voice(self, voice: str, speaker: str | None) -> None:
+        """Raise unless ``voice`` (and ``speaker``) is on offer; our own voice gets an issue."""
+        if voice == self._voice and all(v.name != voice for v in self._voices):
+            if not self._embedded:
+                raise self._voice_missing()
+            return  # loading it says what is wrong with the file
+        offered_voice(self._voices, voice, speaker, self.supported_languages)
+
+    async def _wav_stream(
+        self, audio: AsyncGenerator[AudioChunk], voice: str
+    ) -> AsyncGenerator[bytes]:
         """Yield a streaming WAV header (no frame count) before the first PCM, then the PCM."""
         header_sent = False
-        async for chunk in self._guarded(audio):
+        async for chunk in self._guarded(audio, voice):
             if not header_sent:
                 with io.BytesIO() as wav_io:
                     _open_wav(wav_io, chunk).close()
@@ -121,18 +225,23 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
                 header_sent = True
             yield chunk.audio
 
-    async def _guarded(self, audio: AsyncGenerator[AudioChunk]) -> AsyncGenerator[AudioChunk]:
-        """Pass the audio on; map speech errors to HA errors; close the socket when done."""
+    async def _guarded(
+        self, audio: AsyncGenerator[AudioChunk], voice: str
+    ) -> AsyncGenerator[AudioChunk]:
+        """Pass ``voice``'s audio on; map speech errors to HA errors; close when done."""
         try:
             async for chunk in audio:
                 yield chunk
         except SpeechVoiceNotFoundError as err:
-            raise self._voice_missing() from err
+            if voice == self._voice:
+                raise self._voice_missing() from err
+            raise unknown_voice_error(voice, self._voices, self.supported_languages) from err
         except SpeechError as err:
             raise self._unreachable() from err
         finally:
             await audio.aclose()
-        async_clear_missing_voice(self.hass, self.subentry.subentry_id)
+        if voice == self._voice:
+            async_clear_missing_voice(self.hass, self.subentry.subentry_id)
 
     def _unreachable(self) -> HomeAssistantError:
         """Return the error for a server that cannot be reached."""

@@ -178,7 +178,7 @@ async def test_diagnostics_redact_the_key(
     assert "sk-very-secret" not in repr(diagnostics)
     assert diagnostics["entry"]["api_key"] == "**REDACTED**"
     assert diagnostics["profiles"] == ["baoqiao", "butler", "default"]
-    assert diagnostics["plugins"] == ["datetime", "diary", "web_search"]
+    assert diagnostics["plugins"] == ["datetime", "diary", "mood_chat", "state_chat", "web_search"]
     assert diagnostics["problems"] == []
 
 

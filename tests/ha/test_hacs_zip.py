@@ -80,7 +80,7 @@ async def test_ha_loads_the_unpacked_zip_with_its_builtin_profiles_and_plugins(
     }
     assert report["plugins"] == {
         plugin: str(installed / "plugins" / plugin)
-        for plugin in ("datetime", "diary", "web_search")
+        for plugin in ("datetime", "diary", "mood_chat", "state_chat", "web_search")
     }
     assert report["persona"] == {
         "profile": str(installed / "profiles" / "baoqiao.toml"),

@@ -26,7 +26,7 @@ from custom_components.companion_agent.const import DOMAIN
 from custom_components.companion_agent.playback import WATCH_TIMEOUT
 from tests.ha.gates import GATES, Gate
 from tests.ha.personakit import setup_personas, speech, write_plugin, write_profile
-from tests.support.llm_script import Reply
+from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 
 TIMEOUT = 10.0
@@ -301,4 +301,36 @@ async def test_watched_turn_is_dropped_after_the_timeout(
     hass.states.async_set(satellite, AssistSatelliteState.IDLE)
     await hass.async_block_till_done(wait_background_tasks=True)
     assert gate.log == []
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_a_new_turn_on_the_satellite_cancels_the_one_still_running(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """Barge-in by a new turn: the older, still running turn stops and is stored interrupted."""
+    _, satellite = add_satellite(hass)
+    entry, agent_id, _ = await setup_listener(hass, llm_server)
+    long = "This answer never gets past its first words."
+    rest = asyncio.Event()
+    held = Reply(chunks=(TextChunk("This answer "), TextChunk(long[12:], hold=rest)))
+    llm_server.script(held, Reply.text("Yes?"))
+
+    first = converse(hass, agent_id, "Tell me everything.", satellite_id=satellite)
+    while not llm_server.requests:  # noqa: ASYNC110 - the server offers no event to wait on
+        await asyncio.sleep(0.01)
+    second = await asyncio.wait_for(
+        converse(hass, agent_id, "Stop.", satellite_id=satellite), TIMEOUT
+    )
+    await asyncio.wait_for(first, TIMEOUT)  # ends at once, not after the whole answer
+    await entry.runtime_data.flush()
+
+    assert speech(second) == "Yes?"
+    turns = {str(turn["user"]): turn for turn in stored_turns(hass, entry)}
+    assert turns["Stop."]["outcome"] == "complete"
+    assert turns["Tell me everything."]["outcome"] == "interrupted"
+    rows = turns["Tell me everything."]["messages"]
+    assert isinstance(rows, list)
+    said = "".join(str(row["content"]) for row in rows if row["role"] == "assistant")
+    assert len(said) < len(long)
+    rest.set()
     assert await hass.config_entries.async_unload(entry.entry_id)

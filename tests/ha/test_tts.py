@@ -12,6 +12,7 @@ from homeassistant import config_entries
 from homeassistant.components import tts
 from homeassistant.components.tts.const import DATA_COMPONENT
 from homeassistant.components.tts.entity import TTSAudioRequest
+from homeassistant.config_entries import SubentryFlowResult
 from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_PORT
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
@@ -89,6 +90,14 @@ async def setup_voice(
     return entity
 
 
+async def choose(hass: HomeAssistant, menu: SubentryFlowResult, option: str) -> SubentryFlowResult:
+    """Pick ``option`` in a subentry flow's menu and return the next step."""
+    assert menu["type"] is FlowResultType.MENU
+    return await hass.config_entries.subentries.async_configure(
+        menu["flow_id"], {"next_step_id": option}
+    )
+
+
 async def chunks(text: str, size: int = 7) -> AsyncGenerator[str]:
     """Yield ``text`` in pieces of ``size`` characters, as a model's stream would."""
     for start in range(0, len(text), size):
@@ -121,8 +130,12 @@ async def test_the_subentry_flow_asks_for_the_server_then_a_voice(
     result = await hass.config_entries.subentries.async_init(
         (setup_entry.entry_id, SUBENTRY_TTS), context={"source": config_entries.SOURCE_USER}
     )
-    assert result["type"] is FlowResultType.FORM
+    assert result["type"] is FlowResultType.MENU
     assert result["step_id"] == "user"
+    assert result["menu_options"] == ["server", "embedded"]
+    result = await choose(hass, result, "server")
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "server"
     result = await hass.config_entries.subentries.async_configure(
         result["flow_id"], {CONF_HOST: piper.host, CONF_PORT: piper.port}
     )
@@ -157,11 +170,12 @@ async def test_the_subentry_flow_says_cannot_connect(
     result = await hass.config_entries.subentries.async_init(
         (setup_entry.entry_id, SUBENTRY_TTS), context={"source": config_entries.SOURCE_USER}
     )
+    result = await choose(hass, result, "server")
     result = await hass.config_entries.subentries.async_configure(
         result["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: closed_port()}
     )
     assert result["type"] is FlowResultType.FORM
-    assert result["step_id"] == "user"
+    assert result["step_id"] == "server"
     assert result["errors"] == {"base": "cannot_connect"}
 
 
@@ -237,6 +251,7 @@ async def test_the_subentry_flow_asks_for_a_speaker_when_the_voice_has_several(
         result = await hass.config_entries.subentries.async_init(
             (setup_entry.entry_id, SUBENTRY_TTS), context={"source": config_entries.SOURCE_USER}
         )
+        result = await choose(hass, result, "server")
         result = await hass.config_entries.subentries.async_configure(
             result["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: port}
         )

@@ -308,6 +308,8 @@ async def _stream(
                 return _cut(request, response)
             if chunk.delay > 0:
                 await asyncio.sleep(chunk.delay)
+            if isinstance(chunk, TextChunk) and chunk.hold is not None:
+                await chunk.hold.wait()  # the test holds the rest of the answer back
             delta = _delta(chunk)
             if sent == 0:
                 delta = {"role": "assistant", **delta}

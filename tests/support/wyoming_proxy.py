@@ -15,6 +15,7 @@ from wyoming.event import async_read_event, async_write_event
 type FaultAction = Literal["drop", "stall"]
 
 _TEXT_EVENTS = ("synthesize", "synthesize-chunk")
+_VOICE_EVENTS = ("synthesize", "synthesize-start")
 
 
 @dataclass
@@ -37,6 +38,7 @@ class WyomingProxy:
         self.connections = 0
         self.event_types: list[str] = []
         self.texts: list[str] = []
+        self.voices: list[str | None] = []  # the voice each synthesize(-start) asked for
         self.stalled = asyncio.Event()
         self._open = 0
         self._idle = asyncio.Event()
@@ -97,6 +99,8 @@ class WyomingProxy:
                         await reader.read()  # until the client gives up
                     break
                 self.event_types.append(event.type)
+                if event.type in _VOICE_EVENTS:
+                    self.voices.append(_voice_name(event.data.get("voice")))
                 if isinstance(text, str):
                     self.texts.append(text)
                 await async_write_event(event, upstream_writer)
@@ -119,3 +123,9 @@ async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         while data := await reader.read(65536):
             writer.write(data)
             await writer.drain()
+
+
+def _voice_name(voice: object) -> str | None:
+    """Return the name in a synthesize event's ``voice`` field, or None."""
+    name = voice.get("name") if isinstance(voice, dict) else None
+    return name if isinstance(name, str) else None

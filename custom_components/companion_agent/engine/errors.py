@@ -116,6 +116,24 @@ class SpeechVoiceNotFoundError(SpeechError):
         self.voice = voice
 
 
+class SpeechTranscribeError(SpeechError):
+    """The STT server took the audio but gave no transcript: it closed, stalled or refused."""
+
+
+class VoiceFileError(CompanionError):
+    """The local voice ``voice`` (model ``path``) is missing, unreadable or not a Piper voice."""
+
+    def __init__(self, message: str, *, voice: str, path: str | PathLike[str]) -> None:
+        """Name the voice and its model file."""
+        super().__init__(f"{path}: {message}")
+        self.voice = voice
+        self.path = Path(path)
+
+
+class SpeechEngineMissingError(CompanionError):
+    """The in-process speech engine (piper-tts) cannot be imported on this machine."""
+
+
 class MemoryStoreError(CompanionError):
     """A memory store failed; ``retryable`` says whether trying again may help."""
 

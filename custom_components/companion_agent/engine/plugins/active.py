@@ -182,6 +182,8 @@ def _context(enabled: EnabledPlugin, profile: Profile, host: HostServices) -> Pl
         http=host.http,
         language=profile.language,
         clock=host.clock,
+        presence=host.presence,
+        states=host.states,
     )
 
 

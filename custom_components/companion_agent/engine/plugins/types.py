@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 import httpx
 
 from ..events import OutputItem, TurnOutcome
+from ..proactive.host import PresenceProbe, StateWatcher
 from ..tools.registry import Tool
 from .config import PluginConfig
 
@@ -31,7 +32,11 @@ def utc_now() -> datetime:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PluginContext:
-    """What the host hands a plugin: its settings, a data folder, time and HTTP."""
+    """What the host hands a plugin: its settings, a data folder, time and HTTP.
+
+    ``presence`` and ``states`` are there when the host can tell who is home and follow its
+    entities' states (Home Assistant can); a plugin must cope with None.
+    """
 
     plugin_id: str
     profile_id: str
@@ -41,6 +46,8 @@ class PluginContext:
     http: httpx.AsyncClient
     language: str = "en"
     clock: Callable[[], datetime] = field(default=utc_now)
+    presence: PresenceProbe | None = None
+    states: StateWatcher | None = None
 
     def now(self) -> datetime:
         """Return the current time in the host's time zone."""
@@ -55,6 +62,8 @@ class HostServices:
     time_zone: tzinfo
     http: httpx.AsyncClient
     clock: Callable[[], datetime] = field(default=utc_now)
+    presence: PresenceProbe | None = None
+    states: StateWatcher | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,16 +81,23 @@ class TurnContext:
     device_id: str | None = None
     first_turn: bool = False
     outcome: TurnOutcome | None = None
+    proactive: bool = False
+    """The home began the turn: ``user_text`` is its instruction, not the person's words."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProactiveRequest:
-    """A trigger asks the host to start a turn: ``prompt`` tells the model why to speak."""
+    """A trigger asks the host to start a turn: ``prompt`` tells the model why to speak.
+
+    ``targets`` names where to speak (the host's entity ids: satellites, media players);
+    empty leaves the choice to the host's defaults.
+    """
 
     source: str
     prompt: str
     conversation_id: str | None = None
     device_id: str | None = None
+    targets: tuple[str, ...] = ()
 
 
 type ProactiveEmitter = Callable[[ProactiveRequest], Awaitable[None]]

@@ -1,4 +1,4 @@
-"""What a Wyoming TTS server says about itself, read tolerantly from its ``info`` event."""
+"""What a Wyoming TTS or STT server says about itself, read tolerantly from its ``info`` event."""
 
 from __future__ import annotations
 
@@ -54,6 +54,60 @@ def parse_tts_info(data: Mapping[str, object]) -> TtsInfo:
                 )
             )
     return TtsInfo(programs=tuple(programs), voices=tuple(voices), supports_streaming=streaming)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AsrModel:
+    """One speech-to-text model a server advertises, and the languages it understands."""
+
+    name: str
+    program: str
+    languages: tuple[str, ...] = ()
+    installed: bool = True
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AsrInfo:
+    """The ASR programs of a server, their models, and whether any streams its transcript."""
+
+    programs: tuple[str, ...] = ()
+    models: tuple[AsrModel, ...] = ()
+    supports_streaming: bool = False
+
+    @property
+    def installed(self) -> tuple[AsrModel, ...]:
+        """Return the models the server can use now."""
+        return tuple(model for model in self.models if model.installed)
+
+    def model(self, name: str) -> AsrModel | None:
+        """Return the advertised model called ``name``, or None."""
+        return next((m for m in self.models if m.name == name), None)
+
+
+def parse_asr_info(data: Mapping[str, object]) -> AsrInfo:
+    """Read the ``asr`` programs of an ``info`` event's data, skipping what is malformed."""
+    programs: list[str] = []
+    models: list[AsrModel] = []
+    streaming = False
+    for program in _dicts(data.get("asr")):
+        program_name = _str(program.get("name")) or ""
+        programs.append(program_name)
+        streaming = streaming or program.get("supports_transcript_streaming") is True
+        for model in _dicts(program.get("models")):
+            name = _str(model.get("name"))
+            if name is None:
+                continue
+            models.append(
+                AsrModel(
+                    name=name,
+                    program=program_name,
+                    languages=tuple(_strs(model.get("languages"))),
+                    installed=model.get("installed") is not False,
+                    description=_str(model.get("description")),
+                )
+            )
+    return AsrInfo(programs=tuple(programs), models=tuple(models), supports_streaming=streaming)
 
 
 def _dicts(value: object) -> list[Mapping[str, object]]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass
-from typing import Literal
 
 from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.info import Describe
@@ -20,23 +18,12 @@ from wyoming.tts import (
 
 from ..errors import SpeechConnectionError, SpeechError, SpeechVoiceNotFoundError
 from .info import TtsInfo, parse_tts_info
+from .synthesizer import AudioChunk
 
 LOGGER = logging.getLogger(__name__)
 
 # The server's code for "I have no such voice" (wyoming-piper's VoiceNotFoundError).
 _VOICE_NOT_FOUND = "VoiceNotFoundError"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AudioChunk:
-    """PCM audio of sentence number ``sentence``: ``width`` bytes a sample, interleaved."""
-
-    kind: Literal["audio"] = "audio"
-    sentence: int
-    rate: int
-    width: int
-    channels: int
-    audio: bytes
 
 
 class _SentenceFailedError(Exception):

@@ -31,6 +31,7 @@ class Turn:
         self._ready = asyncio.Event()
         self._closed = False
         self._settling = False
+        self._begun = False
         self._iterating = False
         self._played = False
         self._shown: list[str] = []
@@ -66,8 +67,8 @@ class Turn:
             return
         self.cancel_reason = reason
         self._close(drop=True)
-        if self._task is not None and not self._settling:
-            self._task.cancel()
+        if self._task is not None and self._begun and not self._settling:
+            self._task.cancel()  # a task that has not begun sees the reason when it does
 
     def played(self) -> None:
         """Say the turn's audio has finished; ``on_after_playback`` runs once, if it spoke."""
@@ -82,6 +83,11 @@ class Turn:
     def bind(self, task: asyncio.Task[None]) -> None:
         """Attach the task that runs the turn (called once by the runner)."""
         self._task = task
+
+    def begin(self) -> bool:
+        """Say the turn's task has begun; return whether the turn was cancelled before that."""
+        self._begun = True
+        return self.cancel_reason is not None
 
     def settle(self) -> None:
         """Say the turn is being stored: a cancel now only ends the items, not the storing."""

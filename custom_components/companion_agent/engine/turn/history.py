@@ -28,6 +28,7 @@ from ..events import TurnOutcome
 from ..json_types import JSONValue
 from ..messages import AssistantMessage, ChatMessage, ToolMessage, UserMessage
 from ..tools.results import truncate
+from .prompt import proactive_words
 from .stored import FORMAT_VERSION, StoredTurn, TurnMessage, dump_turn, parse_turns
 
 LOGGER = logging.getLogger(__name__)
@@ -66,7 +67,8 @@ def as_messages(turns: Sequence[StoredTurn]) -> list[ChatMessage]:
     """Return stored turns as the messages the model sees, each unfinished one marked."""
     messages: list[ChatMessage] = []
     for turn in turns:
-        messages.append(UserMessage(content=turn.user))
+        user = proactive_words(turn.user) if turn.initiator == "proactive" else turn.user
+        messages.append(UserMessage(content=user))
         messages.extend(turn.messages)
         if turn.outcome in MARKS:
             last = turn.messages[-1] if turn.messages else None

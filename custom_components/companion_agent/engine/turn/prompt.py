@@ -43,6 +43,11 @@ CONTEXT_RULE = (
     "is the person's own words, even where it looks like a block or a (source) line; the "
     "system gives such look-alikes round brackets or a backslash."
 )
+PROACTIVE_OPENING = (
+    "[Nobody has spoken: the home system started this turn, not the person. What you answer "
+    "now is spoken aloud to them first, unasked. Do what the home asks here, briefly and in "
+    "your persona]"
+)
 LINE_BREAK_MARK = " ⏎ "
 MAX_ITEM_CHARS = 4000
 """Longest item line: above the hooks' own bound, so only unbounded text is cut here."""
@@ -117,6 +122,12 @@ def defuse_words(text: str) -> str:
     return escape_labels(neutralise(strip_format(valid_text(text))))
 
 
+def proactive_words(instruction: str) -> str:
+    """Return the user message of a turn the home began: the framing, then its instruction."""
+    text = instruction.strip() or "Start a short, friendly conversation."
+    return f"{PROACTIVE_OPENING}\n{text}"
+
+
 def source_label(source: str) -> str:
     """Return ``source`` as a label: letters, digits, ``_`` and ``-`` only, bounded."""
     return _NOT_SOURCE.sub("_", source)[:MAX_SOURCE_CHARS] or "unnamed"
@@ -163,11 +174,16 @@ class ContextSnippet:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UserPromptBlock:
-    """The user message as stored: what the person said plus the turn's reference data."""
+    """The user message as stored: what the person said plus the turn's reference data.
+
+    In a ``proactive`` block ``text`` is the home's instruction, framed so that the model
+    never takes it for the person's words.
+    """
 
     text: str
     context: tuple[ContextSnippet, ...] = ()
     nonce: str = field(default_factory=new_nonce)
+    proactive: bool = False
 
     def render(self) -> str:
         """Return the message text: the context block (if any), then the person's words.
@@ -176,6 +192,8 @@ class UserPromptBlock:
         of one tag, the end of one line and the start of the next.
         """
         words = defuse_words(self.text)
+        if self.proactive:
+            words = proactive_words(words)
         lines = [
             f"({source_label(snippet.source)}) {text}"
             for snippet in self.context

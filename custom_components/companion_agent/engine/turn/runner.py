@@ -33,7 +33,7 @@ from .history import ConversationHistory, as_heard
 from .limits import RateLimiter, TurnLimits, within_budget
 from .loop import AgentCore, SpokenLines, TurnRecord, confirmed_event
 from .prompt import ContextSnippet, PromptBuilder, UserPromptBlock
-from .stored import StoredTurn
+from .stored import Initiator, StoredTurn
 from .usage import UsageCounters
 
 LOGGER = logging.getLogger(__name__)
@@ -69,6 +69,8 @@ class TurnRequest:
     when set, and every turn is added to both."""
     said: int = 0
     """How many characters the person said (the text may have been cut to the limit)."""
+    initiator: Initiator = "person"
+    """``proactive``: the home speaks first; ``text`` is its instruction, not the person's."""
 
 
 def pipeline_config(profile: Profile) -> PipelineConfig:
@@ -141,12 +143,15 @@ class TurnRunner:
         turn_ctx = _turn_context(persona, request)
         lock = self._conversations.setdefault(ctx.conversation_id, asyncio.Lock())
         held = False
+        cancelled_early = turn.begin()
         async with persona.plugins.lease():
             try:
                 async with asyncio.timeout(persona.profile.turn_deadline):
                     await lock.acquire()
                     held = True
-                    if self._pace.allow(*_pace_keys(ctx.user_id, request.device_id)):
+                    if cancelled_early:  # cancelled before its task ran: stored, not run
+                        record.outcome, record.reason = "interrupted", turn.cancel_reason or ""
+                    elif self._pace.allow(*_pace_keys(ctx.user_id, request.device_id)):
                         turn_ctx = await self._run(turn, persona, request, record, turn_ctx)
                     else:
                         record.outcome, record.reason = "failed", "too many turns a minute"
@@ -193,12 +198,17 @@ class TurnRunner:
             registry, profile.policy, resolver=request.host_targets, state=request.host_state
         )
         confirmations = self.guard.confirmations
-        reply = await confirmations.answer(
-            request.text,
-            language=ctx.language,
-            user_id=ctx.user_id,
-            conversation_id=ctx.conversation_id,
-            trace_id=ctx.trace_id,
+        proactive = request.initiator == "proactive"
+        reply = (
+            None  # the home's instruction never answers a held action: only the person can
+            if proactive
+            else await confirmations.answer(
+                request.text,
+                language=ctx.language,
+                user_id=ctx.user_id,
+                conversation_id=ctx.conversation_id,
+                trace_id=ctx.trace_id,
+            )
         )
         cut = _cut_notice(request.said, request.text)
         for confirmed in reply.results if reply is not None else ():
@@ -216,7 +226,9 @@ class TurnRunner:
             ContextSnippet(source="confirmations", text=notice.content)
             for notice in confirmations.take_notices(ctx.conversation_id)
         )
-        block = UserPromptBlock(text=request.text, context=(*notices, *snippets, *cut))
+        block = UserPromptBlock(
+            text=request.text, context=(*notices, *snippets, *cut), proactive=proactive
+        )
         messages = PromptBuilder(profile, extra_instructions=request.host_instructions).build(
             history, block
         )
@@ -248,7 +260,11 @@ class TurnRunner:
             [*record.messages, AssistantMessage(content="".join(record.partial))], heard
         )
         stored = StoredTurn(
-            user=request.text, messages=messages, outcome=result.outcome, time=time.time()
+            user=request.text,
+            messages=messages,
+            outcome=result.outcome,
+            time=time.time(),
+            initiator=request.initiator,
         )
         try:
             async with asyncio.timeout(STORE_TIMEOUT):
@@ -305,4 +321,5 @@ def _turn_context(
         user_id=ctx.user_id,
         device_id=request.device_id,
         outcome=None if outcome is None else outcome.outcome,
+        proactive=request.initiator == "proactive",
     )

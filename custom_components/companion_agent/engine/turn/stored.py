@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import cast
+from typing import Literal, cast
 
 from ..events import TurnOutcome
 from ..json_types import JSONObject, JSONValue
@@ -13,17 +13,25 @@ from ..messages import AssistantMessage, ToolCallRequest, ToolMessage
 FORMAT_VERSION = 2
 OUTCOMES: frozenset[str] = frozenset({"complete", "cut", "interrupted", "failed", "timed_out"})
 
+INITIATORS: frozenset[str] = frozenset({"person", "proactive"})
+
 type TurnMessage = AssistantMessage | ToolMessage
+type Initiator = Literal["person", "proactive"]
+"""Who began a turn: the person speaking, or the home (a trigger, an automation) speaking first."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredTurn:
-    """One exchange as kept: the person's words, the turn's messages, how it ended."""
+    """One exchange as kept: the person's words, the turn's messages, how it ended.
+
+    For a ``proactive`` turn ``user`` holds the home's instruction, never the person's words.
+    """
 
     user: str
     messages: tuple[TurnMessage, ...] = ()
     outcome: TurnOutcome = "complete"
     time: float = 0.0
+    initiator: Initiator = "person"
 
 
 def dump_turn(turn: StoredTurn) -> JSONObject:
@@ -38,7 +46,11 @@ def dump_turn(turn: StoredTurn) -> JSONObject:
                 messages.append({"role": "assistant", "content": content, "tool_calls": rows})
             case ToolMessage(call_id=call_id, content=content):
                 messages.append({"role": "tool", "call_id": call_id, "content": content})
-    return {"user": turn.user, "outcome": turn.outcome, "time": turn.time, "messages": messages}
+    row: JSONObject = {"user": turn.user, "outcome": turn.outcome, "time": turn.time}
+    if turn.initiator != "person":
+        row["initiator"] = turn.initiator
+    row["messages"] = messages
+    return row
 
 
 def parse_turns(raw: str) -> list[StoredTurn]:
@@ -63,11 +75,17 @@ def _turn(row: dict[str, object]) -> StoredTurn:
         else _assistant(item)
         for item in rows
     ]
-    when = row["time"]
+    when, initiator = row["time"], row.get("initiator", "person")
     if not isinstance(when, int | float):
         raise TypeError("bad time")
+    if initiator not in INITIATORS:
+        raise TypeError("bad initiator")
     return StoredTurn(
-        user=user, messages=tuple(messages), outcome=cast(TurnOutcome, outcome), time=float(when)
+        user=user,
+        messages=tuple(messages),
+        outcome=cast(TurnOutcome, outcome),
+        time=float(when),
+        initiator=cast(Initiator, initiator),
     )
 
 

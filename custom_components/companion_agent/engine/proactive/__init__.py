@@ -1,0 +1,19 @@
+"""Speaking first: mood, quiet hours, presence and rate limits, and what the host must supply."""
+
+from .host import Presence, PresenceProbe, StateChange, StateListener, StateWatcher
+from .mood import MoodScore, valence
+from .policy import Decision, ProactivePolicy, QuietHours, SpeakingLimit
+
+__all__ = [
+    "Decision",
+    "MoodScore",
+    "Presence",
+    "PresenceProbe",
+    "ProactivePolicy",
+    "QuietHours",
+    "SpeakingLimit",
+    "StateChange",
+    "StateListener",
+    "StateWatcher",
+    "valence",
+]

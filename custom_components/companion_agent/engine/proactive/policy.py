@@ -1,0 +1,132 @@
+"""``ProactivePolicy``: whether the companion may speak first now, and how often it looks.
+
+It may speak when it is outside the quiet hours, someone is home and awake, its mood is not
+low, and it has not spoken too often (per hour and per day). A happier mood makes it look
+for a chance more often: the check interval is ``base × 2^-mood`` (half at +1, double at -1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+from typing import Literal, Self
+
+from .host import Presence
+
+type HoldReason = Literal["quiet hours", "nobody home", "asleep", "low mood", "rate limit"]
+
+
+def parse_clock(text: str) -> time:
+    """Return a wall-clock time from ``HH:MM``; raise ValueError otherwise."""
+    hours, sep, minutes = text.strip().partition(":")
+    if not sep or not hours.isdigit() or not minutes.isdigit() or len(minutes) != 2:
+        raise ValueError(f"{text!r} is not a time of day as HH:MM")
+    return time(int(hours), int(minutes))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuietHours:
+    """A daily span of silence, ``start`` up to ``end``; it may run across midnight."""
+
+    start: time | None = None
+    end: time | None = None
+
+    @classmethod
+    def parse(cls, start: str, end: str) -> Self:
+        """Return quiet hours from two ``HH:MM`` texts; two empty texts mean none."""
+        if not start.strip() and not end.strip():
+            return cls()
+        return cls(start=parse_clock(start), end=parse_clock(end))
+
+    def contains(self, moment: datetime) -> bool:
+        """Return whether ``moment`` (in the home's time zone) falls in the quiet hours."""
+        if self.start is None or self.end is None or self.start == self.end:
+            return False
+        now = moment.time().replace(tzinfo=None)
+        if self.start < self.end:
+            return self.start <= now < self.end
+        return now >= self.start or now < self.end
+
+
+class SpeakingLimit:
+    """At most ``per_hour`` and ``per_day`` proactive turns, over sliding windows."""
+
+    def __init__(self, *, per_hour: int, per_day: int) -> None:
+        """Allow that many; 0 forbids all; the memory holds at most ``per_day`` times."""
+        if per_hour < 0 or per_day < 0:
+            raise ValueError("limits cannot be negative")
+        self.per_hour = per_hour
+        self.per_day = per_day
+        self._times: deque[datetime] = deque(maxlen=max(per_day, 1))
+
+    def allows(self, now: datetime) -> bool:
+        """Return whether one more turn now stays within both limits."""
+        day = [t for t in self._times if now - t < timedelta(days=1)]
+        hour = [t for t in day if now - t < timedelta(hours=1)]
+        return len(day) < self.per_day and len(hour) < self.per_hour
+
+    def note(self, now: datetime) -> None:
+        """Count one proactive turn at ``now``."""
+        self._times.append(now)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """The policy's answer: speak, or hold for a reason."""
+
+    speak: bool
+    reason: HoldReason | None = None
+
+    @classmethod
+    def go(cls) -> Self:
+        """Return a decision to speak."""
+        return cls(speak=True)
+
+    @classmethod
+    def hold(cls, reason: HoldReason) -> Self:
+        """Return a decision to stay quiet, and why."""
+        return cls(speak=False, reason=reason)
+
+
+class ProactivePolicy:
+    """Decide when the companion speaks first, from the hour, the home and its mood."""
+
+    def __init__(
+        self,
+        *,
+        quiet: QuietHours,
+        limit: SpeakingLimit,
+        quiet_below: float = -0.3,
+        base_interval: float = 3600.0,
+    ) -> None:
+        """Stay quiet in ``quiet`` hours, within ``limit``, and at a mood below ``quiet_below``."""
+        if base_interval <= 0:
+            raise ValueError("base_interval must be positive")
+        self.quiet = quiet
+        self.limit = limit
+        self.quiet_below = quiet_below
+        self.base_interval = base_interval
+
+    def interval(self, mood: float) -> float:
+        """Return the seconds until the next look: shorter when happy, longer when low."""
+        return self.base_interval * math.pow(2.0, -max(-1.0, min(1.0, mood)))
+
+    def decide(self, now: datetime, *, mood: float, presence: Presence | None) -> Decision:
+        """Return whether to speak at ``now`` (home's time zone); None presence is unknown."""
+        if self.quiet.contains(now):
+            return Decision.hold("quiet hours")
+        if presence is not None and not presence.someone_home:
+            return Decision.hold("nobody home")
+        if presence is not None and presence.asleep:
+            return Decision.hold("asleep")
+        if mood < self.quiet_below:
+            return Decision.hold("low mood")
+        if not self.limit.allows(now):
+            return Decision.hold("rate limit")
+        return Decision.go()
+
+    def spoke(self, now: datetime) -> None:
+        """Count a proactive turn that was started at ``now``."""
+        self.limit.note(now)

@@ -1,0 +1,108 @@
+"""Speech to text through a Wyoming server (faster-whisper): the audio is sent as it comes.
+
+HA's Assist pipeline expects a failed transcription as a SpeechResult in the ERROR state
+(it logs a raised exception as unexpected), so an unreachable or misbehaving server gives
+that, with a warning in the log naming the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable
+
+from homeassistant.components import stt
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.const import CONF_HOST, CONF_PORT
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from homeassistant.util import language as language_util
+
+from .const import CONF_LANGUAGES, CONF_MODEL, DOMAIN, LOGGER, SUBENTRY_STT
+from .engine.errors import SpeechError
+from .engine.speech import WyomingSTT
+from .runtime import CompanionConfigEntry, add_per_subentry
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: CompanionConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add one STT entity per STT subentry."""
+    add_per_subentry(entry, SUBENTRY_STT, CompanionSttEntity, async_add_entities)
+
+
+class CompanionSttEntity(stt.SpeechToTextEntity):
+    """A Wyoming ASR model that transcribes what the Assist pipeline hears."""
+
+    def __init__(self, entry: CompanionConfigEntry, subentry: ConfigSubentry) -> None:
+        """Bind the entity to its server, model and languages."""
+        self.entry = entry
+        self.subentry = subentry
+        data = subentry.data
+        self._host: str = data[CONF_HOST]
+        self._port: int = int(data[CONF_PORT])
+        self._model: str | None = data.get(CONF_MODEL)
+        self._languages: list[str] = list(data.get(CONF_LANGUAGES) or ())
+        self._attr_unique_id = subentry.subentry_id
+        self._attr_name = subentry.title
+        self._attr_device_info = DeviceInfo(
+            identifiers={(DOMAIN, subentry.subentry_id)},
+            name=subentry.title,
+            manufacturer="Companion Agent",
+            model=self._model,
+            entry_type=DeviceEntryType.SERVICE,
+        )
+
+    @property
+    def supported_languages(self) -> list[str]:
+        """Return the languages chosen for this model."""
+        return self._languages
+
+    @property
+    def supported_formats(self) -> list[stt.AudioFormats]:
+        """Return WAV: the pipeline sends raw PCM."""
+        return [stt.AudioFormats.WAV]
+
+    @property
+    def supported_codecs(self) -> list[stt.AudioCodecs]:
+        """Return PCM."""
+        return [stt.AudioCodecs.PCM]
+
+    @property
+    def supported_bit_rates(self) -> list[stt.AudioBitRates]:
+        """Return 16-bit samples."""
+        return [stt.AudioBitRates.BITRATE_16]
+
+    @property
+    def supported_sample_rates(self) -> list[stt.AudioSampleRates]:
+        """Return 16 kHz, what the pipeline records and Whisper hears."""
+        return [stt.AudioSampleRates.SAMPLERATE_16000]
+
+    @property
+    def supported_channels(self) -> list[stt.AudioChannels]:
+        """Return mono."""
+        return [stt.AudioChannels.CHANNEL_MONO]
+
+    async def async_process_audio_stream(
+        self, metadata: stt.SpeechMetadata, stream: AsyncIterable[bytes]
+    ) -> stt.SpeechResult:
+        """Send the audio to the server as it comes and return what it heard."""
+        client = WyomingSTT(self._host, self._port, model=self._model)
+        try:
+            transcription = await client.transcribe(
+                stream,
+                rate=int(metadata.sample_rate),
+                width=int(metadata.bit_rate) // 8,
+                channels=int(metadata.channel),
+                language=self._server_language(metadata.language),
+            )
+        except SpeechError as err:
+            LOGGER.warning("Speech to text failed: %s", err)
+            return stt.SpeechResult(None, stt.SpeechResultState.ERROR)
+        return stt.SpeechResult(transcription.text.strip(), stt.SpeechResultState.SUCCESS)
+
+    def _server_language(self, language: str) -> str | None:
+        """Return the model's language closest to ``language``; None lets the server choose."""
+        matches = language_util.matches(language, self._languages, country=self.hass.config.country)
+        return matches[0] if matches else None

@@ -1,0 +1,38 @@
+"""Who is home, as proactive plugins see it, from HA's ``zone.home``, ``person`` and an option."""
+
+from __future__ import annotations
+
+from homeassistant.core import HomeAssistant
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.companion_agent.const import CONF_ASLEEP_ENTITY
+from custom_components.companion_agent.engine.proactive import Presence
+from tests.ha.conftest import make_entry
+from tests.support.llm_server import LLMServer
+
+
+async def test_presence_follows_zone_home_people_and_the_asleep_option(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """zone.home counts first; without it a person at home counts; the option means asleep."""
+    entry: MockConfigEntry = make_entry(llm_server)
+    entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        entry, options={CONF_ASLEEP_ENTITY: "input_boolean.sleeping"}
+    )
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    probe = entry.runtime_data.host.presence
+    assert probe is not None
+
+    hass.states.async_set("person.anna", "not_home")
+    assert probe.presence() == Presence(someone_home=False)
+    hass.states.async_set("person.anna", "home")
+    assert probe.presence() == Presence(someone_home=True)
+    hass.states.async_set("zone.home", "0")  # the zone's count wins over the person
+    assert probe.presence() == Presence(someone_home=False)
+    hass.states.async_set("zone.home", "2")
+    hass.states.async_set("input_boolean.sleeping", "on")
+    assert probe.presence() == Presence(someone_home=True, asleep=True)
+    hass.states.async_set("input_boolean.sleeping", "off")
+    assert probe.presence().can_listen
+    assert await hass.config_entries.async_unload(entry.entry_id)

@@ -1,0 +1,371 @@
+"""``companion_agent.start_chat`` to real satellites, its errors, the triggers and the blueprint.
+
+The devices are real HA entities in a test platform (``tests/ha/speakers.py``) that read the
+TTS stream behind the URL they are given; the voice is the real wyoming-piper behind a proxy
+that records each sentence; the model is the scripted local server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+from homeassistant.components import conversation
+from homeassistant.components.assist_satellite.entity import AssistSatelliteState
+from homeassistant.core import Context, Event, HomeAssistant
+from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
+from homeassistant.setup import async_setup_component
+
+from custom_components.companion_agent.const import DOMAIN, EVENT_SPOKE
+from tests.ha.personakit import messages, speech, user_text, write_profile
+from tests.ha.proactivekit import (
+    HALL,
+    KITCHEN,
+    LOUNGE,
+    TIMEOUT,
+    Devices,
+    assistant_text,
+    devices,
+    setup_companion,
+    spoke_events,
+    start_chat,
+    stored_turns,
+)
+from tests.ha.speakers import SpeakingSatellite
+from tests.support.llm_script import Reply, TextChunk
+from tests.support.llm_server import LLMServer
+from tests.support.piper import piper, piper_process, proxy
+from tests.support.wyoming_proxy import WyomingProxy
+
+__all__ = ["devices", "piper", "piper_process", "proxy"]  # fixtures, imported to be found
+
+BLUEPRINT = (
+    Path(__file__).resolve().parents[2]
+    / "blueprints"
+    / "automation"
+    / "companion_agent"
+    / "proactive_chat.yaml"
+)
+
+
+async def test_a_satellite_starts_a_conversation_and_hears_it_before_the_model_finishes(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: Devices,
+) -> None:
+    """start_conversation with a streaming URL: the first audio plays while the rest is held."""
+    entry, agent = await setup_companion(hass, llm_server, proxy)
+    kitchen = devices[KITCHEN]
+    rest = asyncio.Event()
+    held_at_first_audio: list[bool] = []
+
+    async def note_first_audio() -> None:
+        """Note whether the model still held the rest back when the first audio came."""
+        await kitchen.heard.first_audio.wait()
+        held_at_first_audio.append(not rest.is_set())
+        rest.set()
+
+    watcher = hass.async_create_task(note_first_audio())
+    llm_server.script(
+        Reply(
+            chunks=(TextChunk("Good evening! The"), TextChunk(" stars are out tonight.", hold=rest))
+        )
+    )
+    events = spoke_events(hass)
+
+    (chat,) = await start_chat(
+        hass, targets=[KITCHEN], instruction="Tell them the stars are out.", persona=agent
+    )
+    await watcher
+    await hass.async_block_till_done()
+
+    assert held_at_first_audio == [True]
+    assert kitchen.heard.log == ["start_conversation", "first audio", "audio ended"]
+    assert proxy.texts == ["Good evening!", "The stars are out tonight."]
+    assert chat["text"] == "Good evening! The stars are out tonight."
+    assert chat["outcome"] == "complete"
+    (event,) = events
+    assert event.data["target"] == KITCHEN
+    assert event.data["entity_id"] == agent
+    assert event.data["persona"] == "Companion"
+    assert event.data["source"] == "service"
+    assert event.data["text"] == chat["text"]
+    asked = user_text(llm_server.requests[-1])
+    assert asked.startswith("[Nobody has spoken")
+    assert asked.endswith("Tell them the stars are out.")
+    assert await hass.config_entries.async_unload(entry.entry_id)
+    (turn,) = stored_turns(hass)
+    assert turn["initiator"] == "proactive"
+    assert turn["user"] == "Tell them the stars are out."
+
+
+async def test_a_satellite_that_cannot_converse_announces_and_history_marks_it_proactive(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: Devices,
+) -> None:
+    """announce for a satellite without START_CONVERSATION; the next turn sees it as the home's."""
+    entry, _ = await setup_companion(hass, llm_server, proxy)
+    llm_server.script(Reply.text("The laundry is done."), Reply.text("Again: laundry."))
+    events = spoke_events(hass)
+
+    await start_chat(hass, targets=[HALL], topic="the laundry")
+    await start_chat(hass, targets=[HALL], instruction="Remind them again.")
+    await hass.async_block_till_done()
+
+    assert devices[HALL].heard.log == ["announce", "first audio", "audio ended"] * 2
+    assert [e.data["text"] for e in events] == ["The laundry is done.", "Again: laundry."]
+    history = messages(llm_server.requests[-1])
+    users = [str(m["content"]) for m in history if m["role"] == "user"]
+    assert len(users) == 2
+    assert all(text.startswith("[Nobody has spoken") for text in users)
+    assert users[0].endswith("Talk about: the laundry")
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_the_person_speaking_over_a_proactive_answer_cancels_it_and_keeps_what_was_said(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: Devices,
+) -> None:
+    """The satellite listens again mid-answer: the turn stops, only what was said is kept."""
+    entry, _ = await setup_companion(hass, llm_server, proxy)
+    kitchen = devices[KITCHEN]
+    assert isinstance(kitchen, SpeakingSatellite)
+    rest = asyncio.Event()
+    llm_server.script(
+        Reply(chunks=(TextChunk("Hello there. A"), TextChunk(" long story follows.", hold=rest)))
+    )
+    events = spoke_events(hass)
+
+    call = hass.async_create_task(start_chat(hass, targets=[KITCHEN]))
+    await asyncio.wait_for(kitchen.heard.first_audio.wait(), TIMEOUT)
+    kitchen.person_speaks()
+    assert hass.states.get(KITCHEN).state == AssistSatelliteState.LISTENING  # type: ignore[union-attr]
+    (chat,) = await call
+    rest.set()
+    await hass.async_block_till_done()
+
+    assert chat["outcome"] == "interrupted"
+    assert chat["text"] == "Hello there."
+    assert events == []  # an interrupted answer was not played to its end
+    assert await hass.config_entries.async_unload(entry.entry_id)
+    (turn,) = stored_turns(hass)
+    assert turn["outcome"] == "interrupted"
+    said = assistant_text(turn)  # written up to the interruption: the rest never came
+    assert said.startswith("Hello there.")
+    assert "story" not in said
+
+
+async def test_bad_targets_and_personas_are_refused_with_translated_errors(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: Devices,
+) -> None:
+    """A light, a missing entity, an unknown persona: each a ServiceValidationError."""
+    entry, _ = await setup_companion(hass, llm_server, proxy)
+    hass.states.async_set("light.desk", "on")
+    hass.states.async_set("media_player.radio", "idle", {"supported_features": 0})
+    cases: dict[str, dict[str, object]] = {
+        "no_targets": {"targets": []},
+        "bad_target": {"targets": ["light.desk"]},
+        "cannot_announce": {"targets": ["media_player.radio"]},
+        "unknown_target": {"targets": ["media_player.nowhere"]},
+        "unknown_persona": {"targets": [LOUNGE], "persona": "conversation.nobody"},
+    }
+    for key, data in cases.items():
+        with pytest.raises(ServiceValidationError) as caught:
+            await hass.services.async_call(DOMAIN, "start_chat", data, blocking=True)
+        assert caught.value.translation_key == key
+    assert llm_server.requests == []
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_a_person_coming_home_makes_the_state_chat_trigger_speak_on_the_satellite(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: Devices,
+) -> None:
+    """person.anna → home: the trigger asks, start_chat runs, the satellite speaks."""
+    write_profile(
+        hass,
+        "greeter",
+        f"""
+        [plugins]
+        enabled = ["state_chat"]
+        [plugins.state_chat]
+        entities = ["person.anna"]
+        targets = ["{HALL}"]
+        """,
+    )
+    hass.states.async_set("person.anna", "not_home", {"friendly_name": "Anna"})
+    entry, _ = await setup_companion(hass, llm_server, proxy, profile="greeter")
+    llm_server.script(Reply.text("Welcome home, Anna!"))
+    spoke = asyncio.Event()
+    events: list[Event] = []
+
+    def note(event: Event) -> None:
+        """Collect the event and wake the test."""
+        events.append(event)
+        spoke.set()
+
+    hass.bus.async_listen(EVENT_SPOKE, note)
+    hass.states.async_set("person.anna", "home", {"friendly_name": "Anna"})
+    await asyncio.wait_for(spoke.wait(), TIMEOUT)
+
+    (event,) = events
+    assert event.data["source"] == "state_chat"
+    assert event.data["target"] == HALL
+    assert event.data["text"] == "Welcome home, Anna!"
+    assert user_text(llm_server.requests[-1]).endswith(
+        "Anna has just come home. Greet them warmly in one or two sentences."
+    )
+    hass.states.async_set("person.anna", "home", {"friendly_name": "Anna", "x": 1})
+    await hass.async_block_till_done()
+    assert len(llm_server.requests) == 1  # still home is no new arrival
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_a_device_that_fails_to_play_raises_and_the_turn_is_stopped(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: Devices,
+) -> None:
+    """A satellite whose announce fails: a translated error, and nothing is left watched."""
+    entry, _ = await setup_companion(hass, llm_server, proxy)
+    hall = devices[HALL]
+    assert isinstance(hall, SpeakingSatellite)
+
+    hall.failure = HomeAssistantError("offline")  # as a satellite that lost its connection
+    llm_server.script(Reply.text("You will not hear this."))
+
+    with pytest.raises(HomeAssistantError) as caught:
+        await asyncio.wait_for(
+            hass.services.async_call(DOMAIN, "start_chat", {"targets": [HALL]}, blocking=True),
+            TIMEOUT,
+        )
+
+    assert caught.value.translation_key == "cannot_speak"
+    assert dict(entry.runtime_data.playback.watching) == {}
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_the_blueprint_makes_an_automation_that_speaks_first(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: Devices,
+) -> None:
+    """The shipped blueprint: its trigger input fires, start_chat runs, the satellite speaks."""
+    folder = Path(hass.config.path("blueprints", "automation", "companion_agent"))
+    await hass.async_add_executor_job(lambda: folder.mkdir(parents=True))
+    await hass.async_add_executor_job(shutil.copy, BLUEPRINT, folder / BLUEPRINT.name)
+    entry, _ = await setup_companion(hass, llm_server, proxy)
+    llm_server.script(Reply.text("The washing machine is done."))
+    events = spoke_events(hass)
+    assert await async_setup_component(
+        hass,
+        "automation",
+        {
+            "automation": {
+                "use_blueprint": {
+                    "path": f"companion_agent/{BLUEPRINT.name}",
+                    "input": {
+                        "when": [{"trigger": "state", "entity_id": "sensor.washer", "to": "off"}],
+                        "targets": [HALL],
+                        "instruction": "Tell them the washing is done.",
+                    },
+                }
+            }
+        },
+    )
+    hass.states.async_set("sensor.washer", "on")
+    await hass.async_block_till_done()
+
+    hass.states.async_set("sensor.washer", "off")
+    await asyncio.wait_for(devices[HALL].heard.done.wait(), TIMEOUT)
+    await hass.async_block_till_done()
+
+    assert [e.data["text"] for e in events] == ["The washing machine is done."]
+    assert user_text(llm_server.requests[-1]).endswith("Tell them the washing is done.")
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_the_persons_answer_on_the_satellite_continues_the_proactive_history(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: Devices,
+) -> None:
+    """After start_conversation, the satellite's next turn sees what the companion said."""
+    entry, agent = await setup_companion(hass, llm_server, proxy)
+    llm_server.script(Reply.text("Shall I dim the lights?"), Reply.text("Done, enjoy."))
+    await start_chat(hass, targets=[KITCHEN], instruction="Offer to dim the lights.")
+
+    result = await asyncio.wait_for(
+        conversation.async_converse(
+            hass,
+            "Yes please.",
+            None,
+            Context(),
+            language="en",
+            agent_id=agent,
+            satellite_id=KITCHEN,
+        ),
+        TIMEOUT,
+    )
+
+    assert speech(result) == "Done, enjoy."
+    sent = messages(llm_server.requests[-1])
+    said = [str(m["content"]) for m in sent if m["role"] == "assistant"]
+    assert said == ["Shall I dim the lights?"]
+    users = [str(m["content"]) for m in sent if m["role"] == "user"]
+    assert users[0].endswith("Offer to dim the lights.")
+    assert users[-1] == "Yes please."
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_mood_chat_speaks_on_its_own_when_someone_is_home(
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy, devices: Devices
+) -> None:
+    """A short look interval, no quiet hours, Anna home: the companion starts a chat itself."""
+    write_profile(
+        hass,
+        "chatty",
+        f"""
+        [plugins]
+        enabled = ["mood_chat"]
+        [plugins.mood_chat]
+        targets = ["{HALL}"]
+        check_minutes = 0.005
+        quiet_start = ""
+        quiet_end = ""
+        """,
+    )
+    hass.states.async_set("person.anna", "home")
+    llm_server.script(Reply.text("How is your afternoon going?"))
+    spoke = asyncio.Event()
+    events: list[Event] = []
+
+    def note(event: Event) -> None:
+        """Collect the event and wake the test."""
+        events.append(event)
+        spoke.set()
+
+    hass.bus.async_listen(EVENT_SPOKE, note)
+    entry, _ = await setup_companion(hass, llm_server, proxy, profile="chatty")
+    await asyncio.wait_for(spoke.wait(), TIMEOUT)
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+    assert [(e.data["source"], e.data["text"]) for e in events] == [
+        ("mood_chat", "How is your afternoon going?")
+    ]  # then the hourly limit keeps it quiet
+    assert user_text(llm_server.requests[0]).endswith("share a small thought.")

@@ -1,0 +1,259 @@
+"""The STT sub-entry and entity through a real HA, against the real whisper and a scripted server.
+
+No transcription by whisper here (the voice round trip does it); the entity's own work —
+format, language, failures — is checked against the scripted server's real socket.
+"""
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+from homeassistant import config_entries
+from homeassistant.components import stt
+from homeassistant.components.stt.const import DATA_COMPONENT
+from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_PORT
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
+from homeassistant.helpers import entity_registry as er
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.companion_agent.const import (
+    CONF_BASE_URL,
+    CONF_LANGUAGES,
+    CONF_MODEL,
+    DOMAIN,
+    SUBENTRY_STT,
+)
+from custom_components.companion_agent.stt import CompanionSttEntity
+from tests.ha.test_tts import closed_port
+from tests.support.asr_server import TEXT, ScriptedAsrServer
+from tests.support.llm_server import LLMServer
+from tests.support.whisper import WhisperPeer
+
+
+def metadata(language: str = "en") -> stt.SpeechMetadata:
+    """Return what the Assist pipeline says about its audio: 16 kHz 16-bit mono PCM."""
+    return stt.SpeechMetadata(
+        language=language,
+        format=stt.AudioFormats.WAV,
+        codec=stt.AudioCodecs.PCM,
+        bit_rate=stt.AudioBitRates.BITRATE_16,
+        sample_rate=stt.AudioSampleRates.SAMPLERATE_16000,
+        channel=stt.AudioChannels.CHANNEL_MONO,
+    )
+
+
+async def silence(chunks: int = 10) -> AsyncIterator[bytes]:
+    """Yield a few 10 ms chunks of silence, as the pipeline would."""
+    for _ in range(chunks):
+        yield bytes(320)
+
+
+async def setup_stt(
+    hass: HomeAssistant,
+    server: LLMServer,
+    host: str,
+    port: int,
+    *,
+    model: str = "tiny",
+    languages: tuple[str, ...] = ("en", "zh"),
+) -> CompanionSttEntity:
+    """Set up an entry whose only sub-entry is an STT model; return its entity."""
+    entry = MockConfigEntry(
+        domain=DOMAIN,
+        title="test-model",
+        data={CONF_BASE_URL: server.url, CONF_API_KEY: "", CONF_MODEL: "test-model"},
+        subentries_data=[
+            {
+                "subentry_type": SUBENTRY_STT,
+                "data": {
+                    CONF_HOST: host,
+                    CONF_PORT: port,
+                    CONF_MODEL: model,
+                    CONF_LANGUAGES: list(languages),
+                },
+                "title": f"scripted ({model})",
+                "unique_id": None,
+            }
+        ],
+    )
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    (entity_id,) = [
+        e.entity_id
+        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
+        if e.domain == "stt"
+    ]
+    entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
+    assert isinstance(entity, CompanionSttEntity)
+    return entity
+
+
+async def start_flow(hass: HomeAssistant, entry: MockConfigEntry, host: str, port: int) -> str:
+    """Start the STT sub-entry flow, give it the server, and return the flow id."""
+    result = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, SUBENTRY_STT), context={"source": config_entries.SOURCE_USER}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "user"
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_HOST: host, CONF_PORT: port}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "model", result.get("errors")
+    return result["flow_id"]
+
+
+async def test_the_subentry_flow_asks_for_the_server_then_a_model(
+    hass: HomeAssistant, setup_entry: MockConfigEntry, whisper: WhisperPeer
+) -> None:
+    flow_id = await start_flow(hass, setup_entry, whisper.host, whisper.port)
+    progress = hass.config_entries.subentries.async_get(flow_id)
+    assert progress is not None
+
+    result = await hass.config_entries.subentries.async_configure(
+        flow_id, {CONF_MODEL: whisper.model, CONF_LANGUAGES: ["en"]}
+    )
+
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"] == "faster-whisper (model)"  # the peer names its model by its path
+    assert result["data"] == {
+        CONF_HOST: whisper.host,
+        CONF_PORT: whisper.port,
+        CONF_MODEL: whisper.model,
+        CONF_LANGUAGES: ["en"],
+    }
+    await hass.async_block_till_done()
+    (entity_id,) = hass.states.async_entity_ids("stt")
+    entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
+    assert entity is not None
+    assert entity.supported_languages == ["en"]
+    assert entity.check_metadata(metadata("en"))
+
+
+async def test_the_subentry_flow_offers_the_models_languages_and_checks_them(
+    hass: HomeAssistant, setup_entry: MockConfigEntry, socket_enabled: None
+) -> None:
+    async with ScriptedAsrServer() as server:
+        flow_id = await start_flow(hass, setup_entry, server.host, server.port)
+        result = await hass.config_entries.subentries.async_configure(
+            flow_id, {CONF_MODEL: "tiny", CONF_LANGUAGES: ["de"]}
+        )
+        assert result["type"] is FlowResultType.FORM
+        assert result["errors"] == {CONF_LANGUAGES: "language_unsupported"}
+        schema = result["data_schema"]
+        assert schema is not None
+        models = schema.schema[CONF_MODEL].config["options"]
+        assert models == [{"label": "tiny", "value": "tiny"}, {"label": "Small", "value": "small"}]
+        assert schema.schema[CONF_LANGUAGES].config["options"] == ["de", "en", "zh"]
+
+        result = await hass.config_entries.subentries.async_configure(flow_id, {CONF_MODEL: "tiny"})
+
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    assert result["title"] == "scripted (tiny)"
+    assert result["data"][CONF_LANGUAGES] == ["en", "zh"]  # none chosen: all of the model's
+
+
+async def test_the_subentry_flow_says_cannot_connect(
+    hass: HomeAssistant, setup_entry: MockConfigEntry
+) -> None:
+    result = await hass.config_entries.subentries.async_init(
+        (setup_entry.entry_id, SUBENTRY_STT), context={"source": config_entries.SOURCE_USER}
+    )
+    result = await hass.config_entries.subentries.async_configure(
+        result["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: closed_port()}
+    )
+    assert result["type"] is FlowResultType.FORM
+    assert result["step_id"] == "user"
+    assert result["errors"] == {"base": "cannot_connect"}
+
+
+@pytest.mark.parametrize(
+    ("asked", "sent"), [("en", "en"), ("en-US", "en"), ("zh-Hans", "zh"), ("fr", None)]
+)
+async def test_the_audio_goes_out_with_the_servers_language_and_the_text_comes_back(
+    hass: HomeAssistant, llm_server: LLMServer, asked: str, sent: str | None
+) -> None:
+    async with ScriptedAsrServer() as server:
+        entity = await setup_stt(hass, llm_server, server.host, server.port)
+
+        result = await entity.async_process_audio_stream(metadata(asked), silence())
+
+    assert result == stt.SpeechResult(TEXT, stt.SpeechResultState.SUCCESS)
+    transcribe, start = server.events[:2]
+    assert transcribe.type == "transcribe"
+    assert transcribe.data.get("language") == sent
+    assert transcribe.data["name"] == "tiny"
+    assert (start.data["rate"], start.data["width"], start.data["channels"]) == (16000, 2, 1)
+    assert sum(len(e.payload or b"") for e in server.events if e.type == "audio-chunk") == 3200
+
+
+async def test_a_refused_connection_is_a_failed_result_and_a_warning(
+    hass: HomeAssistant, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = closed_port()
+    entity = await setup_stt(hass, llm_server, "127.0.0.1", port)
+
+    with caplog.at_level(logging.WARNING):
+        result = await entity.async_process_audio_stream(metadata(), silence())
+
+    assert result == stt.SpeechResult(None, stt.SpeechResultState.ERROR)
+    assert f"127.0.0.1:{port}" in caplog.text
+
+
+async def test_a_server_that_closes_mid_stream_is_a_failed_result(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    async with ScriptedAsrServer(behaviour="close") as server:
+        entity = await setup_stt(hass, llm_server, server.host, server.port)
+
+        result = await entity.async_process_audio_stream(metadata(), silence(100))
+
+        assert result == stt.SpeechResult(None, stt.SpeechResultState.ERROR)
+        await server.wait_idle()
+
+
+async def test_reconfigure_moves_the_model_to_another_server_checked_live(
+    hass: HomeAssistant, llm_server: LLMServer, socket_enabled: None
+) -> None:
+    async with ScriptedAsrServer() as old, ScriptedAsrServer() as new:
+        entity = await setup_stt(hass, llm_server, old.host, old.port)
+        entry = entity.entry
+        subentry_id = entity.subentry.subentry_id
+        result = await hass.config_entries.subentries.async_init(
+            (entry.entry_id, SUBENTRY_STT),
+            context={"source": config_entries.SOURCE_RECONFIGURE, "subentry_id": subentry_id},
+        )
+        assert result["type"] is FlowResultType.FORM
+        schema = result["data_schema"]
+        assert schema is not None
+        suggested = {
+            str(key): key.description.get("suggested_value")
+            for key in schema.schema
+            if key.description
+        }
+        assert suggested == {CONF_HOST: old.host, CONF_PORT: old.port}
+
+        result = await hass.config_entries.subentries.async_configure(
+            result["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: closed_port()}
+        )
+        assert result["errors"] == {"base": "cannot_connect"}  # checked, not just stored
+        result = await hass.config_entries.subentries.async_configure(
+            result["flow_id"], {CONF_HOST: new.host, CONF_PORT: new.port}
+        )
+        result = await hass.config_entries.subentries.async_configure(
+            result["flow_id"], {CONF_MODEL: "small", CONF_LANGUAGES: ["en"]}
+        )
+        await hass.async_block_till_done()
+
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reconfigure_successful"
+    subentry = entry.subentries[subentry_id]
+    assert subentry.data == {
+        CONF_HOST: new.host,
+        CONF_PORT: new.port,
+        CONF_MODEL: "small",
+        CONF_LANGUAGES: ["en"],
+    }
+    assert subentry.title == "scripted (small)"

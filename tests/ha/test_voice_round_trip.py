@@ -1,0 +1,211 @@
+"""The whole voice round trip through a real HA's Assist pipeline, with every peer real.
+
+Piper speaks a command → our STT entity (whisper) → the pipeline's conversation agent, our
+persona, whose scripted model calls HassTurnOn → HA's demo kitchen light turns on → the
+answer goes to our TTS entity (piper) → its audio, through our STT entity again, is the
+answer. Whisper transcribes twice here.
+"""
+
+import io
+import wave
+from collections.abc import Iterator
+from unittest.mock import patch
+
+import pytest
+from homeassistant.components import conversation, stt, tts
+from homeassistant.components.assist_pipeline import (
+    PipelineEvent,
+    PipelineEventType,
+    async_pipeline_from_audio_stream,
+)
+from homeassistant.components.assist_pipeline.pipeline import (
+    async_create_default_pipeline,
+    async_update_pipeline,
+)
+from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
+from homeassistant.components.stt.const import DATA_COMPONENT as STT_COMPONENT
+from homeassistant.const import (
+    CONF_API_KEY,
+    CONF_HOST,
+    CONF_LLM_HASS_API,
+    CONF_PORT,
+    Platform,
+)
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers import llm
+from homeassistant.setup import async_setup_component
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+from wyoming.audio import AudioChunk, AudioChunkConverter
+
+from custom_components.companion_agent.const import (
+    CONF_BASE_URL,
+    CONF_LANGUAGES,
+    CONF_MODEL,
+    CONF_PROFILE,
+    CONF_VOICE,
+    DOMAIN,
+    SUBENTRY_CONVERSATION,
+    SUBENTRY_STT,
+    SUBENTRY_TTS,
+)
+from custom_components.companion_agent.stt import CompanionSttEntity
+from tests.ha.test_stt import metadata
+from tests.support.llm_script import Reply
+from tests.support.llm_server import LLMServer
+from tests.support.piper import PiperPeer
+from tests.support.whisper import RATE, WhisperPeer, pieces, spoken
+from tests.support.whisper import words as words_of
+
+COMMAND = "Turn on the kitchen light."
+ANSWER = "The kitchen light is on now."
+KITCHEN = "light.kitchen_lights"
+
+
+@pytest.fixture(autouse=True)
+def only_demo_lights() -> Iterator[None]:
+    """Load only the demo lights."""
+    with patch(
+        "homeassistant.components.demo.COMPONENTS_WITH_CONFIG_ENTRY_DEMO_PLATFORM",
+        [Platform.LIGHT],
+    ):
+        yield
+
+
+async def set_up_house(hass: HomeAssistant) -> None:
+    """Set up HA's demo lights, expose the kitchen's to Assist, and turn it off."""
+    demo = MockConfigEntry(domain="demo")
+    demo.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(demo.entry_id)
+    await hass.async_block_till_done()
+    async_expose_entity(hass, conversation.DOMAIN, KITCHEN, True)
+    await hass.services.async_call("light", "turn_off", {"entity_id": KITCHEN}, blocking=True)
+    assert hass.states.get(KITCHEN).state == "off"  # type: ignore[union-attr]
+
+
+def companion(server: LLMServer, piper: PiperPeer, whisper: WhisperPeer) -> MockConfigEntry:
+    """Return an entry with a persona that controls HA, a piper voice and a whisper model."""
+    return MockConfigEntry(
+        domain=DOMAIN,
+        title="test-model",
+        data={CONF_BASE_URL: server.url, CONF_API_KEY: "", CONF_MODEL: "test-model"},
+        subentries_data=[
+            {
+                "subentry_type": SUBENTRY_CONVERSATION,
+                "data": {CONF_PROFILE: "default", CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]},
+                "title": "Companion",
+                "unique_id": None,
+            },
+            {
+                "subentry_type": SUBENTRY_TTS,
+                "data": {
+                    CONF_HOST: piper.host,
+                    CONF_PORT: piper.port,
+                    CONF_VOICE: piper.voice,
+                    CONF_LANGUAGES: ["en_US"],
+                },
+                "title": piper.voice,
+                "unique_id": None,
+            },
+            {
+                "subentry_type": SUBENTRY_STT,
+                "data": {
+                    CONF_HOST: whisper.host,
+                    CONF_PORT: whisper.port,
+                    CONF_MODEL: whisper.model,
+                    CONF_LANGUAGES: ["en"],
+                },
+                "title": "faster-whisper (model)",
+                "unique_id": None,
+            },
+        ],
+    )
+
+
+def entity_of(hass: HomeAssistant, entry: MockConfigEntry, domain: str) -> str:
+    """Return the entry's one entity of ``domain``."""
+    (entity_id,) = [
+        e.entity_id
+        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
+        if e.domain == domain
+    ]
+    return entity_id
+
+
+def pcm_at_16k(wav_stream: bytes) -> bytes:
+    """Return the PCM of a streamed WAV (its header counts no frames) as 16 kHz mono."""
+    with wave.open(io.BytesIO(wav_stream), "rb") as reader:
+        rate, width, channels = reader.getframerate(), reader.getsampwidth(), reader.getnchannels()
+    chunk = AudioChunk(rate=rate, width=width, channels=channels, audio=wav_stream[44:])
+    return AudioChunkConverter(rate=RATE, width=2, channels=1).convert(chunk).audio
+
+
+def event_data(events: list[PipelineEvent], kind: PipelineEventType) -> dict[str, object]:
+    """Return the data of the run's one event of ``kind``."""
+    (data,) = [event.data or {} for event in events if event.type == kind]
+    return data
+
+
+async def test_a_spoken_command_turns_on_the_light_and_the_spoken_answer_is_heard(
+    hass: HomeAssistant, llm_server: LLMServer, piper: PiperPeer, whisper: WhisperPeer
+) -> None:
+    assert await async_setup_component(hass, "conversation", {})
+    assert await async_setup_component(hass, "assist_pipeline", {})
+    await set_up_house(hass)
+    entry = companion(llm_server, piper, whisper)
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    stt_id, tts_id = entity_of(hass, entry, "stt"), entity_of(hass, entry, "tts")
+    pipeline = await async_create_default_pipeline(
+        hass, stt_engine_id=stt_id, tts_engine_id=tts_id, pipeline_name="Companion"
+    )
+    assert pipeline is not None
+    assert (pipeline.stt_language, pipeline.tts_language) == ("en", "en_US")
+    await async_update_pipeline(
+        hass,
+        pipeline,
+        conversation_engine=entity_of(hass, entry, "conversation"),
+        conversation_language="en",
+    )
+    llm_server.script(
+        Reply.tool_calls(("call_1", "HassTurnOn", '{"name": "Kitchen Lights"}')),
+        Reply.text(ANSWER),
+    )
+    command = await spoken(piper, COMMAND)
+    events: list[PipelineEvent] = []
+
+    await async_pipeline_from_audio_stream(
+        hass,
+        context=Context(),
+        event_callback=events.append,
+        stt_metadata=metadata(""),  # the pipeline fills in its STT language
+        stt_stream=pieces(command, 640),
+        pipeline_id=pipeline.id,
+        tts_audio_output={tts.ATTR_PREFERRED_FORMAT: "wav"},  # as piper gives it: no ffmpeg
+    )
+
+    assert [e.type for e in events if e.type == PipelineEventType.ERROR] == []
+    heard = event_data(events, PipelineEventType.STT_END)["stt_output"]
+    assert isinstance(heard, dict)
+    assert words_of(heard["text"]) == words_of(COMMAND)
+    messages = llm_server.requests[0]["messages"]
+    assert isinstance(messages, list)
+    user_messages = [m for m in messages if m["role"] == "user"]
+    assert words_of(str(user_messages[-1]["content"]))[-5:] == words_of(COMMAND)
+    assert hass.states.get(KITCHEN).state == "on"  # type: ignore[union-attr]
+    answer = event_data(events, PipelineEventType.INTENT_END)["intent_output"]
+    assert isinstance(answer, dict)
+    assert answer["response"]["speech"]["plain"]["speech"] == ANSWER
+    tts_output = event_data(events, PipelineEventType.TTS_END)["tts_output"]
+    assert isinstance(tts_output, dict)
+    stream = tts.async_get_stream(hass, tts_output["token"])
+    assert stream is not None
+    wav = b"".join([part async for part in stream.async_stream_result()])
+
+    entity = hass.data[STT_COMPONENT].get_entity(stt_id)
+    assert isinstance(entity, CompanionSttEntity)
+    echo = await entity.async_process_audio_stream(metadata("en"), pieces(pcm_at_16k(wav)))
+
+    assert echo.result is stt.SpeechResultState.SUCCESS
+    assert words_of(echo.text or "") == words_of(ANSWER)
