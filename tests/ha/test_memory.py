@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from homeassistant.const import EVENT_HOMEASSISTANT_STOP
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import issue_registry as ir
@@ -18,6 +19,7 @@ from pytest_homeassistant_custom_component.components.diagnostics import (
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.companion_agent.const import DOMAIN, MEMORY_FILE, STORAGE_FOLDER
+from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
 from tests.ha.conftest import make_personas_entry
 from tests.ha.memorykit import (
     add_person,
@@ -203,3 +205,22 @@ async def test_unusable_backend_raises_a_repair_and_turns_still_answer(
     llm_server.script(Reply.text("Hello."))
     result = await talk(hass, agents_by_title(hass, entry)["Ada"], "Hi")
     assert result.response.speech["plain"]["speech"] == "Hello."
+
+
+async def test_ha_stop_closes_memory_and_keeps_what_waits(
+    hass: HomeAssistant,
+    two_personas: tuple[MockConfigEntry, dict[str, str]],
+    llm_server: LLMServer,
+) -> None:
+    """At HA stop memory is closed (bounded); what had not reached the store stays on disk."""
+    entry, agents = two_personas
+    memory = memory_of(entry)
+    await memory.store.close()
+    await talk(hass, agents["Ada"], "Remember that the spare key is under the mat.")
+    hass.bus.async_fire(EVENT_HOMEASSISTANT_STOP)
+    await hass.async_block_till_done()
+    assert entry.runtime_data.memory is None
+    reader = MemoryOutbox(memory.outbox.path)
+    left = await reader.entries()
+    await reader.close()
+    assert [e.kind for e in left][:1] == ["state"]

@@ -12,7 +12,8 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from tests.ha.memorykit import add_person, call, rows
+from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
+from tests.ha.memorykit import add_person, call, memory_of, rows
 from tests.ha.personakit import setup_personas
 from tests.support.llm_server import LLMServer
 
@@ -124,3 +125,31 @@ async def test_options_memory_step_checks_servers(
     assert entry.options["embeddings_url"] == llm_server.url
     assert entry.state is ConfigEntryState.LOADED
     assert entry.runtime_data.memory is not None
+
+
+async def test_options_memory_step_for_mem0_needs_embeddings(
+    hass: HomeAssistant, persona: tuple[MockConfigEntry, str], llm_server: LLMServer
+) -> None:
+    """mem0 without an embeddings endpoint is refused in the form; with one it is saved."""
+    entry, _agent = persona
+    flow = await hass.config_entries.options.async_init(entry.entry_id)
+    flow = await hass.config_entries.options.async_configure(
+        flow["flow_id"],
+        {"confirm_ttl": 60, "retention_days": 30, "first_token_timeout": 8, "turns_per_minute": 20},
+    )
+    flow = await hass.config_entries.options.async_configure(
+        flow["flow_id"], {"memory_backend": "mem0", "memory_neo4j": False}
+    )
+    assert flow["errors"] == {"embeddings_url": "embeddings_required"}
+    flow = await hass.config_entries.options.async_configure(
+        flow["flow_id"],
+        {
+            "memory_backend": "mem0",
+            "memory_neo4j": False,
+            "embeddings_url": llm_server.url,
+            "embeddings_model": "test-embed",
+        },
+    )
+    assert flow["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    assert isinstance(memory_of(entry).store, Mem0Store)
