@@ -11,8 +11,6 @@ that miss are counted). Memory is closed, bounded, at unload and HA stop.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -44,7 +42,7 @@ from .const import (
     MEMORY_OUTBOX_FILE,
     MEMORY_WINDOWS_FOLDER,
 )
-from .engine.errors import CompanionError
+from .engine.errors import CompanionError, MemoryBackendError
 from .engine.llm import OpenAIChatModel
 from .engine.memory.answers import JsonAnswers
 from .engine.memory.companion import CompanionMemory, MemorySettings
@@ -62,14 +60,7 @@ from .runtime import CompanionConfigEntry
 
 MEMORY_CLOSE_GRACE = 5.0
 MEM0_FOLDER = "mem0"
-STORE_THREAD_PREFIX = "companion_memory"
-THREAD_END_POLLS = 50
-THREAD_END_POLL = 0.01
 MEMORY_MODEL_TIMEOUT = 30.0
-
-
-class MemoryBackendUnavailable(CompanionError):
-    """The configured memory backend cannot be used in this installation."""
 
 
 async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -> None:
@@ -78,7 +69,7 @@ async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -
     options = entry.options
     data_dir = runtime.data_dir
     try:
-        store, graph = await _async_open_backend(hass, entry, options, data_dir)
+        store, graph = await _async_open_backend(hass, options, data_dir)
     except RequirementsNotFound as err:
         _async_issue(hass, entry, ISSUE_MEMORY_REQUIREMENTS, str(err.requirements))
         return
@@ -115,10 +106,8 @@ async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -
     )
     runtime.memory = memory
     memory.start()
-    try:
-        await memory.store.count()
-    except Exception as err:
-        _async_issue(hass, entry, ISSUE_MEMORY_UNREACHABLE, f"{type(err).__name__}: {err}")
+    if problem := await _async_unreachable(memory):
+        _async_issue(hass, entry, ISSUE_MEMORY_UNREACHABLE, problem)
     else:
         ir.async_delete_issue(hass, DOMAIN, f"{ISSUE_MEMORY_UNREACHABLE}_{entry.entry_id}")
     ir.async_delete_issue(hass, DOMAIN, f"{ISSUE_MEMORY_REQUIREMENTS}_{entry.entry_id}")
@@ -130,14 +119,7 @@ async def async_close_memory(entry: CompanionConfigEntry) -> None:
     if memory is None:
         return
     entry.runtime_data.memory = None
-    before = _store_threads()
     await memory.close(MEMORY_CLOSE_GRACE)
-    # The embedded store lets its thread end without waiting for it; wait (bounded) so that
-    # nothing of this entry runs once it is unloaded or HA has stopped.
-    for _ in range(THREAD_END_POLLS):
-        if len(_store_threads()) < len(before) or not before:
-            break
-        await asyncio.sleep(THREAD_END_POLL)
 
 
 def turn_memory(
@@ -163,7 +145,7 @@ def turn_memory(
 
 
 async def _async_open_backend(
-    hass: HomeAssistant, entry: CompanionConfigEntry, options: Mapping[str, Any], data_dir: Path
+    hass: HomeAssistant, options: Mapping[str, Any], data_dir: Path
 ) -> tuple[MemoryStore, GraphStore | None]:
     """Open the store (and graph) the options name; install what they need first."""
     backend = options.get(CONF_MEMORY_BACKEND, MEMORY_EMBEDDED)
@@ -174,7 +156,9 @@ async def _async_open_backend(
     embedder = embedder_for(options)
     if backend == MEMORY_MEM0:
         if embedder is None:
-            raise MemoryBackendUnavailable("mem0 needs an embeddings endpoint")
+            raise MemoryBackendError(
+                "it needs an embeddings endpoint", backend=MEMORY_MEM0, problem="invalid_config"
+            )
         await async_process_requirements(hass, DOMAIN, list(MEM0_REQUIREMENTS))
         mem0 = await Mem0Store.create(mem0_settings(options, data_dir), embedder)
         return mem0, graph
@@ -228,11 +212,6 @@ async def _async_unreachable(memory: CompanionMemory) -> str | None:
         if not check.ok:
             return f"{check.backend}: {check.problem}"
     return None
-
-
-def _store_threads() -> list[threading.Thread]:
-    """Return the embedded stores' worker threads still alive."""
-    return [t for t in threading.enumerate() if t.name.startswith(STORE_THREAD_PREFIX)]
 
 
 @callback

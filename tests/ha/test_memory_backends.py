@@ -94,3 +94,24 @@ async def test_mem0_on_local_qdrant_remembers_through_turns(
     await talk(hass, agent, "What do you call me?")
     assert '"From now on, call me Captain."' in last_user_message(llm_server)
     assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_unreachable_graph_raises_a_repair_and_the_turn_answers(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """A Neo4j that does not answer at setup raises a repair issue; memory stays on."""
+    assert await async_setup_component(hass, "conversation", {})
+    entry = make_personas_entry(llm_server, {"Ada": "default"})
+    entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        entry, options={"memory_neo4j": True, "neo4j_uri": "bolt://127.0.0.1:9"}
+    )
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    issue = ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}")
+    assert issue is not None
+    assert "neo4j" in (issue.translation_placeholders or {})["detail"]
+    llm_server.script(Reply.text("Hello."))
+    result = await talk(hass, agents_by_title(hass, entry)["Ada"], "Hi Ann")
+    assert result.response.speech["plain"]["speech"] == "Hello."
+    assert memory_of(entry).retrieval.snapshot()["missed_graph"] == 1

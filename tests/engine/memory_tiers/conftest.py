@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,24 +16,6 @@ from custom_components.companion_agent.engine.memory.companion import (
 from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
 from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
 from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
-
-PREFIX = "companion_memory"
-"""How the embedded store names its worker thread."""
-
-
-@pytest.fixture(autouse=True)
-async def store_threads_end() -> AsyncIterator[None]:
-    """Wait (bounded) after each test until the stores it closed have ended their threads.
-
-    The embedded store lets its worker thread end without waiting for it, and HA's harness
-    counts a thread still alive after a test as left behind.
-    """
-    before = set(threading.enumerate())
-    yield
-    for _ in range(100):
-        if not [t for t in set(threading.enumerate()) - before if t.name.startswith(PREFIX)]:
-            return
-        await asyncio.sleep(0.01)
 
 
 @pytest.fixture
