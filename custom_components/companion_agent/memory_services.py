@@ -25,6 +25,7 @@ from .const import (
     SERVICE_ROLLBACK_MEMORY,
     signal_memory_changed,
 )
+from .engine.errors import MemoryInputError
 from .engine.memory.companion import CompanionMemory
 from .engine.memory.types import HOUSEHOLD, Forget, MemoryRecord, MemoryScope
 from .runtime import CompanionConfigEntry, loaded_entries
@@ -101,7 +102,10 @@ async def _async_remember(hass: HomeAssistant, call: ServiceCall) -> ServiceResp
         owner=_owner(hass, call.data.get("person")),
         environment=memory.settings.environment,
     )
-    record = await memory.remember(scope, call.data["text"], topic=call.data.get("topic"))
+    try:
+        record = await memory.remember(scope, call.data["text"], topic=call.data.get("topic"))
+    except MemoryInputError as err:
+        raise _error("memory_invalid") from err
     async_dispatcher_send(hass, signal_memory_changed(entry.entry_id))
     return {"queued": record is None, "memory": record_data(record) if record else None}
 

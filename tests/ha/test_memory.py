@@ -117,6 +117,9 @@ async def test_supersede_history_rollback_export_and_forget(
     assert rows(await call(hass, "export_memories", {"persona": ada})) == []
 
     with pytest.raises(ServiceValidationError) as err:
+        await call(hass, "remember", {"persona": ada, "text": "   "})
+    assert err.value.translation_key == "memory_invalid"
+    with pytest.raises(ServiceValidationError) as err:
         await call(hass, "forget", {"person": person, "persona": ada})
     assert err.value.translation_key == "forget_needs_one"
     with pytest.raises(ServiceValidationError) as err:

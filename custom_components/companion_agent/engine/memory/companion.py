@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..errors import MemoryInputError
 from .extraction import clean_memory
 from .instructions import lasting_instruction
 from .outbox import MemoryOutbox
@@ -152,7 +153,11 @@ class CompanionMemory:
     async def remember(
         self, scope: MemoryScope, text: str, *, topic: str | None = None, source: str = "service"
     ) -> MemoryRecord | None:
-        """Store a memory now (a conclusion when ``topic`` is given); None: it was queued."""
+        """Store a memory now (a conclusion when ``topic`` is given); None: it was queued.
+
+        A memory the store refuses as input (``MemoryInputError``: empty text, a bad topic)
+        raises; one it cannot take now is queued.
+        """
         clean = clean_memory(text)
         kind: MemoryKind = "state" if topic else "detail"
         memory = NewMemory(scope=scope, text=clean, kind=kind, topic=topic, source=source)
@@ -161,6 +166,8 @@ class CompanionMemory:
                 if topic:
                     return await self.store.supersede(memory)
                 return (await self.store.add([memory]))[0]
+        except MemoryInputError:
+            raise
         except Exception as err:
             LOGGER.warning("Memory store did not take the memory (%s); it is queued", err)
         if topic:
@@ -254,6 +261,9 @@ class CompanionMemory:
             async with asyncio.timeout(self.settings.write_timeout):
                 await self.store.supersede(memory)
                 return
+        except MemoryInputError as err:
+            LOGGER.warning("Memory store refused an instruction: %s", err)
+            return
         except Exception as err:
             LOGGER.warning("Memory store did not take an instruction (%s); it is queued", err)
         await self.outbox.put("state", {"memory": dump_memory(memory)})
