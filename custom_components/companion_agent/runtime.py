@@ -90,6 +90,8 @@ class CompanionRuntime:
         removed = 0
         for persona_id in personas:
             removed += await self.conversation_store(persona_id).prune(retention)
+        if self.memory is not None:
+            removed += await self.memory.prune(retention)  # the rolling windows too
         return removed
 
     def model_named(self, name: str | None) -> ChatModel:

@@ -108,3 +108,13 @@ async def test_window_budget_cuts_across_conversations(
     assert "Answer 0:" not in last  # the oldest answer did not fit...
     assert "Question 0." in last  # ...but the person's words are cut last
     assert len(await memory.window(SCOPE).turns()) == 8  # the file keeps them all
+
+
+async def test_idle_windows_are_pruned(memory: CompanionMemory, tmp_path: Path) -> None:
+    """A window nobody has spoken in for the retention is deleted like a conversation."""
+    await memory.window(SCOPE).append(StoredTurn(user="Hello", time=1.0))
+    await memory.flush()
+    assert await memory.prune(retention=3600) == 0
+    assert await memory.prune(retention=-1) == 1
+    from_disk = WindowFiles(tmp_path / "windows" / SCOPE.agent_id).window(SCOPE, budget=100)
+    assert await from_disk.turns() == []

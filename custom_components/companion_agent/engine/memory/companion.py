@@ -227,6 +227,18 @@ class CompanionMemory:
             return False
         return await self.outbox.drained(grace)
 
+    async def prune(self, retention: float) -> int:
+        """Delete windows nobody has spoken in for ``retention`` seconds; return how many."""
+        root = self._windows_root
+        personas = await asyncio.to_thread(
+            lambda: [p.name for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
+        )
+        removed = 0
+        for persona_id in personas:
+            files = self._windows.get(persona_id) or WindowFiles(root / persona_id)
+            removed += await files.store.prune(retention)
+        return removed
+
     async def flush(self) -> None:
         """Write every open window to disk."""
         await asyncio.gather(*(files.flush() for files in self._windows.values()))
