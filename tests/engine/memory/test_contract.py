@@ -170,6 +170,22 @@ async def test_forget_a_record_takes_its_history(memory_store: MemoryStore) -> N
     assert [r.text for r in await memory_store.export([ANNA])] == ["Anna plays the cello"]
 
 
+async def test_forget_a_record_of_another_environment_changes_nothing(
+    memory_store: MemoryStore,
+) -> None:
+    """Test that a record id forgotten in the wrong environment is left, history and all."""
+    tea = await memory_store.supersede(
+        NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks tea")
+    )
+    coffee = await memory_store.supersede(
+        NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks coffee")
+    )
+    assert await memory_store.forget(Forget(record_id=tea.id, environment="test")) == 0
+    restored = await memory_store.rollback(coffee.id)
+    assert restored is not None
+    assert restored.id == tea.id
+
+
 async def test_forget_a_person_keeps_the_household_and_others(memory_store: MemoryStore) -> None:
     """Test that forgetting Anna removes all of hers, in every persona, and nothing else."""
     await memory_store.add(

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.companion_agent.engine.errors import MemoryInputError, MemoryStoreError
+from custom_components.companion_agent.engine.errors import (
+    EmbeddingError,
+    MemoryInputError,
+    MemoryStoreError,
+)
 from custom_components.companion_agent.engine.memory.embedded import MAX_BATCH, EmbeddedStore
 from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
@@ -343,3 +347,53 @@ async def test_sqlite_never_runs_on_the_event_loop_thread(store: EmbeddedStore) 
     await store.forget(Forget(agent_id="nova"))
     assert threads
     assert threading.get_ident() not in threads
+
+
+async def test_a_memory_added_after_a_search_is_found_by_vector(
+    tmp_path: Path, embedder: OpenAIEmbedder
+) -> None:
+    """Test that the vector cache takes in new memories (no stale cache after a search)."""
+    store = await EmbeddedStore.create(
+        tmp_path / "memory.db",
+        embedder=embedder,
+        rankings=frozenset({"vector"}),
+        query_timeout=SLOW_MACHINE,
+    )
+    question = "Which animal lives with me?"
+    try:
+        await add(store, "The dentist appointment is on Friday")
+        assert await found(store, question) == ["The dentist appointment is on Friday"]
+        await add(store, "My tabby cat sleeps on the sofa all day")
+        assert (await found(store, question))[0] == "My tabby cat sleeps on the sofa all day"
+        await store.forget(Forget(agent_id="nova"))
+        assert await found(store, question) == []
+    finally:
+        await store.close()
+
+
+async def test_backfill_gives_vectors_to_memories_stored_without(
+    tmp_path: Path, socket_enabled: None, embedder: OpenAIEmbedder
+) -> None:
+    """Test that memories stored while the embedder was down get vectors later."""
+    async with LLMServer() as server:
+        url = server.url
+    down = OpenAIEmbedder(EmbeddingSettings(base_url=url, model=embedder.model_id, timeout=1.0))
+    store = await EmbeddedStore.create(
+        tmp_path / "memory.db",
+        embedder=down,
+        rankings=frozenset({"vector"}),
+        query_timeout=SLOW_MACHINE,
+    )
+    question = "Which animal lives with me?"
+    try:
+        await add(store, "My tabby cat sleeps on the sofa all day")
+        with pytest.raises(EmbeddingError):
+            await store.backfill_vectors()
+        store.embedder = embedder
+        assert await found(store, question) == []
+        assert await store.backfill_vectors() == 1
+        assert await store.backfill_vectors() == 0
+        assert await found(store, question) == ["My tabby cat sleeps on the sofa all day"]
+    finally:
+        await store.close()
+        await down.aclose()

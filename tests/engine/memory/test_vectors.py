@@ -94,3 +94,25 @@ def test_fuse_adds_reciprocal_ranks() -> None:
     assert [rowid for rowid, _ in fused][:2] == [2, 1]
     assert dict(fused)[4] == pytest.approx(1 / 62)
     assert fuse([]) == []
+
+
+def test_an_appended_vector_joins_without_a_reload() -> None:
+    """Test that a vector added to a cached scope is searched at once, with no new load."""
+    loads: list[tuple[str, str, str]] = []
+
+    def load(scope: tuple[str, str, str]) -> list[tuple[int, str, bytes]]:
+        """Count loads."""
+        loads.append(scope)
+        return rows(20)
+
+    cache = VectorCache()
+    probe = pack([1.0] * 8)
+    cache.nearest([SCOPE], probe, 3, load, {"detail", "state"})
+    cache.append(SCOPE, 500, "detail", probe)
+    cache.append(SCOPE, 501, "detail", pack([1.0] * 4))
+    cache.append(("nova", "production", "user:x"), 502, "detail", probe)
+    best = cache.nearest([SCOPE], probe, 3, load, {"detail", "state"})
+    assert best[0][0] == 500
+    assert best[0][1] == pytest.approx(1.0)
+    assert 501 not in {rowid for rowid, _ in best}
+    assert loads == [SCOPE]

@@ -29,7 +29,7 @@ from .boundary import clean_scope, clean_text
 from .embeddings import Embedder
 from .graph import EmbeddedGraph, forget_where
 from .keywords import match_expression
-from .sqlite_records import PreparedMemory, prepare
+from .prepared import prepare, with_vectors
 from .sqlite_worker import MAX_PENDING, CorruptionReporter, SQLiteWorker
 from .types import (
     Forget,
@@ -103,14 +103,17 @@ class EmbeddedStore:
         prepared = [prepare(memory) for memory in memories]
         if not prepared:
             return []
-        prepared = await self._with_vectors(prepared)
+        prepared = await with_vectors(prepared, self.embedder)
 
         def work(db: sqlite3.Connection) -> list[MemoryRecord]:
             """Insert every memory, then read them back as records."""
             now = datetime.now(UTC)
             rowids = [sqlite_records.insert(db, memory, now) for memory in prepared]
-            for memory in prepared:
-                self._vectors.invalidate(_key(memory.scope))
+            for rowid, memory in zip(rowids, prepared, strict=True):
+                if memory.kind == "state" and memory.topic_key is not None:
+                    self._vectors.invalidate(_key(memory.scope))  # it may retire a record
+                elif memory.vector is not None:
+                    self._vectors.append(_key(memory.scope), rowid, memory.kind, memory.vector)
             found = sqlite_records.records(db, rowids)
             return [found[rowid] for rowid in rowids]
 
@@ -233,22 +236,43 @@ class EmbeddedStore:
         where, params = forget_where(what)
 
         def work(db: sqlite3.Connection) -> int:
-            """Delete the records (and graph), clear links to them, drop cached vectors."""
-            record_where, record_params = where, params
+            """Delete the records (and graph), drop their scopes' cached vectors."""
             if what.record_id is not None:
-                ids = sqlite_records.history_ids(db, what.record_id)
-                marks = ",".join("?" * len(ids))
-                record_where = f"id IN ({marks}) AND environment = ?"
-                record_params = [*ids, what.environment]
-                db.execute(
-                    f"UPDATE memories SET supersedes = NULL WHERE supersedes IN ({marks})", ids
-                )
+                gone = sqlite_records.delete_history(db, what.record_id, what.environment)
             else:
                 sqlite_graph.forget(db, where, params)
-            gone = sqlite_records.delete(db, record_where, record_params)
+                gone = sqlite_records.delete(db, where, params)
             for agent, environment, owner in set(gone):
                 self._vectors.invalidate((agent, environment, owner))
             return len(gone)
+
+        return await self._worker.transaction(work)
+
+    async def backfill_vectors(self, limit: int = 64) -> int:
+        """Embed up to ``limit`` current records that lack this embedder's vector; say how many.
+
+        Records stored while the embedding server was down, or under another model, get
+        their vector here (call it now and then); an ``EmbeddingError`` leaves them as they
+        are for the next call.
+        """
+        if self.embedder is None:
+            return 0
+        model = self.embedder.model_id
+        batch = max(1, min(limit, MAX_BATCH))
+        missing = await self._worker.run(lambda db: sqlite_records.unembedded(db, model, batch))
+        if not missing:
+            return 0
+        vectors = await self.embedder.embed([text for _, text, _ in missing], "passage")
+
+        def work(db: sqlite3.Connection) -> int:
+            """Store the vectors; drop the scopes' cached matrices."""
+            for (rowid, _, scope), vector in zip(missing, vectors, strict=True):
+                db.execute(
+                    "UPDATE memories SET vector = ?, vector_model = ? WHERE rowid = ?",
+                    (pack(vector), model, rowid),
+                )
+                self._vectors.invalidate(scope)
+            return len(missing)
 
         return await self._worker.transaction(work)
 
@@ -259,24 +283,6 @@ class EmbeddedStore:
     async def close(self) -> None:
         """Close the file and end the worker thread (the graph shares them)."""
         await self._worker.close()
-
-    async def _with_vectors(self, prepared: list[PreparedMemory]) -> list[PreparedMemory]:
-        """Return ``prepared`` with passage vectors, or as they are when embedding fails."""
-        if self.embedder is None:
-            return prepared
-        try:
-            vectors = await self.embedder.embed([m.text for m in prepared], "passage")
-        except EmbeddingError as err:
-            LOGGER.warning("Memories stored without vectors: %s", err)
-            return prepared
-        model = self.embedder.model_id
-        return [
-            PreparedMemory(
-                id=m.id, scope=m.scope, text=m.text, terms=m.terms, kind=m.kind, topic=m.topic,
-                topic_key=m.topic_key, source=m.source, at=m.at, vector=pack(v), vector_model=model,
-            )
-            for m, v in zip(prepared, vectors, strict=True)
-        ]  # fmt: skip
 
 
 def _key(scope: MemoryScope) -> tuple[str, str, str]:

@@ -23,6 +23,7 @@ request, ``MAX_BATCH`` texts a call, ``MAX_INPUT_CHARS`` a text.
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -179,7 +180,7 @@ class OpenAIEmbedder:
                 retryable=True,
             ) from err
         items = sorted(answer.data, key=lambda item: item.index)
-        if len(items) != len(inputs) or not all(items[0].embedding for _ in items):
+        if len(items) != len(inputs) or not all(item.embedding for item in items):
             raise EmbeddingError(
                 f"the embedding server sent {len(items)} vectors for {len(inputs)} texts",
                 retryable=False,
@@ -189,7 +190,12 @@ class OpenAIEmbedder:
             raise EmbeddingError(
                 "the embedding server sent vectors of mixed sizes", retryable=False
             )
-        return [list(item.embedding) for item in items]
+        vectors = [[float(x) for x in item.embedding] for item in items]
+        if not all(math.isfinite(x) for vector in vectors for x in vector):
+            raise EmbeddingError(
+                "the embedding server sent a vector that is not finite", retryable=False
+            )
+        return vectors
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""

@@ -8,16 +8,11 @@ rollback can bring that one back. Times are ISO 8601 in UTC.
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..chars import valid_text
-from ..errors import MemoryInputError
-from .boundary import MAX_FIELD_CHARS, clean_scope, clean_text
-from .keywords import fold, segment
-from .types import MemoryKind, MemoryRecord, MemoryScope, NewMemory
+from .prepared import PreparedMemory
+from .types import MemoryKind, MemoryRecord, MemoryScope
 
 MAX_EXPORT = 100_000
 MAX_STATES = 50
@@ -25,44 +20,6 @@ _COLUMNS = (
     "rowid, id, agent_id, owner, environment, kind, topic, text, source, created_at, "
     "valid_from, valid_until, superseded_by"
 )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PreparedMemory:
-    """A memory checked and cut at the boundary, ready to insert."""
-
-    id: str
-    scope: MemoryScope
-    text: str
-    terms: str
-    kind: MemoryKind
-    topic: str | None
-    topic_key: str | None
-    source: str
-    at: datetime
-    vector: bytes | None = None
-    vector_model: str | None = None
-
-
-def prepare(memory: NewMemory) -> PreparedMemory:
-    """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
-    text = clean_text(memory.text)
-    if not text:
-        raise MemoryInputError("a memory needs some text")
-    topic = clean_text(memory.topic, MAX_FIELD_CHARS) if memory.topic else None
-    if memory.kind == "state" and not topic:
-        raise MemoryInputError("a state memory needs a topic")
-    return PreparedMemory(
-        id=uuid.uuid4().hex,
-        scope=clean_scope(memory.scope),
-        text=text,
-        terms=segment(text),
-        kind=memory.kind,
-        topic=topic or None,
-        topic_key=" ".join(fold(topic).split()) if topic else None,
-        source=valid_text(memory.source)[:MAX_FIELD_CHARS],
-        at=memory.at or datetime.now(UTC),
-    )
 
 
 def iso(moment: datetime) -> str:
@@ -253,15 +210,39 @@ def delete(db: sqlite3.Connection, where: str, params: Sequence[str]) -> list[tu
     return [tuple(str(v) for v in row[1:]) for row in rows]
 
 
-def history_ids(db: sqlite3.Connection, record_id: str) -> list[str]:
-    """Return ``record_id`` and every record it superseded, directly or not (bounded)."""
+def delete_history(
+    db: sqlite3.Connection, record_id: str, environment: str
+) -> list[tuple[str, ...]]:
+    """Delete a record and every record it superseded, in ``environment``; return scopes.
+
+    A newer record that superseded one of them keeps its place but no longer points back.
+    """
     rows = db.execute(
-        "WITH RECURSIVE chain(id, depth) AS (SELECT ?, 0 UNION "
-        "SELECT m.supersedes, chain.depth + 1 FROM memories m JOIN chain ON m.id = chain.id "
-        "WHERE m.supersedes IS NOT NULL AND chain.depth < 1000) SELECT id FROM chain",
-        (record_id,),
+        "WITH RECURSIVE chain(id, depth) AS ("
+        " SELECT id, 0 FROM memories WHERE id = ? AND environment = ? UNION"
+        " SELECT m.supersedes, chain.depth + 1 FROM memories m JOIN chain ON m.id = chain.id"
+        " WHERE m.supersedes IS NOT NULL AND chain.depth < 1000) SELECT id FROM chain",
+        (record_id, environment),
     )
-    return [str(row[0]) for row in rows]
+    ids = [str(row[0]) for row in rows]
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    db.execute(f"UPDATE memories SET supersedes = NULL WHERE supersedes IN ({marks})", ids)
+    return delete(db, f"id IN ({marks}) AND environment = ?", [*ids, environment])
+
+
+def unembedded(
+    db: sqlite3.Connection, model: str, limit: int
+) -> list[tuple[int, str, tuple[str, str, str]]]:
+    """Return ``(rowid, text, scope key)`` of current records without a ``model`` vector."""
+    rows = db.execute(
+        "SELECT rowid, text, agent_id, environment, owner FROM memories "
+        "WHERE valid_until IS NULL AND (vector_model IS NULL OR vector_model != ?) "
+        "ORDER BY rowid DESC LIMIT ?",
+        (model, limit),
+    )
+    return [(int(r[0]), str(r[1]), (str(r[2]), str(r[3]), str(r[4]))) for r in rows]
 
 
 def counts(db: sqlite3.Connection) -> dict[str, int]:

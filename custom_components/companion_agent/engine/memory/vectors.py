@@ -3,8 +3,9 @@
 Each record's vector is stored as little-endian float32 bytes next to the name of the
 model that made it: vectors of another model (or dimension) are never compared. Searching
 reads no BLOB: the store's worker thread keeps one matrix per scope (rows L2-normalised),
-loaded the first time the scope is searched and dropped when the scope is written; the
-cache holds at most ``MAX_CACHED_VECTORS`` rows and evicts the least recently used scope.
+loaded the first time the scope is searched; a new record's vector joins it, a record
+that retires or goes drops the scope's matrix (read again at the next search); the cache
+holds at most ``MAX_CACHED_VECTORS`` rows and evicts the least recently used scope.
 numpy does the arithmetic when it is installed (Home Assistant's images ship it); without
 it a pure-Python loop gives the same ranking, slower (about 0.1 s at 10 k vectors).
 """
@@ -16,7 +17,7 @@ import math
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 try:
     import numpy as np
@@ -54,6 +55,8 @@ class _ScopeMatrix:
     kinds: list[str]
     rows: object
     """A numpy float32 matrix (n × dim) or, without numpy, a list of arrays."""
+    pending: list[tuple[int, str, bytes]] = field(default_factory=list)
+    """Rows added since, joined to ``rows`` at the next search."""
 
 
 class VectorCache:
@@ -74,6 +77,13 @@ class VectorCache:
         dropped = self._scopes.pop(scope, None)
         if dropped is not None:
             self._size -= len(dropped.rowids)
+
+    def append(self, scope: ScopeKey, rowid: int, kind: str, blob: bytes) -> None:
+        """Add a new record's vector to its scope, if that scope is cached (else nothing)."""
+        cached = self._scopes.get(scope)
+        if cached is not None:
+            cached.pending.append((rowid, kind, blob))
+            self._size += 1
 
     def nearest(
         self,
@@ -101,26 +111,55 @@ class VectorCache:
         cached = self._scopes.get(scope)
         if cached is not None and _width(cached) in (dim, 0):
             self._scopes.move_to_end(scope)
-            return cached
+            if cached.pending:
+                self._join_pending(scope, cached, dim)
+            return self._scopes[scope]
         self.invalidate(scope)
-        rowids: list[int] = []
-        kinds: list[str] = []
-        vectors: list[bytes] = []
-        for rowid, kind, blob in load(scope):
-            if len(blob) == dim * 4:
-                rowids.append(rowid)
-                kinds.append(kind)
-                vectors.append(blob)
-        rows: object = [unpack(blob) for blob in vectors]
-        if np is not None:
-            rows = np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), dim)
-        matrix = _ScopeMatrix(rowids=rowids, kinds=kinds, rows=rows)
+        matrix = _build(load(scope), dim)
         self._scopes[scope] = matrix
-        self._size += len(rowids)
+        self._size += len(matrix.rowids)
         while self._size > self._capacity and len(self._scopes) > 1:
             _, old = self._scopes.popitem(last=False)
             self._size -= len(old.rowids)
         return matrix
+
+    def _join_pending(self, scope: ScopeKey, cached: _ScopeMatrix, dim: int) -> None:
+        """Join the rows added since the matrix was built (one copy per search, not per add)."""
+        self._size -= len(cached.rowids) + len(cached.pending)
+        added = _build(cached.pending, dim)
+        if not cached.rowids:
+            joined = added
+        elif np is not None and isinstance(cached.rows, np.ndarray):
+            rows = np.concatenate([cached.rows, added.rows])
+            joined = _ScopeMatrix(
+                rowids=cached.rowids + added.rowids, kinds=cached.kinds + added.kinds, rows=rows
+            )
+        else:
+            assert isinstance(cached.rows, list)
+            assert isinstance(added.rows, list)
+            joined = _ScopeMatrix(
+                rowids=cached.rowids + added.rowids,
+                kinds=cached.kinds + added.kinds,
+                rows=cached.rows + added.rows,
+            )
+        self._scopes[scope] = joined
+        self._size += len(joined.rowids)
+
+
+def _build(stored: Iterable[tuple[int, str, bytes]], dim: int) -> _ScopeMatrix:
+    """Return a matrix of the ``dim``-wide vectors among ``stored`` (others are skipped)."""
+    rowids: list[int] = []
+    kinds: list[str] = []
+    vectors: list[bytes] = []
+    for rowid, kind, blob in stored:
+        if len(blob) == dim * 4:
+            rowids.append(rowid)
+            kinds.append(kind)
+            vectors.append(blob)
+    rows: object = [unpack(blob) for blob in vectors]
+    if np is not None:
+        rows = np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), dim)
+    return _ScopeMatrix(rowids=rowids, kinds=kinds, rows=rows)
 
 
 def _width(matrix: _ScopeMatrix) -> int:
