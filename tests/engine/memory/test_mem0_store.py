@@ -76,6 +76,7 @@ async def test_records_survive_a_restart(tmp_path: Path, embedder: OpenAIEmbedde
         assert restored.id == tea.id
     finally:
         await second.close()
+    await second.close()  # a second close is harmless
 
 
 async def test_a_second_store_on_the_same_folder_is_in_use(

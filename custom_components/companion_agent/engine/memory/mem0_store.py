@@ -20,27 +20,28 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import MemoryBackendError, MemoryInputError, MemoryStoreError
+from . import mem0_calls as calls
 from . import mem0_records as records
 from .backend_check import BackendCheck
 from .boundary import clean_scope, clean_text
-from .embeddings import Embedder, InputType
+from .embeddings import Embedder, EmbeddingSettings, InputType, OpenAIEmbedder
 from .graph import forget_where
 from .keywords import query_terms
-from .mem0_records import PreparedMemory
+from .mem0_calls import MAX_STATES
 from .mem0_setup import (
     BACKEND,
     EmbedderBridge,
-    Item,
     Mem0Memory,
     Mem0Settings,
     import_mem0,
     open_memory,
     qdrant_client,
-    results,
 )
 from .mem0_setup import backend_error as _error
 from .types import Forget, MemoryHit, MemoryQuery, MemoryRecord, MemoryScope, NewMemory, bounded
@@ -51,10 +52,7 @@ if TYPE_CHECKING:
 LOGGER = logging.getLogger(__name__)
 
 MAX_BATCH = 500
-MAX_STATES = 50
 MAX_EXPORT = 10_000
-FORGET_BATCH = 500
-MAX_HISTORY = 1000
 OPEN_TIMEOUT = 60.0
 
 
@@ -69,6 +67,7 @@ class Mem0Store:
         self._memory: Mem0Memory | None = None
         self._client: QdrantClient | None = None
         self._bridge: EmbedderBridge | None = None
+        self._closed = False
         self._last_created = datetime.min.replace(tzinfo=UTC)
 
     @classmethod
@@ -136,17 +135,10 @@ class Mem0Store:
         vectors = await self.embedder.embed(texts, "passage")
 
         def work(memory: Mem0Memory) -> list[MemoryRecord]:
-            """Add each in turn; on a failure, delete what was added."""
+            """Add each in turn (all or none), then read them back."""
             self._prime("passage", texts, vectors)
-            added: list[str] = []
-            try:
-                for one in prepared:
-                    added.append(self._insert(memory, one))
-            except BaseException:
-                for record_id in added:
-                    memory.delete(record_id)
-                raise
-            return [self._record(memory, record_id) for record_id in added]
+            added = calls.add_all(memory, prepared, self._now)
+            return [calls.read(memory, record_id) for record_id in added]
 
         return await self._call(work)
 
@@ -162,20 +154,7 @@ class Mem0Store:
         if not records.is_record_id(record_id):
             return None
 
-        def work(memory: Mem0Memory) -> MemoryRecord | None:
-            """Retire the record, restore its predecessor, read the predecessor back."""
-            item = memory.get(record_id)
-            found = records.record(item)
-            if found is None or found.kind != "state" or not found.current:
-                return None
-            memory.vector_store.update(record_id, None, records.retired(self._now(), None))
-            previous = records.supersedes(item)
-            if previous is None or memory.get(previous) is None:
-                return None
-            memory.vector_store.update(previous, None, records.RESTORED)
-            return records.record(memory.get(previous))
-
-        return await self._call(work)
+        return await self._call(lambda memory: calls.rollback(memory, record_id, self._now))
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
         """Return at most ``query.limit`` records nearest ``query.text``, best first."""
@@ -190,18 +169,9 @@ class Mem0Store:
         vectors = await self.embedder.embed([text], "query")
 
         def work(memory: Mem0Memory) -> list[MemoryHit]:
-            """Search each scope, then keep the best across them."""
+            """Search each scope with this query's vector."""
             self._prime("query", [text], vectors)
-            hits: list[MemoryHit] = []
-            for scope in scopes:
-                filters = {**records.scope_filters(scope), **extra}
-                for item in results(memory.search(text, top_k=limit, filters=filters)):
-                    found = records.record(item)
-                    score = item.get("score")
-                    if found is not None and isinstance(score, int | float):
-                        hits.append(MemoryHit(record=found, score=float(score), channel=found.kind))
-            hits.sort(key=lambda hit: hit.score, reverse=True)
-            return hits[:limit]
+            return calls.search(memory, text, scopes, extra, limit)
 
         return await self._call(work)
 
@@ -214,7 +184,7 @@ class Mem0Store:
             found: list[MemoryRecord] = []
             for scope in cleaned:
                 filters = {**records.scope_filters(scope), "kind": "state", "current": True}
-                found.extend(self._listed(memory, filters, MAX_STATES))
+                found.extend(calls.listed(memory, filters, MAX_STATES))
             found.sort(key=lambda r: (r.valid_from, r.created_at), reverse=True)
             return found[:MAX_STATES]
 
@@ -228,7 +198,7 @@ class Mem0Store:
             """List each scope's records."""
             found: list[MemoryRecord] = []
             for scope in cleaned:
-                found.extend(self._listed(memory, records.scope_filters(scope), MAX_EXPORT))
+                found.extend(calls.listed(memory, records.scope_filters(scope), MAX_EXPORT))
             found.sort(key=lambda r: (r.created_at, r.id))
             return found[:MAX_EXPORT]
 
@@ -241,17 +211,10 @@ class Mem0Store:
         def work(memory: Mem0Memory) -> int:
             """Delete a record and the states it superseded, or a person's or persona's."""
             if what.record_id is not None:
-                return self._forget_history(memory, what.record_id, what.environment)
+                return calls.forget_history(memory, what.record_id, what.environment)
             key = "user_id" if what.owner is not None else "agent_id"
             value = records.mem0_id(what.owner or what.agent_id or "")
-            filters: records.Metadata = {key: value, "environment": what.environment}
-            gone = 0
-            while batch := results(memory.get_all(filters=filters, top_k=FORGET_BATCH,
-                                                  show_expired=True)):  # fmt: skip
-                for item in batch:
-                    memory.delete(str(item.get("id")))
-                gone += len(batch)
-            return gone
+            return calls.forget_matching(memory, {key: value, "environment": what.environment})
 
         return await self._call(work)
 
@@ -260,26 +223,17 @@ class Mem0Store:
 
         def work(memory: Mem0Memory) -> dict[str, int]:
             """Count in Qdrant by payload."""
-            from qdrant_client import models  # noqa: PLC0415 - loaded by open, off the loop
-
-            assert self._client is not None
-
-            def number(key: str, value: str | bool) -> int:
-                """Count the points whose payload ``key`` is ``value``."""
-                match = models.FieldCondition(key=key, match=models.MatchValue(value=value))
-                return self._client.count(  # type: ignore[union-attr]
-                    self.settings.collection, count_filter=models.Filter(must=[match]), exact=True
-                ).count
-
-            figures = {kind: number("kind", kind) for kind in ("detail", "state", "summary")}
-            figures["current"] = number("current", True)
-            figures["retired"] = number("current", False)
-            return figures
+            if self._client is None:
+                raise MemoryBackendError("the store is not open", backend=BACKEND, problem="failed")
+            return calls.count(self._client, self.settings.collection)
 
         return await self._call(work)
 
     async def close(self) -> None:
         """Close mem0's history database and the Qdrant client; end the worker thread."""
+        if self._closed:
+            return
+        self._closed = True
 
         def work() -> None:
             """Close what is open."""
@@ -320,59 +274,10 @@ class Mem0Store:
         except Exception as err:
             raise _error(err) from err
 
-    def _insert(self, memory: Mem0Memory, one: PreparedMemory) -> str:
-        """Add one record (a state retires the current one on its topic); return its id."""
-        current: list[Item] = []
-        if one.kind == "state" and one.topic_key is not None:
-            filters = {**records.scope_filters(one.scope), "kind": "state",
-                       "topic_key": one.topic_key, "current": True}  # fmt: skip
-            current = results(memory.get_all(filters=filters, top_k=MAX_STATES, show_expired=True))
-        newest = max(current, key=_valid_from, default=None)
-        meta = records.metadata(one, self._now(), None if newest is None else str(newest["id"]))
-        answer = memory.add([{"role": "user", "content": one.text}],
-                            user_id=records.mem0_id(one.scope.owner),
-                            agent_id=records.mem0_id(one.scope.agent_id),
-                            metadata=meta, infer=False)  # fmt: skip
-        (item,) = results(answer)
-        record_id = str(item["id"])
-        for old in current:
-            memory.vector_store.update(
-                str(old["id"]), None, records.retired(self._now(), record_id)
-            )
-        return record_id
-
     def _prime(self, side: InputType, texts: list[str], vectors: list[list[float]]) -> None:
         """Hand the bridge this call's vectors (on the worker thread)."""
         if self._bridge is not None:
             self._bridge.prime(side, texts, vectors)
-
-    def _record(self, memory: Mem0Memory, record_id: str) -> MemoryRecord:
-        """Read one record back."""
-        found = records.record(memory.get(record_id))
-        if found is None:
-            raise MemoryBackendError(f"record {record_id} vanished", backend=BACKEND,
-                                     problem="failed")  # fmt: skip
-        return found
-
-    def _listed(
-        self, memory: Mem0Memory, filters: records.Metadata, top: int
-    ) -> list[MemoryRecord]:
-        """Return the records ``filters`` match (at most ``top``)."""
-        answer = memory.get_all(filters=filters, top_k=top, show_expired=True)
-        return [r for r in map(records.record, results(answer)) if r is not None]
-
-    def _forget_history(self, memory: Mem0Memory, record_id: str, environment: str) -> int:
-        """Delete ``record_id`` and every state it superseded, directly or not."""
-        gone = 0
-        next_id: str | None = record_id
-        while next_id is not None and records.is_record_id(next_id) and gone < MAX_HISTORY:
-            item = memory.get(next_id)
-            if item is None or records.environment(item) != environment:
-                break
-            memory.delete(next_id)
-            gone += 1
-            next_id = records.supersedes(item)
-        return gone
 
     def _now(self) -> datetime:
         """Return the store's clock, strictly increasing (export keeps insertion order)."""
@@ -381,7 +286,11 @@ class Mem0Store:
         return now
 
 
-def _valid_from(item: Item) -> datetime:
-    """Return when the item's record began to hold (the oldest time when unknown)."""
-    found = records.record(item)
-    return datetime.min.replace(tzinfo=UTC) if found is None else found.valid_from
+async def open_benchmark_store(folder: Path, embeddings: EmbeddingSettings) -> Mem0Store:
+    """Open a store on local files under ``folder`` for ``benchmarks/memory.py``.
+
+    The embedder is made here and lives as long as the process (a benchmark's lifetime).
+    """
+    embedder = OpenAIEmbedder(replace(embeddings, timeout=max(embeddings.timeout, 60.0)))
+    settings = Mem0Settings(folder=folder, timeout=60.0)
+    return await Mem0Store.create(settings, embedder)

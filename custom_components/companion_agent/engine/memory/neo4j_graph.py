@@ -60,7 +60,7 @@ class Neo4jSettings:
     user: str | None = None
     password: str | None = None
     database: str | None = None
-    """None for the server's home database."""
+    """None for the server's home database (FalkorDB ignores it inside transactions)."""
     timeout: float = 5.0
     """Seconds for connecting and for each call, retries included."""
 
