@@ -42,13 +42,14 @@ from .engine.turn.usage import UsageCounters
 from .guard_rules import DEFAULT_RULES
 from .health import ServerHealth
 from .home_state import HassPresence, HassStateWatcher
+from .memory import async_close_memory, async_setup_memory
 from .pipelines import async_watch_pipelines
 from .playback import PlaybackWatcher
 from .repairs import async_clear_entry_issues, async_report_bad_history, async_sync_load_problems
 from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
 from .services import async_setup_services
 
-PLATFORMS = (Platform.CONVERSATION, Platform.SENSOR, Platform.STT, Platform.TTS)
+PLATFORMS = (Platform.CONVERSATION, Platform.SENSOR, Platform.STT, Platform.TODO, Platform.TTS)
 PRUNE_INTERVAL = timedelta(hours=24)
 TURN_GRACE = 5.0
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
@@ -117,6 +118,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         on_bad_history=lambda path, moved: async_report_bad_history(hass, path, moved),
     )
     entry.async_on_unload(entry.runtime_data.playback.async_stop)
+    await async_setup_memory(hass, entry)
     async_sync_load_problems(hass, entry.runtime_data.problems)
     retention = timedelta(days=entry.options.get(CONF_RETENTION_DAYS, DEFAULT_RETENTION_DAYS))
 
@@ -132,6 +134,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     async def _async_flush_on_stop(_event: Event) -> None:
         """Write what is still in memory before Home Assistant stops."""
         await entry.runtime_data.flush()
+        await async_close_memory(entry)
 
     entry.async_on_unload(
         hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STOP, _async_flush_on_stop)
@@ -156,6 +159,7 @@ async def async_unload_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
         await runtime.runner.drain(TURN_GRACE)
         runtime.runner.guard.confirmations.close()
         await runtime.flush()
+        await async_close_memory(entry)
         await runtime.audit.close()
     return unloaded
 

@@ -56,6 +56,7 @@ from .const import (
 )
 from .engine.audit.redaction import redact_url
 from .engine.errors import LLMAuthError, LLMError
+from .memory_flow import memory_schema, validate_memory
 from .runtime import CompanionConfigEntry, build_model
 from .stt_flow import SttSubentryFlow
 from .voice_flow import TtsSubentryFlow
@@ -187,12 +188,17 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
 
 
 class CompanionOptionsFlow(OptionsFlow):
-    """Tune how the companion acts: waits, retention, the model's first word, the pace."""
+    """Tune how the companion acts: waits, retention, the model's first word, the pace, memory."""
+
+    def __init__(self) -> None:
+        """Nothing chosen yet."""
+        self._options: dict[str, Any] = {}
 
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
-        """Show and store the options."""
+        """Show the tunables, then the memory step."""
         if user_input is not None:
-            return self.async_create_entry(data=user_input)
+            self._options = user_input
+            return await self.async_step_memory()
         schema = vol.Schema(
             {
                 vol.Required(CONF_CONFIRM_TTL, default=DEFAULT_CONFIRM_TTL): vol.All(
@@ -227,6 +233,21 @@ class CompanionOptionsFlow(OptionsFlow):
         return self.async_show_form(
             step_id="init",
             data_schema=self.add_suggested_values_to_schema(schema, self.config_entry.options),
+        )
+
+    async def async_step_memory(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Choose and check the memory backend; store every option."""
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            errors = await validate_memory(self.hass, user_input)
+            if not errors:
+                return self.async_create_entry(data={**self._options, **user_input})
+        return self.async_show_form(
+            step_id="memory",
+            data_schema=self.add_suggested_values_to_schema(
+                memory_schema(), user_input or self.config_entry.options
+            ),
+            errors=errors,
         )
 
 

@@ -78,3 +78,35 @@ def signal_library_reloaded(entry_id: str) -> str:
 def signal_emotion(persona_id: str) -> str:
     """Return the dispatcher signal sent when a persona shows an emotion."""
     return f"{DOMAIN}_emotion_{persona_id}"
+
+
+CONF_MEMORY_BACKEND = "memory_backend"
+MEMORY_EMBEDDED = "embedded"
+MEMORY_MEM0 = "mem0"
+MEMORY_BACKENDS = (MEMORY_EMBEDDED, MEMORY_MEM0)
+CONF_MEMORY_GRAPH = "memory_neo4j"
+CONF_NEO4J_URI = "neo4j_uri"
+CONF_NEO4J_USER = "neo4j_user"
+CONF_NEO4J_PASSWORD = "neo4j_password"
+CONF_MEM0_URL = "mem0_url"
+CONF_MEM0_API_KEY = "mem0_api_key"
+CONF_EMBEDDINGS_URL = "embeddings_url"
+CONF_EMBEDDINGS_MODEL = "embeddings_model"
+CONF_EMBEDDINGS_KEY = "embeddings_key"
+MEMORY_SECRETS = frozenset({CONF_NEO4J_PASSWORD, CONF_MEM0_API_KEY, CONF_EMBEDDINGS_KEY})
+CONF_MEMORY_ENVIRONMENT = "memory_environment"
+"""Entry data only (no form): tests set ``test`` so they never touch production memories."""
+MEMORY_FILE = "memory.db"
+MEMORY_OUTBOX_FILE = "memory_outbox.db"
+MEMORY_WINDOWS_FOLDER = "recent"
+SERVICE_REMEMBER = "remember"
+SERVICE_FORGET = "forget"
+SERVICE_EXPORT_MEMORIES = "export_memories"
+SERVICE_ROLLBACK_MEMORY = "rollback_memory"
+ISSUE_MEMORY_UNREACHABLE = "memory_unreachable"
+ISSUE_MEMORY_REQUIREMENTS = "memory_requirements"
+
+
+def signal_memory_changed(entry_id: str) -> str:
+    """Return the dispatcher signal sent when an entry's memories changed by hand."""
+    return f"{DOMAIN}_memory_changed_{entry_id}"

@@ -34,6 +34,7 @@ from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
 from .engine.turn.runner import Persona, TurnRequest
 from .ha_tools import HassTurnTools
+from .memory import turn_memory
 from .personas import build_persona
 from .proactive import async_speak_for_trigger
 from .runtime import CompanionConfigEntry, add_per_subentry
@@ -156,6 +157,16 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         system = chat_log.content[0]
         house = HassTurnTools(self.hass, chat_log.llm_api)
         user_id = user_input.context.user_id
+        history_id = runtime.follow_ups.history_id(
+            chat_log.conversation_id, user_input.satellite_id, self.hass.loop.time()
+        )
+        window, memory = turn_memory(
+            self.entry,
+            self.subentry.subentry_id,
+            user_id,
+            persona.profile,
+            follows_up=history_id != chat_log.conversation_id,
+        )
         request = TurnRequest(
             text=user_input.text,
             context=ToolContext(
@@ -165,11 +176,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
                 language=user_input.language,
                 agent_id=self.subentry.subentry_id,
             ),
-            history=runtime.conversation_store(self.subentry.subentry_id).get(
-                runtime.follow_ups.history_id(
-                    chat_log.conversation_id, user_input.satellite_id, self.hass.loop.time()
-                )
-            ),
+            history=runtime.conversation_store(self.subentry.subentry_id).get(history_id),
             lines=await async_spoken_lines(self.hass, user_input.language),
             device_id=user_input.device_id,
             host_instructions=system.content
@@ -178,7 +185,8 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             host_tools=house.tools(),
             host_targets=house,
             host_state=house,
-            host_hooks=(HomeBriefing(self.hass, user_id),),
+            host_hooks=(HomeBriefing(self.hass, user_id), *memory),
+            window=window,
         )
         LOGGER.debug(
             "Turn %s: persona %s, profile %s",

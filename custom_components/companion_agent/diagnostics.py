@@ -9,11 +9,11 @@ from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 
-from .const import CONF_BASE_URL, CONF_MODEL
+from .const import CONF_BASE_URL, CONF_MODEL, MEMORY_SECRETS
 from .engine.audit.redaction import redact_url
 from .runtime import CompanionConfigEntry
 
-TO_REDACT = {CONF_API_KEY, "token", "password", "authorization"}
+TO_REDACT = {CONF_API_KEY, "token", "password", "authorization", *MEMORY_SECRETS}
 
 
 async def async_get_config_entry_diagnostics(
@@ -53,4 +53,5 @@ async def async_get_config_entry_diagnostics(
         "usage": runtime.runner.usage.snapshot(),
         "pending_confirmations": runtime.runner.guard.confirmations.pending_count(),
         "open_conversations": {pid: len(store) for pid, store in runtime.conversations.items()},
+        "memory": await runtime.memory.figures() if runtime.memory else None,
     }

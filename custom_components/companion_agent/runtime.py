@@ -27,6 +27,7 @@ from .const import (
 )
 from .engine.audit.log import AuditLog
 from .engine.llm import ChatModel, LLMSettings, OpenAIChatModel
+from .engine.memory.companion import CompanionMemory
 from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
 from .engine.turn.history import ConversationStore, CorruptionReporter
 from .engine.turn.runner import TurnRunner
@@ -54,6 +55,7 @@ class CompanionRuntime:
     persona_problems: dict[str, tuple[LoadProblem, ...]] = field(default_factory=dict)
     on_bad_history: CorruptionReporter | None = None
     follow_ups: FollowUps = field(default_factory=FollowUps)
+    memory: CompanionMemory | None = None
 
     @property
     def problems(self) -> list[LoadProblem]:
@@ -88,6 +90,8 @@ class CompanionRuntime:
         removed = 0
         for persona_id in personas:
             removed += await self.conversation_store(persona_id).prune(retention)
+        if self.memory is not None:
+            removed += await self.memory.prune(retention)  # the rolling windows too
         return removed
 
     def model_named(self, name: str | None) -> ChatModel:

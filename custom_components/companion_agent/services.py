@@ -1,4 +1,4 @@
-"""Services: reload plugins and profiles; confirm or deny a held action; speak first."""
+"""Services: reload plugins and profiles; confirm or deny a held action; speak first; memory."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from .const import (
     signal_library_reloaded,
 )
 from .engine.plugins import load_library
+from .memory_services import async_setup_memory_services
 from .repairs import async_sync_load_problems
 from .runtime import library_roots, loaded_entries
 from .start_chat import async_handle_start_chat
@@ -76,3 +77,4 @@ def async_setup_services(hass: HomeAssistant) -> None:
         ),
         supports_response=SupportsResponse.OPTIONAL,
     )
+    async_setup_memory_services(hass)

@@ -13,6 +13,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import (
     CONF_BASE_URL,
+    CONF_MEMORY_ENVIRONMENT,
     CONF_MODEL,
     CONF_PROFILE,
     DOMAIN,
@@ -36,7 +37,12 @@ def make_personas_entry(
     return MockConfigEntry(
         domain=DOMAIN,
         title="test-model",
-        data={CONF_BASE_URL: server.url, CONF_API_KEY: "", CONF_MODEL: "test-model"},
+        data={
+            CONF_BASE_URL: server.url,
+            CONF_API_KEY: "",
+            CONF_MODEL: "test-model",
+            CONF_MEMORY_ENVIRONMENT: "test",
+        },
         subentries_data=[
             {
                 "subentry_type": SUBENTRY_CONVERSATION,

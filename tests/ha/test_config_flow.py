@@ -170,6 +170,10 @@ async def test_options_flow_sets_waits_retention_and_pace(
             "turns_per_minute": 3,
         },
     )
+    assert result["step_id"] == "memory"
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {"memory_backend": "embedded", "memory_neo4j": False}
+    )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
     assert setup_entry.options == {
@@ -177,6 +181,8 @@ async def test_options_flow_sets_waits_retention_and_pace(
         "retention_days": 7,
         "first_token_timeout": 5,
         "turns_per_minute": 3,
+        "memory_backend": "embedded",
+        "memory_neo4j": False,
     }
     assert setup_entry.runtime_data.model.settings.first_token_timeout == 5
     assert setup_entry.runtime_data.runner.limits.turns_per_minute == 3

@@ -22,7 +22,13 @@ type Delta = dict[str, object]
 def agent_entity_id(hass: HomeAssistant, entry: MockConfigEntry) -> str:
     """Return the conversation entity of the entry's only persona."""
     entities = er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-    assert sorted(e.domain for e in entities) == ["conversation", "sensor", "sensor", "sensor"]
+    assert sorted(e.domain for e in entities) == [
+        "conversation",
+        "sensor",
+        "sensor",
+        "sensor",
+        "todo",
+    ]
     return next(e.entity_id for e in entities if e.domain == "conversation")
 
 

@@ -2,7 +2,9 @@
 
 Tests and the demo point `openai.AsyncOpenAI(base_url=server.url)` at it. Each chat
 completion request consumes the next scripted `Reply`; with none left, a small default
-responder answers like a helpful model would.
+responder answers like a helpful model would. Requests that ask for a `response_format`
+(the memory model's structured answers) have their own script and request list, so they
+never take a reply scripted for a chat turn; unscripted, they get `{}`.
 """
 
 import asyncio
@@ -56,9 +58,12 @@ class LLMServer:
         self.api_key = api_key
         self.models = models
         self.requests: list[dict[str, object]] = []
+        self.structured_requests: list[dict[str, object]] = []
+        """Requests that ask for a ``response_format`` (memory extraction, summaries)."""
         self.embedding_requests: list[dict[str, object]] = []
         self.aborted = 0
         self._script: deque[Reply] = deque()
+        self._structured: deque[Reply] = deque()
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._handlers: set[asyncio.Task[object]] = set()
@@ -79,6 +84,10 @@ class LLMServer:
     def script(self, *replies: Reply) -> None:
         """Queue replies; each chat completion request consumes the next one."""
         self._script.extend(replies)
+
+    def script_structured(self, *replies: Reply) -> None:
+        """Queue replies for requests with a ``response_format``; they never take chat ones."""
+        self._structured.extend(replies)
 
     async def start(self) -> None:
         """Bind an ephemeral port on 127.0.0.1 and start serving."""
@@ -152,8 +161,14 @@ class LLMServer:
         body = await _json_body(request)
         if body is None:
             return _error_response(400, "The body must be a JSON object.")
-        self.requests.append(body)
-        reply = self._script.popleft() if self._script else default_reply(body, len(self.requests))
+        if "response_format" in body:
+            self.structured_requests.append(body)
+            reply = self._structured.popleft() if self._structured else Reply.text("{}")
+        else:
+            self.requests.append(body)
+            reply = (
+                self._script.popleft() if self._script else default_reply(body, len(self.requests))
+            )
         if reply.status != 200:
             return _error_response(reply.status)
         wire = _Completion(

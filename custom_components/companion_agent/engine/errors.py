@@ -175,3 +175,11 @@ class MemoryBackendError(MemoryStoreError):
         super().__init__(f"{backend}: {message}", retryable=problem == "cannot_connect")
         self.backend = backend
         self.problem = problem
+
+
+class MemoryUnavailableError(CompanionError):
+    """A memory backend (or the memory model) cannot be reached now; try again later."""
+
+
+class MemoryAnswerError(CompanionError):
+    """The memory model's answer was unusable (cut, not JSON, off the schema)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -85,9 +85,15 @@ class OpenAIChatModel:
             raise map_error(err) from err
 
     async def stream_with_tools(
-        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec],
+        *,
+        response_format: Mapping[str, object] | None = None,
     ) -> AsyncIterator[LLMItem]:
         """Stream one response; errors end the stream with a ``RoundEnd`` that carries them.
+
+        ``response_format`` is sent as it is (a JSON Schema answer, for memory extraction).
 
         A stream that stops before the server said it was done (no ``finish_reason`` and no
         ``[DONE]``) is cut: its tool calls are reported as cut, never as complete.
@@ -101,7 +107,7 @@ class OpenAIChatModel:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.settings.first_token_timeout) as budget:
-                stream = await self._open(messages, tools)
+                stream = await self._open(messages, tools, response_format)
                 done.watch(stream.response)
                 async with stream:
                     async for chunk in stream:
@@ -139,11 +145,16 @@ class OpenAIChatModel:
         yield RoundEnd(tool_calls=calls.complete(), finish_reason=finish_reason, usage=usage)
 
     async def _open(
-        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec],
+        response_format: Mapping[str, object] | None = None,
     ) -> openai.AsyncStream[ChatCompletionChunk]:
         """Send the request; the SDK retries only here, before the first token."""
         s = self.settings
         extra: dict[str, object] = {}
+        if response_format is not None:
+            extra["response_format"] = dict(response_format)
         if s.temperature is not None:
             extra["temperature"] = s.temperature
         if s.max_tokens is not None:

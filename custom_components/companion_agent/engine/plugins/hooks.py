@@ -4,7 +4,8 @@
   are cut and the turn goes on without them.
 - A conversation's first turn also starts a background pre-read (``on_first_turn``); its
   text is injected once, in the first turn that finds it finished. Hooks the host provides
-  for a turn (HA's first-turn briefing) run on the same path, with the same deadlines.
+  for a turn (HA's first-turn briefing, memory) run on the same paths, before and after,
+  with the same deadlines.
 - ``after_turn`` / ``after_playback`` run in tracked background tasks and never delay the
   answer; ``drain`` and ``close`` let the host wait for or cancel them at unload.
 """
@@ -103,19 +104,23 @@ class HookManager:
         return tuple(snippets)
 
     def after_turn(
-        self, user_text: str, assistant_text: str, ctx: TurnContext
+        self, user_text: str, assistant_text: str, ctx: TurnContext, extra: Sequence[Hook] = ()
     ) -> asyncio.Task[None]:
-        """Run every ``on_after_turn`` in the background and return the tracking task."""
+        """Run every ``on_after_turn`` (``extra``: the host's too) in the background."""
         return self._spawn(
-            "on_after_turn", lambda hook: hook.on_after_turn(user_text, assistant_text, ctx)
+            "on_after_turn",
+            lambda hook: hook.on_after_turn(user_text, assistant_text, ctx),
+            extra,
         )
 
     def after_playback(
-        self, user_text: str, assistant_text: str, ctx: TurnContext
+        self, user_text: str, assistant_text: str, ctx: TurnContext, extra: Sequence[Hook] = ()
     ) -> asyncio.Task[None]:
         """Run every ``on_after_playback`` in the background once the audio has played."""
         return self._spawn(
-            "on_after_playback", lambda hook: hook.on_after_playback(user_text, assistant_text, ctx)
+            "on_after_playback",
+            lambda hook: hook.on_after_playback(user_text, assistant_text, ctx),
+            extra,
         )
 
     async def drain(self, grace: float | None = None) -> None:
@@ -167,12 +172,15 @@ class HookManager:
             text = text[: self._max_chars - 1] + "…"
         return ContextSnippet(source=plugin_id, text=text)
 
-    def _spawn(self, name: str, call: Callable[[Hook], Awaitable[None]]) -> asyncio.Task[None]:
+    def _spawn(
+        self, name: str, call: Callable[[Hook], Awaitable[None]], extra: Sequence[Hook] = ()
+    ) -> asyncio.Task[None]:
         """Start one tracked background task that runs ``call`` on every hook, isolated."""
+        hooks = (*self._hooks, *extra)
 
         async def run_all() -> None:
             """Run the hook on every plugin concurrently."""
-            await asyncio.gather(*(self._isolated(hook, name, call) for hook in self._hooks))
+            await asyncio.gather(*(self._isolated(hook, name, call) for hook in hooks))
 
         task = asyncio.create_task(run_all(), name=f"companion hooks {name}")
         self._track(task)

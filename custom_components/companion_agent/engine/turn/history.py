@@ -104,6 +104,11 @@ class JsonConversationHistory:
         async with self._lock:
             return as_messages(await self._loaded())
 
+    async def turns(self) -> list[StoredTurn]:
+        """Return a copy of the stored turns, oldest first (read once, off the event loop)."""
+        async with self._lock:
+            return list(await self._loaded())
+
     async def append(self, turn: StoredTurn) -> None:
         """Add a turn, visible to the next ``load`` at once; the file is rewritten after."""
         async with self._lock:

@@ -64,6 +64,9 @@ class TurnRequest:
     host_targets: TargetResolver | None = None
     host_state: StateProbe | None = None
     host_hooks: Sequence[Hook] = ()
+    window: ConversationHistory | None = None
+    """Recent exchanges across conversations (memory tier 1): sent instead of ``history``
+    when set, and every turn is added to both."""
     said: int = 0
     """How many characters the person said (the text may have been cut to the limit)."""
     initiator: Initiator = "person"
@@ -175,7 +178,9 @@ class TurnRunner:
                 )
                 outcome_ctx = replace(turn_ctx, outcome=result.outcome)
                 said = result.text if result.outcome == "complete" else result.shown
-                persona.plugins.hooks.after_turn(request.text, said, outcome_ctx)
+                persona.plugins.hooks.after_turn(
+                    request.text, said, outcome_ctx, request.host_hooks
+                )
                 turn.finish(result)
 
     async def _run(
@@ -212,6 +217,8 @@ class TurnRunner:
             turn.put(event)
         history = await request.history.load()
         turn_ctx = replace(turn_ctx, first_turn=not history)
+        if request.window is not None:
+            history = await request.window.load()
         history = within_budget(history, self.limits.history_tokens)
         hooks = persona.plugins.hooks
         snippets = await hooks.before_turn(request.text, turn_ctx, request.host_hooks)
@@ -262,6 +269,8 @@ class TurnRunner:
         try:
             async with asyncio.timeout(STORE_TIMEOUT):
                 await request.history.append(stored)
+                if request.window is not None:
+                    await request.window.append(stored)
         except Exception:
             LOGGER.warning(
                 "Could not store the turn of %s", request.context.conversation_id, exc_info=True
@@ -297,7 +306,7 @@ def _after_playback(persona: Persona, request: TurnRequest, result: TurnResult) 
     if not result.spoken:
         return
     turn_ctx = _turn_context(persona, request, outcome=result)
-    persona.plugins.hooks.after_playback(request.text, result.shown, turn_ctx)
+    persona.plugins.hooks.after_playback(request.text, result.shown, turn_ctx, request.host_hooks)
 
 
 def _turn_context(

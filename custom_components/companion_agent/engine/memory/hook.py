@@ -1,0 +1,43 @@
+"""``MemoryHook``: one turn's memory, given to the turn runner as a host hook.
+
+Before the turn it writes a lasting instruction and returns the retrieved memories for the
+``[memory context]`` block (within the retrieval budget); after the turn it queues the
+exchange (the person's words and what they were shown) for extraction.
+"""
+
+from __future__ import annotations
+
+from ..plugins.types import TurnContext
+from .companion import CompanionMemory
+from .types import MemoryScope
+
+
+class MemoryHook:
+    """The memory of one persona for one person (or the household), around one turn."""
+
+    plugin_id = "memory"
+
+    def __init__(self, memory: CompanionMemory, scope: MemoryScope, model: str | None) -> None:
+        """Read and write ``scope``; extract with ``model`` (None: the entry's model)."""
+        self.memory = memory
+        self.scope = scope
+        self.model = model
+
+    async def on_first_turn(self, ctx: TurnContext) -> str | None:
+        """Add nothing at a conversation's start: every turn reads memory."""
+        return None
+
+    async def on_before_turn(self, user_text: str, ctx: TurnContext) -> str | None:
+        """Return what this scope remembers about ``user_text``, as quoted data."""
+        return await self.memory.before_turn(self.scope, user_text)
+
+    async def on_after_turn(self, user_text: str, assistant_text: str, ctx: TurnContext) -> None:
+        """Queue the exchange for extraction; a turn that failed before a word still counts."""
+        await self.memory.after_turn(
+            self.scope, user_text, assistant_text, source=ctx.conversation_id, model=self.model
+        )
+
+    async def on_after_playback(
+        self, user_text: str, assistant_text: str, ctx: TurnContext
+    ) -> None:
+        """Do nothing after playback."""

@@ -1,0 +1,164 @@
+"""The memory step of the options flow: which backend, its graph, its embeddings; checks.
+
+Embedded (the default) needs nothing; mem0 needs an embeddings endpoint (and a Qdrant
+server, or none: files); "Neo4j graph on top of
+either" needs a ``bolt://`` / ``neo4j://`` URI, a user and a password; an embeddings
+endpoint (URL, model, key) is optional for embedded and mem0. Every server named is
+checked before the options are saved: errors show in the form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import voluptuous as vol
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.httpx_client import get_async_client
+from homeassistant.helpers.selector import (
+    BooleanSelector,
+    SelectSelector,
+    SelectSelectorConfig,
+    SelectSelectorMode,
+    TextSelector,
+    TextSelectorConfig,
+    TextSelectorType,
+)
+from homeassistant.requirements import RequirementsNotFound, async_process_requirements
+
+from .const import (
+    CONF_EMBEDDINGS_KEY,
+    CONF_EMBEDDINGS_MODEL,
+    CONF_EMBEDDINGS_URL,
+    CONF_MEM0_API_KEY,
+    CONF_MEM0_URL,
+    CONF_MEMORY_BACKEND,
+    CONF_MEMORY_GRAPH,
+    CONF_NEO4J_PASSWORD,
+    CONF_NEO4J_URI,
+    CONF_NEO4J_USER,
+    DOMAIN,
+    LOGGER,
+    MEMORY_BACKENDS,
+    MEMORY_EMBEDDED,
+    MEMORY_MEM0,
+    STORAGE_FOLDER,
+)
+from .engine.memory.mem0_setup import MEM0_REQUIREMENTS
+from .engine.memory.mem0_store import Mem0Store
+from .engine.memory.neo4j_graph import NEO4J_REQUIREMENT, Neo4jGraph
+from .memory import embedder_for, mem0_settings, neo4j_settings
+
+CHECK_TIMEOUT = 5.0
+NEO4J_SCHEMES = {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}
+_URL = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
+_SECRET = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
+
+
+def memory_schema() -> vol.Schema:
+    """Return the memory form."""
+    return vol.Schema(
+        {
+            vol.Required(CONF_MEMORY_BACKEND, default=MEMORY_EMBEDDED): SelectSelector(
+                SelectSelectorConfig(
+                    options=list(MEMORY_BACKENDS),
+                    translation_key=CONF_MEMORY_BACKEND,
+                    mode=SelectSelectorMode.LIST,
+                )
+            ),
+            vol.Optional(CONF_MEM0_URL): _URL,
+            vol.Optional(CONF_MEM0_API_KEY): _SECRET,
+            vol.Required(CONF_MEMORY_GRAPH, default=False): BooleanSelector(),
+            vol.Optional(CONF_NEO4J_URI): str,
+            vol.Optional(CONF_NEO4J_USER): str,
+            vol.Optional(CONF_NEO4J_PASSWORD): _SECRET,
+            vol.Optional(CONF_EMBEDDINGS_URL): _URL,
+            vol.Optional(CONF_EMBEDDINGS_MODEL): str,
+            vol.Optional(CONF_EMBEDDINGS_KEY): _SECRET,
+        }
+    )
+
+
+async def validate_memory(hass: HomeAssistant, options: Mapping[str, Any]) -> dict[str, str]:
+    """Check every server the memory options name; return form errors (empty when fine)."""
+    errors: dict[str, str] = {}
+    if options.get(CONF_MEMORY_BACKEND) == MEMORY_MEM0:
+        if not options.get(CONF_EMBEDDINGS_URL):
+            errors[CONF_EMBEDDINGS_URL] = "embeddings_required"
+        elif problem := await _mem0_problem(hass, options):
+            errors[CONF_MEM0_URL] = problem
+    if options.get(CONF_MEMORY_GRAPH):
+        uri = urlsplit(str(options.get(CONF_NEO4J_URI) or ""))
+        if uri.scheme not in NEO4J_SCHEMES or not uri.hostname:
+            errors[CONF_NEO4J_URI] = "neo4j_uri_invalid"
+        elif options.get(CONF_NEO4J_USER) and not options.get(CONF_NEO4J_PASSWORD):
+            errors[CONF_NEO4J_PASSWORD] = "neo4j_credentials_required"
+        elif problem := await _neo4j_problem(hass, options):
+            errors[CONF_NEO4J_URI] = problem
+    if url := options.get(CONF_EMBEDDINGS_URL):
+        if not options.get(CONF_EMBEDDINGS_MODEL):
+            errors[CONF_EMBEDDINGS_MODEL] = "embeddings_model_required"
+        elif not await _embeds(hass, url, options[CONF_EMBEDDINGS_MODEL], options):
+            errors[CONF_EMBEDDINGS_URL] = "embeddings_unreachable"
+    return errors
+
+
+async def _mem0_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str | None:
+    """Install mem0 if needed and check it (and a Qdrant server); return the form error."""
+    try:
+        await async_process_requirements(hass, DOMAIN, list(MEM0_REQUIREMENTS))
+    except RequirementsNotFound:
+        return "requirements_failed"
+    embedder = embedder_for(options)
+    if embedder is None:
+        return None
+    folder = Path(hass.config.path(STORAGE_FOLDER))
+    store = Mem0Store(mem0_settings(options, folder), embedder)
+    try:
+        check = await store.check()
+    finally:
+        await store.close()
+        await embedder.aclose()
+    if not check.ok:
+        LOGGER.debug("mem0 check failed: %s", check.detail)
+        return "mem0_unreachable"
+    return None
+
+
+async def _neo4j_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str | None:
+    """Install the driver if needed, log in once; return the form error, or None."""
+    try:
+        await async_process_requirements(hass, DOMAIN, [NEO4J_REQUIREMENT])
+    except RequirementsNotFound:
+        return "requirements_failed"
+    graph = Neo4jGraph(neo4j_settings(options))
+    try:
+        check = await graph.check()
+    finally:
+        await graph.close()
+    if not check.ok:
+        LOGGER.debug("Neo4j check failed: %s", check.detail)
+        return "neo4j_auth" if check.problem == "auth" else "neo4j_unreachable"
+    return None
+
+
+async def _embeds(hass: HomeAssistant, url: str, model: str, options: Mapping[str, Any]) -> bool:
+    """Say whether the embeddings endpoint returns a vector for one short text."""
+    key = options.get(CONF_EMBEDDINGS_KEY)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        response = await get_async_client(hass).post(
+            f"{url.rstrip('/')}/embeddings",
+            json={"model": model, "input": ["check"]},
+            headers=headers,
+            timeout=CHECK_TIMEOUT,
+        )
+        data = response.json()
+        vector = data["data"][0]["embedding"]
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as err:
+        LOGGER.debug("Embeddings check failed: %s", err)
+        return False
+    return response.status_code == 200 and isinstance(vector, list) and bool(vector)

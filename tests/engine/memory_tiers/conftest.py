@@ -1,0 +1,53 @@
+"""Fixtures for memory tests: a store, the outbox on disk, memory around them, turns."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from custom_components.companion_agent.engine.llm import OpenAIChatModel
+from custom_components.companion_agent.engine.memory.answers import JsonAnswers
+from custom_components.companion_agent.engine.memory.companion import (
+    CompanionMemory,
+    MemorySettings,
+)
+from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
+from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
+from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[EmbeddedStore]:
+    """Return the embedded store (a real SQLite file) memory tests write to."""
+    store = await EmbeddedStore.create(tmp_path / "memory.db")
+    yield store
+    await store.close()
+
+
+def make_memory(
+    tmp_path: Path, store: MemoryStore, model: OpenAIChatModel, graph: GraphStore | None = None
+) -> CompanionMemory:
+    """Return started memory on ``store`` with its outbox and windows under ``tmp_path``."""
+    answers = JsonAnswers(model, timeout=5)
+    memory = CompanionMemory(
+        store,
+        MemoryOutbox(tmp_path / "outbox.db", first_delay=0.01, max_delay=0.05),
+        windows=tmp_path / "windows",
+        answers_for=lambda _name: answers,
+        graph=graph,
+        settings=MemorySettings(environment="test", window_tokens=400),
+    )
+    memory.start()
+    return memory
+
+
+@pytest.fixture
+async def memory(
+    tmp_path: Path, store: EmbeddedStore, chat_model: OpenAIChatModel
+) -> AsyncIterator[CompanionMemory]:
+    """Return memory on ``store`` with its outbox and windows under ``tmp_path``."""
+    memory = make_memory(tmp_path, store, chat_model, store.graph)
+    yield memory
+    await memory.close(grace=1.0)

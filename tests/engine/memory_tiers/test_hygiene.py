@@ -1,0 +1,63 @@
+"""Lasting instructions found without a model; images never enter memory."""
+
+from __future__ import annotations
+
+import pytest
+
+from custom_components.companion_agent.engine.memory.companion import CompanionMemory
+from custom_components.companion_agent.engine.memory.instructions import lasting_instruction
+from custom_components.companion_agent.engine.memory.types import MemoryScope
+from custom_components.companion_agent.engine.turn.stored import StoredTurn
+from tests.support.llm_server import LLMServer
+
+SCOPE = MemoryScope(agent_id="p1", owner="user:alice", environment="test")
+PIXELS = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQ"
+    "ABpfZFQAAAAABJRU5ErkJggg=="
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("From now on, call me Bob.", "call me"),
+        ("ok. Remember that my wife is Ann", "my wife"),
+        ("Please don't forget that I hate jazz", "i hate"),
+        ("以后叫我小王", "叫我"),
+        ("记住我不吃香菜。", "我不"),
+        ("你从现在开始说话慢一点", "说话"),
+        ("Ab jetzt bitte auf Deutsch", "bitte auf"),
+        ("これからは敬語で話して", "敬語"),
+    ],
+)
+def test_lasting_instructions_in_several_languages(text: str, topic: str) -> None:
+    """The cue is found and the topic is the words after it; the sentence is kept whole."""
+    found = lasting_instruction(text)
+    assert found is not None
+    assert found.topic == topic
+    assert found.text == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I remember that day", "我以后再说", "Turn on the light", "remember", "From now on"],
+)
+def test_no_lasting_instruction(text: str) -> None:
+    """Memories of the past, a later promise, a command or a bare cue are not instructions."""
+    assert lasting_instruction(text) is None
+
+
+async def test_images_never_enter_the_window_or_extraction(
+    memory: CompanionMemory, llm_server: LLMServer
+) -> None:
+    """An inline image is replaced before the window file and the memory model see it."""
+    window = memory.window(SCOPE)
+    await window.append(StoredTurn(user=f"Look: {PIXELS} and ![cat](http://x/cat.png)"))
+    [turn] = await window.turns()
+    assert turn.user == "Look: [image] and [image]"
+
+    await memory.after_turn(SCOPE, f"What is this? {PIXELS}", "A cat.", source="c", model=None)
+    assert await memory.settle(5)
+    sent = str(llm_server.structured_requests[0]["messages"])
+    assert "base64" not in sent
+    assert "[image]" in sent

@@ -1,0 +1,117 @@
+"""The other backends through HA: a Neo4j graph on FalkorDB (Bolt), mem0 on local Qdrant."""
+
+from __future__ import annotations
+
+import json
+
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import issue_registry as ir
+from homeassistant.setup import async_setup_component
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.companion_agent.const import DOMAIN
+from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
+from custom_components.companion_agent.engine.memory.neo4j_graph import Neo4jGraph
+from custom_components.companion_agent.engine.memory.types import Relation
+from tests.ha.conftest import make_personas_entry
+from tests.ha.memorykit import last_user_message, memory_of, settled, talk
+from tests.ha.personakit import agents_by_title
+from tests.support.falkordb import falkordb, falkordb_process  # noqa: F401 - fixtures
+from tests.support.llm_script import Reply
+from tests.support.llm_server import LLMServer
+
+
+def entry_persona(entry: MockConfigEntry) -> str:
+    """Return the entry's only persona's subentry id."""
+    (persona,) = entry.subentries
+    return persona
+
+
+async def test_relations_go_to_neo4j_and_come_back_for_a_mentioned_entity(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    falkordb: str,  # noqa: F811
+) -> None:
+    """Extraction merges relations into the Bolt graph; a later turn naming one sees them."""
+    assert await async_setup_component(hass, "conversation", {})
+    entry = make_personas_entry(llm_server, {"Ada": "default"})
+    entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        entry, options={"memory_backend": "embedded", "memory_neo4j": True, "neo4j_uri": falkordb}
+    )
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    assert isinstance(memory_of(entry).graph, Neo4jGraph)
+    assert (
+        ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}") is None
+    )
+    agent = agents_by_title(hass, entry)["Ada"]
+    llm_server.script_structured(
+        Reply.text(
+            json.dumps(
+                {
+                    "entities": ["Ann", "Oslo"],
+                    "relations": [{"subject": "Ann", "predicate": "lives in", "object": "Oslo"}],
+                }
+            )
+        )
+    )
+    await talk(hass, agent, "My sister Ann moved to Oslo.")
+    await settled(entry)
+    memory = memory_of(entry)
+    scope = memory.scope(entry_persona(entry), None)
+    relation = Relation(subject="Ann", predicate="lives in", object="Oslo")
+    assert await memory.graph.neighbourhood([scope], ["ann"]) == [relation]  # type: ignore[union-attr]
+    await talk(hass, agent, "Is it cold where Ann lives?")
+    assert '(memory) relation: "Ann" "lives in" "Oslo"' in last_user_message(llm_server)
+
+
+async def test_mem0_on_local_qdrant_remembers_through_turns(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """mem0 (Qdrant in files, the server's embeddings) takes an instruction and gives it back."""
+    assert await async_setup_component(hass, "conversation", {})
+    entry = make_personas_entry(llm_server, {"Ada": "default"})
+    entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        entry,
+        options={
+            "memory_backend": "mem0",
+            "embeddings_url": llm_server.url,
+            "embeddings_model": "test-embed",
+        },
+    )
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    memory = memory_of(entry)
+    assert isinstance(memory.store, Mem0Store)
+    assert (
+        ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}") is None
+    )
+    agent = agents_by_title(hass, entry)["Ada"]
+    await talk(hass, agent, "From now on, call me Captain.")
+    await settled(entry)
+    await talk(hass, agent, "What do you call me?")
+    assert '"From now on, call me Captain."' in last_user_message(llm_server)
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_unreachable_graph_raises_a_repair_and_the_turn_answers(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """A Neo4j that does not answer at setup raises a repair issue; memory stays on."""
+    assert await async_setup_component(hass, "conversation", {})
+    entry = make_personas_entry(llm_server, {"Ada": "default"})
+    entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        entry, options={"memory_neo4j": True, "neo4j_uri": "bolt://127.0.0.1:9"}
+    )
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    issue = ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}")
+    assert issue is not None
+    assert "neo4j" in (issue.translation_placeholders or {})["detail"]
+    llm_server.script(Reply.text("Hello."))
+    result = await talk(hass, agents_by_title(hass, entry)["Ada"], "Hi Ann")
+    assert result.response.speech["plain"]["speech"] == "Hello."
+    assert memory_of(entry).retrieval.snapshot()["missed_graph"] == 1

@@ -1,0 +1,155 @@
+"""What people see of memory in HA: the memory list per persona, the options step."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import pytest
+from homeassistant.config_entries import ConfigEntryState
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
+from homeassistant.helpers import entity_registry as er
+from homeassistant.setup import async_setup_component
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
+from tests.ha.memorykit import add_person, call, memory_of, rows
+from tests.ha.personakit import setup_personas
+from tests.support.llm_server import LLMServer
+
+
+@pytest.fixture
+async def persona(hass: HomeAssistant, llm_server: LLMServer) -> tuple[MockConfigEntry, str]:
+    """Set up one persona; return the entry and its conversation entity."""
+    assert await async_setup_component(hass, "conversation", {})
+    assert await async_setup_component(hass, "todo", {})
+    entry, agents = await setup_personas(hass, llm_server, {"Ada": "default"})
+    return entry, agents["Ada"]
+
+
+def memory_list(hass: HomeAssistant, entry: MockConfigEntry) -> str:
+    """Return the persona's memory list entity."""
+    return next(
+        e.entity_id
+        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
+        if e.domain == "todo"
+    )
+
+
+async def items(hass: HomeAssistant, entity_id: str) -> list[str]:
+    """Return the summaries of the list's items."""
+    result = await hass.services.async_call(
+        "todo", "get_items", {"entity_id": entity_id}, blocking=True, return_response=True
+    )
+    listing = cast(dict[str, dict[str, list[dict[str, str]]]], result)
+    return [item["summary"] for item in listing[entity_id]["items"]]
+
+
+async def todo(hass: HomeAssistant, service: str, data: dict[str, object]) -> None:
+    """Call a to-do service and let the list refresh."""
+    await hass.services.async_call("todo", service, data, blocking=True)
+    await hass.async_block_till_done()
+
+
+async def test_memory_list_shows_prunes_adds_and_renames_conclusions(
+    hass: HomeAssistant, persona: tuple[MockConfigEntry, str]
+) -> None:
+    """Items are current conclusions; delete forgets, add remembers, rename supersedes."""
+    entry, agent = persona
+    _alice, person = await add_person(hass, "Alice")
+    await call(
+        hass, "remember", {"persona": agent, "person": person, "text": "Oat milk", "topic": "milk"}
+    )
+    await call(hass, "remember", {"persona": agent, "text": "The wifi is Ferret."})  # a detail
+    await hass.async_block_till_done()
+    listing = memory_list(hass, entry)
+    assert await items(hass, listing) == ["Oat milk"]
+    assert hass.states.get(listing).state == "1"  # type: ignore[union-attr]
+
+    await todo(hass, "add_item", {"entity_id": listing, "item": "Bins go out on Monday"})
+    assert sorted(await items(hass, listing)) == ["Bins go out on Monday", "Oat milk"]
+
+    await todo(
+        hass, "update_item", {"entity_id": listing, "item": "Oat milk", "rename": "Soy milk"}
+    )
+    assert sorted(await items(hass, listing)) == ["Bins go out on Monday", "Soy milk"]
+    history = rows(await call(hass, "export_memories", {"persona": agent, "person": person}))
+    assert [(m["text"], m["valid_until"] is None) for m in history] == [
+        ("Oat milk", False),
+        ("Soy milk", True),
+    ]
+
+    await todo(hass, "remove_item", {"entity_id": listing, "item": ["Soy milk"]})
+    assert await items(hass, listing) == ["Bins go out on Monday"]
+    left = rows(await call(hass, "export_memories", {"persona": agent, "person": person}))
+    assert left == []  # forgotten with its history
+
+
+async def test_options_memory_step_checks_servers(
+    hass: HomeAssistant, persona: tuple[MockConfigEntry, str], llm_server: LLMServer
+) -> None:
+    """Bad Neo4j and embeddings settings show form errors; a working endpoint is saved."""
+    entry, _agent = persona
+    flow = await hass.config_entries.options.async_init(entry.entry_id)
+    flow = await hass.config_entries.options.async_configure(
+        flow["flow_id"],
+        {"confirm_ttl": 60, "retention_days": 30, "first_token_timeout": 8, "turns_per_minute": 20},
+    )
+    assert flow["step_id"] == "memory"
+    flow = await hass.config_entries.options.async_configure(
+        flow["flow_id"],
+        {
+            "memory_backend": "embedded",
+            "memory_neo4j": True,
+            "neo4j_uri": "http://nowhere",
+            "embeddings_url": "http://127.0.0.1:9/v1",
+            "embeddings_model": "e5",
+        },
+    )
+    assert flow["type"] is FlowResultType.FORM
+    assert flow["errors"] == {
+        "neo4j_uri": "neo4j_uri_invalid",
+        "embeddings_url": "embeddings_unreachable",
+    }
+    flow = await hass.config_entries.options.async_configure(
+        flow["flow_id"],
+        {
+            "memory_backend": "embedded",
+            "memory_neo4j": False,
+            "embeddings_url": llm_server.url,
+            "embeddings_model": "test-embed",
+        },
+    )
+    assert flow["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    assert entry.options["embeddings_url"] == llm_server.url
+    assert entry.state is ConfigEntryState.LOADED
+    assert entry.runtime_data.memory is not None
+
+
+async def test_options_memory_step_for_mem0_needs_embeddings(
+    hass: HomeAssistant, persona: tuple[MockConfigEntry, str], llm_server: LLMServer
+) -> None:
+    """mem0 without an embeddings endpoint is refused in the form; with one it is saved."""
+    entry, _agent = persona
+    flow = await hass.config_entries.options.async_init(entry.entry_id)
+    flow = await hass.config_entries.options.async_configure(
+        flow["flow_id"],
+        {"confirm_ttl": 60, "retention_days": 30, "first_token_timeout": 8, "turns_per_minute": 20},
+    )
+    flow = await hass.config_entries.options.async_configure(
+        flow["flow_id"], {"memory_backend": "mem0", "memory_neo4j": False}
+    )
+    assert flow["errors"] == {"embeddings_url": "embeddings_required"}
+    flow = await hass.config_entries.options.async_configure(
+        flow["flow_id"],
+        {
+            "memory_backend": "mem0",
+            "memory_neo4j": False,
+            "embeddings_url": llm_server.url,
+            "embeddings_model": "test-embed",
+        },
+    )
+    assert flow["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    assert isinstance(memory_of(entry).store, Mem0Store)
