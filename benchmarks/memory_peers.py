@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import random
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -122,14 +123,12 @@ async def open_mem0(folder: Path, embeddings: EmbeddingSettings) -> MemoryStore 
     module offers ``open_benchmark_store(folder, embeddings) -> MemoryStore`` (a store on
     local files under ``folder``, embedding through ``embeddings``) and ``mem0ai`` imports.
     """
-    try:
-        import mem0  # type: ignore[import-untyped, import-not-found, unused-ignore]  # noqa: F401
-
-        from custom_components.companion_agent.engine.memory import (  # type: ignore[attr-defined, unused-ignore]
-            mem0_store,
-        )
-    except ImportError:
+    # Not ``import mem0`` here: importing it before the store sets MEM0_TELEMETRY and MEM0_DIR
+    # would phone home and write ~/.mem0. The store imports it itself, with both set.
+    if importlib.util.find_spec("mem0") is None:
         return None
+    from custom_components.companion_agent.engine.memory import mem0_store
+
     opener = getattr(mem0_store, "open_benchmark_store", None)
     if opener is None:
         print("mem0: engine/memory/mem0_store.py has no open_benchmark_store; skipped")
