@@ -113,6 +113,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         on_bad_history=lambda path, moved: async_report_bad_history(hass, path, moved),
     )
     entry.async_on_unload(entry.runtime_data.playback.async_stop)
+    entry.async_on_unload(entry.runtime_data.speech_starts.close)
     async_sync_load_problems(hass, entry.runtime_data.problems)
     retention = timedelta(days=entry.options.get(CONF_RETENTION_DAYS, DEFAULT_RETENTION_DAYS))
 

@@ -28,6 +28,7 @@ from .const import (
 from .engine.audit.log import AuditLog
 from .engine.llm import ChatModel, LLMSettings, OpenAIChatModel
 from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
+from .engine.speech.head_start import SpeechHeadStarts
 from .engine.turn.history import ConversationStore, CorruptionReporter
 from .engine.turn.runner import TurnRunner
 from .health import ServerHealth
@@ -52,6 +53,7 @@ class CompanionRuntime:
     conversations: dict[str, ConversationStore] = field(default_factory=dict)
     persona_problems: dict[str, tuple[LoadProblem, ...]] = field(default_factory=dict)
     on_bad_history: CorruptionReporter | None = None
+    speech_starts: SpeechHeadStarts = field(default_factory=SpeechHeadStarts)
 
     @property
     def problems(self) -> list[LoadProblem]:

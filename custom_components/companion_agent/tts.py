@@ -1,7 +1,9 @@
 """Text to speech through a Wyoming server (piper): each sentence is sent once it is complete.
 
 The reply's text runs through the engine's output pipeline first, so Piper hears each
-sentence's ``tts_text``: no markdown, URLs, emoji or action tags.
+sentence's ``tts_text``: no markdown, URLs, emoji or action tags. A turn's first sentence
+may already be under way when HA opens the stream (``speech_start.py``): the stream plays
+that audio instead of asking again, and ends at once if the turn is cancelled.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .engine.errors import SpeechError, SpeechVoiceNotFoundError
 from .engine.events import SentenceOutput, TextDelta
 from .engine.pipeline import PipelineConfig, build_pipeline
 from .engine.speech import AudioChunk, WyomingTTS
+from .engine.speech.head_start import SpeechKey
 from .repairs import async_clear_missing_voice, async_report_missing_voice
 from .runtime import CompanionConfigEntry, add_per_subentry
 
@@ -71,11 +74,32 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         """Take the text as it streams: each sentence is spoken once it is complete."""
         return True
 
+    @property
+    def speech_voice(self) -> str:
+        """Return what tells this voice apart from others among the speech head starts."""
+        return f"{self.entity_id}|{self._host}:{self._port}|{self._voice}|{self._speaker or ''}"
+
     async def async_stream_tts_audio(self, request: TTSAudioRequest) -> TTSAudioResponse:
         """Check the server, then stream a WAV header and each sentence's PCM as it comes."""
         client = await self._async_client()
-        audio = client.synthesize(_sentences(_deltas(request.message_gen)))
+        sentences = _sentences(_deltas(request.message_gen))
+        heads = self.entry.runtime_data.speech_starts
+        audio = heads.speak(self.speech_voice, sentences, client.synthesize)
         return TTSAudioResponse("wav", self._wav_stream(audio))
+
+    def async_speak_ahead(self, text: str, trace_id: str) -> bool:
+        """Start synthesising a turn's first sentence before HA's stream asks for it."""
+        key = SpeechKey.of(self.speech_voice, text)
+        return self.entry.runtime_data.speech_starts.start(key, trace_id, self._synthesis)
+
+    async def _synthesis(self, sentences: AsyncIterator[str]) -> AsyncGenerator[AudioChunk]:
+        """Check the server, then speak ``sentences`` (a head start's own connection)."""
+        audio = (await self._async_client()).synthesize(sentences)
+        try:
+            async for chunk in audio:
+                yield chunk
+        finally:
+            await audio.aclose()
 
     async def async_get_tts_audio(
         self, message: str, language: str, options: dict[str, Any]

@@ -1,5 +1,6 @@
 """Scripted replies for the local OpenAI-compatible server, and its default responder."""
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import Self
@@ -11,10 +12,11 @@ TIME_WORDS = ("time", "date", "clock", "几点", "时间", "日期")
 
 @dataclass(frozen=True, slots=True)
 class TextChunk:
-    """A piece of assistant text, sent as `delta.content`."""
+    """A piece of assistant text, sent as `delta.content`; after `hold` is set, if given."""
 
     text: str
     delay: float = 0.0
+    hold: asyncio.Event | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -291,6 +291,8 @@ async def _stream(
                 return _cut(request, response)
             if chunk.delay > 0:
                 await asyncio.sleep(chunk.delay)
+            if isinstance(chunk, TextChunk) and chunk.hold is not None:
+                await chunk.hold.wait()
             delta = _delta(chunk)
             if sent == 0:
                 delta = {"role": "assistant", **delta}
