@@ -9,6 +9,7 @@ that audio instead of asking again, and ends at once if the turn is cancelled.
 from __future__ import annotations
 
 import io
+import time
 import wave
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
@@ -29,11 +30,15 @@ from .engine.events import SentenceOutput, TextDelta
 from .engine.pipeline import PipelineConfig, build_pipeline
 from .engine.speech import AudioChunk, WyomingTTS
 from .engine.speech.head_start import SpeechKey
+from .engine.turn.runner import FIRST_CLAUSE_CUT
 from .repairs import async_clear_missing_voice, async_report_missing_voice
 from .runtime import CompanionConfigEntry, add_per_subentry
 
-# Emotion tags are actions, never words; the rest of the text is cleaned for speech.
-PIPELINE_CONFIG = PipelineConfig(action_tags=EMOTIONS)
+# Emotion tags are actions, never words; the rest of the text is cleaned for speech. The
+# first sentence is cut as the turn cuts it, so a sentence spoken ahead is found again.
+PIPELINE_CONFIG = PipelineConfig(action_tags=EMOTIONS, faster_first_response=FIRST_CLAUSE_CUT)
+# How long a server that had our voice is trusted without asking again (a failure forgets it).
+SERVER_CHECK_TTL = 60.0
 
 
 async def async_setup_entry(
@@ -57,6 +62,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         self._port: int = int(data[CONF_PORT])
         self._voice: str = data[CONF_VOICE]
         self._speaker: str | None = data.get(CONF_SPEAKER)
+        self._checked: tuple[float, WyomingTTS] | None = None
         self._attr_unique_id = subentry.subentry_id
         self._attr_name = subentry.title  # HA's TTS manager needs the engine's own name
         self._attr_supported_languages = list(data.get(CONF_LANGUAGES) or ())
@@ -80,11 +86,14 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         return f"{self.entity_id}|{self._host}:{self._port}|{self._voice}|{self._speaker or ''}"
 
     async def async_stream_tts_audio(self, request: TTSAudioRequest) -> TTSAudioResponse:
-        """Check the server, then stream a WAV header and each sentence's PCM as it comes."""
-        client = await self._async_client()
+        """Stream a WAV header and each sentence's PCM as it comes.
+
+        The server is checked only when a sentence must be synthesised here: a first
+        sentence already under way (a head start) plays without waiting for that check.
+        """
         sentences = _sentences(_deltas(request.message_gen))
         heads = self.entry.runtime_data.speech_starts
-        audio = heads.speak(self.speech_voice, sentences, client.synthesize)
+        audio = heads.speak(self.speech_voice, sentences, self._synthesis)
         return TTSAudioResponse("wav", self._wav_stream(audio))
 
     def async_speak_ahead(self, text: str, trace_id: str) -> bool:
@@ -93,7 +102,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         return self.entry.runtime_data.speech_starts.start(key, trace_id, self._synthesis)
 
     async def _synthesis(self, sentences: AsyncIterator[str]) -> AsyncGenerator[AudioChunk]:
-        """Check the server, then speak ``sentences`` (a head start's own connection)."""
+        """Check the server, then speak ``sentences`` on a connection of their own."""
         audio = (await self._async_client()).synthesize(sentences)
         try:
             async for chunk in audio:
@@ -118,7 +127,9 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             return "wav", wav_io.getvalue()
 
     async def _async_client(self) -> WyomingTTS:
-        """Ask the server what it offers and return a client for our voice, or raise."""
+        """Return a client for our voice: the server is asked what it offers once a minute."""
+        if self._checked is not None and time.monotonic() - self._checked[0] < SERVER_CHECK_TTL:
+            return self._checked[1]
         probe = WyomingTTS(self._host, self._port)
         try:
             info = await probe.describe()
@@ -126,13 +137,15 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             raise self._unreachable() from err
         if info.voice(self._voice) is None:
             raise self._voice_missing()
-        return WyomingTTS(
+        client = WyomingTTS(
             self._host,
             self._port,
             voice=self._voice,
             speaker=self._speaker,
             streaming=info.supports_streaming,
         )
+        self._checked = (time.monotonic(), client)
+        return client
 
     async def _wav_stream(self, audio: AsyncGenerator[AudioChunk]) -> AsyncGenerator[bytes]:
         """Yield a streaming WAV header (no frame count) before the first PCM, then the PCM."""
@@ -151,8 +164,10 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             async for chunk in audio:
                 yield chunk
         except SpeechVoiceNotFoundError as err:
+            self._checked = None
             raise self._voice_missing() from err
         except SpeechError as err:
+            self._checked = None
             raise self._unreachable() from err
         finally:
             await audio.aclose()

@@ -376,3 +376,25 @@ async def test_a_turn_cancelled_before_ha_speaks_drops_its_head_start_and_says_n
     assert STREAM_OPENED not in voice.journal
     assert PipelineEventType.TTS_START not in [e.type for e in flight.events]
     released.set()
+
+
+async def test_the_voice_cuts_the_first_clause_as_the_turn_does(
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy, voice: Voice
+) -> None:
+    released = asyncio.Event()
+    llm_server.script(
+        Reply(
+            chunks=(
+                TextChunk("Good morning, my"),
+                TextChunk(f" friend. {SECOND}", hold=released),
+            )
+        )
+    )
+    flight = await run_pipeline(hass, voice, "Morning?")
+    await asyncio.wait_for(proxy.wait_asked(1), TIMEOUT)  # the clause, ahead of HA
+    released.set()
+    parts = [part async for part in flight.audio()]
+    await flight.done()
+
+    assert proxy.texts == ["Good morning,", "my friend.", SECOND]  # the clause once
+    assert pcm(parts) == b"".join(proxy.audio)

@@ -59,9 +59,32 @@ async def test_the_same_sentence_is_never_started_twice(
     assert not heads.start(key, "t1", client.synthesize)
     assert not heads.start(SpeechKey.of(VOICE, "  "), "t1", client.synthesize)
     assert heads.waiting == 1
-    heads.close()
+    await asyncio.wait_for(proxy.wait_asked(1), TIMEOUT)
     await proxy.wait_idle()
-    assert proxy.texts in ([], ["Good morning."])
+    assert proxy.texts == ["Good morning."]
+    heads.close()
+
+
+async def test_two_turns_with_the_same_words_each_get_theirs_the_newest_first(
+    proxy: WyomingProxy, piper: PiperPeer
+) -> None:
+    heads = SpeechHeadStarts()
+    client = tts(proxy, piper)
+    key = SpeechKey.of(VOICE, "Sure.")
+    assert heads.start(key, "older", client.synthesize)
+    assert heads.start(key, "newer", client.synthesize)
+
+    newest = heads.claim(key)
+    older = heads.claim(key)
+
+    assert newest is not None
+    assert older is not None
+    assert (newest.trace_id, older.trace_id) == ("newer", "older")
+    assert heads.claim(key) is None
+    heads.release(newest)
+    heads.release(older)
+    assert heads.playing == 0
+    await proxy.wait_idle()
 
 
 async def test_the_oldest_head_start_makes_room_and_is_cancelled(

@@ -9,9 +9,11 @@ synthesising the sentence again. ``speak`` is that stream: a claimed head start,
 remaining sentences, all ending at once when the turn is dropped.
 
 Bounded: at most ``capacity`` unclaimed head starts (the oldest is cancelled to make room),
-each cancelled if unclaimed after ``ttl`` seconds; one per key (a second start of the same
-key is refused: a sentence is never synthesised twice ahead); ``drop_turn`` cancels a turn's
-unclaimed head starts and stops the streams that claimed one of its head starts.
+each cancelled if unclaimed after ``ttl`` seconds; one per key and turn (a second start is
+refused: a turn never has one sentence synthesised twice ahead). Two turns may start the
+same words (two speakers both answering "Sure."): a stream claims the newest, the likeliest
+to be its own, and the words and voice are the same either way. ``drop_turn`` cancels a
+turn's unclaimed head starts and stops the streams that claimed one of its head starts.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ class SpeechHeadStarts:
         """Hold at most ``capacity`` unclaimed head starts, each for ``ttl`` seconds."""
         self._capacity = capacity
         self._ttl = ttl
-        self._waiting: dict[SpeechKey, tuple[PreparedSpeech, asyncio.TimerHandle]] = {}
+        self._waiting: dict[tuple[SpeechKey, str], tuple[PreparedSpeech, asyncio.TimerHandle]] = {}
         self._playing: set[PreparedSpeech] = set()
 
     @property
@@ -110,22 +112,22 @@ class SpeechHeadStarts:
         return len(self._playing)
 
     def start(self, key: SpeechKey, trace_id: str, synthesis: Synthesis) -> bool:
-        """Synthesise ``key.text`` ahead for turn ``trace_id``; False if it is already waiting."""
-        if not key.text or key in self._waiting:
+        """Synthesise ``key.text`` ahead for turn ``trace_id``; False if the turn already did."""
+        if not key.text or (key, trace_id) in self._waiting:
             return False
         while len(self._waiting) >= self._capacity:
             self._cancel(next(iter(self._waiting)))
         prepared = PreparedSpeech(key, trace_id, synthesis(_one(key.text)))
         timer = asyncio.get_running_loop().call_later(self._ttl, self._expire, prepared)
-        self._waiting[key] = (prepared, timer)
+        self._waiting[key, trace_id] = (prepared, timer)
         return True
 
     def claim(self, key: SpeechKey) -> PreparedSpeech | None:
-        """Take the head start for ``key``, if one waits; the caller must ``release`` it."""
-        found = self._waiting.pop(key, None)
-        if found is None:
+        """Take the newest head start for ``key``, if one waits; the caller must ``release`` it."""
+        slot = next((slot for slot in reversed(self._waiting) if slot[0] == key), None)
+        if slot is None:
             return None
-        prepared, timer = found
+        prepared, timer = self._waiting.pop(slot)
         timer.cancel()
         self._playing.add(prepared)
         return prepared
@@ -137,15 +139,15 @@ class SpeechHeadStarts:
 
     def drop_turn(self, trace_id: str) -> None:
         """Cancel the turn's waiting head starts and stop the streams that play one."""
-        for key in [k for k, (p, _) in self._waiting.items() if p.trace_id == trace_id]:
-            self._cancel(key)
+        for slot in [slot for slot in self._waiting if slot[1] == trace_id]:
+            self._cancel(slot)
         for prepared in [p for p in self._playing if p.trace_id == trace_id]:
             prepared.stop()
 
     def close(self) -> None:
         """Cancel every head start and stop every stream playing one."""
-        for key in list(self._waiting):
-            self._cancel(key)
+        for slot in list(self._waiting):
+            self._cancel(slot)
         for prepared in list(self._playing):
             prepared.stop()
 
@@ -178,12 +180,13 @@ class SpeechHeadStarts:
 
     def _expire(self, prepared: PreparedSpeech) -> None:
         """Cancel a head start nobody claimed in time."""
-        if self._waiting.get(prepared.key, (None,))[0] is prepared:
-            self._cancel(prepared.key)
+        slot = (prepared.key, prepared.trace_id)
+        if self._waiting.get(slot, (None,))[0] is prepared:
+            self._cancel(slot)
 
-    def _cancel(self, key: SpeechKey) -> None:
+    def _cancel(self, slot: tuple[SpeechKey, str]) -> None:
         """Cancel and forget one waiting head start."""
-        prepared, timer = self._waiting.pop(key)
+        prepared, timer = self._waiting.pop(slot)
         timer.cancel()
         prepared.stop()
 

@@ -68,11 +68,18 @@ class TurnRequest:
     """How many characters the person said (the text may have been cut to the limit)."""
 
 
+FIRST_CLAUSE_CUT = True
+"""Whether a reply's first sentence may end at a comma (``faster_first_response``).
+
+Kept on a measured gain: ``benchmarks/voice.py`` (README, figures). A voice that speaks the
+turn's first sentence ahead must cut the same way, so it shares this value."""
+
+
 def pipeline_config(profile: Profile) -> PipelineConfig:
     """Return the output pipeline settings for a profile: its tags, voice-first cuts."""
     return PipelineConfig(
         action_tags=frozenset(profile.output.actions),
-        faster_first_response=True,
+        faster_first_response=FIRST_CLAUSE_CUT,
         show_thinking=True,
     )
 
