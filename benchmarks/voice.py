@@ -12,7 +12,8 @@ first PCM bytes come out of HA's TTS stream, as a satellite would fetch it.
 - ``ours``: first audio through our agent and our voice. ``over`` is its excess over the
   physical limit: the model's first-sentence time (the token that ends the sentence) plus
   Piper's own time for that sentence (the very synthesis that was played: from its request,
-  after the server check, to its first audio). Target p95 ≤ 30 ms. ``alone`` is the same
+  after the server check, to its first audio), or HA opening its stream (after 60
+  characters) if that comes later. Target p95 ≤ 30 ms. ``alone`` is the same
   excess with Piper timed alone beside each run, for reference: on a shared machine
   Piper's own spread swamps it.
 - ``HA``: the same agent, with HA core's Wyoming TTS on the same Piper, run by run beside
@@ -29,57 +30,30 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from homeassistant.components.assist_pipeline.pipeline import (  # noqa: E402
-    KEY_ASSIST_PIPELINE,
+from homeassistant.components.assist_pipeline.pipeline import (
     STREAM_RESPONSE_CHARS,
     Pipeline,
-    PipelineEvent,
-    PipelineEventType,
-    PipelineInput,
-    PipelineRun,
-    PipelineStage,
 )
-from homeassistant.components.tts.const import DATA_COMPONENT  # noqa: E402
-from homeassistant.const import CONF_HOST, CONF_PORT  # noqa: E402
-from homeassistant.core import Context, HomeAssistant  # noqa: E402
-from homeassistant.helpers import chat_session  # noqa: E402
-from homeassistant.helpers import entity_registry as er  # noqa: E402
-from homeassistant.setup import async_setup_component  # noqa: E402
 
-from benchmarks.figures import percentile, report_p95  # noqa: E402
-from custom_components.companion_agent import tts as our_tts  # noqa: E402
-from custom_components.companion_agent.const import CONF_VOICE, DOMAIN, SUBENTRY_TTS  # noqa: E402
-from custom_components.companion_agent.engine.errors import SpeechError  # noqa: E402
-from custom_components.companion_agent.engine.pipeline import PipelineConfig  # noqa: E402
-from custom_components.companion_agent.engine.plugins import Profile  # noqa: E402
-from custom_components.companion_agent.engine.speech import AudioChunk, WyomingTTS  # noqa: E402
-from custom_components.companion_agent.engine.speech.head_start import (  # noqa: E402
-    SpeechKey,
-    Synthesis,
-)
-from custom_components.companion_agent.engine.turn import runner as turn_runner  # noqa: E402
-from custom_components.companion_agent.engine.turn.handle import Turn  # noqa: E402
-from custom_components.companion_agent.runtime import CompanionRuntime  # noqa: E402
-from custom_components.companion_agent.tts import CompanionTtsEntity  # noqa: E402
-from script.demo import configure, start_home_assistant  # noqa: E402
-from tests.support.llm_script import Reply, TextChunk  # noqa: E402
-from tests.support.llm_server import LLMServer  # noqa: E402
+from benchmarks.figures import percentile, report_p95
+from benchmarks.voice_home import Bench, launch_piper, set_up, wait_for_piper
+from custom_components.companion_agent import tts as our_tts
+from custom_components.companion_agent.engine.pipeline import PipelineConfig
+from custom_components.companion_agent.engine.plugins import Profile
+from custom_components.companion_agent.engine.turn import runner as turn_runner
+from script.demo import start_home_assistant
+from tests.support.llm_server import LLMServer
 
-PIPER = ROOT / ".peers" / "piper"
 OVER_TARGET_MS = 30.0
 CANCEL_TARGET_MS = 50.0
 TIMEOUT = 30.0
@@ -97,99 +71,6 @@ REST = words(REST_TEXT)
 LONG = words(LONG_TEXT)
 
 
-@dataclass
-class Flight:
-    """One pipeline run: its events, when HA opened its TTS stream, its task."""
-
-    speaking: asyncio.Event = field(default_factory=asyncio.Event)
-    run: PipelineRun | None = None
-    task: asyncio.Task[None] | None = None
-
-    def note(self, event: PipelineEvent) -> None:
-        """Note when HA opens the TTS stream (or ends the run without one)."""
-        opened = event.type is PipelineEventType.INTENT_PROGRESS and (event.data or {}).get(
-            "tts_start_streaming"
-        )
-        if opened or event.type in (PipelineEventType.TTS_END, PipelineEventType.RUN_END):
-            self.speaking.set()
-
-    async def audio(self) -> AsyncIterator[bytes]:
-        """Yield HA's TTS stream as a satellite fetches it, once it is opened."""
-        await asyncio.wait_for(self.speaking.wait(), TIMEOUT)
-        assert self.run is not None
-        assert self.run.tts_stream is not None
-        async for chunk in self.run.tts_stream.async_stream_result():
-            yield chunk
-
-
-@dataclass
-class Bench:
-    """The running HA, its two pipelines, the model server and where Piper listens."""
-
-    hass: HomeAssistant
-    server: LLMServer
-    piper_port: int
-    voice: str
-    ours: Pipeline
-    theirs: Pipeline
-    turns: list[Turn] = field(default_factory=list)
-    marks: dict[str, float] = field(default_factory=dict)
-
-    def script(self, words: tuple[str, ...], t0: float, first_token: float, gap: float) -> None:
-        """Script one reply whose word ``i`` leaves the server at ``t0 + first_token + i*gap``."""
-        loop = asyncio.get_running_loop()
-        chunks = []
-        for index, word in enumerate(words):
-            hold = asyncio.Event()
-            loop.call_at(t0 + first_token + index * gap, hold.set)
-            chunks.append(TextChunk(word, hold=hold))
-        self.server.script(Reply(chunks=tuple(chunks)))
-
-    def start(self, pipeline: Pipeline, text: str) -> Flight:
-        """Start a text pipeline run (intent → tts), as HA's websocket API does."""
-        flight = Flight()
-        run = flight.run = PipelineRun(
-            self.hass,
-            context=Context(),
-            pipeline=pipeline,
-            start_stage=PipelineStage.INTENT,
-            end_stage=PipelineStage.TTS,
-            event_callback=flight.note,
-            tts_audio_output={"preferred_format": "wav"},  # Piper's own format
-        )
-
-        async def execute() -> None:
-            with chat_session.async_get_chat_session(self.hass) as session:
-                pipeline_input = PipelineInput(run=run, session=session, intent_input=text)
-                await pipeline_input.validate()
-                await pipeline_input.execute()
-
-        flight.task = asyncio.create_task(execute())
-        return flight
-
-    async def piper_alone(self, text: str) -> float:
-        """Return seconds from asking Piper for ``text`` alone to its first audio (median of 3)."""
-        client = WyomingTTS("127.0.0.1", self.piper_port, voice=self.voice, streaming=True)
-
-        async def one() -> AsyncIterator[str]:
-            yield text
-
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            audio = client.synthesize(one())
-            try:
-                await anext(audio)
-            finally:
-                await audio.aclose()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
-
-    def mark(self, name: str) -> None:
-        """Note when something first happened in this run."""
-        self.marks.setdefault(name, asyncio.get_running_loop().time())
-
-
 async def first_audio(bench: Bench, pipeline: Pipeline, first_token: float, gap: float) -> float:
     """Run one reply; return seconds from the run's start to HA's first PCM bytes."""
     loop = asyncio.get_running_loop()
@@ -204,8 +85,8 @@ async def first_audio(bench: Bench, pipeline: Pipeline, first_token: float, gap:
             bench.mark("heard")
     assert flight.task is not None
     await asyncio.wait_for(flight.task, TIMEOUT)
-    if heard is None:
-        raise SystemExit("voice: a run gave no audio")
+    if heard is None or bench.server.pending:
+        raise SystemExit("voice: a run gave no audio, or its turn never asked the model")
     return heard
 
 
@@ -312,7 +193,7 @@ async def bench_all(bench: Bench, runs: int, first_token: float, gap: float) -> 
     """Measure every figure, the paths interleaved run by run; print each against its target."""
     words = (*FIRST, *REST)
     sentence, sentence_at = limit(words, ".", first_token, gap)
-    _clause, clause_at = limit(words, ",", first_token, gap)
+    clause, clause_at = limit(words, ",", first_token, gap)
     gate_at = ha_opens(words, first_token, gap)
     figures: dict[str, list[float]] = {
         name: [] for name in ("ours", "over", "alone", "cut", "cut over", "HA", "cancel")
@@ -352,132 +233,17 @@ async def bench_all(bench: Bench, runs: int, first_token: float, gap: float) -> 
         f" gain: the cut brings first audio forward by p50={statistics.median(gain):.1f} ms "
         f"(min {min(gain):.1f} ms, max {max(gain):.1f} ms)"
     )
+    whole, parts = [], []
+    for _ in range(5):
+        whole.append(await bench.spoken_seconds(sentence))
+        parts.append(await bench.spoken_seconds(clause, sentence.removeprefix(clause).strip()))
+    longer = (statistics.median(parts) - statistics.median(whole)) * 1000
+    print(
+        f" cost: the cut first sentence plays {longer:.0f} ms longer "
+        f"({statistics.median(whole):.2f} s whole): a pause and a falling tone at the comma"
+    )
     ok &= report_p95("cancl", figures["cancel"], CANCEL_TARGET_MS, unit="runs")
     return ok
-
-
-def launch_piper() -> tuple[subprocess.Popen[bytes], int, str]:
-    """Start wyoming-piper from .peers/piper on a free port; return it, its port and voice."""
-    python = PIPER / "venv" / "bin" / "python"
-    if not python.exists():
-        raise SystemExit(f"voice: wyoming-piper is not installed in {PIPER}: run script/peers")
-    voice = (PIPER / "voice").read_text().strip()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    process = subprocess.Popen(
-        [python, "-m", "wyoming_piper", "--uri", f"tcp://127.0.0.1:{port}", "--voice", voice,
-         "--data-dir", str(PIPER / "data"), "--local-files-only"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    return process, port, voice
-
-
-async def wait_for_piper(process: subprocess.Popen[bytes], port: int, voice: str) -> None:
-    """Wait until Piper answers, or give up."""
-    client = WyomingTTS("127.0.0.1", port, voice=voice)
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        try:
-            await client.describe()
-        except SpeechError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise SystemExit("voice: wyoming-piper did not start") from None
-            await asyncio.sleep(0.1)
-        else:
-            return
-
-
-async def set_up(hass: HomeAssistant, server: LLMServer, port: int, voice: str) -> Bench:
-    """Configure our entry with a voice, HA's Wyoming on the same Piper, and two pipelines."""
-    hass.config.skip_pip = True
-    assert await async_setup_component(hass, "assist_pipeline", {})
-    agent = await configure(hass, server.url, "", "test-model")
-    (entry,) = hass.config_entries.async_entries(DOMAIN)
-    flows = hass.config_entries.subentries
-    step = await flows.async_init((entry.entry_id, SUBENTRY_TTS), context={"source": "user"})
-    step = await flows.async_configure(step["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: port})
-    await flows.async_configure(step["flow_id"], {CONF_VOICE: voice})
-    theirs = await hass.config_entries.flow.async_init("wyoming", context={"source": "user"})
-    await hass.config_entries.flow.async_configure(
-        theirs["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: port}
-    )
-    await hass.async_block_till_done()
-    registry = er.async_get(hass)
-    ours_tts = next(
-        e.entity_id
-        for e in er.async_entries_for_config_entry(registry, entry.entry_id)
-        if e.domain == "tts"
-    )
-    (wyoming_entry,) = hass.config_entries.async_entries("wyoming")
-    theirs_tts = next(
-        e.entity_id
-        for e in er.async_entries_for_config_entry(registry, wyoming_entry.entry_id)
-        if e.domain == "tts"
-    )
-    entity = hass.data[DATA_COMPONENT].get_entity(ours_tts)
-    assert isinstance(entity, CompanionTtsEntity)
-    store = hass.data[KEY_ASSIST_PIPELINE].pipeline_store
-    pipelines = [
-        await store.async_create_item(
-            {
-                "name": name,
-                "conversation_engine": agent,
-                "conversation_language": "en",
-                "language": "en",
-                "stt_engine": None,
-                "stt_language": None,
-                "tts_engine": engine,
-                "tts_language": "en_US",
-                "tts_voice": None,
-                "wake_word_entity": None,
-                "wake_word_id": None,
-                "prefer_local_intents": False,
-            }
-        )
-        for name, engine in (("ours", ours_tts), ("theirs", theirs_tts))
-    ]
-    bench = Bench(
-        hass=hass, server=server, piper_port=port, voice=voice, ours=pipelines[0],
-        theirs=pipelines[1],
-    )  # fmt: skip
-    runtime: CompanionRuntime = entry.runtime_data
-    heads = runtime.speech_starts
-    head_start = heads.start
-
-    def timed_start(key: SpeechKey, trace_id: str, synthesis: Synthesis) -> bool:
-        """Start a head start, noting when it was asked for and when its audio came."""
-        bench.mark("asked")
-
-        async def timed(sentences: AsyncIterator[str]) -> AsyncGenerator[AudioChunk]:
-            """Pass the synthesis on, noting its first audio."""
-            async for chunk in synthesis(sentences):
-                bench.mark("answered")
-                yield chunk
-
-        return head_start(key, trace_id, timed)
-
-    heads.start = timed_start  # type: ignore[method-assign]
-    probe = entity._async_client
-
-    async def timed_probe() -> WyomingTTS:
-        """Check the server as the entity does, noting when the check is done."""
-        client = await probe()
-        bench.mark("probed")
-        return client
-
-    entity._async_client = timed_probe  # type: ignore[method-assign]
-    runner = runtime.runner
-    start = runner.start
-
-    def start_and_keep(persona: turn_runner.Persona, request: turn_runner.TurnRequest) -> Turn:
-        """Start a turn and keep its handle, to cancel it as a barge-in would."""
-        turn = start(persona, request)
-        bench.turns[:] = [turn]
-        return turn
-
-    runner.start = start_and_keep  # type: ignore[method-assign]
-    return bench
 
 
 async def main() -> None:
