@@ -16,7 +16,13 @@ a synthesis. Assist keeps its running pipelines in a table it does not export; s
 newer HA change it, head starts stop and everything else goes on.
 
 A cancelled turn (the person spoke over it) drops its head start, and a stream that is
-playing it ends at once.
+playing it ends at once: its Piper connection closed, the WAV stream ended. This matters
+because nothing else would stop it: HA's TTS cache reads our stream to its end in a task of
+its own whoever listens (a satellite that stops reading stops nothing), and a cancelled
+turn only ends HA's text stream, whose sentences already received would all be spoken. A
+stream that played no head start (the first sentences differed) is not tied to a turn and
+speaks what it was given; an answer whose stream HA had not opened yet says nothing (the
+agent gives an interrupted turn no speech, and HA skips TTS for an empty answer).
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ turn's unclaimed head starts and stops the streams that claimed one of its head 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -196,21 +195,25 @@ async def until_stopped(
 ) -> AsyncGenerator[AudioChunk]:
     """Yield ``audio`` until ``stopped`` is set, then close it at once (mid-chunk if need be)."""
     stop = asyncio.create_task(stopped.wait())
+    step: asyncio.Task[AudioChunk | None] | None = None
     try:
         while not stopped.is_set():
             step = asyncio.create_task(_next(audio))
             await asyncio.wait((step, stop), return_when=asyncio.FIRST_COMPLETED)
             if not step.done():
-                step.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                    await step
                 return
             chunk = step.result()  # raises what the audio raised
+            step = None
             if chunk is None:
                 return
             yield chunk
     finally:
         stop.cancel()
+        if step is not None and not step.done():
+            step.cancel()  # the audio's own finally closes its socket
+            await asyncio.wait((step,))
+            if not step.cancelled():
+                step.exception()  # seen: the stream is ending anyway
         await audio.aclose()
 
 
