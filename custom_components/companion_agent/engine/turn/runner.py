@@ -118,6 +118,7 @@ class TurnRunner:
         )
         self._running.add(task)
         task.add_done_callback(self._running.discard)
+        task.add_done_callback(lambda _task: _never_started(turn))
         turn.bind(task)
         return turn
 
@@ -257,6 +258,14 @@ class TurnRunner:
             LOGGER.warning(
                 "Could not store the turn of %s", request.context.conversation_id, exc_info=True
             )
+
+
+def _never_started(turn: Turn) -> None:
+    """End a turn cancelled before its task ever ran (its ``finally`` never did it)."""
+    if not turn.result.done():
+        turn.finish(
+            TurnResult(outcome="interrupted", text="", reason=turn.cancel_reason or "cancelled")
+        )
 
 
 def _pace_keys(user_id: str | None, device_id: str | None) -> tuple[str, ...]:
