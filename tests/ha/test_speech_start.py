@@ -22,6 +22,7 @@ from homeassistant.components.assist_pipeline.pipeline import (  # requirements_
     PipelineRun,
     PipelineStage,
 )
+from homeassistant.components.tts import TTSAudioResponse
 from homeassistant.components.tts.const import DATA_COMPONENT
 from homeassistant.components.tts.entity import TTSAudioRequest
 from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_PORT
@@ -42,6 +43,8 @@ from custom_components.companion_agent.const import (
     SUBENTRY_TTS,
 )
 from custom_components.companion_agent.engine.turn.handle import Turn
+from custom_components.companion_agent.engine.turn.runner import Persona, TurnRequest
+from custom_components.companion_agent.runtime import CompanionRuntime
 from custom_components.companion_agent.tts import CompanionTtsEntity
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
@@ -131,16 +134,19 @@ async def voice(
     watched = Voice(entry=entry, agent=agent, tts=tts, pipeline=pipeline, journal=journal)
     opened = CompanionTtsEntity.async_stream_tts_audio
 
-    async def stream_opened(entity: CompanionTtsEntity, request: TTSAudioRequest):  # type: ignore[no-untyped-def]
+    async def stream_opened(
+        entity: CompanionTtsEntity, request: TTSAudioRequest
+    ) -> TTSAudioResponse:
         journal.append(STREAM_OPENED)
         return await opened(entity, request)
 
     monkeypatch.setattr(CompanionTtsEntity, "async_stream_tts_audio", stream_opened)
-    runner = entry.runtime_data.runner
+    runtime: CompanionRuntime = entry.runtime_data
+    runner = runtime.runner
     start = runner.start
 
-    def start_and_keep(*args, **kwargs):  # type: ignore[no-untyped-def]
-        turn = start(*args, **kwargs)
+    def start_and_keep(persona: Persona, request: TurnRequest) -> Turn:
+        turn = start(persona, request)
         watched.turns.append(turn)
         return turn
 
