@@ -119,6 +119,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     )
     entry.async_on_unload(entry.runtime_data.playback.async_stop)
     await async_setup_memory(hass, entry)
+    entry.async_on_unload(entry.runtime_data.speech_starts.close)
     async_sync_load_problems(hass, entry.runtime_data.problems)
     retention = timedelta(days=entry.options.get(CONF_RETENTION_DAYS, DEFAULT_RETENTION_DAYS))
 

@@ -38,6 +38,7 @@ from .memory import turn_memory
 from .personas import build_persona
 from .proactive import async_speak_for_trigger
 from .runtime import CompanionConfigEntry, add_per_subentry
+from .speech_start import async_head_start
 from .spoken import async_spoken_lines
 
 PLUGIN_CLOSE_GRACE = 30.0
@@ -196,10 +197,15 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         )
         turn = runtime.runner.start(persona, request)
         runtime.playback.async_watch(turn, user_input.satellite_id, user_input.device_id)
-        stream = ChatLogStream(
-            turn.items,
-            on_sentence=lambda sentence: self._async_sentence(sentence, request.context),
-        )
+        head_start = async_head_start(self.hass, user_input.context, turn)
+
+        @callback
+        def _on_sentence(sentence: SentenceOutput) -> None:
+            """Start the first sentence's audio; announce each sentence's actions."""
+            head_start(sentence)
+            self._async_sentence(sentence, request.context)
+
+        stream = ChatLogStream(turn.items, on_sentence=_on_sentence)
         try:
             async for _content in chat_log.async_add_delta_content_stream(
                 self.entity_id, stream.deltas()
@@ -215,7 +221,11 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         async_dispatcher_send(self.hass, SIGNAL_USAGE)
         LOGGER.debug("Turn %s finished: %s", request.context.trace_id, outcome.outcome)
         result = conversation.async_get_result_from_chat_log(user_input, chat_log)
-        if speech := stream.speech():
+        if outcome.outcome == "interrupted":
+            # The person spoke over it: a pipeline that has not started speaking yet skips
+            # its speech (HA's pipeline skips TTS for an empty answer).
+            result.response.async_set_speech("")
+        elif speech := stream.speech():
             result.response.async_set_speech(speech)
         return result
 

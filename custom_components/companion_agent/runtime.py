@@ -29,6 +29,7 @@ from .engine.audit.log import AuditLog
 from .engine.llm import ChatModel, LLMSettings, OpenAIChatModel
 from .engine.memory.companion import CompanionMemory
 from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
+from .engine.speech.head_start import SpeechHeadStarts
 from .engine.turn.history import ConversationStore, CorruptionReporter
 from .engine.turn.runner import TurnRunner
 from .follow_ups import FollowUps
@@ -56,6 +57,7 @@ class CompanionRuntime:
     on_bad_history: CorruptionReporter | None = None
     follow_ups: FollowUps = field(default_factory=FollowUps)
     memory: CompanionMemory | None = None
+    speech_starts: SpeechHeadStarts = field(default_factory=SpeechHeadStarts)
 
     @property
     def problems(self) -> list[LoadProblem]:

@@ -3,11 +3,15 @@
 The reply's text runs through the engine's output pipeline first, so the voice hears each
 sentence's ``tts_text``: no markdown, URLs, emoji or action tags. Which synthesizer speaks
 is the subentry's choice (``_async_synthesizer``); a request may pick another of its voices.
+A turn's first sentence may already be under way when HA opens the stream
+(``speech_start.py``): the stream plays that audio instead of asking again, and ends at once
+if the turn is cancelled.
 """
 
 from __future__ import annotations
 
 import io
+import time
 import wave
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import suppress
@@ -48,9 +52,12 @@ from .engine.speech import (
     EmbeddedPiper,
     PiperVoiceFolder,
     Synthesizer,
+    TtsInfo,
     TtsVoice,
     WyomingTTS,
 )
+from .engine.speech.head_start import SpeechKey, Synthesis
+from .engine.turn.runner import FIRST_CLAUSE_CUT
 from .repairs import (
     async_clear_missing_voice,
     async_report_bad_voice_file,
@@ -59,8 +66,11 @@ from .repairs import (
 from .runtime import CompanionConfigEntry, add_per_subentry
 from .tts_voices import offered_voice, supported_voices, unknown_voice_error
 
-# Emotion tags are actions, never words; the rest of the text is cleaned for speech.
-PIPELINE_CONFIG = PipelineConfig(action_tags=EMOTIONS)
+# Emotion tags are actions, never words; the rest of the text is cleaned for speech. The
+# first sentence is cut as the turn cuts it, so a sentence spoken ahead is found again.
+PIPELINE_CONFIG = PipelineConfig(action_tags=EMOTIONS, faster_first_response=FIRST_CLAUSE_CUT)
+# How long a server that had our voice is trusted without asking again (a failure forgets it).
+SERVER_CHECK_TTL = 60.0
 
 
 async def async_setup_entry(
@@ -87,6 +97,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         self._speaker: str | None = data.get(CONF_SPEAKER)
         self._voices: tuple[TtsVoice, ...] = ()  # as last listed: the server's or the folder's
         self._folder: PiperVoiceFolder | None = None
+        self._checked: tuple[float, TtsInfo] | None = None  # the server's last good answer
         self._attr_unique_id = subentry.subentry_id
         self._attr_supported_options = [tts.ATTR_VOICE, CONF_SPEAKER]
         self._attr_name = subentry.title  # HA's TTS manager needs the engine's own name
@@ -124,12 +135,48 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         """Take the text as it streams: each sentence is spoken once it is complete."""
         return True
 
+    @property
+    def speech_voice(self) -> str:
+        """Return what tells this voice apart from others among the speech head starts."""
+        return self._speech_key(self._voice, self._speaker)
+
     async def async_stream_tts_audio(self, request: TTSAudioRequest) -> TTSAudioResponse:
-        """Check the voice, then stream a WAV header and each sentence's PCM as it comes."""
+        """Stream a WAV header and each sentence's PCM as it comes.
+
+        The voice is checked only when a sentence must be synthesised here: a first
+        sentence already under way (a head start) plays without waiting for that check.
+        """
         voice, speaker = self._requested_voice(request.options)
-        synthesizer = await self._async_synthesizer(voice, speaker)
-        audio = synthesizer.synthesize(_sentences(_deltas(request.message_gen)))
+        sentences = _sentences(_deltas(request.message_gen))
+        heads = self.entry.runtime_data.speech_starts
+        synthesis = self._synthesis(voice, speaker)
+        audio = heads.speak(self._speech_key(voice, speaker), sentences, synthesis)
         return TTSAudioResponse("wav", self._wav_stream(audio, voice))
+
+    def async_speak_ahead(self, text: str, trace_id: str) -> bool:
+        """Start synthesising a turn's first sentence before HA's stream asks for it."""
+        key = SpeechKey.of(self.speech_voice, text)
+        synthesis = self._synthesis(self._voice, self._speaker)
+        return self.entry.runtime_data.speech_starts.start(key, trace_id, synthesis)
+
+    def _speech_key(self, voice: str, speaker: str | None) -> str:
+        """Return the head-start key of ``voice`` (and ``speaker``) spoken by this entity."""
+        where = "embedded" if self._embedded else f"{self._host}:{self._port}"
+        return f"{self.entity_id}|{where}|{voice}|{speaker or ''}"
+
+    def _synthesis(self, voice: str, speaker: str | None) -> Synthesis:
+        """Return how ``voice`` speaks sentences: checked, on a connection of their own."""
+
+        async def synthesize(sentences: AsyncIterator[str]) -> AsyncGenerator[AudioChunk]:
+            """Check the voice, then speak ``sentences``."""
+            audio = (await self._async_synthesizer(voice, speaker)).synthesize(sentences)
+            try:
+                async for chunk in audio:
+                    yield chunk
+            finally:
+                await audio.aclose()
+
+        return synthesize
 
     async def async_get_tts_audio(
         self, message: str, language: str, options: dict[str, Any]
@@ -166,11 +213,15 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         return await self._async_wyoming(voice, speaker)
 
     async def _async_wyoming(self, voice: str, speaker: str | None) -> WyomingTTS:
-        """Ask the server what it offers and return a client for ``voice``, or raise."""
-        try:
-            info = await WyomingTTS(self._host, self._port).describe()
-        except SpeechError as err:
-            raise self._unreachable() from err
+        """Return a client for ``voice``, or raise: the server is asked once a minute."""
+        if self._checked is not None and time.monotonic() - self._checked[0] < SERVER_CHECK_TTL:
+            info = self._checked[1]
+        else:
+            try:
+                info = await WyomingTTS(self._host, self._port).describe()
+            except SpeechError as err:
+                raise self._unreachable() from err
+            self._checked = (time.monotonic(), info)
         self._voices = info.voices
         self._check_voice(voice, speaker)
         return WyomingTTS(
@@ -208,6 +259,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         """Raise unless ``voice`` (and ``speaker``) is on offer; our own voice gets an issue."""
         if voice == self._voice and all(v.name != voice for v in self._voices):
             if not self._embedded:
+                self._checked = None
                 raise self._voice_missing()
             return  # loading it says what is wrong with the file
         offered_voice(self._voices, voice, speaker, self.supported_languages)
@@ -233,10 +285,12 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             async for chunk in audio:
                 yield chunk
         except SpeechVoiceNotFoundError as err:
+            self._checked = None
             if voice == self._voice:
                 raise self._voice_missing() from err
             raise unknown_voice_error(voice, self._voices, self.supported_languages) from err
         except SpeechError as err:
+            self._checked = None
             raise self._unreachable() from err
         finally:
             await audio.aclose()

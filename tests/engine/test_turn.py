@@ -368,3 +368,39 @@ async def test_a_cancel_while_the_turn_is_stored_still_ends_it(
         result = await turn.result
     assert result.outcome == "complete"
     assert [t.outcome for t in history.turns] == ["complete"]
+
+
+async def test_cancel_listeners_hear_a_cancel_once_and_a_finished_turn_never(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """What must stop with a turn (its audio) hears the cancel, once, with its reason."""
+    heard: list[str] = []
+    llm_server.script(Reply(chunks=(TextChunk("One. "), TextChunk("Two.", 5.0))))
+    turn = TurnRunner().start(persona(chat_model), talk.request("Count"))
+    turn.on_cancel(heard.append)
+    items = turn.items
+    await anext(items)  # the turn is under way
+    turn.cancel("the person spoke")
+    turn.cancel("again")
+    turn.on_cancel(heard.append)  # too late: the turn is cancelled already
+    await turn.result
+    assert heard == ["the person spoke"]
+
+    llm_server.script(Reply.text("Done."))
+    finished = TurnRunner().start(persona(chat_model), talk.request("Again"))
+    finished.on_cancel(heard.append)
+    await finish(finished)
+    finished.cancel("after the end")
+    assert heard == ["the person spoke"]
+
+
+async def test_a_turn_cancelled_before_it_ran_still_ends(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """A cancel in the same breath as the start: the result comes, the items end."""
+    llm_server.script(Reply.text("Hello."))
+    turn = TurnRunner().start(persona(chat_model), talk.request("Hi"))
+    turn.cancel("the person spoke")
+    result = await asyncio.wait_for(turn.result, 5)
+    assert result.outcome == "interrupted"
+    assert [item async for item in turn.items] == []

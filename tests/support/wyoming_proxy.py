@@ -1,7 +1,9 @@
 """A real Wyoming TCP proxy on 127.0.0.1 that forwards to a server and drops or stalls on cue.
 
-Client-to-server traffic is read event by event (so a fault can aim at one sentence's
-text); server-to-client bytes are copied as they come.
+Traffic is forwarded event by event, as it comes: client-to-server so a fault can aim at one
+sentence's text, server-to-client so the audio the server sent can be compared with what a
+client made of it. ``journal`` (a list a test may share with its own notes) records each
+sentence's text as it goes to the server.
 """
 
 import asyncio
@@ -39,7 +41,10 @@ class WyomingProxy:
         self.event_types: list[str] = []
         self.texts: list[str] = []
         self.voices: list[str | None] = []  # the voice each synthesize(-start) asked for
+        self.audio: list[bytes] = []
+        self.journal: list[str] = []
         self.stalled = asyncio.Event()
+        self._asked = asyncio.Event()
         self._open = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -68,6 +73,12 @@ class WyomingProxy:
         """Drop or stall the connection instead of forwarding ``text`` (the next ``times``)."""
         self._faults.append(_Fault(text=text, action=action, times=times))
 
+    async def wait_asked(self, count: int) -> None:
+        """Wait until ``count`` sentences have gone to the server."""
+        while len(self.texts) < count:
+            self._asked.clear()
+            await self._asked.wait()
+
     async def wait_idle(self) -> None:
         """Wait until no client connection is open."""
         await self._idle.wait()
@@ -86,7 +97,7 @@ class WyomingProxy:
         self._open += 1
         self._idle.clear()
         upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
-        downstream = asyncio.create_task(_copy(upstream_reader, writer))
+        downstream = asyncio.create_task(_copy(upstream_reader, writer, self.audio))
         try:
             while (event := await async_read_event(reader)) is not None:
                 text = event.data.get("text") if event.type in _TEXT_EVENTS else None
@@ -103,6 +114,8 @@ class WyomingProxy:
                     self.voices.append(_voice_name(event.data.get("voice")))
                 if isinstance(text, str):
                     self.texts.append(text)
+                    self.journal.append(f"piper asked: {text}")
+                    self._asked.set()
                 await async_write_event(event, upstream_writer)
         except ConnectionError:
             pass
@@ -117,12 +130,15 @@ class WyomingProxy:
                 self._idle.set()
 
 
-async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Copy bytes from ``reader`` to ``writer`` until end of stream."""
+async def _copy(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, audio: list[bytes]
+) -> None:
+    """Copy events from ``reader`` to ``writer`` until end of stream; keep the audio sent."""
     with contextlib.suppress(ConnectionError):
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
+        while (event := await async_read_event(reader)) is not None:
+            if event.type == "audio-chunk" and event.payload:
+                audio.append(event.payload)
+            await async_write_event(event, writer)
 
 
 def _voice_name(voice: object) -> str | None:

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from ..events import OutputItem, SentenceOutput, TextDelta, TurnResult
 
 type PlaybackHook = Callable[[TurnResult], None]
+type CancelListener = Callable[[str], None]
 
 
 class Turn:
@@ -36,6 +37,7 @@ class Turn:
         self._played = False
         self._shown: list[str] = []
         self._spoken: list[SentenceOutput] = []
+        self._cancel_listeners: list[CancelListener] = []
 
     @property
     def items(self) -> AsyncIterator[OutputItem]:
@@ -69,6 +71,14 @@ class Turn:
         self._close(drop=True)
         if self._task is not None and self._begun and not self._settling:
             self._task.cancel()  # a task that has not begun sees the reason when it does
+        listeners, self._cancel_listeners = self._cancel_listeners, []
+        for listener in listeners:
+            listener(reason)
+
+    def on_cancel(self, listener: CancelListener) -> None:
+        """Call ``listener(reason)`` once if the turn is cancelled (its audio must stop too)."""
+        if self.cancel_reason is None and not self.result.done():
+            self._cancel_listeners.append(listener)
 
     def played(self) -> None:
         """Say the turn's audio has finished; ``on_after_playback`` runs once, if it spoke."""
@@ -103,6 +113,7 @@ class Turn:
     def finish(self, result: TurnResult) -> None:
         """End the items and publish the result."""
         self._close(drop=False)
+        self._cancel_listeners.clear()
         if not self.result.done():
             self.result.set_result(result)
 

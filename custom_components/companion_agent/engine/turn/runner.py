@@ -73,11 +73,18 @@ class TurnRequest:
     """``proactive``: the home speaks first; ``text`` is its instruction, not the person's."""
 
 
+FIRST_CLAUSE_CUT = True
+"""Whether a reply's first sentence may end at a comma (``faster_first_response``).
+
+Kept on a measured gain: ``benchmarks/voice.py`` (README, figures). A voice that speaks the
+turn's first sentence ahead must cut the same way, so it shares this value."""
+
+
 def pipeline_config(profile: Profile) -> PipelineConfig:
     """Return the output pipeline settings for a profile: its tags, voice-first cuts."""
     return PipelineConfig(
         action_tags=frozenset(profile.output.actions),
-        faster_first_response=True,
+        faster_first_response=FIRST_CLAUSE_CUT,
         show_thinking=True,
     )
 
@@ -116,6 +123,7 @@ class TurnRunner:
         )
         self._running.add(task)
         task.add_done_callback(self._running.discard)
+        task.add_done_callback(lambda _task: _never_started(turn))
         turn.bind(task)
         return turn
 
@@ -275,6 +283,14 @@ class TurnRunner:
             LOGGER.warning(
                 "Could not store the turn of %s", request.context.conversation_id, exc_info=True
             )
+
+
+def _never_started(turn: Turn) -> None:
+    """End a turn whose task was cancelled before it ran (by ``drain``): no ``finally`` did."""
+    if not turn.result.done():
+        turn.finish(
+            TurnResult(outcome="interrupted", text="", reason=turn.cancel_reason or "cancelled")
+        )
 
 
 def _pace_keys(user_id: str | None, device_id: str | None) -> tuple[str, ...]:
