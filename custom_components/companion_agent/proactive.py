@@ -191,9 +191,9 @@ async def _async_speak(
     )
     satellite = split_entity_id(target)[0] == SATELLITE
     if satellite:
-        runtime.playback.async_watch(turn, target, None, on_played=spoke)
+        runtime.playback.async_watch(turn, target, None, on_heard=spoke)
     else:
-        runtime.playback.async_watch_media_player(turn, target, on_played=spoke)
+        runtime.playback.async_watch_media_player(turn, target, on_heard=spoke)
     try:
         stream.async_set_message_stream(_speech(turn))
         async with asyncio.timeout(PLAY_TIMEOUT):
@@ -258,7 +258,11 @@ def _async_spoke(
     trace_id: str,
     source: str,
 ) -> None:
-    """Fire ``companion_agent_spoke`` once the device has played a turn that said something."""
+    """Fire ``companion_agent_spoke`` once a turn that said something was heard.
+
+    ``outcome`` says ``interrupted`` when the person spoke over it; ``text`` is then only
+    what could have been heard.
+    """
     if not result.spoken:
         return
     hass.bus.async_fire(
@@ -268,6 +272,7 @@ def _async_spoke(
             "target": target,
             "persona": speaker.subentry.title,
             "text": result.spoken,
+            "outcome": result.outcome,
             "trace_id": trace_id,
             "source": source,
         },

@@ -9,7 +9,8 @@ from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
-from custom_components.companion_agent.playback import FALLBACK_MARGIN, spoken_seconds
+from custom_components.companion_agent.engine.speech.audio_length import spoken_seconds
+from custom_components.companion_agent.playback import FALLBACK_MARGIN
 from tests.ha.proactivekit import (
     ATTIC,
     LOUNGE,
