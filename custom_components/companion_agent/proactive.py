@@ -34,6 +34,7 @@ from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
 from .engine.turn.handle import Turn
 from .engine.turn.runner import Persona, TurnRequest
+from .proactive_voice import async_audio_seconds, async_voice_for
 from .runtime import CompanionConfigEntry
 from .spoken import async_spoken_lines
 
@@ -153,7 +154,7 @@ async def _async_speak(
 ) -> Chat:
     """Run one proactive turn into a TTS stream and have ``target`` play it."""
     runtime = speaker.entry.runtime_data
-    engine, tts_language, options = _tts_engine(hass, speaker.entry)
+    engine, tts_language, options = async_voice_for(hass, speaker.entry, target)
     language = hass.config.language
     persona_id = speaker.subentry.subentry_id
     conversation_id = f"{DOMAIN}.proactive.{target}"  # one running history per device
@@ -198,9 +199,11 @@ async def _async_speak(
         stream.async_set_message_stream(_speech(turn))
         async with asyncio.timeout(PLAY_TIMEOUT):
             await _async_play(hass, target, stream.url, request)
+            if not satellite and (seconds := await async_audio_seconds(stream)) is not None:
+                runtime.playback.async_report_duration(turn.trace_id, seconds)
     except (HomeAssistantError, TimeoutError) as err:
         runtime.playback.async_forget(turn)
-        turn.cancel("the device could not play it")
+        turn.cancel("the device could not play it", failed=True)
         await turn.result
         raise _cannot_speak(target, err) from err
     if satellite:
@@ -292,25 +295,3 @@ def _features(hass: HomeAssistant, entity_id: str) -> int:
     """Return the supported features an entity states."""
     state = hass.states.get(entity_id)
     return int(state.attributes.get(ATTR_SUPPORTED_FEATURES, 0)) if state is not None else 0
-
-
-def _tts_engine(
-    hass: HomeAssistant, entry: CompanionConfigEntry
-) -> tuple[str, str | None, dict[str, Any]]:
-    """Return the TTS engine, language and options: our own voice, else the Assist pipeline's."""
-    for registered in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id):
-        if registered.domain == "tts":  # piper's own WAV: no conversion, no ffmpeg, no delay
-            return registered.entity_id, None, {tts.ATTR_PREFERRED_FORMAT: "wav"}
-    if "assist_pipeline" in hass.config.components:
-        from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
-            async_get_pipeline,
-        )
-
-        pipeline = async_get_pipeline(hass)
-        engine = tts.async_resolve_engine(hass, pipeline.tts_engine)
-        if engine is not None:
-            voice = {tts.ATTR_VOICE: pipeline.tts_voice} if pipeline.tts_voice else {}
-            return engine, pipeline.tts_language, voice
-    if (engine := tts.async_default_engine(hass)) is not None:
-        return engine, None, {}
-    raise ServiceValidationError(translation_domain=DOMAIN, translation_key="no_tts_engine")

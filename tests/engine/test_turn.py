@@ -416,3 +416,20 @@ async def test_heard_only_nothing_keeps_no_text(
     assert messages[-1] == AssistantMessage(
         content="[the person interrupted you here and did not hear the rest]"
     )
+
+
+async def test_a_cancel_for_a_failed_device_stores_the_turn_as_failed(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """The host could not deliver the answer: stored as failed, so the next turn knows."""
+    llm_server.script(slow_text("Hello ", "there. ", "More."))
+    turn = TurnRunner().start(persona(chat_model), talk.request("Hi"))
+    async for item in turn.items:
+        if isinstance(item, TextDelta):
+            turn.cancel("the speaker is gone", failed=True)
+    result = await turn.result
+    assert (result.outcome, result.reason) == ("failed", "the speaker is gone")
+    await talk.store.flush()
+    messages = await talk.store.get("conv-1").load()
+    assert isinstance(messages[-1], AssistantMessage)
+    assert messages[-1].content.endswith("[you could not finish this answer]")

@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 
-from ..events import OutputItem, SentenceOutput, TextDelta, TurnResult
+from ..events import OutputItem, SentenceOutput, TextDelta, TurnOutcome, TurnResult
 
 type PlaybackHook = Callable[[TurnResult], None]
 type CutHook = Callable[[str], None]
@@ -32,6 +32,7 @@ class Turn:
         self.trace_id = trace_id
         self.result: asyncio.Future[TurnResult] = asyncio.get_running_loop().create_future()
         self.cancel_reason: str | None = None
+        self.cancel_outcome: TurnOutcome = "interrupted"
         self.first_spoken_at: float | None = None
         """When (``time.time()``) the host took the first sentence to speak: no audio before."""
         self._on_played = on_played
@@ -70,15 +71,19 @@ class Turn:
         queued = (i for i in self._queue if isinstance(i, SentenceOutput) and i.tts_text)
         return (*self._spoken, *queued)
 
-    def cancel(self, reason: str = "cancelled") -> None:
+    def cancel(self, reason: str = "cancelled", *, failed: bool = False) -> None:
         """Stop the turn now: no more items; the model stream and unstarted calls stop.
 
         A tool call that already reached its tool finishes and is recorded; the turn is
-        stored as ``interrupted`` with only what the host had taken. Idempotent.
+        stored as ``interrupted`` with only what the host had taken. ``failed``: the host
+        could not deliver the answer (its device failed): stored as ``failed`` instead,
+        with what the model wrote, so the next turn knows it did not get through.
+        Idempotent.
         """
         if self.cancel_reason is not None or self.result.done():
             return
         self.cancel_reason = reason
+        self.cancel_outcome = "failed" if failed else "interrupted"
         self._close(drop=True)
         if self._task is not None and self._begun and not self._settling:
             self._task.cancel()  # a task that has not begun sees the reason when it does

@@ -158,7 +158,8 @@ class TurnRunner:
                     await lock.acquire()
                     held = True
                     if cancelled_early:  # cancelled before its task ran: stored, not run
-                        record.outcome, record.reason = "interrupted", turn.cancel_reason or ""
+                        record.outcome = turn.cancel_outcome
+                        record.reason = turn.cancel_reason or ""
                     elif self._pace.allow(*_pace_keys(ctx.user_id, request.device_id)):
                         turn_ctx = await self._run(turn, persona, request, record, turn_ctx)
                     else:
@@ -168,7 +169,8 @@ class TurnRunner:
                 record.outcome, record.reason = "timed_out", "the turn's deadline passed"
                 _say(turn, request.lines.deadline, turn.shown)
             except asyncio.CancelledError:
-                record.outcome, record.reason = "interrupted", turn.cancel_reason or "cancelled"
+                record.outcome = turn.cancel_outcome
+                record.reason = turn.cancel_reason or "cancelled"
                 if (task := asyncio.current_task()) is not None:
                     task.uncancel()
             except Exception:
