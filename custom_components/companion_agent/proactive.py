@@ -13,81 +13,37 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from homeassistant.components import tts
 from homeassistant.components.assist_satellite import AssistSatelliteEntityFeature
 from homeassistant.components.media_player.browse_media import async_process_play_media_url
 from homeassistant.components.media_player.const import MediaPlayerEntityFeature
-from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import ATTR_ENTITY_ID, ATTR_SUPPORTED_FEATURES
 from homeassistant.core import HomeAssistant, callback, split_entity_id
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import entity_registry as er
 from homeassistant.util.ulid import ulid_now
 
+from .chat_request import Chat, ChatRequest, Speaker, instruction_text
 from .const import DOMAIN, EVENT_SPOKE, HOST_PROMPT, LOGGER
 from .engine.events import SentenceOutput, TurnResult
 from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
 from .engine.turn.handle import Turn
-from .engine.turn.runner import Persona, TurnRequest
+from .engine.turn.runner import TurnRequest
 from .proactive_voice import async_audio_seconds, async_voice_for
-from .runtime import CompanionConfigEntry
 from .spoken import async_spoken_lines
 
 SATELLITE = "assist_satellite"
 MEDIA_PLAYER = "media_player"
 TARGET_DOMAINS = (SATELLITE, MEDIA_PLAYER)
 PLAY_TIMEOUT = 300.0
-DEFAULT_INSTRUCTION = "Start a short, friendly conversation with the person."
 FOLLOW_UP_PROMPT = (
     "You started this conversation yourself, unasked, following this instruction from the "
     "home: {instruction}. The person is now answering you."
 )
-
-
-class Speaker(Protocol):
-    """A persona that can speak first: the conversation entity of a persona subentry."""
-
-    entry: CompanionConfigEntry
-    subentry: ConfigSubentry
-    entity_id: str
-
-    @property
-    def persona(self) -> Persona:
-        """Return the persona snapshot new turns use."""
-        ...
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ChatRequest:
-    """Where to speak, what to do, and who asked (``service`` or a trigger plugin's id)."""
-
-    targets: tuple[str, ...]
-    instruction: str
-    source: str
-    preannounce: bool = True
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Chat:
-    """What one target heard: the turn's trace id, its speech and how it ended."""
-
-    target: str
-    trace_id: str
-    text: str
-    outcome: str
-
-
-def instruction_text(instruction: str | None, topic: str | None) -> str:
-    """Return the instruction a turn runs from: the given one, a topic, or a friendly start."""
-    parts = [(instruction or "").strip()]
-    if topic and topic.strip():
-        parts.append(f"Talk about: {topic.strip()}")
-    return "\n".join(part for part in parts if part) or DEFAULT_INSTRUCTION
 
 
 @callback
