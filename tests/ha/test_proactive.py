@@ -42,10 +42,10 @@ from tests.ha.proactivekit import (
 from tests.ha.speakers import SpeakingSatellite
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
-from tests.support.piper import PiperPeer, piper, piper_process, proxy
+from tests.support.piper import PiperPeer
 from tests.support.wyoming_proxy import WyomingProxy
 
-__all__ = ["devices", "piper", "piper_process", "proxy"]  # fixtures, imported to be found
+__all__ = ["devices"]  # a fixture, imported to be found (the peers come from conftest.py)
 
 BLUEPRINT = (
     Path(__file__).resolve().parents[2]
