@@ -16,7 +16,6 @@ failed (the player cannot tell) and, for WAV, the audio's exact length.
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 from homeassistant.components import tts
 from homeassistant.components.assist_satellite.const import DATA_COMPONENT as SATELLITES
@@ -31,7 +30,7 @@ ASSIST_PIPELINE = "assist_pipeline"
 PREFERRED = "preferred"
 WAV_HEADER = 44
 
-type Voice = tuple[str, str | None, dict[str, Any]]
+type Voice = tuple[str, str | None, dict[str, str]]
 """A TTS engine, its language (None: the engine's own) and its options."""
 
 
@@ -93,7 +92,7 @@ def _pipeline_voice(hass: HomeAssistant, pipeline_id: str | None, own: str | Non
     engine = tts.async_resolve_engine(hass, pipeline.tts_engine)
     if engine is None:
         return None
-    options: dict[str, Any] = {tts.ATTR_VOICE: pipeline.tts_voice} if pipeline.tts_voice else {}
+    options: dict[str, str] = {tts.ATTR_VOICE: pipeline.tts_voice} if pipeline.tts_voice else {}
     if engine == own:
         options[tts.ATTR_PREFERRED_FORMAT] = "wav"
     return engine, pipeline.tts_language, options
