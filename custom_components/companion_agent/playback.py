@@ -1,30 +1,27 @@
 """``PlaybackWatcher``: follow the device that carried a turn, to tell the turn what it hears.
 
-Satellites: one that goes ``responding → idle`` has finished playing the answer: the turn is
-told it was played. One that goes back to ``listening`` while the turn still runs means the
-person spoke over it: the turn is cancelled. One that goes ``responding → listening`` after
-the turn finished is listening for a follow-up (HA's continued conversation) once the answer
-has played, or the person spoke over an answer whose audio was still playing: which one is
-told by the time since the audio could have begun (the first sentence handed to speech, or
-``responding`` if earlier) against the answer's length (``engine/speech/audio_length.py``:
-the exact length when a TTS reported it with ``async_report_duration``, else an estimate
-read so that a normal follow-up is never taken for a barge-in). Spoken over, the finished
-turn is stored as ``interrupted`` with only the sentences that could have been heard.
+Satellites: ``responding → idle`` means the answer has played. Back to ``listening`` while
+the turn still runs means the person spoke over it: the turn is cancelled. ``listening``
+after the turn finished is a follow-up (HA's continued conversation) once the answer had
+time to play, else the person spoke over its audio: the time since the audio could have
+begun (the first sentence handed to speech, or ``responding`` if earlier) is set against
+the answer's length (``engine/speech/audio_length.py``: exact when reported with
+``async_report_duration``, else estimated so that a follow-up is never taken for a
+barge-in), and the stored turn becomes ``interrupted`` after the sentences that could
+have been heard.
 
-Media players (proactive speech): one that leaves ``playing`` after it started has played the
-answer. Players that never report it (or keep playing music under the announcement) fall
-back on a timer: the estimated (or reported) length of the spoken text plus
-``FALLBACK_MARGIN``, counted from when the watch began.
+Media players (proactive speech): leaving ``playing`` means played; for players that never
+say so, a timer: the audio's length plus ``FALLBACK_MARGIN`` from when the watch began.
 
-At most one turn is watched per device; a new turn on a device whose turn still runs cancels
-that older turn. ``played`` is called at most once per turn, and never for a turn that did
-not speak. A watch's ``on_heard`` is called once with what the person heard: the turn's
-result once played, or marked ``interrupted`` with only what could have been heard when the
-person spoke over it. Each watch has a bounded life, and everything stops at unload.
+One turn is watched per device; a new turn on a device whose turn still runs cancels that
+one. ``played`` is called at most once per turn, never for a turn that did not speak. A
+watch's ``on_heard`` is called once with the turn's result: as played, or ``interrupted``
+with only what could have been heard. Each watch has a bounded life; unload stops all.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -65,8 +62,8 @@ class _Watch:
     turn: Turn
     kind: Literal["satellite", "media_player"]
     on_heard: HeardCallback | None = None
-    responded: bool = False
     responded_at: float | None = None
+    """When the device began responding (playing); None: not yet."""
     started: float = 0.0
     duration: float | None = None
     unsubscribe: list[CALLBACK_TYPE] = field(default_factory=list)
@@ -88,18 +85,6 @@ class PlaybackWatcher:
         return MappingProxyType({sat: w.turn.trace_id for sat, w in self._watches.items()})
 
     @callback
-    def async_resolve(self, satellite_id: str | None, device_id: str | None) -> str | None:
-        """Return the satellite entity that carried a turn, or None when there is none."""
-        if satellite_id is not None:
-            return satellite_id
-        if device_id is None:
-            return None
-        for entry in er.async_entries_for_device(er.async_get(self._hass), device_id):
-            if entry.domain == Platform.ASSIST_SATELLITE:
-                return entry.entity_id
-        return None
-
-    @callback
     def async_watch(
         self,
         turn: Turn,
@@ -108,14 +93,17 @@ class PlaybackWatcher:
         *,
         on_heard: HeardCallback | None = None,
     ) -> None:
-        """Follow the turn's satellite; a turn without one is not watched."""
-        satellite = self.async_resolve(satellite_id, device_id)
+        """Follow the turn's satellite (or its device's); a turn without one is not watched."""
+        registry = er.async_get(self._hass)
+        entries = er.async_entries_for_device(registry, device_id) if device_id else []
+        found = (e.entity_id for e in entries if e.domain == Platform.ASSIST_SATELLITE)
+        satellite = satellite_id or next(found, None)
         if satellite is None:
             return
         watch = self._start(satellite, _Watch(turn=turn, kind="satellite", on_heard=on_heard))
         state = self._hass.states.get(satellite)
         if state is not None and state.state == AssistSatelliteState.RESPONDING:
-            watch.responded, watch.responded_at = True, state.last_changed_timestamp
+            watch.responded_at = state.last_changed_timestamp
 
     @callback
     def async_watch_media_player(
@@ -135,6 +123,8 @@ class PlaybackWatcher:
     @callback
     def async_report_duration(self, trace_id: str, seconds: float) -> None:
         """Take the exact length of a turn's audio (from a TTS that knows it)."""
+        if not math.isfinite(seconds):
+            return
         for device, watch in self._watches.items():
             if watch.turn.trace_id == trace_id:
                 watch.duration = max(0.0, seconds)
@@ -185,7 +175,7 @@ class PlaybackWatcher:
             if new is None:
                 self._forget(device)  # the device was removed
             elif watch.kind == "media_player":
-                self._media_player_changed(device, watch, new.state)
+                self._media_player_changed(device, watch, new)
             else:
                 self._satellite_changed(device, watch, new)
 
@@ -195,33 +185,26 @@ class PlaybackWatcher:
         """Follow a satellite: responding, then idle (played) or listening (barge-in)."""
         match new.state:
             case AssistSatelliteState.RESPONDING:
-                if not watch.responded:
-                    watch.responded, watch.responded_at = True, new.last_changed_timestamp
+                if watch.responded_at is None:
+                    watch.responded_at = new.last_changed_timestamp
             case AssistSatelliteState.IDLE:
-                if watch.responded:
+                if watch.responded_at is not None:
                     self._play(satellite, watch)
                 self._forget(satellite)
             case AssistSatelliteState.LISTENING:
                 turn = watch.turn
                 if not turn.result.done():
                     LOGGER.debug("Turn %s: barge-in on %s", turn.trace_id, satellite)
-                    self._forget(satellite)
                     turn.cancel(BARGE_IN_REASON)
-                    on_heard = watch.on_heard
-                    if on_heard is not None:
-                        turn.result.add_done_callback(lambda done: on_heard(done.result()))
-                elif watch.responded:
+                    self._tell(watch)  # its result says interrupted, with what was said
+                elif watch.responded_at is not None:
                     self._listened(satellite, watch, new.last_changed_timestamp)
                 self._forget(satellite)
             case _:
                 pass
 
     def _listened(self, satellite: str, watch: _Watch, at: float) -> None:
-        """Take a finished turn's satellite listening again: a follow-up, or a barge-in.
-
-        A follow-up means the answer has played; a barge-in (too soon for its audio to have
-        ended) stores the turn as interrupted after the sentences that could have been heard.
-        """
+        """Take a finished turn's satellite listening again: a follow-up, or a barge-in."""
         turn = watch.turn
         begun = [t for t in (turn.first_spoken_at, watch.responded_at) if t is not None]
         sentences = [sentence.tts_text for sentence in turn.spoken]
@@ -229,21 +212,19 @@ class PlaybackWatcher:
         if heard is None:
             self._play(satellite, watch)  # the satellite listens for a follow-up
             return
-        LOGGER.debug(
-            "Turn %s: spoken over on %s after %d sentences", turn.trace_id, satellite, heard
-        )
+        LOGGER.debug("Turn %s: spoken over on %s (%d heard)", turn.trace_id, satellite, heard)
         self._forget(satellite)
         turn.heard_only(heard)
-        if watch.on_heard is not None:
-            result = turn.result.result()
+        on_heard, watch.on_heard = watch.on_heard, None
+        if on_heard is not None:
             spoken = join_speech(turn.spoken[:heard])
-            watch.on_heard(replace(result, outcome="interrupted", spoken=spoken))
+            on_heard(replace(turn.result.result(), outcome="interrupted", spoken=spoken))
 
-    def _media_player_changed(self, player: str, watch: _Watch, state: str) -> None:
+    def _media_player_changed(self, player: str, watch: _Watch, new: State) -> None:
         """Follow a media player: playing, then anything else once the turn is done."""
-        if state == MediaPlayerState.PLAYING:
-            watch.responded = True
-        elif watch.responded and watch.turn.result.done():
+        if new.state == MediaPlayerState.PLAYING:
+            watch.responded_at = new.last_changed_timestamp
+        elif watch.responded_at is not None and watch.turn.result.done():
             self._play(player, watch)
         # leaving ``playing`` while the text still streams is a gap between sentences
 
@@ -275,10 +256,14 @@ class PlaybackWatcher:
         self._forget(device)
         LOGGER.debug("Turn %s: played on %s", watch.turn.trace_id, device)
         watch.turn.played()
-        if watch.on_heard is None:
+        self._tell(watch)
+
+    @staticmethod
+    def _tell(watch: _Watch) -> None:
+        """Call the watch's ``on_heard`` once with the turn's result, when it has one."""
+        on_heard, watch.on_heard = watch.on_heard, None
+        if on_heard is None:
             return
-        on_heard = watch.on_heard
-        watch.on_heard = None
         if watch.turn.result.done():
             on_heard(watch.turn.result.result())
         else:
