@@ -5,8 +5,10 @@ words). Its speech text streams into one of HA's TTS result streams as the model
 that stream's URL is what the device plays, so the first sentence is heard before the model
 has finished: a satellite gets it through ``assist_satellite.start_conversation`` when it can
 (the person may answer) or else ``assist_satellite.announce``; a media player through
-``media_player.play_media`` with ``announce``. Once the device has played it, the event
-``companion_agent_spoke`` is fired.
+``media_player.play_media`` with ``announce`` (its stream is read here too: a media player
+cannot report a TTS that failed). Once the device has played it, or the person spoke over
+it, ``companion_agent_spoke`` is fired with the outcome and what could be heard. A device
+that cannot play it is an error; the turn is stopped and stored as ``failed``.
 """
 
 from __future__ import annotations
