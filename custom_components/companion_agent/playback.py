@@ -1,56 +1,58 @@
 """``PlaybackWatcher``: follow the device that carried a turn, to tell the turn what it hears.
 
-Satellites: one that goes ``responding → idle`` has finished playing the answer: the turn is
-told it was played. One that goes back to ``listening`` while the turn still runs means the
-person spoke over it: the turn is cancelled. One that goes ``responding → listening`` after
-the turn finished is listening for a follow-up (HA's continued conversation): the answer was
-played (a finished turn cannot be cut any more).
+Satellites: ``responding → idle`` means the answer has played. Back to ``listening`` while
+the turn still runs means the person spoke over it: the turn is cancelled. ``listening``
+after the turn finished is a follow-up (HA's continued conversation) once the answer had
+time to play, else the person spoke over its audio: the time since the audio could have
+begun (the first sentence handed to speech, or ``responding`` if earlier) is set against
+the answer's length (``engine/speech/audio_length.py``: exact when reported with
+``async_report_duration``, else estimated so that a follow-up is never taken for a
+barge-in), and the stored turn becomes ``interrupted`` after the sentences that could
+have been heard.
 
-Media players (proactive speech): one that leaves ``playing`` after it started has played the
-answer. Players that never report it (or keep playing music under the announcement) fall
-back on a timer: the estimated length of the spoken text (``SECONDS_PER_CHAR`` for letters,
-``SECONDS_PER_CJK`` for Chinese/Japanese/Korean characters — 15 characters or 4 CJK characters
-a second, a calm speaking rate) plus ``FALLBACK_MARGIN``, counted from when the watch began;
-a TTS that knows the exact length can report it with ``async_report_duration``.
+Media players (proactive speech): leaving ``playing`` means played; for players that never
+say so, a timer: the audio's length plus ``FALLBACK_MARGIN`` from when the watch began.
 
-At most one turn is watched per device; a new turn on a device whose turn still runs cancels
-that older turn. ``played`` is called at most once per turn, and never for a turn that did
-not speak. Each watch has a bounded life, and everything stops at unload.
+One turn is watched per device; a new turn on a device whose turn still runs cancels that
+one. ``played`` is called at most once per turn, never for a turn that did not speak. A
+watch's ``on_heard`` is called once with the turn's result: as played, or ``interrupted``
+with only what could have been heard. Each watch has a bounded life; unload stops all.
 """
 
 from __future__ import annotations
 
-import unicodedata
+import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal
 
 from homeassistant.components.assist_satellite.entity import AssistSatelliteState
 from homeassistant.components.media_player.const import MediaPlayerState
 from homeassistant.const import Platform
-from homeassistant.core import CALLBACK_TYPE, Event, EventStateChangedData, HomeAssistant, callback
+from homeassistant.core import (
+    CALLBACK_TYPE,
+    Event,
+    EventStateChangedData,
+    HomeAssistant,
+    State,
+    callback,
+)
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.event import async_call_later, async_track_state_change_event
 
 from .const import LOGGER
 from .engine.events import TurnResult
+from .engine.pipeline import join_speech
+from .engine.speech.audio_length import heard_sentences, spoken_seconds
 from .engine.turn.handle import Turn
 
 WATCH_TIMEOUT = 300.0
 BARGE_IN_REASON = "the person spoke"
 NEWER_TURN_REASON = "a newer turn started on the device"
-SECONDS_PER_CHAR = 1 / 15
-SECONDS_PER_CJK = 0.25
 FALLBACK_MARGIN = 3.0
 
-type PlayedCallback = Callable[[TurnResult], None]
-
-
-def spoken_seconds(text: str) -> float:
-    """Estimate how long ``text`` takes to say, at a calm speaking rate."""
-    cjk = sum(1 for char in text if unicodedata.east_asian_width(char) in "WF")
-    return cjk * SECONDS_PER_CJK + (len(text) - cjk) * SECONDS_PER_CHAR
+type HeardCallback = Callable[[TurnResult], None]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -59,8 +61,9 @@ class _Watch:
 
     turn: Turn
     kind: Literal["satellite", "media_player"]
-    on_played: PlayedCallback | None = None
-    responded: bool = False
+    on_heard: HeardCallback | None = None
+    responded_at: float | None = None
+    """When the device began responding (playing); None: not yet."""
     started: float = 0.0
     duration: float | None = None
     unsubscribe: list[CALLBACK_TYPE] = field(default_factory=list)
@@ -82,40 +85,32 @@ class PlaybackWatcher:
         return MappingProxyType({sat: w.turn.trace_id for sat, w in self._watches.items()})
 
     @callback
-    def async_resolve(self, satellite_id: str | None, device_id: str | None) -> str | None:
-        """Return the satellite entity that carried a turn, or None when there is none."""
-        if satellite_id is not None:
-            return satellite_id
-        if device_id is None:
-            return None
-        for entry in er.async_entries_for_device(er.async_get(self._hass), device_id):
-            if entry.domain == Platform.ASSIST_SATELLITE:
-                return entry.entity_id
-        return None
-
-    @callback
     def async_watch(
         self,
         turn: Turn,
         satellite_id: str | None,
         device_id: str | None,
         *,
-        on_played: PlayedCallback | None = None,
+        on_heard: HeardCallback | None = None,
     ) -> None:
-        """Follow the turn's satellite; a turn without one is not watched."""
-        satellite = self.async_resolve(satellite_id, device_id)
+        """Follow the turn's satellite (or its device's); a turn without one is not watched."""
+        registry = er.async_get(self._hass)
+        entries = er.async_entries_for_device(registry, device_id) if device_id else []
+        found = (e.entity_id for e in entries if e.domain == Platform.ASSIST_SATELLITE)
+        satellite = satellite_id or next(found, None)
         if satellite is None:
             return
-        watch = self._start(satellite, _Watch(turn=turn, kind="satellite", on_played=on_played))
+        watch = self._start(satellite, _Watch(turn=turn, kind="satellite", on_heard=on_heard))
         state = self._hass.states.get(satellite)
-        watch.responded = state is not None and state.state == AssistSatelliteState.RESPONDING
+        if state is not None and state.state == AssistSatelliteState.RESPONDING:
+            watch.responded_at = state.last_changed_timestamp
 
     @callback
     def async_watch_media_player(
-        self, turn: Turn, entity_id: str, *, on_played: PlayedCallback | None = None
+        self, turn: Turn, entity_id: str, *, on_heard: HeardCallback | None = None
     ) -> None:
         """Follow the media player that plays the turn; fall back on its estimated length."""
-        watch = self._start(entity_id, _Watch(turn=turn, kind="media_player", on_played=on_played))
+        watch = self._start(entity_id, _Watch(turn=turn, kind="media_player", on_heard=on_heard))
         turn.result.add_done_callback(lambda _done: self._arm_fallback(entity_id, watch))
 
     @callback
@@ -127,9 +122,11 @@ class PlaybackWatcher:
 
     @callback
     def async_report_duration(self, trace_id: str, seconds: float) -> None:
-        """Take the exact length of a turn's audio (from a TTS that knows it) for the fallback."""
+        """Take the exact length of a turn's audio (from a TTS that knows it)."""
+        if not math.isfinite(seconds):
+            return
         for device, watch in self._watches.items():
-            if watch.turn.trace_id == trace_id and watch.kind == "media_player":
+            if watch.turn.trace_id == trace_id:
                 watch.duration = max(0.0, seconds)
                 if watch.fallback is not None:
                     self._arm_fallback(device, watch)
@@ -178,38 +175,56 @@ class PlaybackWatcher:
             if new is None:
                 self._forget(device)  # the device was removed
             elif watch.kind == "media_player":
-                self._media_player_changed(device, watch, new.state)
+                self._media_player_changed(device, watch, new)
             else:
-                self._satellite_changed(device, watch, new.state)
+                self._satellite_changed(device, watch, new)
 
         return _changed
 
-    def _satellite_changed(self, satellite: str, watch: _Watch, state: str) -> None:
+    def _satellite_changed(self, satellite: str, watch: _Watch, new: State) -> None:
         """Follow a satellite: responding, then idle (played) or listening (barge-in)."""
-        match state:
+        match new.state:
             case AssistSatelliteState.RESPONDING:
-                watch.responded = True
+                if watch.responded_at is None:
+                    watch.responded_at = new.last_changed_timestamp
             case AssistSatelliteState.IDLE:
-                if watch.responded:
+                if watch.responded_at is not None:
                     self._play(satellite, watch)
                 self._forget(satellite)
             case AssistSatelliteState.LISTENING:
-                if not watch.turn.result.done():
-                    LOGGER.debug("Turn %s: barge-in on %s", watch.turn.trace_id, satellite)
-                    watch.turn.cancel(BARGE_IN_REASON)
-                elif watch.responded:
-                    # A finished turn whose answer was playing: the satellite listens for a
-                    # follow-up (continued conversation), which ends the answer's audio.
-                    self._play(satellite, watch)
+                turn = watch.turn
+                if not turn.result.done():
+                    LOGGER.debug("Turn %s: barge-in on %s", turn.trace_id, satellite)
+                    turn.cancel(BARGE_IN_REASON)
+                    self._tell(watch)  # its result says interrupted, with what was said
+                elif watch.responded_at is not None:
+                    self._listened(satellite, watch, new.last_changed_timestamp)
                 self._forget(satellite)
             case _:
                 pass
 
-    def _media_player_changed(self, player: str, watch: _Watch, state: str) -> None:
+    def _listened(self, satellite: str, watch: _Watch, at: float) -> None:
+        """Take a finished turn's satellite listening again: a follow-up, or a barge-in."""
+        turn = watch.turn
+        begun = [t for t in (turn.first_spoken_at, watch.responded_at) if t is not None]
+        sentences = [sentence.tts_text for sentence in turn.spoken]
+        heard = heard_sentences(sentences, at - min(begun), watch.duration) if begun else None
+        if heard is None:
+            self._play(satellite, watch)  # the satellite listens for a follow-up
+            return
+        LOGGER.debug("Turn %s: spoken over on %s (%d heard)", turn.trace_id, satellite, heard)
+        self._forget(satellite)
+        turn.heard_only(heard)
+        on_heard, watch.on_heard = watch.on_heard, None
+        if on_heard is not None:
+            spoken = join_speech(turn.spoken[:heard])
+            on_heard(replace(turn.result.result(), outcome="interrupted", spoken=spoken))
+
+    def _media_player_changed(self, player: str, watch: _Watch, new: State) -> None:
         """Follow a media player: playing, then anything else once the turn is done."""
-        if state == MediaPlayerState.PLAYING:
-            watch.responded = True
-        elif watch.responded and watch.turn.result.done():
+        if new.state == MediaPlayerState.PLAYING:
+            watch.responded_at = new.last_changed_timestamp
+        elif watch.responded_at is not None and watch.turn.result.done():
             self._play(player, watch)
         # leaving ``playing`` while the text still streams is a gap between sentences
 
@@ -241,14 +256,18 @@ class PlaybackWatcher:
         self._forget(device)
         LOGGER.debug("Turn %s: played on %s", watch.turn.trace_id, device)
         watch.turn.played()
-        if watch.on_played is None:
+        self._tell(watch)
+
+    @staticmethod
+    def _tell(watch: _Watch) -> None:
+        """Call the watch's ``on_heard`` once with the turn's result, when it has one."""
+        on_heard, watch.on_heard = watch.on_heard, None
+        if on_heard is None:
             return
-        on_played = watch.on_played
-        watch.on_played = None
         if watch.turn.result.done():
-            on_played(watch.turn.result.result())
+            on_heard(watch.turn.result.result())
         else:
-            watch.turn.result.add_done_callback(lambda done: on_played(done.result()))
+            watch.turn.result.add_done_callback(lambda done: on_heard(done.result()))
 
     def _on_timeout(self, device: str, watch: _Watch) -> Callable[[object], None]:
         """Return the callback that drops a turn watched for too long."""

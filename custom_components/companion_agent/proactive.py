@@ -5,88 +5,47 @@ words). Its speech text streams into one of HA's TTS result streams as the model
 that stream's URL is what the device plays, so the first sentence is heard before the model
 has finished: a satellite gets it through ``assist_satellite.start_conversation`` when it can
 (the person may answer) or else ``assist_satellite.announce``; a media player through
-``media_player.play_media`` with ``announce``. Once the device has played it, the event
-``companion_agent_spoke`` is fired.
+``media_player.play_media`` with ``announce`` (its stream is read here too: a media player
+cannot report a TTS that failed). Once the device has played it, or the person spoke over
+it, ``companion_agent_spoke`` is fired with the outcome and what could be heard. A device
+that cannot play it is an error; the turn is stopped and stored as ``failed``.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from homeassistant.components import tts
 from homeassistant.components.assist_satellite import AssistSatelliteEntityFeature
 from homeassistant.components.media_player.browse_media import async_process_play_media_url
 from homeassistant.components.media_player.const import MediaPlayerEntityFeature
-from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import ATTR_ENTITY_ID, ATTR_SUPPORTED_FEATURES
 from homeassistant.core import HomeAssistant, callback, split_entity_id
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import entity_registry as er
 from homeassistant.util.ulid import ulid_now
 
+from .chat_request import Chat, ChatRequest, Speaker, instruction_text
 from .const import DOMAIN, EVENT_SPOKE, HOST_PROMPT, LOGGER
 from .engine.events import SentenceOutput, TurnResult
 from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
 from .engine.turn.handle import Turn
-from .engine.turn.runner import Persona, TurnRequest
-from .runtime import CompanionConfigEntry
+from .engine.turn.runner import TurnRequest
+from .proactive_voice import async_audio_seconds, async_voice_for
 from .spoken import async_spoken_lines
 
 SATELLITE = "assist_satellite"
 MEDIA_PLAYER = "media_player"
 TARGET_DOMAINS = (SATELLITE, MEDIA_PLAYER)
 PLAY_TIMEOUT = 300.0
-DEFAULT_INSTRUCTION = "Start a short, friendly conversation with the person."
 FOLLOW_UP_PROMPT = (
     "You started this conversation yourself, unasked, following this instruction from the "
     "home: {instruction}. The person is now answering you."
 )
-
-
-class Speaker(Protocol):
-    """A persona that can speak first: the conversation entity of a persona subentry."""
-
-    entry: CompanionConfigEntry
-    subentry: ConfigSubentry
-    entity_id: str
-
-    @property
-    def persona(self) -> Persona:
-        """Return the persona snapshot new turns use."""
-        ...
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ChatRequest:
-    """Where to speak, what to do, and who asked (``service`` or a trigger plugin's id)."""
-
-    targets: tuple[str, ...]
-    instruction: str
-    source: str
-    preannounce: bool = True
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Chat:
-    """What one target heard: the turn's trace id, its speech and how it ended."""
-
-    target: str
-    trace_id: str
-    text: str
-    outcome: str
-
-
-def instruction_text(instruction: str | None, topic: str | None) -> str:
-    """Return the instruction a turn runs from: the given one, a topic, or a friendly start."""
-    parts = [(instruction or "").strip()]
-    if topic and topic.strip():
-        parts.append(f"Talk about: {topic.strip()}")
-    return "\n".join(part for part in parts if part) or DEFAULT_INSTRUCTION
 
 
 @callback
@@ -153,7 +112,7 @@ async def _async_speak(
 ) -> Chat:
     """Run one proactive turn into a TTS stream and have ``target`` play it."""
     runtime = speaker.entry.runtime_data
-    engine, tts_language, options = _tts_engine(hass, speaker.entry)
+    engine, tts_language, options = async_voice_for(hass, speaker.entry, target)
     language = hass.config.language
     persona_id = speaker.subentry.subentry_id
     conversation_id = f"{DOMAIN}.proactive.{target}"  # one running history per device
@@ -191,16 +150,18 @@ async def _async_speak(
     )
     satellite = split_entity_id(target)[0] == SATELLITE
     if satellite:
-        runtime.playback.async_watch(turn, target, None, on_played=spoke)
+        runtime.playback.async_watch(turn, target, None, on_heard=spoke)
     else:
-        runtime.playback.async_watch_media_player(turn, target, on_played=spoke)
+        runtime.playback.async_watch_media_player(turn, target, on_heard=spoke)
     try:
         stream.async_set_message_stream(_speech(turn))
         async with asyncio.timeout(PLAY_TIMEOUT):
             await _async_play(hass, target, stream.url, request)
+            if not satellite and (seconds := await async_audio_seconds(stream)) is not None:
+                runtime.playback.async_report_duration(turn.trace_id, seconds)
     except (HomeAssistantError, TimeoutError) as err:
         runtime.playback.async_forget(turn)
-        turn.cancel("the device could not play it")
+        turn.cancel("the device could not play it", failed=True)
         await turn.result
         raise _cannot_speak(target, err) from err
     if satellite:
@@ -258,7 +219,11 @@ def _async_spoke(
     trace_id: str,
     source: str,
 ) -> None:
-    """Fire ``companion_agent_spoke`` once the device has played a turn that said something."""
+    """Fire ``companion_agent_spoke`` once a turn that said something was heard.
+
+    ``outcome`` says ``interrupted`` when the person spoke over it; ``text`` is then only
+    what could have been heard.
+    """
     if not result.spoken:
         return
     hass.bus.async_fire(
@@ -268,6 +233,7 @@ def _async_spoke(
             "target": target,
             "persona": speaker.subentry.title,
             "text": result.spoken,
+            "outcome": result.outcome,
             "trace_id": trace_id,
             "source": source,
         },
@@ -287,25 +253,3 @@ def _features(hass: HomeAssistant, entity_id: str) -> int:
     """Return the supported features an entity states."""
     state = hass.states.get(entity_id)
     return int(state.attributes.get(ATTR_SUPPORTED_FEATURES, 0)) if state is not None else 0
-
-
-def _tts_engine(
-    hass: HomeAssistant, entry: CompanionConfigEntry
-) -> tuple[str, str | None, dict[str, Any]]:
-    """Return the TTS engine, language and options: our own voice, else the Assist pipeline's."""
-    for registered in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id):
-        if registered.domain == "tts":  # piper's own WAV: no conversion, no ffmpeg, no delay
-            return registered.entity_id, None, {tts.ATTR_PREFERRED_FORMAT: "wav"}
-    if "assist_pipeline" in hass.config.components:
-        from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
-            async_get_pipeline,
-        )
-
-        pipeline = async_get_pipeline(hass)
-        engine = tts.async_resolve_engine(hass, pipeline.tts_engine)
-        if engine is not None:
-            voice = {tts.ATTR_VOICE: pipeline.tts_voice} if pipeline.tts_voice else {}
-            return engine, pipeline.tts_language, voice
-    if (engine := tts.async_default_engine(hass)) is not None:
-        return engine, None, {}
-    raise ServiceValidationError(translation_domain=DOMAIN, translation_key="no_tts_engine")

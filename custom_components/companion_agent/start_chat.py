@@ -9,8 +9,9 @@ from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, call
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import entity_registry as er
 
+from .chat_request import ChatRequest, Speaker, instruction_text
 from .const import DOMAIN, SUBENTRY_CONVERSATION
-from .proactive import ChatRequest, Speaker, async_start_chat, instruction_text
+from .proactive import async_start_chat
 from .runtime import loaded_entries
 
 

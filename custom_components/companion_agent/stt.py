@@ -56,8 +56,12 @@ class CompanionSttEntity(stt.SpeechToTextEntity):
 
     @property
     def supported_languages(self) -> list[str]:
-        """Return the languages chosen for this model."""
-        return self._languages
+        """Return the languages chosen for this model; HA's own when it names none.
+
+        A server whose model lists no languages still transcribes: the pipeline may use it
+        in HA's language, and the server chooses (no language is sent).
+        """
+        return self._languages or [self.hass.config.language]
 
     @property
     def supported_formats(self) -> list[stt.AudioFormats]:

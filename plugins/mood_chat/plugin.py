@@ -25,7 +25,9 @@ from custom_components.companion_agent.engine.proactive import (
     MoodScore,
     ProactivePolicy,
     QuietHours,
+    QuietHoursError,
     SpeakingLimit,
+    bad_speaker,
 )
 from custom_components.companion_agent.engine.proactive.mood import VALENCE
 
@@ -51,6 +53,8 @@ class MoodChatPlugin(TriggerPlugin, HookPlugin):
         super().__init__(context)
         config = context.config
         self.targets = config.texts("targets")
+        if (target := bad_speaker(self.targets)) is not None:
+            raise config.error("targets", f"{target!r} is not an assist_satellite or media_player")
         self.instruction = config.text("instruction")
         minutes = config.number("check_minutes")
         half_life = config.number("mood_half_life_hours")
@@ -59,8 +63,8 @@ class MoodChatPlugin(TriggerPlugin, HookPlugin):
                 raise config.error(key, "must be more than 0")
         try:
             quiet = QuietHours.parse(config.text("quiet_start"), config.text("quiet_end"))
-        except ValueError as err:
-            raise config.error("quiet_start", str(err)) from err
+        except QuietHoursError as err:
+            raise config.error(f"quiet_{err.end}", str(err)) from err
         per_hour, per_day = config.integer("max_per_hour"), config.integer("max_per_day")
         for key, count in (("max_per_hour", per_hour), ("max_per_day", per_day)):
             if count < 0:

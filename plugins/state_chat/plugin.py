@@ -18,7 +18,12 @@ from custom_components.companion_agent.engine.plugins import (
     ProactiveRequest,
     TriggerPlugin,
 )
-from custom_components.companion_agent.engine.proactive import QuietHours, StateChange
+from custom_components.companion_agent.engine.proactive import (
+    QuietHours,
+    QuietHoursError,
+    StateChange,
+    bad_speaker,
+)
 
 LOGGER = logging.getLogger(__name__)
 MAX_PENDING = 8
@@ -35,14 +40,16 @@ class StateChatPlugin(TriggerPlugin):
         self.to_state = config.text("to_state")
         self.instruction = config.text("instruction")
         self.targets = config.texts("targets")
+        if (target := bad_speaker(self.targets)) is not None:
+            raise config.error("targets", f"{target!r} is not an assist_satellite or media_player")
         cooldown = config.integer("cooldown_seconds")
         if cooldown < 0:
             raise config.error("cooldown_seconds", "cannot be negative")
         self.cooldown = timedelta(seconds=cooldown)
         try:
             self.quiet = QuietHours.parse(config.text("quiet_start"), config.text("quiet_end"))
-        except ValueError as err:
-            raise config.error("quiet_start", str(err)) from err
+        except QuietHoursError as err:
+            raise config.error(f"quiet_{err.end}", str(err)) from err
         self._last: dict[str, datetime] = {}
         self._emit: ProactiveEmitter | None = None
         self._unsubscribe: Callable[[], None] | None = None

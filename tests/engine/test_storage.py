@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from custom_components.companion_agent.engine.messages import (
@@ -15,9 +16,8 @@ from custom_components.companion_agent.engine.turn.history import (
     ConversationStore,
     JsonConversationHistory,
     file_name,
-    stored_result,
 )
-from custom_components.companion_agent.engine.turn.stored import StoredTurn
+from custom_components.companion_agent.engine.turn.stored import StoredTurn, stored_result
 
 
 def exchange(user: str, answer: str) -> StoredTurn:
@@ -87,6 +87,48 @@ async def test_unfinished_turns_come_back_marked(tmp_path: Path) -> None:
         content="Once upon\n[the person interrupted you here and did not hear the rest]"
     )
     assert messages[-1] == AssistantMessage(content="[this answer ran out of time here]")
+
+
+async def test_a_turn_is_amended_by_its_trace_id_and_the_file_follows(tmp_path: Path) -> None:
+    """Amend: the turn found by its trace id is interrupted, cut to what was heard, on disk."""
+    path = tmp_path / "c.json"
+    history = JsonConversationHistory(path)
+    call = ToolCallRequest(call_id="c1", name="get_time", arguments="{}")
+    await history.append(replace(exchange("q0", "Earlier."), trace_id="t0"))
+    told = (
+        AssistantMessage(content="Let me look. ", tool_calls=(call,)),
+        ToolMessage(call_id="c1", content='{"time":"12:00"}'),
+        AssistantMessage(content="It is noon. Lunch is at one."),
+    )
+    await history.append(StoredTurn(user="Time?", messages=told, trace_id="t1"))
+
+    assert not await history.amend("elsewhere", "Let me")
+    assert not await history.amend("", "Let me")
+    assert await history.amend("t1", "Let me look. It is noon. ")
+    await history.flush()
+
+    again = JsonConversationHistory(path)
+    turns = await again.turns()
+    assert [(t.trace_id, t.outcome) for t in turns] == [("t0", "complete"), ("t1", "interrupted")]
+    assert turns[1].messages == (*told[:2], AssistantMessage(content="It is noon. "))
+    messages = await again.load()
+    assert messages[-1] == AssistantMessage(
+        content="It is noon. \n[the person interrupted you here and did not hear the rest]"
+    )
+
+
+async def test_a_turn_amended_to_nothing_heard_keeps_its_tool_calls(tmp_path: Path) -> None:
+    """Nothing heard: the answer's text goes, its tool calls and results stay."""
+    history = JsonConversationHistory(tmp_path / "c.json")
+    call = ToolCallRequest(call_id="c1", name="get_time", arguments="{}")
+    told = (
+        AssistantMessage(tool_calls=(call,)),
+        ToolMessage(call_id="c1", content="x"),
+        AssistantMessage(content="Noon."),
+    )
+    await history.append(StoredTurn(user="Time?", messages=told, trace_id="t1"))
+    assert await history.amend("t1", "")
+    assert (await history.turns())[0].messages == told[:2]
 
 
 def test_stored_results_are_trimmed_and_masked() -> None:

@@ -352,6 +352,10 @@ class SlowHistory:
         await self.gate.wait()
         self.turns.append(turn)
 
+    async def amend(self, trace_id: str, heard: str) -> bool:
+        """Amend nothing."""
+        return False
+
 
 async def test_a_cancel_while_the_turn_is_stored_still_ends_it(
     llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
@@ -404,3 +408,64 @@ async def test_a_turn_cancelled_before_it_ran_still_ends(
     result = await asyncio.wait_for(turn.result, 5)
     assert result.outcome == "interrupted"
     assert [item async for item in turn.items] == []
+
+
+async def test_heard_only_marks_the_finished_turn_interrupted_after_its_sentences(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """Spoken over after its first sentence: the stored turn keeps that sentence, marked."""
+    listener = Listener()
+    who = persona(chat_model, hooks=[listener])
+    llm_server.script(Reply.text("It is *sunny*. Take a hat. And water."))
+    runner = TurnRunner()
+    turn = runner.start(who, talk.request("Weather?"))
+    turn.heard_only(1)  # the turn still runs: ignored
+    done = await finish(turn)
+    assert [s.tts_text for s in done.sentences] == ["It is sunny.", "Take a hat.", "And water."]
+    assert turn.first_spoken_at is not None
+
+    turn.heard_only(3)  # all three heard: nothing to amend
+    turn.heard_only(1)
+    turn.heard_only(0)  # once per turn
+    await runner.drain(5)
+    await talk.store.flush()
+
+    assert done.result.outcome == "complete"  # the turn ended well; only its record changes
+    stored = await talk.store.get("conv-1").turns()
+    assert [(t.trace_id, t.outcome) for t in stored] == [("trace", "interrupted")]
+    assert stored[0].messages == (AssistantMessage(content="It is *sunny*."),)
+    await who.plugins.hooks.drain(5)
+    assert listener.log == ["after complete: It is *sunny*. Take a hat. And water."]
+
+
+async def test_heard_only_nothing_keeps_no_text(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """Spoken over before any sentence could be heard: the stored turn keeps no text."""
+    llm_server.script(Reply.text("One. Two."))
+    runner = TurnRunner()
+    turn = runner.start(persona(chat_model), talk.request("Count"))
+    await finish(turn)
+    turn.heard_only(0)
+    await runner.drain(5)
+    messages = await talk.store.get("conv-1").load()
+    assert messages[-1] == AssistantMessage(
+        content="[the person interrupted you here and did not hear the rest]"
+    )
+
+
+async def test_a_cancel_for_a_failed_device_stores_the_turn_as_failed(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """The host could not deliver the answer: stored as failed, so the next turn knows."""
+    llm_server.script(slow_text("Hello ", "there. ", "More."))
+    turn = TurnRunner().start(persona(chat_model), talk.request("Hi"))
+    async for item in turn.items:
+        if isinstance(item, TextDelta):
+            turn.cancel("the speaker is gone", failed=True)
+    result = await turn.result
+    assert (result.outcome, result.reason) == ("failed", "the speaker is gone")
+    await talk.store.flush()
+    messages = await talk.store.get("conv-1").load()
+    assert isinstance(messages[-1], AssistantMessage)
+    assert messages[-1].content.endswith("[you could not finish this answer]")

@@ -51,6 +51,8 @@ class Heard:
     first_audio: asyncio.Event = field(default_factory=asyncio.Event)
     done: asyncio.Event = field(default_factory=asyncio.Event)
     log: list[str] = field(default_factory=list)
+    voices: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    """The TTS engine, language and options of each stream."""
 
 
 async def hear(hass: HomeAssistant, url: str, heard: Heard) -> None:
@@ -59,6 +61,7 @@ async def hear(hass: HomeAssistant, url: str, heard: Heard) -> None:
     token = yarl.URL(url).path.rsplit("/", 1)[-1]
     stream = tts.async_get_stream(hass, token)
     assert stream is not None, url
+    heard.voices.append((stream.engine, stream.language, stream.options))
     size = 0
     async for chunk in stream.async_stream_result():
         heard.audio.extend(chunk)

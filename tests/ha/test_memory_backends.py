@@ -16,7 +16,6 @@ from custom_components.companion_agent.engine.memory.types import Relation
 from tests.ha.conftest import make_personas_entry
 from tests.ha.memorykit import last_user_message, memory_of, settled, talk
 from tests.ha.personakit import agents_by_title
-from tests.support.falkordb import falkordb, falkordb_process  # noqa: F401 - fixtures
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
@@ -30,7 +29,7 @@ def entry_persona(entry: MockConfigEntry) -> str:
 async def test_relations_go_to_neo4j_and_come_back_for_a_mentioned_entity(
     hass: HomeAssistant,
     llm_server: LLMServer,
-    falkordb: str,  # noqa: F811
+    falkordb: str,
 ) -> None:
     """Extraction merges relations into the Bolt graph; a later turn naming one sees them."""
     assert await async_setup_component(hass, "conversation", {})

@@ -12,6 +12,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.components.assist_satellite.entity import AssistSatelliteState
 from homeassistant.const import EVENT_STATE_CHANGED
@@ -23,6 +24,7 @@ from homeassistant.util import dt as dt_util
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.companion_agent.const import DOMAIN
+from custom_components.companion_agent.engine.speech.audio_length import spoken_seconds
 from custom_components.companion_agent.playback import WATCH_TIMEOUT
 from tests.ha.gates import GATES, Gate
 from tests.ha.personakit import setup_personas, speech, write_plugin, write_profile
@@ -30,6 +32,7 @@ from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 
 TIMEOUT = 10.0
+LONG_ANSWER = "It is sunny. Take a hat. And bring some water for the long walk."
 LISTENER_MANIFEST = """
     [plugin]
     id = "listener"
@@ -141,9 +144,9 @@ async def test_answer_played_on_the_satellite_runs_the_playback_hook_once(
 
 
 async def test_listening_again_after_a_finished_answer_is_a_follow_up_not_a_barge_in(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, freezer: FrozenDateTimeFactory
 ) -> None:
-    """Continued conversation: responding, then listening once the turn is done: played."""
+    """Continued conversation: listening once the answer's audio had time to end: played."""
     device_id, satellite = add_satellite(hass)
     entry, agent_id, gate = await setup_listener(hass, llm_server)
     llm_server.script(Reply.text("Which room?"))
@@ -151,12 +154,81 @@ async def test_listening_again_after_a_finished_answer_is_a_follow_up_not_a_barg
     hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
     await asyncio.wait_for(converse(hass, agent_id, "Lights on", device_id=device_id), TIMEOUT)
     hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
+    freezer.tick(spoken_seconds("Which room?"))  # a calm voice has said it all
     hass.states.async_set(satellite, AssistSatelliteState.LISTENING)
     await asyncio.wait_for(gate.passed.wait(), TIMEOUT)
 
     assert gate.log == ["played: Which room?"]
     assert await hass.config_entries.async_unload(entry.entry_id)  # writes the history
     assert [turn["outcome"] for turn in stored_turns(hass, entry)] == ["complete"]
+
+
+async def spoken_over_after(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    freezer: FrozenDateTimeFactory,
+    seconds: float,
+    *,
+    length: float | None = None,
+) -> tuple[MockConfigEntry, Gate]:
+    """Play a finished three-sentence answer, then listen again ``seconds`` after responding."""
+    device_id, satellite = add_satellite(hass)
+    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    watcher = entry.runtime_data.playback
+    llm_server.script(Reply.text(LONG_ANSWER))
+    hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
+    await asyncio.wait_for(converse(hass, agent_id, "Walk?", device_id=device_id), TIMEOUT)
+    if length is not None:
+        watcher.async_report_duration(watcher.watching[satellite], length)
+    hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
+    freezer.tick(seconds)
+    hass.states.async_set(satellite, AssistSatelliteState.LISTENING)
+    await hass.async_block_till_done(wait_background_tasks=True)
+    assert dict(watcher.watching) == {}
+    await entry.runtime_data.flush()
+    return entry, gate
+
+
+def said(turn: dict[str, object]) -> str:
+    """Return the assistant text of one stored turn."""
+    messages = turn["messages"]
+    assert isinstance(messages, list)
+    return "".join(str(m["content"]) for m in messages if m["role"] == "assistant")
+
+
+async def test_listening_again_long_before_the_audio_could_end_is_a_barge_in(
+    hass: HomeAssistant, llm_server: LLMServer, freezer: FrozenDateTimeFactory
+) -> None:
+    """Spoken over half a second in: stored interrupted with the sentences that had begun."""
+    entry, gate = await spoken_over_after(hass, llm_server, freezer, 0.5)
+    (turn,) = stored_turns(hass, entry)
+    assert turn["outcome"] == "interrupted"
+    assert said(turn) == "It is sunny. Take a hat."  # the fastest voice was in the second
+    assert gate.log == []  # spoken over: not played to its end
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_an_exact_length_tells_a_barge_in_the_estimate_would_miss(
+    hass: HomeAssistant, llm_server: LLMServer, freezer: FrozenDateTimeFactory
+) -> None:
+    """Three seconds of a ten-second answer: a barge-in, though a fast voice could be done."""
+    entry, gate = await spoken_over_after(hass, llm_server, freezer, 3.0, length=10.0)
+    (turn,) = stored_turns(hass, entry)
+    assert turn["outcome"] == "interrupted"
+    assert said(turn) == "It is sunny. Take a hat."
+    assert gate.log == []
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_without_an_exact_length_three_seconds_is_a_follow_up(
+    hass: HomeAssistant, llm_server: LLMServer, freezer: FrozenDateTimeFactory
+) -> None:
+    """The same three seconds with only the estimate: the fastest voice is done, so played."""
+    entry, gate = await spoken_over_after(hass, llm_server, freezer, 3.0)
+    assert [turn["outcome"] for turn in stored_turns(hass, entry)] == ["complete"]
+    assert [said(turn) for turn in stored_turns(hass, entry)] == [LONG_ANSWER]
+    assert gate.log == [f"played: {LONG_ANSWER}"]
+    assert await hass.config_entries.async_unload(entry.entry_id)
 
 
 async def test_idle_without_responding_is_not_played(

@@ -9,7 +9,8 @@ from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
-from custom_components.companion_agent.playback import FALLBACK_MARGIN, spoken_seconds
+from custom_components.companion_agent.engine.speech.audio_length import spoken_seconds
+from custom_components.companion_agent.playback import FALLBACK_MARGIN
 from tests.ha.proactivekit import (
     ATTIC,
     LOUNGE,
@@ -22,10 +23,9 @@ from tests.ha.proactivekit import (
 )
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-from tests.support.piper import piper, piper_process, proxy
 from tests.support.wyoming_proxy import WyomingProxy
 
-__all__ = ["devices", "piper", "piper_process", "proxy"]  # fixtures, imported to be found
+__all__ = ["devices"]  # a fixture, imported to be found (the peers come from conftest.py)
 
 
 async def test_a_media_player_announces_the_stream_and_played_comes_once_it_goes_idle(

@@ -26,7 +26,7 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.stt import CompanionSttEntity
 from tests.ha.test_tts import closed_port
-from tests.support.asr_server import TEXT, ScriptedAsrServer
+from tests.support.asr_server import TEXT, Behaviour, ScriptedAsrServer
 from tests.support.llm_server import LLMServer
 from tests.support.whisper import WhisperPeer
 
@@ -257,3 +257,32 @@ async def test_reconfigure_moves_the_model_to_another_server_checked_live(
         CONF_LANGUAGES: ["en"],
     }
     assert subentry.title == "scripted (small)"
+
+
+@pytest.mark.parametrize("behaviour", ["stream", "stream_only"])
+async def test_a_server_streaming_its_transcript_gives_the_whole_text(
+    hass: HomeAssistant, llm_server: LLMServer, behaviour: Behaviour
+) -> None:
+    """transcript-chunk events, with or without a final transcript: the pipeline gets it all."""
+    async with ScriptedAsrServer(behaviour=behaviour) as server:
+        entity = await setup_stt(hass, llm_server, server.host, server.port)
+
+        result = await entity.async_process_audio_stream(metadata("en-GB"), silence())
+
+    assert result == stt.SpeechResult(TEXT, stt.SpeechResultState.SUCCESS)
+    assert server.events[0].data.get("language") == "en"
+
+
+async def test_a_model_listing_no_languages_offers_ha_language_and_sends_none(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """No languages known: the entity offers HA's, and lets the server choose."""
+    hass.config.language = "zh-Hans"
+    async with ScriptedAsrServer() as server:
+        entity = await setup_stt(hass, llm_server, server.host, server.port, languages=())
+
+        assert entity.supported_languages == ["zh-Hans"]
+        result = await entity.async_process_audio_stream(metadata("zh-Hans"), silence())
+
+    assert result.text == TEXT
+    assert "language" not in server.events[0].data

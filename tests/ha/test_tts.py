@@ -33,10 +33,8 @@ from custom_components.companion_agent.const import (
 from custom_components.companion_agent.repairs import async_report_missing_voice
 from custom_components.companion_agent.tts import CompanionTtsEntity
 from tests.support.llm_server import LLMServer
-from tests.support.piper import PiperPeer, piper, piper_process, proxy
+from tests.support.piper import PiperPeer
 from tests.support.wyoming_proxy import WyomingProxy
-
-__all__ = ["piper", "piper_process", "proxy"]  # fixtures, imported to be found
 
 VOICE = "en_US-joe-medium"
 ADVERTISED_NOT_INSTALLED = "en_US-lessac-medium"

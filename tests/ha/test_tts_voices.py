@@ -32,11 +32,9 @@ from tests.ha.test_tts import (
     wav_format,
 )
 from tests.support.llm_server import LLMServer
-from tests.support.piper import PiperPeer, piper, piper_process, proxy
+from tests.support.piper import PiperPeer
 from tests.support.piper_voice import install_voice
 from tests.support.wyoming_proxy import WyomingProxy
-
-__all__ = ["piper", "piper_process", "proxy"]  # fixtures, imported to be found
 
 
 async def reconfigure(

@@ -192,6 +192,45 @@ async def test_mood_chat_refuses_a_bad_quiet_hour_naming_the_key(
     assert plugins.get("mood_chat") is None
 
 
+@pytest.mark.parametrize(
+    ("plugin", "setting", "wrong"),
+    [
+        ("mood_chat", 'quiet_end = "8am"', ("quiet_end", "HH:MM")),
+        ("mood_chat", 'quiet_start = "24:00"', ("quiet_start", "23:59")),
+        ("mood_chat", 'quiet_start = ""', ("quiet_start", "both")),  # one end alone
+        ("mood_chat", "check_minutes = 0", ("check_minutes", "more than 0")),
+        ("mood_chat", "max_per_day = -1", ("max_per_day", "negative")),
+        ("mood_chat", 'targets = ["light.kitchen"]', ("targets", "light.kitchen")),
+        ("state_chat", "cooldown_seconds = -5", ("cooldown_seconds", "negative")),
+        ("state_chat", 'targets = ["Media_Player.Lounge "]', ("targets", "Media_Player")),
+    ],
+)
+async def test_a_bad_trigger_setting_is_reported_against_its_file_and_key(
+    tmp_path: Path, host: HostServices, plugin: str, setting: str, wrong: tuple[str, str]
+) -> None:
+    """Each bad value in a profile's override names the profile file and the exact key."""
+    key, says = wrong
+    profile = f'[plugins]\nenabled = ["{plugin}"]\n[plugins.{plugin}]\n{setting}\n'
+    plugins = activate(tmp_path, host, profile)
+    (problem,) = plugins.problems
+    assert problem.key == f"plugins.{plugin}.{key}"
+    assert problem.path.suffix == ".toml"
+    assert problem.path.name != "plugin.toml"  # the profile that set it, not the defaults
+    assert says in problem.message
+    assert plugins.get(plugin) is None
+
+
+async def test_one_quiet_hour_alone_names_the_missing_one(
+    tmp_path: Path, host: HostServices
+) -> None:
+    """quiet_start set, quiet_end left empty (its default): the error is about quiet_end."""
+    profile = '[plugins]\nenabled = ["state_chat"]\n[plugins.state_chat]\nquiet_start = "22:00"\n'
+    (problem,) = activate(tmp_path, host, profile).problems
+    assert problem.key == "config.quiet_end"
+    assert problem.path.name == "plugin.toml"
+    assert "both" in problem.message
+
+
 async def test_state_chat_speaks_on_an_arrival_once_per_cooldown_and_not_on_repeats(
     tmp_path: Path, host: HostServices
 ) -> None:

@@ -119,6 +119,10 @@ class RecentWindow:
             self._on_overflow(self.scope, turns[: len(turns) - MAX_WINDOW_TURNS + 1])
         await self._file.append(replace(turn, user=without_images(turn.user)))
 
+    async def amend(self, trace_id: str, heard: str) -> bool:
+        """Mark the window's turn ``trace_id`` interrupted after ``heard``; return if found."""
+        return await self._file.amend(trace_id, heard)
+
 
 class WindowFiles:
     """Every window of one persona, in a folder: one file per owner."""

@@ -2,7 +2,14 @@
 
 from .host import Presence, PresenceProbe, StateChange, StateListener, StateWatcher
 from .mood import MoodScore, valence
-from .policy import Decision, ProactivePolicy, QuietHours, SpeakingLimit
+from .policy import (
+    Decision,
+    ProactivePolicy,
+    QuietHours,
+    QuietHoursError,
+    SpeakingLimit,
+    bad_speaker,
+)
 
 __all__ = [
     "Decision",
@@ -11,9 +18,11 @@ __all__ = [
     "PresenceProbe",
     "ProactivePolicy",
     "QuietHours",
+    "QuietHoursError",
     "SpeakingLimit",
     "StateChange",
     "StateListener",
     "StateWatcher",
+    "bad_speaker",
     "valence",
 ]

@@ -8,7 +8,9 @@ for a chance more often: the check interval is ``base × 2^-mood`` (half at +1, 
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from typing import Literal, Self
@@ -17,12 +19,31 @@ from .host import Presence
 
 type HoldReason = Literal["quiet hours", "nobody home", "asleep", "low mood", "rate limit"]
 
+SPEAKER = re.compile(r"(assist_satellite|media_player)\.[a-z0-9_]+")
+"""The entity id of something that can speak: an Assist satellite or a media player."""
+
+
+class QuietHoursError(ValueError):
+    """One end of the quiet hours is not a time of day; ``end`` says which."""
+
+    def __init__(self, end: Literal["start", "end"], message: str) -> None:
+        """Keep which end was wrong, and why."""
+        super().__init__(message)
+        self.end = end
+
+
+def bad_speaker(targets: Sequence[str]) -> str | None:
+    """Return the first target that is not an Assist satellite or media player id, if any."""
+    return next((target for target in targets if not SPEAKER.fullmatch(target)), None)
+
 
 def parse_clock(text: str) -> time:
     """Return a wall-clock time from ``HH:MM``; raise ValueError otherwise."""
     hours, sep, minutes = text.strip().partition(":")
     if not sep or not hours.isdigit() or not minutes.isdigit() or len(minutes) != 2:
         raise ValueError(f"{text!r} is not a time of day as HH:MM")
+    if int(hours) > 23 or int(minutes) > 59:
+        raise ValueError(f"{text!r} is not a time of day as HH:MM (00:00 to 23:59)")
     return time(int(hours), int(minutes))
 
 
@@ -35,10 +56,22 @@ class QuietHours:
 
     @classmethod
     def parse(cls, start: str, end: str) -> Self:
-        """Return quiet hours from two ``HH:MM`` texts; two empty texts mean none."""
+        """Return quiet hours from two ``HH:MM`` texts; two empty texts mean none.
+
+        Raise ``QuietHoursError`` naming the end that is wrong (or missing).
+        """
         if not start.strip() and not end.strip():
             return cls()
-        return cls(start=parse_clock(start), end=parse_clock(end))
+        ends: tuple[tuple[Literal["start", "end"], str], ...] = (("start", start), ("end", end))
+        times: list[time] = []
+        for which, text in ends:
+            if not text.strip():
+                raise QuietHoursError(which, "set both ends of the quiet hours, or neither")
+            try:
+                times.append(parse_clock(text))
+            except ValueError as err:
+                raise QuietHoursError(which, str(err)) from err
+        return cls(start=times[0], end=times[1])
 
     def contains(self, moment: datetime) -> bool:
         """Return whether ``moment`` (in the home's time zone) falls in the quiet hours."""

@@ -22,19 +22,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from ..audit.redaction import redact, scrub_text
 from ..chars import valid_text
 from ..events import TurnOutcome
-from ..json_types import JSONValue
-from ..messages import AssistantMessage, ChatMessage, ToolMessage, UserMessage
-from ..tools.results import truncate
+from ..messages import AssistantMessage, ChatMessage, UserMessage
 from .prompt import proactive_words
-from .stored import FORMAT_VERSION, StoredTurn, TurnMessage, dump_turn, parse_turns
+from .stored import FORMAT_VERSION, StoredTurn, dump_turn, interrupted_at, parse_turns
 
 LOGGER = logging.getLogger(__name__)
 
 MAX_TURNS = 20
-MAX_STORED_RESULT = 1000
+STORE_TIMEOUT = 5.0
 DEFAULT_RETENTION = 30 * 86400.0
 MARKS: dict[TurnOutcome, str] = {
     "cut": "[the connection to you broke off here; the person heard only the text above]",
@@ -55,6 +52,10 @@ class ConversationHistory(Protocol):
 
     async def append(self, turn: StoredTurn) -> None:
         """Add one finished turn; the next ``load`` sees it at once."""
+        ...
+
+    async def amend(self, trace_id: str, heard: str) -> bool:
+        """Mark the stored turn ``trace_id`` interrupted after ``heard``; return if it was found."""
         ...
 
 
@@ -115,14 +116,33 @@ class JsonConversationHistory:
             turns = await self._loaded()
             turns.append(turn)
             del turns[: -self._max_turns]
-            self._dirty = True
-            if self._writer is None or self._writer.done():
-                self._writer = asyncio.create_task(self._write_while_dirty())
+            self._write_soon()
+
+    async def amend(self, trace_id: str, heard: str) -> bool:
+        """Mark the latest turn stored under ``trace_id`` interrupted, its text cut to ``heard``.
+
+        ``heard`` is the model text the person could have heard. Return whether the turn
+        was found (a turn already pruned, or one without a trace id, is not).
+        """
+        async with self._lock:
+            turns = await self._loaded()
+            for index in range(len(turns) - 1, -1, -1):
+                if trace_id and turns[index].trace_id == trace_id:
+                    turns[index] = interrupted_at(turns[index], heard)
+                    self._write_soon()
+                    return True
+            return False
 
     async def flush(self) -> None:
         """Wait until every added turn is on disk."""
         if self._writer is not None:
             await self._writer
+
+    def _write_soon(self) -> None:
+        """Note that the turns changed; start the writer unless it already runs."""
+        self._dirty = True
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_while_dirty())
 
     @property
     def writing(self) -> bool:
@@ -237,17 +257,6 @@ def _prune(folder: Path, cutoff: float, busy: set[Path]) -> int:
     return removed
 
 
-def stored_result(content: str) -> str:
-    """Return a tool result as kept in history: secrets masked, at most a few hundred chars."""
-    try:
-        value: JSONValue = json.loads(content)
-    except ValueError:
-        text = scrub_text(content)
-    else:
-        text = json.dumps(redact(value), ensure_ascii=False)
-    return text if len(text) <= MAX_STORED_RESULT else truncate(text, MAX_STORED_RESULT)
-
-
 def _write_atomic(path: Path, payload: object) -> None:
     """Write JSON to a temporary file, flush it to disk, then rename it into place."""
     data = valid_text(json.dumps(payload, ensure_ascii=False)).encode("utf-8")
@@ -264,21 +273,21 @@ def _write_atomic(path: Path, payload: object) -> None:
         raise
 
 
-def as_heard(messages: Sequence[ChatMessage], heard: str | None) -> tuple[TurnMessage, ...]:
-    """Return the turn's messages as stored: results trimmed, text cut to what was shown.
+async def store_in(histories: Sequence[ConversationHistory], turn: StoredTurn, name: str) -> None:
+    """Add ``turn`` to every history, within ``STORE_TIMEOUT``; log a failure, never raise."""
+    try:
+        async with asyncio.timeout(STORE_TIMEOUT):
+            for history in histories:
+                await history.append(turn)
+    except Exception:
+        LOGGER.warning("Could not store the turn of %s", name, exc_info=True)
 
-    ``heard`` None keeps the model's text whole; else each assistant text keeps only the
-    part of ``heard`` that covers it, in order, so nothing unheard is stored as said.
-    """
-    out: list[TurnMessage] = []
-    rest = heard
-    for message in messages:
-        match message:
-            case AssistantMessage(content=content, tool_calls=calls):
-                if rest is not None:
-                    content, rest = rest[: len(content)], rest[len(content) :]
-                if content or calls:
-                    out.append(AssistantMessage(content=content, tool_calls=calls))
-            case ToolMessage(call_id=call_id, content=content):
-                out.append(ToolMessage(call_id=call_id, content=stored_result(content)))
-    return tuple(out)
+
+async def amend_in(histories: Sequence[ConversationHistory], trace_id: str, heard: str) -> None:
+    """Mark turn ``trace_id`` interrupted after ``heard`` in every history; never raise."""
+    try:
+        async with asyncio.timeout(STORE_TIMEOUT):
+            for history in histories:
+                await history.amend(trace_id, heard)
+    except Exception:
+        LOGGER.warning("Could not mark turn %s interrupted", trace_id, exc_info=True)

@@ -14,7 +14,8 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Sequence
+from asyncio import Task
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
 
 from ..chars import valid_text
@@ -29,16 +30,14 @@ from ..plugins import Hook, PluginSet, Profile, TurnContext
 from ..tools.contract import ToolContext
 from ..tools.registry import Tool, ToolRegistry
 from .handle import Turn
-from .history import ConversationHistory, as_heard
+from .history import ConversationHistory, amend_in, store_in
 from .limits import RateLimiter, TurnLimits, within_budget
 from .loop import AgentCore, SpokenLines, TurnRecord, confirmed_event
 from .prompt import ContextSnippet, PromptBuilder, UserPromptBlock
-from .stored import Initiator, StoredTurn
+from .stored import Initiator, StoredTurn, as_heard
 from .usage import UsageCounters
 
 LOGGER = logging.getLogger(__name__)
-
-STORE_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,17 +114,27 @@ class TurnRunner:
         """
         text = valid_text(request.text)
         request = replace(request, said=len(text), text=text[: self.limits.max_input_chars])
+        trace_id = request.context.trace_id
         turn = Turn(
-            request.context.trace_id, lambda result: _after_playback(persona, request, result)
+            trace_id,
+            lambda result: _after_playback(persona, request, result),
+            lambda heard: self._amend(request, heard),
         )
-        task = asyncio.create_task(
-            self._drive(turn, persona, request), name=f"turn {turn.trace_id}"
-        )
-        self._running.add(task)
-        task.add_done_callback(self._running.discard)
+        task = self._track(self._drive(turn, persona, request), name=f"turn {trace_id}")
         task.add_done_callback(lambda _task: _never_started(turn))
         turn.bind(task)
         return turn
+
+    def _amend(self, request: TurnRequest, heard: str) -> None:
+        """Mark the stored turn interrupted after ``heard`` (the person spoke over its audio)."""
+        self._track(amend_in(_histories(request), request.context.trace_id, heard))
+
+    def _track(self, work: Coroutine[None, None, None], name: str | None = None) -> Task[None]:
+        """Run ``work`` in a task of its own that ``drain`` waits for."""
+        task = asyncio.create_task(work, name=name)
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        return task
 
     async def confirm(
         self, token_id: str, *, approve: bool, user_id: str | None
@@ -158,7 +167,8 @@ class TurnRunner:
                     await lock.acquire()
                     held = True
                     if cancelled_early:  # cancelled before its task ran: stored, not run
-                        record.outcome, record.reason = "interrupted", turn.cancel_reason or ""
+                        record.outcome = turn.cancel_outcome
+                        record.reason = turn.cancel_reason or ""
                     elif self._pace.allow(*_pace_keys(ctx.user_id, request.device_id)):
                         turn_ctx = await self._run(turn, persona, request, record, turn_ctx)
                     else:
@@ -168,7 +178,8 @@ class TurnRunner:
                 record.outcome, record.reason = "timed_out", "the turn's deadline passed"
                 _say(turn, request.lines.deadline, turn.shown)
             except asyncio.CancelledError:
-                record.outcome, record.reason = "interrupted", turn.cancel_reason or "cancelled"
+                record.outcome = turn.cancel_outcome
+                record.reason = turn.cancel_reason or "cancelled"
                 if (task := asyncio.current_task()) is not None:
                     task.uncancel()
             except Exception:
@@ -273,16 +284,14 @@ class TurnRunner:
             outcome=result.outcome,
             time=time.time(),
             initiator=request.initiator,
+            trace_id=request.context.trace_id,
         )
-        try:
-            async with asyncio.timeout(STORE_TIMEOUT):
-                await request.history.append(stored)
-                if request.window is not None:
-                    await request.window.append(stored)
-        except Exception:
-            LOGGER.warning(
-                "Could not store the turn of %s", request.context.conversation_id, exc_info=True
-            )
+        await store_in(_histories(request), stored, request.context.conversation_id)
+
+
+def _histories(request: TurnRequest) -> tuple[ConversationHistory, ...]:
+    """Return where a turn is stored: its conversation, and the recent window if it has one."""
+    return (request.history, *(() if request.window is None else (request.window,)))
 
 
 def _never_started(turn: Turn) -> None:

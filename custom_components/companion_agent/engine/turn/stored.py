@@ -1,16 +1,20 @@
-"""The JSON shape of a stored conversation: turns out to the file and back, checked."""
+"""A stored turn: what is kept of it, and its JSON shape out to the file and back, checked."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Literal, cast
 
+from ..audit.redaction import redact, scrub_text
 from ..events import TurnOutcome
 from ..json_types import JSONObject, JSONValue
-from ..messages import AssistantMessage, ToolCallRequest, ToolMessage
+from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
+from ..tools.results import truncate
 
 FORMAT_VERSION = 2
+MAX_STORED_RESULT = 1000
 OUTCOMES: frozenset[str] = frozenset({"complete", "cut", "interrupted", "failed", "timed_out"})
 
 INITIATORS: frozenset[str] = frozenset({"person", "proactive"})
@@ -32,6 +36,8 @@ class StoredTurn:
     outcome: TurnOutcome = "complete"
     time: float = 0.0
     initiator: Initiator = "person"
+    trace_id: str = ""
+    """The turn's trace id, so a later signal (the person spoke over its audio) finds it."""
 
 
 def dump_turn(turn: StoredTurn) -> JSONObject:
@@ -49,6 +55,8 @@ def dump_turn(turn: StoredTurn) -> JSONObject:
     row: JSONObject = {"user": turn.user, "outcome": turn.outcome, "time": turn.time}
     if turn.initiator != "person":
         row["initiator"] = turn.initiator
+    if turn.trace_id:
+        row["trace_id"] = turn.trace_id
     row["messages"] = messages
     return row
 
@@ -78,6 +86,7 @@ def _turn(row: dict[str, object]) -> StoredTurn:
     when, initiator = row["time"], row.get("initiator", "person")
     if not isinstance(when, int | float):
         raise TypeError("bad time")
+    trace_id = _text(row.get("trace_id", ""))
     if initiator not in INITIATORS:
         raise TypeError("bad initiator")
     return StoredTurn(
@@ -86,6 +95,7 @@ def _turn(row: dict[str, object]) -> StoredTurn:
         outcome=cast(TurnOutcome, outcome),
         time=float(when),
         initiator=cast(Initiator, initiator),
+        trace_id=trace_id,
     )
 
 
@@ -108,3 +118,51 @@ def _text(value: object) -> str:
     if not isinstance(value, str):
         raise TypeError("expected a string")
     return value
+
+
+def stored_result(content: str) -> str:
+    """Return a tool result as kept in history: secrets masked, at most a few hundred chars."""
+    try:
+        value: JSONValue = json.loads(content)
+    except ValueError:
+        text = scrub_text(content)
+    else:
+        text = json.dumps(redact(value), ensure_ascii=False)
+    return text if len(text) <= MAX_STORED_RESULT else truncate(text, MAX_STORED_RESULT)
+
+
+def as_heard(messages: Sequence[ChatMessage], heard: str | None) -> tuple[TurnMessage, ...]:
+    """Return the turn's messages as stored: results trimmed, text cut to what was shown.
+
+    ``heard`` None keeps the model's text whole; else each assistant text keeps only the
+    part of ``heard`` that covers it, in order, so nothing unheard is stored as said.
+    """
+    kept = [
+        ToolMessage(call_id=m.call_id, content=stored_result(m.content))
+        if isinstance(m, ToolMessage)
+        else m
+        for m in messages
+        if isinstance(m, AssistantMessage | ToolMessage)
+    ]
+    return cut_to(kept, heard)
+
+
+def cut_to(messages: Sequence[TurnMessage], heard: str | None) -> tuple[TurnMessage, ...]:
+    """Return ``messages`` with each assistant text cut to its part of ``heard`` (None: whole)."""
+    out: list[TurnMessage] = []
+    rest = heard
+    for message in messages:
+        match message:
+            case AssistantMessage(content=content, tool_calls=calls):
+                if rest is not None:
+                    content, rest = rest[: len(content)], rest[len(content) :]
+                if content or calls:
+                    out.append(AssistantMessage(content=content, tool_calls=calls))
+            case ToolMessage():
+                out.append(message)
+    return tuple(out)
+
+
+def interrupted_at(turn: StoredTurn, heard: str) -> StoredTurn:
+    """Return ``turn`` marked ``interrupted``, its text cut to the model text ``heard``."""
+    return replace(turn, outcome="interrupted", messages=cut_to(turn.messages, heard))

@@ -1,0 +1,52 @@
+"""How long spoken text lasts, and how much of it a person could have heard by a given time.
+
+Without the audio's real length, speech is estimated at a calm rate: ``SECONDS_PER_CHAR``
+for letters, ``SECONDS_PER_CJK`` for Chinese/Japanese/Korean characters (15 characters or 4
+CJK characters a second). Real voices speak faster than that, up to twice as fast
+(``FASTEST_RATE``), so an answer counts as cut short only when the time it had is shorter
+than even the fastest voice needs; with the exact length, when it had ``EXACT_MARGIN``
+seconds less than that. Each sentence that could have begun by then counts as heard.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+SECONDS_PER_CHAR = 1 / 15
+SECONDS_PER_CJK = 0.25
+FASTEST_RATE = 2.0
+EXACT_MARGIN = 0.5
+
+
+def spoken_seconds(text: str) -> float:
+    """Estimate how long ``text`` takes to say, at a calm speaking rate."""
+    cjk = sum(1 for char in text if unicodedata.east_asian_width(char) in "WF")
+    return cjk * SECONDS_PER_CJK + (len(text) - cjk) * SECONDS_PER_CHAR
+
+
+def heard_sentences(sentences: Sequence[str], elapsed: float, length: float | None) -> int | None:
+    """Return how many sentences could have begun within ``elapsed`` seconds of audio.
+
+    ``length`` is the audio's exact length when known. Return None when all of the audio
+    could have played by then (the answer was heard to its end, as far as anyone can tell).
+    """
+    estimates = [spoken_seconds(sentence) for sentence in sentences]
+    total = sum(estimates)
+    if total <= 0:
+        return None
+    if length is not None:
+        if elapsed >= length - EXACT_MARGIN:
+            return None
+        scale = length / total
+    else:
+        scale = 1 / FASTEST_RATE
+        if elapsed >= total * scale:
+            return None
+    begun, start = 0, 0.0
+    for estimate in estimates:
+        if start > elapsed:
+            break
+        begun += 1
+        start += estimate * scale
+    return begun
