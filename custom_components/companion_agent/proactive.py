@@ -140,8 +140,12 @@ async def _async_speak(
         ),
     )
     LOGGER.debug("Turn %s: %s speaks first on %s", turn.trace_id, request.source, target)
+    # The device may say it has played (idle, no longer playing) before the stream is known
+    # to have worked: the spoke event waits for that, and is never fired for failed speech.
+    delivered: asyncio.Future[bool] = hass.loop.create_future()
     spoke = partial(
-        _async_spoke,
+        _async_spoke_once_delivered,
+        delivered,
         hass=hass,
         speaker=speaker,
         target=target,
@@ -157,13 +161,17 @@ async def _async_speak(
         stream.async_set_message_stream(_speech(turn))
         async with asyncio.timeout(PLAY_TIMEOUT):
             await _async_play(hass, target, stream.url, request)
-            if not satellite and (seconds := await async_audio_seconds(stream)) is not None:
+            # A device cannot say that the TTS behind the URL failed: read the stream here too.
+            if (seconds := await async_audio_seconds(stream)) is not None:
                 runtime.playback.async_report_duration(turn.trace_id, seconds)
     except (HomeAssistantError, TimeoutError) as err:
+        delivered.set_result(False)
         runtime.playback.async_forget(turn)
         turn.cancel("the device could not play it", failed=True)
         await turn.result
+        turn.undelivered()  # the turn had finished before its audio failed: stored as failed
         raise _cannot_speak(target, err) from err
+    delivered.set_result(True)
     if satellite:
         runtime.playback.async_played(turn)  # the satellite's service returns once played
         if _features(hass, target) & AssistSatelliteEntityFeature.START_CONVERSATION:
@@ -210,6 +218,19 @@ async def _async_play(hass: HomeAssistant, target: str, url: str, request: ChatR
 
 
 @callback
+def _async_spoke_once_delivered(
+    delivered: asyncio.Future[bool], result: TurnResult, **where: Any
+) -> None:
+    """Fire ``companion_agent_spoke`` for ``result`` once the stream proved delivered."""
+    if delivered.done():
+        if delivered.result():
+            _async_spoke(result, **where)
+        return
+    delivered.add_done_callback(
+        lambda done: _async_spoke(result, **where) if done.result() else None
+    )
+
+
 def _async_spoke(
     result: TurnResult,
     *,

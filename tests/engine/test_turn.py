@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.companion_agent.engine.events import TextDelta, ToolCallEvent
+from custom_components.companion_agent.engine.events import TextDelta, ToolCallEvent, TurnOutcome
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.messages import (
@@ -352,7 +352,7 @@ class SlowHistory:
         await self.gate.wait()
         self.turns.append(turn)
 
-    async def amend(self, trace_id: str, heard: str) -> bool:
+    async def amend(self, trace_id: str, heard: str, outcome: TurnOutcome = "interrupted") -> bool:
         """Amend nothing."""
         return False
 
@@ -469,3 +469,23 @@ async def test_a_cancel_for_a_failed_device_stores_the_turn_as_failed(
     messages = await talk.store.get("conv-1").load()
     assert isinstance(messages[-1], AssistantMessage)
     assert messages[-1].content.endswith("[you could not finish this answer]")
+
+
+async def test_undelivered_marks_the_finished_turn_failed_with_nothing_heard(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """Its audio failed after the turn ended: stored as failed, so the next turn knows."""
+    llm_server.script(Reply.text("One. Two."))
+    runner = TurnRunner()
+    turn = runner.start(persona(chat_model), talk.request("Count"))
+    turn.undelivered()  # still running: ignored
+    done = await finish(turn)
+    assert done.result.outcome == "complete"
+    turn.undelivered()
+    turn.heard_only(0)  # once per turn: the first word stands
+    await runner.drain(5)
+    await talk.store.flush()
+    (stored,) = await talk.store.get("conv-1").turns()
+    assert (stored.outcome, stored.messages) == ("failed", ())
+    messages = await talk.store.get("conv-1").load()
+    assert messages[-1] == AssistantMessage(content="[you could not finish this answer]")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ..events import TurnOutcome
 from ..messages import AssistantMessage, ChatMessage, ToolMessage
 from ..turn.history import ConversationStore, as_messages
 from ..turn.limits import estimate_tokens, message_tokens
@@ -119,9 +120,9 @@ class RecentWindow:
             self._on_overflow(self.scope, turns[: len(turns) - MAX_WINDOW_TURNS + 1])
         await self._file.append(replace(turn, user=without_images(turn.user)))
 
-    async def amend(self, trace_id: str, heard: str) -> bool:
-        """Mark the window's turn ``trace_id`` interrupted after ``heard``; return if found."""
-        return await self._file.amend(trace_id, heard)
+    async def amend(self, trace_id: str, heard: str, outcome: TurnOutcome = "interrupted") -> bool:
+        """Mark the window's turn ``trace_id`` ``outcome`` after ``heard``; return if found."""
+        return await self._file.amend(trace_id, heard, outcome)
 
 
 class WindowFiles:

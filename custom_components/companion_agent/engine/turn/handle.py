@@ -19,8 +19,8 @@ from ..events import OutputItem, SentenceOutput, TextDelta, TurnOutcome, TurnRes
 
 type PlaybackHook = Callable[[TurnResult], None]
 type CancelListener = Callable[[str], None]
-type CutHook = Callable[[str], None]
-"""Called with the model text the person could have heard of a finished turn."""
+type CutHook = Callable[[str, TurnOutcome], None]
+"""Called with the model text the person could have heard of a finished turn, and why."""
 
 
 class Turn:
@@ -120,7 +120,19 @@ class Turn:
         self._cut = True
         end = self._marks[sentences - 1] if sentences > 0 else 0
         if self._on_cut is not None:
-            self._on_cut("".join(self._shown)[:end])
+            self._on_cut("".join(self._shown)[:end], "interrupted")
+
+    def undelivered(self) -> None:
+        """Say the finished turn's audio never reached the person (its TTS or device failed).
+
+        The stored turn becomes ``failed`` with no text heard, so the next turn knows it
+        could not finish. Once per turn (shared with ``heard_only``); ignored while it runs.
+        """
+        if self._cut or not self.result.done():
+            return
+        self._cut = True
+        if self._on_cut is not None:
+            self._on_cut("", "failed")
 
     def bind(self, task: asyncio.Task[None]) -> None:
         """Attach the task that runs the turn (called once by the runner)."""

@@ -54,8 +54,8 @@ class ConversationHistory(Protocol):
         """Add one finished turn; the next ``load`` sees it at once."""
         ...
 
-    async def amend(self, trace_id: str, heard: str) -> bool:
-        """Mark the stored turn ``trace_id`` interrupted after ``heard``; return if it was found."""
+    async def amend(self, trace_id: str, heard: str, outcome: TurnOutcome = "interrupted") -> bool:
+        """Mark the stored turn ``trace_id`` ``outcome`` after ``heard``; return if found."""
         ...
 
 
@@ -118,8 +118,8 @@ class JsonConversationHistory:
             del turns[: -self._max_turns]
             self._write_soon()
 
-    async def amend(self, trace_id: str, heard: str) -> bool:
-        """Mark the latest turn stored under ``trace_id`` interrupted, its text cut to ``heard``.
+    async def amend(self, trace_id: str, heard: str, outcome: TurnOutcome = "interrupted") -> bool:
+        """Mark the latest turn stored under ``trace_id`` ``outcome``, its text cut to ``heard``.
 
         ``heard`` is the model text the person could have heard. Return whether the turn
         was found (a turn already pruned, or one without a trace id, is not).
@@ -128,7 +128,7 @@ class JsonConversationHistory:
             turns = await self._loaded()
             for index in range(len(turns) - 1, -1, -1):
                 if trace_id and turns[index].trace_id == trace_id:
-                    turns[index] = interrupted_at(turns[index], heard)
+                    turns[index] = interrupted_at(turns[index], heard, outcome)
                     self._write_soon()
                     return True
             return False
@@ -283,11 +283,16 @@ async def store_in(histories: Sequence[ConversationHistory], turn: StoredTurn, n
         LOGGER.warning("Could not store the turn of %s", name, exc_info=True)
 
 
-async def amend_in(histories: Sequence[ConversationHistory], trace_id: str, heard: str) -> None:
-    """Mark turn ``trace_id`` interrupted after ``heard`` in every history; never raise."""
+async def amend_in(
+    histories: Sequence[ConversationHistory],
+    trace_id: str,
+    heard: str,
+    outcome: TurnOutcome = "interrupted",
+) -> None:
+    """Mark turn ``trace_id`` ``outcome`` after ``heard`` in every history; never raise."""
     try:
         async with asyncio.timeout(STORE_TIMEOUT):
             for history in histories:
-                await history.amend(trace_id, heard)
+                await history.amend(trace_id, heard, outcome)
     except Exception:
         LOGGER.warning("Could not mark turn %s interrupted", trace_id, exc_info=True)

@@ -19,7 +19,7 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
 
 from ..chars import valid_text
-from ..events import SentenceOutput, TextDelta, TurnResult
+from ..events import SentenceOutput, TextDelta, TurnOutcome, TurnResult
 from ..guard.executor import Guard
 from ..guard.targets import StateProbe, TargetResolver
 from ..guard.tokens import ConfirmationResult
@@ -118,16 +118,16 @@ class TurnRunner:
         turn = Turn(
             trace_id,
             lambda result: _after_playback(persona, request, result),
-            lambda heard: self._amend(request, heard),
+            lambda heard, outcome: self._amend(request, heard, outcome),
         )
         task = self._track(self._drive(turn, persona, request), name=f"turn {trace_id}")
         task.add_done_callback(lambda _task: _never_started(turn))
         turn.bind(task)
         return turn
 
-    def _amend(self, request: TurnRequest, heard: str) -> None:
-        """Mark the stored turn interrupted after ``heard`` (the person spoke over its audio)."""
-        self._track(amend_in(_histories(request), request.context.trace_id, heard))
+    def _amend(self, request: TurnRequest, heard: str, outcome: TurnOutcome) -> None:
+        """Mark the stored turn ``outcome`` after ``heard`` (spoken over, or never heard)."""
+        self._track(amend_in(_histories(request), request.context.trace_id, heard, outcome))
 
     def _track(self, work: Coroutine[None, None, None], name: str | None = None) -> Task[None]:
         """Run ``work`` in a task of its own that ``drain`` waits for."""

@@ -163,6 +163,8 @@ def cut_to(messages: Sequence[TurnMessage], heard: str | None) -> tuple[TurnMess
     return tuple(out)
 
 
-def interrupted_at(turn: StoredTurn, heard: str) -> StoredTurn:
-    """Return ``turn`` marked ``interrupted``, its text cut to the model text ``heard``."""
-    return replace(turn, outcome="interrupted", messages=cut_to(turn.messages, heard))
+def interrupted_at(
+    turn: StoredTurn, heard: str, outcome: TurnOutcome = "interrupted"
+) -> StoredTurn:
+    """Return ``turn`` marked ``outcome``, its text cut to the model text ``heard``."""
+    return replace(turn, outcome=outcome, messages=cut_to(turn.messages, heard))
