@@ -206,6 +206,7 @@ async def set_up(hass: HomeAssistant, server: LLMServer, port: int, voice: str) 
     await hass.async_block_till_done()
     flows = hass.config_entries.subentries
     step = await flows.async_init((entry.entry_id, SUBENTRY_TTS), context={"source": "user"})
+    step = await flows.async_configure(step["flow_id"], {"next_step_id": "server"})  # the menu
     step = await flows.async_configure(step["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: port})
     await flows.async_configure(step["flow_id"], {CONF_VOICE: voice})
     theirs = await hass.config_entries.flow.async_init("wyoming", context={"source": "user"})
