@@ -48,10 +48,7 @@ from custom_components.companion_agent.runtime import CompanionRuntime
 from custom_components.companion_agent.tts import CompanionTtsEntity
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
-from tests.support.piper import piper, piper_process, proxy
 from tests.support.wyoming_proxy import WyomingProxy
-
-__all__ = ["piper", "piper_process", "proxy"]  # fixtures, imported to be found
 
 TIMEOUT = 10.0
 VOICE = "en_US-joe-medium"
