@@ -150,7 +150,10 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         sentences = _sentences(_deltas(request.message_gen))
         heads = self.entry.runtime_data.speech_starts
         synthesis = self._synthesis(voice, speaker)
-        audio = heads.speak(self._speech_key(voice, speaker), sentences, synthesis)
+        playback = self.entry.runtime_data.playback
+        audio = heads.speak(
+            self._speech_key(voice, speaker), sentences, synthesis, playback.async_report_duration
+        )
         return TTSAudioResponse("wav", self._wav_stream(audio, voice))
 
     def async_speak_ahead(self, text: str, trace_id: str) -> bool:

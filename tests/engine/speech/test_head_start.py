@@ -49,6 +49,43 @@ async def test_a_claimed_head_start_plays_what_piper_made_then_the_rest(
     await proxy.wait_idle()
 
 
+async def test_a_head_start_played_to_its_end_reports_the_turns_audio_length(
+    proxy: WyomingProxy, piper: PiperPeer
+) -> None:
+    heads = SpeechHeadStarts()
+    client = tts(proxy, piper)
+    lengths: list[tuple[str, float]] = []
+    assert heads.start(SpeechKey.of(VOICE, "Good morning."), "t1", client.synthesize)
+    audio = heads.speak(
+        VOICE,
+        sentences("Good morning.", "Tea is ready."),
+        client.synthesize,
+        lambda trace_id, seconds: lengths.append((trace_id, seconds)),
+    )
+    chunks = [chunk async for chunk in audio]
+
+    (first, *_) = chunks
+    pcm = sum(len(chunk.audio) for chunk in chunks)
+    assert [trace for trace, _ in lengths] == ["t1"]
+    assert lengths[0][1] == pytest.approx(pcm / (first.rate * first.width * first.channels))
+    assert 1.0 < lengths[0][1] < 5.0  # two short sentences
+    await proxy.wait_idle()
+
+    stopped: list[tuple[str, float]] = []
+    assert heads.start(SpeechKey.of(VOICE, "Hello."), "t2", client.synthesize)
+    audio = heads.speak(
+        VOICE,
+        sentences("Hello.", "More to say."),
+        client.synthesize,
+        lambda trace_id, seconds: stopped.append((trace_id, seconds)),
+    )
+    await anext(audio)
+    heads.drop_turn("t2")  # spoken over: what it played is not its length
+    _ = [chunk async for chunk in audio]
+    assert stopped == []
+    await proxy.wait_idle()
+
+
 async def test_the_same_sentence_is_never_started_twice(
     proxy: WyomingProxy, piper: PiperPeer
 ) -> None:

@@ -28,6 +28,8 @@ DEFAULT_CAPACITY = 4
 DEFAULT_TTL = 10.0
 
 type Synthesis = Callable[[AsyncIterator[str]], AsyncGenerator[AudioChunk]]
+type LengthListener = Callable[[str, float], None]
+"""Told a turn's trace id and how many seconds of its audio a stream played to the end."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,11 +153,16 @@ class SpeechHeadStarts:
             prepared.stop()
 
     async def speak(
-        self, voice: str, sentences: AsyncIterator[str], synthesis: Synthesis
+        self,
+        voice: str,
+        sentences: AsyncIterator[str],
+        synthesis: Synthesis,
+        on_length: LengthListener | None = None,
     ) -> AsyncGenerator[AudioChunk]:
         """Speak ``sentences``: the first from its head start if one waits, else as usual.
 
-        A stream that played a turn's head start ends at once when that turn is dropped.
+        A stream that played a turn's head start ends at once when that turn is dropped;
+        one that played it to its end tells ``on_length`` the turn's id and audio seconds.
         """
         first = await anext(aiter(sentences), None)
         if first is None:
@@ -169,11 +176,15 @@ class SpeechHeadStarts:
             finally:
                 await audio.aclose()
             return
+        seconds = 0.0
         try:
             async for chunk in until_stopped(
                 _then(prepared.audio(), lambda: synthesis(sentences)), prepared.stopped
             ):
+                seconds += chunk_seconds(chunk)
                 yield chunk
+            if on_length is not None and not prepared.stopped.is_set():
+                on_length(prepared.trace_id, seconds)
         finally:
             self.release(prepared)
 
@@ -188,6 +199,12 @@ class SpeechHeadStarts:
         prepared, timer = self._waiting.pop(slot)
         timer.cancel()
         prepared.stop()
+
+
+def chunk_seconds(chunk: AudioChunk) -> float:
+    """Return how long ``chunk`` plays."""
+    per_second = chunk.rate * chunk.width * chunk.channels
+    return len(chunk.audio) / per_second if per_second > 0 else 0.0
 
 
 async def until_stopped(
