@@ -167,13 +167,13 @@ async def _async_open_backend(
 
 
 def embedder_for(options: Mapping[str, Any]) -> OpenAIEmbedder | None:
-    """Return the embeddings endpoint the options name, if any."""
+    """Return the embeddings endpoint the options name, if any (E5 models told apart)."""
     if not (url := options.get(CONF_EMBEDDINGS_URL)):
         return None
     return OpenAIEmbedder(
-        EmbeddingSettings(
-            base_url=url,
-            model=options.get(CONF_EMBEDDINGS_MODEL) or "text-embedding-3-small",
+        EmbeddingSettings.for_model(
+            url,
+            options.get(CONF_EMBEDDINGS_MODEL) or "text-embedding-3-small",
             api_key=options.get(CONF_EMBEDDINGS_KEY) or None,
         )
     )

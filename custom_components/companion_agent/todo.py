@@ -158,4 +158,3 @@ class PersonaMemoryList(TodoListEntity):
     def _env(memory: CompanionMemory) -> str:
         """Return the memory's environment tag."""
         return memory.settings.environment
-
