@@ -4,6 +4,7 @@ import asyncio
 import json
 import math
 from dataclasses import replace
+from typing import cast
 
 import pytest
 from aiohttp import web
@@ -211,5 +212,8 @@ async def test_a_model_named_in_the_options_gets_its_two_sides(
         await embedder.embed(["Anna"], "passage")
     finally:
         await embedder.aclose()
-    got = [(r["model"], r.get("input_type"), r["input"][0]) for r in llm_server.embedding_requests]
+    got = [
+        (r["model"], r.get("input_type"), cast(list[str], r["input"])[0])
+        for r in llm_server.embedding_requests
+    ]
     assert got == sent
