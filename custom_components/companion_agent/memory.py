@@ -42,6 +42,7 @@ from .const import (
     MEMORY_OUTBOX_FILE,
     MEMORY_WINDOWS_FOLDER,
 )
+from .engine.audit.redaction import scrub_text
 from .engine.errors import CompanionError, MemoryBackendError
 from .engine.llm import OpenAIChatModel
 from .engine.memory.answers import JsonAnswers
@@ -217,6 +218,7 @@ async def _async_unreachable(memory: CompanionMemory) -> str | None:
 @callback
 def _async_issue(hass: HomeAssistant, entry: CompanionConfigEntry, kind: str, detail: str) -> None:
     """Raise the entry's memory issue of ``kind`` (marked with the entry, for cleanup)."""
+    detail = scrub_text(detail)  # a backend's error may name a URL with its credentials
     LOGGER.warning("Memory is not available: %s", detail)
     ir.async_create_issue(
         hass,
