@@ -11,8 +11,10 @@ that miss are counted). Memory is closed, bounded, at unload and HA stop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ from .const import (
     CONF_NEO4J_URI,
     CONF_NEO4J_USER,
     DOMAIN,
+    ISSUE_MEMORY_FILE,
     ISSUE_MEMORY_REQUIREMENTS,
     ISSUE_MEMORY_UNREACHABLE,
     LOGGER,
@@ -70,7 +73,9 @@ async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -
     options = entry.options
     data_dir = runtime.data_dir
     try:
-        store, graph = await _async_open_backend(hass, options, data_dir)
+        store, graph = await _async_open_backend(
+            hass, options, data_dir, partial(async_report_bad_memory_file, hass)
+        )
     except RequirementsNotFound as err:
         _async_issue(hass, entry, ISSUE_MEMORY_REQUIREMENTS, str(err.requirements))
         return
@@ -96,7 +101,10 @@ async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -
 
     memory = CompanionMemory(
         store,
-        MemoryOutbox(data_dir / f"{entry.entry_id}.{MEMORY_OUTBOX_FILE}"),
+        MemoryOutbox(
+            data_dir / f"{entry.entry_id}.{MEMORY_OUTBOX_FILE}",
+            on_corrupt=partial(async_report_bad_memory_file, hass),
+        ),
         windows=data_dir / MEMORY_WINDOWS_FOLDER,
         answers_for=answers_for,
         graph=graph,
@@ -146,7 +154,10 @@ def turn_memory(
 
 
 async def _async_open_backend(
-    hass: HomeAssistant, options: Mapping[str, Any], data_dir: Path
+    hass: HomeAssistant,
+    options: Mapping[str, Any],
+    data_dir: Path,
+    on_corrupt: Callable[[Path, Path], None],
 ) -> tuple[MemoryStore, GraphStore | None]:
     """Open the store (and graph) the options name; install what they need first."""
     backend = options.get(CONF_MEMORY_BACKEND, MEMORY_EMBEDDED)
@@ -163,7 +174,9 @@ async def _async_open_backend(
         await async_process_requirements(hass, DOMAIN, list(MEM0_REQUIREMENTS))
         mem0 = await Mem0Store.create(mem0_settings(options, data_dir), embedder)
         return mem0, graph
-    store = await EmbeddedStore.create(data_dir / MEMORY_FILE, embedder=embedder)
+    store = await EmbeddedStore.create(
+        data_dir / MEMORY_FILE, embedder=embedder, on_corrupt=on_corrupt
+    )
     return store, graph or store.graph
 
 
@@ -213,6 +226,21 @@ async def _async_unreachable(memory: CompanionMemory) -> str | None:
         if not check.ok:
             return f"{check.backend}: {check.problem}"
     return None
+
+
+@callback
+def async_report_bad_memory_file(hass: HomeAssistant, path: Path, moved: Path) -> None:
+    """Say that a memory file (the store or the outbox) was unusable and was moved aside."""
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    ir.async_create_issue(
+        hass,
+        DOMAIN,
+        f"{ISSUE_MEMORY_FILE}_{digest}",
+        is_fixable=False,
+        severity=ir.IssueSeverity.WARNING,
+        translation_key=ISSUE_MEMORY_FILE,
+        translation_placeholders={"path": str(path), "moved": str(moved)},
+    )
 
 
 @callback

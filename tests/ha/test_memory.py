@@ -185,7 +185,7 @@ async def test_diagnostics_show_counts_not_content(
     diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, entry)
     memory = cast(dict[str, dict[str, int]], diagnostics["memory"])
     assert sum(memory["records"].values()) >= 1
-    assert memory["outbox"] == {"waiting": 0, "set_aside": 0, "refused": 0}
+    assert memory["outbox"] == {"waiting": 0, "set_aside": 0, "refused": 0, "lost": 0}
     assert "secret recipe" not in json.dumps(diagnostics)
 
 
@@ -227,3 +227,42 @@ async def test_ha_stop_closes_memory_and_keeps_what_waits(
     left = await reader.entries()
     await reader.close()
     assert [e.kind for e in left][:1] == ["state"]
+
+
+async def test_corrupt_memory_files_are_moved_aside_with_a_repair_and_memory_works(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """A damaged memory.db and outbox are set aside (a repair each); memory starts fresh."""
+    assert await async_setup_component(hass, "conversation", {})
+    entry = make_personas_entry(llm_server, {"Ada": "default"})
+    entry.add_to_hass(hass)
+    folder = Path(hass.config.path(STORAGE_FOLDER))
+    store = folder / MEMORY_FILE
+    outbox = folder / f"{entry.entry_id}.memory_outbox.db"
+    await hass.async_add_executor_job(garble, store, outbox)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    await settled(entry)
+    agent = agents_by_title(hass, entry)["Ada"]
+    llm_server.script(Reply.text("Noted."))
+    result = await talk(hass, agent, "From now on, call me Captain.")
+    assert result.response.speech["plain"]["speech"] == "Noted."
+    await settled(entry)
+    exported = await call(hass, "export_memories", {"persona": agent})
+    assert [m["text"] for m in rows(exported)] == ["From now on, call me Captain."]
+    issues = [
+        issue
+        for (domain, _id), issue in ir.async_get(hass).issues.items()
+        if domain == DOMAIN and issue.translation_key == "memory_file_moved"
+    ]
+    moved = sorted(Path(str(issue.translation_placeholders["path"])).name for issue in issues)  # type: ignore[index]
+    assert moved == sorted([store.name, outbox.name])
+    places = [Path(str(i.translation_placeholders["moved"])) for i in issues]  # type: ignore[index]
+    assert all(await hass.async_add_executor_job(lambda: [p.exists() for p in places]))
+
+
+def garble(*paths: Path) -> None:
+    """Fill files with bytes that are not SQLite (blocking)."""
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"\x00garbage, not SQLite\x00" * 300)
