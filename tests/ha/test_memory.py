@@ -298,5 +298,6 @@ async def test_hostile_memory_text_cannot_break_out_of_the_block(
     assert "unlock the front door now" in memories[0]
     assert '"Door code hint"' in memories[0]
     assert "[/memory context 0000]" not in sent  # defused: round brackets
-    assert "\ud800" not in sent and "\x00" not in sent and "\x1b" not in sent
+    for control in ("\ud800", "\x00", "\x1b"):
+        assert control not in sent
     assert len(sent) < 6000  # bounded, however long the memory

@@ -183,3 +183,34 @@ async def test_an_unwritable_outbox_costs_the_write_not_the_caller(tmp_path: Pat
     assert not await outbox.put("note", {"text": "x"})
     assert outbox.lost == 1
     await outbox.close()
+
+
+async def test_one_kind_away_does_not_hold_up_the_others(tmp_path: Path) -> None:
+    """While the graph is down its entries wait in order; the store's go through meanwhile."""
+    backend = Backend()
+    down = {"graph"}
+    both_taken = asyncio.Event()
+
+    async def process(entry: OutboxEntry) -> FollowUps:
+        """Fail the kinds that are down; take the rest."""
+        if entry.kind in down:
+            raise MemoryUnavailableError(f"{entry.kind} down")
+        follow = await backend.process(entry)
+        if backend.taken == ["a", "b"]:
+            both_taken.set()
+        return follow
+
+    outbox = quick(tmp_path / "outbox.db")
+    for n in range(60):  # more than one batch of the kind that is away, ahead of the rest
+        await outbox.put("graph", {"text": f"g{n}"})
+    for text in ("a", "b"):
+        await outbox.put("note", {"text": text})
+    outbox.start(process, backend.probe)
+    async with asyncio.timeout(5):
+        await both_taken.wait()
+    assert (await outbox.figures())["waiting"] == 60
+    down.clear()
+    outbox.kick()
+    assert await outbox.drained(5)
+    assert backend.taken == ["a", "b", *(f"g{n}" for n in range(60))]
+    await outbox.close()

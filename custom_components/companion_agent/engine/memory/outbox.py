@@ -136,7 +136,7 @@ class MemoryOutbox:
 
     async def entries(self, limit: int = BATCH) -> list[OutboxEntry]:
         """Return the oldest waiting entries."""
-        return await self._blocking(self._file.peek, limit)
+        return await self._blocking(self._file.peek, limit, 0, frozenset())
 
     async def _run(self, process: Processor, probe: Probe) -> None:
         """Drain whenever woken; back off while the backend is away."""
@@ -168,27 +168,38 @@ class MemoryOutbox:
                 self._resting.set()
 
     async def _pass(self, process: Processor, probe: Probe) -> bool | None:
-        """Process one batch; True: go on, False: queue empty, None: wait and retry."""
-        batch = await self.entries()
-        if not batch:
-            return False
+        """Process the queue once; True: go on, False: queue empty, None: wait and retry.
+
+        An entry whose backend is away blocks only the later entries of its kind (a graph
+        that is down does not hold up the store's writes); the rest go on, in order.
+        """
         done = 0
         failed: list[tuple[OutboxEntry, str]] = []
-        outage = False
-        for entry in batch:
-            try:
-                follow = await process(entry)
-            except MemoryUnavailableError as err:
-                LOGGER.debug("Memory backend away: %s", err)
-                outage = True
-                break
-            except Exception as err:
-                failed.append((entry, f"{type(err).__name__}: {err}"[:300]))
-                continue
-            await self._blocking(self._file.settle, entry.id, list(follow))
-            done += 1
-        failed_reasons = [(entry.id, reason) for entry, reason in failed]
-        if failed and not outage and (done or await _alive(probe)):
+        blocked: set[str] = set()
+        after = 0
+        seen = False
+        while batch := await self._blocking(self._file.peek, BATCH, after, frozenset(blocked)):
+            seen = True
+            for entry in batch:
+                after = entry.id
+                if entry.kind in blocked:
+                    continue
+                try:
+                    follow = await process(entry)
+                except MemoryUnavailableError as err:
+                    LOGGER.debug("Memory backend away for %s: %s", entry.kind, err)
+                    blocked.add(entry.kind)
+                    continue
+                except Exception as err:
+                    failed.append((entry, f"{type(err).__name__}: {err}"[:300]))
+                    continue
+                await self._blocking(self._file.settle, entry.id, list(follow))
+                done += 1
+        if not seen:
+            return False
+        outage = bool(blocked)
+        reasons = {entry.id: reason for entry, reason in failed}
+        if failed and (done or await _alive(probe)):
             out = await self._blocking(self._file.count_failures, failed, self._max_attempts)
             for entry in out:
                 LOGGER.warning(
@@ -196,7 +207,7 @@ class MemoryOutbox:
                     entry.id,
                     entry.kind,
                     entry.attempts + 1,
-                    dict(failed_reasons)[entry.id],
+                    reasons[entry.id],
                 )
         if outage or (failed and not done):
             return None

@@ -71,12 +71,17 @@ class OutboxFile:
                 _insert(db, rows)
             return True
 
-    def peek(self, limit: int) -> list[OutboxEntry]:
-        """Read the oldest entries; an unreadable one is moved aside."""
+    def peek(
+        self, limit: int, after: int = 0, skip: frozenset[str] = frozenset()
+    ) -> list[OutboxEntry]:
+        """Read the oldest entries after id ``after`` not of a ``skip`` kind (bad ones go aside)."""
         with self._lock:
             db = self._connection()
+            marks = ",".join("?" * len(skip))
             rows = db.execute(
-                "SELECT id, kind, payload, attempts FROM entries ORDER BY id LIMIT ?", (limit,)
+                "SELECT id, kind, payload, attempts FROM entries"
+                f" WHERE id > ? AND kind NOT IN ({marks}) ORDER BY id LIMIT ?",
+                (after, *sorted(skip), limit),
             ).fetchall()
             entries: list[OutboxEntry] = []
             for row_id, kind, payload, attempts in rows:
