@@ -29,7 +29,7 @@ from ..errors import MemoryBackendError, MemoryInputError, MemoryStoreError
 from . import mem0_calls as calls
 from . import mem0_records as records
 from .backend_check import BackendCheck
-from .boundary import clean_scope, clean_text
+from .boundary import clean_scope, clean_text, state_memory
 from .embeddings import Embedder, EmbeddingSettings, InputType, OpenAIEmbedder
 from .graph import forget_where
 from .keywords import query_terms
@@ -144,9 +144,7 @@ class Mem0Store:
 
     async def supersede(self, memory: NewMemory) -> MemoryRecord:
         """Store a state conclusion; the current one on the same topic and scope retires."""
-        if memory.kind != "state" or not (memory.topic or "").strip():
-            raise MemoryInputError("supersede takes a state memory with a topic")
-        (record,) = await self.add([memory])
+        (record,) = await self.add([state_memory(memory)])
         return record
 
     async def rollback(self, record_id: str) -> MemoryRecord | None:
