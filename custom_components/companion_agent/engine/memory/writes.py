@@ -24,7 +24,7 @@ from typing import cast
 from ..errors import MemoryAnswerError, MemoryStoreError, MemoryUnavailableError
 from ..json_types import JSONObject, JSONValue
 from .answers import JsonAnswers
-from .extraction import extract
+from .extraction import MAX_INPUT_CHARS, clean_memory, extract
 from .outbox import FollowUps, OutboxEntry
 from .types import GraphFacts, GraphStore, MemoryKind, MemoryScope, MemoryStore, NewMemory, Relation
 
@@ -88,11 +88,11 @@ def exchange_entry(
     model: str | None,
     at: datetime,
 ) -> JSONObject:
-    """Return the payload of an ``exchange`` entry."""
+    """Return the payload of an ``exchange`` entry: bounded, without images, as extracted."""
     return {
         "scope": dump_scope(scope),
-        "user": user_text,
-        "assistant": assistant_text,
+        "user": clean_memory(user_text, MAX_INPUT_CHARS),
+        "assistant": clean_memory(assistant_text, MAX_INPUT_CHARS),
         "source": source,
         "model": model,
         "at": at.isoformat(),
