@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 from homeassistant.core import HomeAssistant
@@ -16,6 +17,9 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.companion_agent.const import DOMAIN
 from custom_components.companion_agent.engine.audit.redaction import scrub_text
+from custom_components.companion_agent.engine.memory.embeddings import EmbeddingSettings
+from custom_components.companion_agent.engine.memory.mem0_setup import Mem0Settings
+from custom_components.companion_agent.engine.memory.neo4j_graph import Neo4jSettings
 from tests.ha.conftest import make_personas_entry
 from tests.support.llm_server import LLMServer
 
@@ -27,6 +31,22 @@ def test_scrub_text_masks_the_login_of_a_url_in_free_text() -> None:
     said = "cannot connect to bolt://neo4j:hunter2@graph.lan:7687 (refused)"
     assert scrub_text(said) == "cannot connect to bolt://***@graph.lan:7687 (refused)"
     assert scrub_text("see http://graph.lan:7474/browser") == "see http://graph.lan:7474/browser"
+
+
+def test_backend_settings_never_show_a_secret_in_their_repr() -> None:
+    """A settings object logged or in a traceback shows no password or key."""
+    shown = repr(
+        [
+            Neo4jSettings(uri="bolt://g:7687", user="neo4j", password="neo-pw-5e6d"),
+            Mem0Settings(
+                folder=Path("/x"), qdrant_api_key="qdrant-key-7f3a", llm_api_key="hunter2"
+            ),
+            EmbeddingSettings.for_model("http://e/v1", "m", api_key="embed-key-91c2"),
+        ]
+    )
+    assert "bolt://g:7687" in shown
+    for secret in SECRETS:
+        assert secret not in shown
 
 
 async def test_memory_options_secrets_stay_out_of_diagnostics_issues_and_log(

@@ -27,7 +27,7 @@ import math
 import re
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 import httpx
@@ -68,7 +68,7 @@ class EmbeddingSettings:
     model: str
     """The model for stored text (passages), and for queries when ``query_model`` is unset."""
     query_model: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     query_prefix: str = ""
     passage_prefix: str = ""
     send_input_type: bool = False
