@@ -46,7 +46,7 @@ from .const import (
     MEMORY_WINDOWS_FOLDER,
 )
 from .engine.audit.redaction import scrub_text
-from .engine.errors import CompanionError, MemoryBackendError
+from .engine.errors import CompanionError, MemoryBackendError, MemoryStoreError
 from .engine.llm import OpenAIChatModel
 from .engine.memory.answers import JsonAnswers
 from .engine.memory.companion import CompanionMemory, MemorySettings
@@ -172,7 +172,14 @@ async def _async_open_backend(
                 "it needs an embeddings endpoint", backend=MEMORY_MEM0, problem="invalid_config"
             )
         await async_process_requirements(hass, DOMAIN, list(MEM0_REQUIREMENTS))
-        mem0 = await Mem0Store.create(mem0_settings(options, data_dir), embedder)
+        settings = mem0_settings(options, data_dir)
+        try:
+            mem0 = await Mem0Store.create(settings, embedder)
+        except MemoryStoreError as err:
+            if not err.retryable:
+                raise
+            LOGGER.warning("mem0 is not reachable yet (%s); it opens when it answers", err)
+            mem0 = Mem0Store(settings, embedder)  # writes wait in the outbox meanwhile
         return mem0, graph
     store = await EmbeddedStore.create(
         data_dir / MEMORY_FILE, embedder=embedder, on_corrupt=on_corrupt
