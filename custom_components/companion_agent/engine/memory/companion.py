@@ -245,14 +245,16 @@ class CompanionMemory:
 
     async def close(self, grace: float = 5.0) -> None:
         """Let queued writes drain for ``grace`` seconds, then release everything."""
-        await self.summaries.close(grace / 2)
-        if self._writes:
-            await asyncio.wait(self._writes, timeout=grace / 2)
-        await self.outbox.close(grace / 2)
-        await self.flush()
-        await self.store.close()
-        if self.graph is not None:
-            await self.graph.close()
+        try:
+            await self.summaries.close(grace / 2)
+            if self._writes:
+                await asyncio.wait(self._writes, timeout=grace / 2)
+            await self.outbox.close(grace / 2)
+            await self.flush()
+        finally:  # even when cancelled: the store's thread and connections must go
+            await self.store.close()
+            if self.graph is not None:
+                await self.graph.close()
 
     async def _instruction(self, scope: MemoryScope, text: str) -> None:
         """Write a lasting instruction as a conclusion, waiting at most the write timeout."""
