@@ -210,7 +210,10 @@ async def _async_export(hass: HomeAssistant, call: ServiceCall) -> ServiceRespon
         records = await memory.export(scopes)
     except Exception as err:
         raise _unavailable(err) from err
-    return {"memories": [record_data(r) for r in records[:MAX_EXPORT]]}
+    return {
+        "memories": [record_data(r) for r in records[:MAX_EXPORT]],
+        "truncated": len(records) > MAX_EXPORT,
+    }
 
 
 def async_setup_memory_services(hass: HomeAssistant) -> None:

@@ -64,8 +64,9 @@ async def test_a_non_admin_reaches_only_their_own_and_the_households_memories(
         "memory",
     )
 
-    seen = rows(await as_user(hass, bob, "export_memories", {"persona": ada}))
-    assert [m["text"] for m in seen] == ["Bins on Monday"]
+    bobs = await as_user(hass, bob, "export_memories", {"persona": ada})
+    assert [m["text"] for m in rows(bobs)] == ["Bins on Monday"]
+    assert bobs["truncated"] is False
     denied: list[tuple[str, dict[str, object]]] = [
         ("export_memories", {"persona": ada, "person": alice_person}),
         ("forget", {"person": alice_person}),
