@@ -11,7 +11,6 @@ that miss are counted). Memory is closed, bounded, at unload and HA stop.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
@@ -35,7 +34,6 @@ from .const import (
     CONF_NEO4J_URI,
     CONF_NEO4J_USER,
     DOMAIN,
-    ISSUE_MEMORY_FILE,
     ISSUE_MEMORY_REQUIREMENTS,
     ISSUE_MEMORY_UNREACHABLE,
     LOGGER,
@@ -60,6 +58,7 @@ from .engine.memory.outbox import MemoryOutbox
 from .engine.memory.types import GraphStore, MemoryStore
 from .engine.memory.window import RecentWindow
 from .engine.plugins import Hook, Profile
+from .repairs import async_report_bad_memory_file
 from .runtime import CompanionConfigEntry
 
 MEMORY_CLOSE_GRACE = 5.0
@@ -233,21 +232,6 @@ async def _async_unreachable(memory: CompanionMemory) -> str | None:
         if not check.ok:
             return f"{check.backend}: {check.problem}"
     return None
-
-
-@callback
-def async_report_bad_memory_file(hass: HomeAssistant, path: Path, moved: Path) -> None:
-    """Say that a memory file (the store or the outbox) was unusable and was moved aside."""
-    digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
-    ir.async_create_issue(
-        hass,
-        DOMAIN,
-        f"{ISSUE_MEMORY_FILE}_{digest}",
-        is_fixable=False,
-        severity=ir.IssueSeverity.WARNING,
-        translation_key=ISSUE_MEMORY_FILE,
-        translation_placeholders={"path": str(path), "moved": str(moved)},
-    )
 
 
 @callback
