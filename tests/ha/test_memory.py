@@ -301,3 +301,29 @@ async def test_hostile_memory_text_cannot_break_out_of_the_block(
     for control in ("\ud800", "\x00", "\x1b"):
         assert control not in sent
     assert len(sent) < 6000  # bounded, however long the memory
+
+
+async def test_forgetting_a_person_or_persona_clears_their_recent_exchanges(
+    hass: HomeAssistant,
+    two_personas: tuple[MockConfigEntry, dict[str, str]],
+    llm_server: LLMServer,
+) -> None:
+    """After forget, the rolling window no longer hands the old words to the model."""
+    entry, agents = two_personas
+    alice, person = await add_person(hass, "Alice")
+    bob, _ = await add_person(hass, "Bob")
+    await talk(hass, agents["Ada"], "My cat is called Miso.", user_id=alice)
+    await talk(hass, agents["Ada"], "My dog is called Rex.", user_id=bob)
+    await talk(hass, agents["Bea"], "My bird is called Kiwi.", user_id=bob)
+    await settled(entry)
+    await call(hass, "forget", {"person": person})
+    await talk(hass, agents["Ada"], "What is my cat called?", user_id=alice)
+    assert "Miso" not in all_messages(llm_server)
+    await talk(hass, agents["Ada"], "What is my dog called?", user_id=bob)
+    assert "My dog is called Rex." in all_messages(llm_server)  # Bob's window stays
+
+    await call(hass, "forget", {"persona": agents["Ada"]})
+    await talk(hass, agents["Ada"], "What is my dog called?", user_id=bob)
+    assert "Rex" not in all_messages(llm_server)
+    await talk(hass, agents["Bea"], "What is my bird called?", user_id=bob)
+    assert "My bird is called Kiwi." in all_messages(llm_server)  # another persona's stays

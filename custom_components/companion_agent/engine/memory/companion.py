@@ -35,7 +35,7 @@ from .types import (
     MemoryStore,
     NewMemory,
 )
-from .window import RecentWindow, WindowFiles
+from .window import RecentWindow, WindowFiles, forget_windows
 from .writes import AnswersFor, MemoryWriter, dump_memory, exchange_entry
 
 LOGGER = logging.getLogger(__name__)
@@ -177,11 +177,12 @@ class CompanionMemory:
         return None
 
     async def forget(self, what: Forget) -> int:
-        """Forget what ``what`` names, in the store and the graph; return how many went."""
+        """Forget what ``what`` names: store, graph and rolling windows; return records gone."""
         async with asyncio.timeout(CALL_TIMEOUT):
             removed = await self.store.forget(what)
             if self.graph is not None and what.record_id is None:
                 removed += await self.graph.forget(what)
+        await forget_windows(self._windows_root, self._windows, what)
         return removed
 
     async def rollback(self, record_id: str) -> MemoryRecord | None:
