@@ -36,7 +36,7 @@ from .types import (
     NewMemory,
 )
 from .window import RecentWindow, WindowFiles, forget_windows
-from .writes import AnswersFor, MemoryWriter, dump_memory, exchange_entry
+from .writes import AnswersFor, MemoryWriter, dump_memory, exchange_entry, forgotten_by
 
 LOGGER = logging.getLogger(__name__)
 
@@ -178,6 +178,8 @@ class CompanionMemory:
 
     async def forget(self, what: Forget) -> int:
         """Forget what ``what`` names: store, graph and rolling windows; return records gone."""
+        if what.record_id is None:  # what waits on disk would bring it back
+            await self.outbox.drop(forgotten_by(what))
         async with asyncio.timeout(CALL_TIMEOUT):
             removed = await self.store.forget(what)
             if self.graph is not None and what.record_id is None:

@@ -134,6 +134,10 @@ class MemoryOutbox:
             self._worker = None
         self._file.close()  # quick; no await here, so a cancelled close still closes
 
+    async def drop(self, matches: Callable[[OutboxEntry], bool]) -> int:
+        """Delete the waiting entries ``matches`` picks (forgotten before they are written)."""
+        return await self._blocking(self._file.drop, matches)
+
     async def entries(self, limit: int = BATCH) -> list[OutboxEntry]:
         """Return the oldest waiting entries."""
         return await self._blocking(self._file.peek, limit, 0, frozenset())

@@ -13,7 +13,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -124,6 +124,25 @@ class OutboxFile:
                         self._set_aside(db, entry.id, reason)
                         out.append(entry)
         return out
+
+    def drop(self, matches: Callable[[OutboxEntry], bool]) -> int:
+        """Delete the waiting entries ``matches`` picks (unreadable ones stay); return how many."""
+        with self._lock:
+            db = self._connection()
+            gone: list[tuple[int]] = []
+            for row_id, kind, payload, attempts in db.execute(
+                "SELECT id, kind, payload, attempts FROM entries"
+            ).fetchall():
+                try:
+                    data = json.loads(payload)
+                    entry = OutboxEntry(id=row_id, kind=kind, payload=data, attempts=attempts)
+                    if isinstance(data, dict) and matches(entry):
+                        gone.append((row_id,))
+                except (ValueError, KeyError, TypeError):
+                    continue
+            with db:
+                db.executemany("DELETE FROM entries WHERE id = ?", gone)
+            return len(gone)
 
     def counts(self) -> tuple[int, int]:
         """Return the waiting and the set-aside entries."""
