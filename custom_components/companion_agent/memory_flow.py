@@ -47,6 +47,7 @@ from .const import (
     MEMORY_MEM0,
     STORAGE_FOLDER,
 )
+from .engine.audit.redaction import scrub_text
 from .engine.memory.mem0_setup import MEM0_REQUIREMENTS
 from .engine.memory.mem0_store import Mem0Store
 from .engine.memory.neo4j_graph import NEO4J_REQUIREMENT, Neo4jGraph
@@ -123,7 +124,7 @@ async def _mem0_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str 
         await store.close()
         await embedder.aclose()
     if not check.ok:
-        LOGGER.debug("mem0 check failed: %s", check.detail)
+        LOGGER.debug("mem0 check failed: %s", scrub_text(check.detail))
         return "mem0_unreachable"
     return None
 
@@ -140,7 +141,7 @@ async def _neo4j_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str
     finally:
         await graph.close()
     if not check.ok:
-        LOGGER.debug("Neo4j check failed: %s", check.detail)
+        LOGGER.debug("Neo4j check failed: %s", scrub_text(check.detail))
         return "neo4j_auth" if check.problem == "auth" else "neo4j_unreachable"
     return None
 

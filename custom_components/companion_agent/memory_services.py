@@ -1,7 +1,9 @@
 """Memory services: remember, forget, roll back, export (what each persona remembers).
 
 A persona is named by its conversation entity, a person by their ``person`` entity (its HA
-user); without a person a memory belongs to the household. Errors are translated.
+user); without a person a memory belongs to the household. Errors are translated. Who may
+act on whose memories is ``memory_access``'s: a non-admin user only on their own and the
+household's.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ from .const import (
     SERVICE_FORGET,
     SERVICE_REMEMBER,
     SERVICE_ROLLBACK_MEMORY,
+    SUBENTRY_CONVERSATION,
     signal_memory_changed,
 )
 from .engine.errors import MemoryInputError
 from .engine.memory.companion import CompanionMemory
 from .engine.memory.types import HOUSEHOLD, Forget, MemoryRecord, MemoryScope
+from .memory_access import async_caller_owner, async_may_touch, check_admin, check_owner
 from .runtime import CompanionConfigEntry, loaded_entries
 
 MAX_EXPORT = 2000
@@ -66,6 +70,15 @@ def _persona(hass: HomeAssistant, entity_id: str) -> tuple[CompanionConfigEntry,
     raise _error("persona_not_found")
 
 
+def _persona_ids(entry: CompanionConfigEntry) -> list[str]:
+    """Return the entry's persona (conversation subentry) ids."""
+    return [
+        sub.subentry_id
+        for sub in entry.subentries.values()
+        if sub.subentry_type == SUBENTRY_CONVERSATION
+    ]
+
+
 def _memory(entry: CompanionConfigEntry) -> CompanionMemory:
     """Return the entry's memory, or the translated error when it is off."""
     if entry.runtime_data.memory is None:
@@ -95,13 +108,12 @@ def _unavailable(err: Exception) -> HomeAssistantError:
 
 async def _async_remember(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
     """Store a memory for a persona (a conclusion when a topic is given)."""
+    limit = await async_caller_owner(hass, call)
     entry, persona_id = _persona(hass, call.data["persona"])
     memory = _memory(entry)
-    scope = MemoryScope(
-        agent_id=persona_id,
-        owner=_owner(hass, call.data.get("person")),
-        environment=memory.settings.environment,
-    )
+    owner = _owner(hass, call.data.get("person"))
+    check_owner(call, limit, owner)
+    scope = MemoryScope(agent_id=persona_id, owner=owner, environment=memory.settings.environment)
     try:
         record = await memory.remember(scope, call.data["text"], topic=call.data.get("topic"))
     except MemoryInputError as err:
@@ -115,11 +127,16 @@ async def _async_forget(hass: HomeAssistant, call: ServiceCall) -> ServiceRespon
     given = [key for key in ("id", "person", "persona") if call.data.get(key)]
     if len(given) != 1:
         raise _error("forget_needs_one")
+    limit = await async_caller_owner(hass, call)
+    owner = HOUSEHOLD
+    if "persona" in given:
+        check_admin(call, limit)
+    elif "person" in given:
+        owner = _owner(hass, call.data["person"])
+        check_owner(call, limit, owner)
+    entries = await _entries_for(hass, call, limit)
     removed = 0
-    for entry in loaded_entries(hass):
-        memory = entry.runtime_data.memory
-        if memory is None:
-            continue
+    for entry, memory in entries:
         environment = memory.settings.environment
         if "persona" in given:
             owner_entry, persona_id = _persona(hass, call.data["persona"])
@@ -127,7 +144,7 @@ async def _async_forget(hass: HomeAssistant, call: ServiceCall) -> ServiceRespon
                 continue
             what = Forget(agent_id=persona_id, environment=environment)
         elif "person" in given:
-            what = Forget(owner=_owner(hass, call.data["person"]), environment=environment)
+            what = Forget(owner=owner, environment=environment)
         else:
             what = Forget(record_id=call.data["id"], environment=environment)
         try:
@@ -138,12 +155,39 @@ async def _async_forget(hass: HomeAssistant, call: ServiceCall) -> ServiceRespon
     return {"forgotten": removed}
 
 
+async def _entries_for(
+    hass: HomeAssistant, call: ServiceCall, limit: str | None
+) -> list[tuple[CompanionConfigEntry, CompanionMemory]]:
+    """Return the entries (with memory on) a call by id may act on.
+
+    A caller limited to their own memories gets only the entries holding the record as
+    theirs or the household's; none raises ``Unauthorized`` (another's, or no such id).
+    """
+    entries = [
+        (entry, entry.runtime_data.memory)
+        for entry in loaded_entries(hass)
+        if entry.runtime_data.memory is not None
+    ]
+    record_id = call.data.get("id")
+    if limit is None or not record_id:
+        return entries
+    try:
+        mine = [
+            (entry, memory)
+            for entry, memory in entries
+            if await async_may_touch(memory, _persona_ids(entry), limit, record_id)
+        ]
+    except Exception as err:
+        raise _unavailable(err) from err
+    if not mine:
+        check_admin(call, limit)  # raises: the caller is limited and the record is not theirs
+    return mine
+
+
 async def _async_rollback(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
     """Retire a conclusion and bring back the one it superseded."""
-    for entry in loaded_entries(hass):
-        memory = entry.runtime_data.memory
-        if memory is None:
-            continue
+    limit = await async_caller_owner(hass, call)
+    for entry, memory in await _entries_for(hass, call, limit):
         try:
             back = await memory.rollback(call.data["id"])
         except Exception as err:
@@ -156,14 +200,20 @@ async def _async_rollback(hass: HomeAssistant, call: ServiceCall) -> ServiceResp
 
 async def _async_export(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
     """Return what a persona remembers (of one person, or of all known people)."""
+    limit = await async_caller_owner(hass, call)
     entry, persona_id = _persona(hass, call.data["persona"])
     memory = _memory(entry)
-    scopes = await _scopes(hass, memory, persona_id, call.data.get("person"))
+    scopes = await _scopes(hass, memory, persona_id, call.data.get("person"), limit)
+    for scope in scopes:
+        check_owner(call, limit, scope.owner, read=True)
     try:
         records = await memory.export(scopes)
     except Exception as err:
         raise _unavailable(err) from err
-    return {"memories": [record_data(r) for r in records[:MAX_EXPORT]]}
+    return {
+        "memories": [record_data(r) for r in records[:MAX_EXPORT]],
+        "truncated": len(records) > MAX_EXPORT,
+    }
 
 
 def async_setup_memory_services(hass: HomeAssistant) -> None:
@@ -214,12 +264,22 @@ def async_setup_memory_services(hass: HomeAssistant) -> None:
 
 
 async def _scopes(
-    hass: HomeAssistant, memory: CompanionMemory, persona_id: str, person: str | None
+    hass: HomeAssistant,
+    memory: CompanionMemory,
+    persona_id: str,
+    person: str | None,
+    limit: str | None,
 ) -> Sequence[MemoryScope]:
-    """Return the scopes to export: one person's, or the household's and every user's."""
+    """Return the scopes to export: one person's, else the household's and every user's.
+
+    A caller limited to their own memories gets, without a person, their own and the
+    household's.
+    """
     environment = memory.settings.environment
     if person is not None:
         owners = [_owner(hass, person)]
+    elif limit is not None:
+        owners = [HOUSEHOLD, limit]
     else:
         users = await hass.auth.async_get_users()
         owners = [HOUSEHOLD, *(f"user:{user.id}" for user in users)]

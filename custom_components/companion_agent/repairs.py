@@ -16,7 +16,7 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.data_entry_flow import FlowResult
 from homeassistant.helpers import issue_registry as ir
 
-from .const import DOMAIN
+from .const import DOMAIN, ISSUE_MEMORY_FILE
 from .engine.plugins import LoadProblem
 from .pipelines import ISSUE_PREFIX as LOCAL_INTENTS_PREFIX
 from .pipelines import async_turn_off_local_intents
@@ -52,14 +52,29 @@ def async_sync_load_problems(hass: HomeAssistant, problems: Iterable[LoadProblem
 @callback
 def async_report_bad_history(hass: HomeAssistant, path: Path, moved: Path) -> None:
     """Say that a conversation file was not a history and was set aside (or skipped)."""
+    key = "bad_history" if moved != path else "unreadable_history"
+    _async_report_moved_file(hass, "history", key, path, moved)
+
+
+@callback
+def async_report_bad_memory_file(hass: HomeAssistant, path: Path, moved: Path) -> None:
+    """Say that a memory file (the store or the outbox) was unusable and was moved aside."""
+    _async_report_moved_file(hass, ISSUE_MEMORY_FILE, ISSUE_MEMORY_FILE, path, moved)
+
+
+@callback
+def _async_report_moved_file(
+    hass: HomeAssistant, prefix: str, key: str, path: Path, moved: Path
+) -> None:
+    """Raise the warning that ``path`` was moved to ``moved`` (one issue per path)."""
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
     ir.async_create_issue(
         hass,
         DOMAIN,
-        f"history_{digest}",
+        f"{prefix}_{digest}",
         is_fixable=False,
         severity=ir.IssueSeverity.WARNING,
-        translation_key="bad_history" if moved != path else "unreadable_history",
+        translation_key=key,
         translation_placeholders={"path": str(path), "moved": str(moved)},
     )
 

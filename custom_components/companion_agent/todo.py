@@ -1,9 +1,12 @@
 """The to-do platform: what each persona remembers, as a list people can see and prune.
 
-One list per persona; its items are the persona's current conclusions (``topic →
-conclusion``) for the household and every HA user. Deleting an item forgets it, adding an
-item remembers it as a household conclusion, renaming an item supersedes the conclusion
-(the old one stays in its history and can be rolled back).
+One list per persona; its items are the persona's current *household* conclusions
+(``topic → conclusion``): what it holds for everyone in the home. A to-do list's items are
+shown to every HA user, so a person's own conclusions are not listed here (they would be
+read by everyone); a person sees and prunes theirs with the ``export_memories``,
+``forget`` and ``rollback_memory`` actions, which check who calls. Deleting an item forgets
+it, adding an item remembers it as a household conclusion, renaming an item supersedes the
+conclusion (the old one stays in its history and can be rolled back).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ async def async_setup_entry(
 
 
 class PersonaMemoryList(TodoListEntity):
-    """A persona's current conclusions, one item each."""
+    """A persona's current household conclusions, one item each."""
 
     _attr_has_entity_name = True
     _attr_translation_key = "memories"
@@ -83,27 +86,23 @@ class PersonaMemoryList(TodoListEntity):
         self.async_schedule_update_ha_state(force_refresh=True)
 
     async def async_update(self) -> None:
-        """Read the persona's current conclusions for the household and every user."""
+        """Read the persona's current household conclusions (never a person's own)."""
         memory = self.entry.runtime_data.memory
         if memory is None:
             return
-        users = await self.hass.auth.async_get_users()
-        owners = [HOUSEHOLD, *(f"user:{user.id}" for user in users if not user.system_generated)]
-        names = {f"user:{user.id}": user.name for user in users}
-        scopes = [self._scope(memory, owner) for owner in owners]
         try:
-            states = await memory.store.current_states(scopes)
+            states = await memory.conclusions(self._scope(memory, HOUSEHOLD))
         except Exception as err:  # a store that does not answer keeps the list
             LOGGER.debug("Memory list not refreshed: %s", err)
             return
-        states = [s for s in states if s.scope in scopes][:MAX_ITEMS]
+        states = states[:MAX_ITEMS]
         self._records = {record.id: record for record in states}
         self._attr_todo_items = [
             TodoItem(
                 uid=record.id,
                 summary=record.text,
                 status=TodoItemStatus.NEEDS_ACTION,
-                description=_description(record, names),
+                description=record.topic or None,
             )
             for record in states
         ]
@@ -131,6 +130,10 @@ class PersonaMemoryList(TodoListEntity):
         """Forget the conclusions, with their history."""
         memory = self.memory
         for uid in uids:
+            if uid not in self._records:  # only what this list shows
+                raise ServiceValidationError(
+                    translation_domain=DOMAIN, translation_key="memory_not_found"
+                )
             await self._call(memory.forget(Forget(record_id=uid, environment=self._env(memory))))
 
     async def _call(self, call: Awaitable[object]) -> None:
@@ -155,9 +158,3 @@ class PersonaMemoryList(TodoListEntity):
     def _env(memory: CompanionMemory) -> str:
         """Return the memory's environment tag."""
         return memory.settings.environment
-
-
-def _description(record: MemoryRecord, names: dict[str, str | None]) -> str:
-    """Return an item's description: its topic and whose it is."""
-    owner = "household" if record.scope.owner == HOUSEHOLD else names.get(record.scope.owner)
-    return f"{record.topic or ''} · {owner or record.scope.owner}"

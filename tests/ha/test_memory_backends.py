@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import DOMAIN
+from custom_components.companion_agent.engine.memory import mem0_store
 from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
 from custom_components.companion_agent.engine.memory.neo4j_graph import Neo4jGraph
 from custom_components.companion_agent.engine.memory.types import Relation
 from tests.ha.conftest import make_personas_entry
-from tests.ha.memorykit import last_user_message, memory_of, settled, talk
+from tests.ha.memorykit import call, last_user_message, memory_of, rows, settled, talk
 from tests.ha.personakit import agents_by_title
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -114,3 +116,43 @@ async def test_unreachable_graph_raises_a_repair_and_the_turn_answers(
     result = await talk(hass, agents_by_title(hass, entry)["Ada"], "Hi Ann")
     assert result.response.speech["plain"]["speech"] == "Hello."
     assert memory_of(entry).retrieval.snapshot()["missed_graph"] == 1
+
+
+async def test_mem0_away_at_startup_keeps_memory_on_and_catches_up(
+    hass: HomeAssistant, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mem0 with its embedding server down at startup: a repair; the write reaches it later.
+
+    Turns answer meanwhile, and the instruction waits on disk until the server is back.
+    """
+    monkeypatch.setattr(mem0_store, "REOPEN_AFTER", 0.0)
+    assert await async_setup_component(hass, "conversation", {})
+    entry = make_personas_entry(llm_server, {"Ada": "default"})
+    entry.add_to_hass(hass)
+    hass.config_entries.async_update_entry(
+        entry,
+        options={
+            "memory_backend": "mem0",
+            "embeddings_url": llm_server.url,
+            "embeddings_model": "test-embed",
+        },
+    )
+    llm_server.embeddings_down = True
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    memory = memory_of(entry)
+    assert isinstance(memory.store, Mem0Store)
+    issue = ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}")
+    assert issue is not None
+    agent = agents_by_title(hass, entry)["Ada"]
+    llm_server.script(Reply.text("Sure, Captain."))
+    result = await talk(hass, agent, "From now on, call me Captain.")
+    assert result.response.speech["plain"]["speech"] == "Sure, Captain."
+    assert (await memory.outbox.figures())["waiting"] >= 1
+
+    llm_server.embeddings_down = False
+    memory.outbox.kick()
+    await settled(entry)
+    exported = rows(await call(hass, "export_memories", {"persona": agent}))
+    assert [m["text"] for m in exported] == ["From now on, call me Captain."]
+    assert await hass.config_entries.async_unload(entry.entry_id)

@@ -51,38 +51,46 @@ async def todo(hass: HomeAssistant, service: str, data: dict[str, object]) -> No
     await hass.async_block_till_done()
 
 
-async def test_memory_list_shows_prunes_adds_and_renames_conclusions(
+async def test_memory_list_shows_prunes_adds_and_renames_household_conclusions(
     hass: HomeAssistant, persona: tuple[MockConfigEntry, str]
 ) -> None:
-    """Items are current conclusions; delete forgets, add remembers, rename supersedes."""
+    """Items are the household's conclusions; delete forgets, add remembers, rename supersedes.
+
+    A person's own conclusion is never an item: every HA user sees a to-do list.
+    """
     entry, agent = persona
     _alice, person = await add_person(hass, "Alice")
     await call(
         hass, "remember", {"persona": agent, "person": person, "text": "Oat milk", "topic": "milk"}
     )
+    await call(hass, "remember", {"persona": agent, "text": "Tea at four", "topic": "tea"})
     await call(hass, "remember", {"persona": agent, "text": "The wifi is Ferret."})  # a detail
     await hass.async_block_till_done()
     listing = memory_list(hass, entry)
-    assert await items(hass, listing) == ["Oat milk"]
+    assert await items(hass, listing) == ["Tea at four"]
     assert hass.states.get(listing).state == "1"  # type: ignore[union-attr]
 
     await todo(hass, "add_item", {"entity_id": listing, "item": "Bins go out on Monday"})
-    assert sorted(await items(hass, listing)) == ["Bins go out on Monday", "Oat milk"]
+    assert sorted(await items(hass, listing)) == ["Bins go out on Monday", "Tea at four"]
 
     await todo(
-        hass, "update_item", {"entity_id": listing, "item": "Oat milk", "rename": "Soy milk"}
+        hass, "update_item", {"entity_id": listing, "item": "Tea at four", "rename": "Tea at five"}
     )
-    assert sorted(await items(hass, listing)) == ["Bins go out on Monday", "Soy milk"]
-    history = rows(await call(hass, "export_memories", {"persona": agent, "person": person}))
-    assert [(m["text"], m["valid_until"] is None) for m in history] == [
-        ("Oat milk", False),
-        ("Soy milk", True),
+    assert sorted(await items(hass, listing)) == ["Bins go out on Monday", "Tea at five"]
+    history = rows(await call(hass, "export_memories", {"persona": agent}))
+    assert [(m["text"], m["valid_until"] is None) for m in history if m["topic"] == "tea"] == [
+        ("Tea at four", False),
+        ("Tea at five", True),
     ]
 
-    await todo(hass, "remove_item", {"entity_id": listing, "item": ["Soy milk"]})
+    await todo(hass, "remove_item", {"entity_id": listing, "item": ["Tea at five"]})
     assert await items(hass, listing) == ["Bins go out on Monday"]
-    left = rows(await call(hass, "export_memories", {"persona": agent, "person": person}))
-    assert left == []  # forgotten with its history
+    left = rows(await call(hass, "export_memories", {"persona": agent}))
+    assert sorted(str(m["text"]) for m in left) == [
+        "Bins go out on Monday",
+        "Oat milk",
+        "The wifi is Ferret.",
+    ]  # forgotten with its history; Alice's own conclusion untouched
 
 
 async def test_options_memory_step_checks_servers(

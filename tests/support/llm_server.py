@@ -61,6 +61,8 @@ class LLMServer:
         self.structured_requests: list[dict[str, object]] = []
         """Requests that ask for a ``response_format`` (memory extraction, summaries)."""
         self.embedding_requests: list[dict[str, object]] = []
+        self.embeddings_down = False
+        """While True, ``/v1/embeddings`` answers 503 (an embedding server that is away)."""
         self.aborted = 0
         self._script: deque[Reply] = deque()
         self._structured: deque[Reply] = deque()
@@ -194,6 +196,8 @@ class LLMServer:
 
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:
         """Return deterministic unit vectors derived from each input's sha256."""
+        if self.embeddings_down:
+            return _error_response(503)
         body = await _json_body(request)
         if body is None or body.get("input") is None:
             return _error_response(400, "'input' is required.")

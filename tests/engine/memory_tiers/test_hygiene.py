@@ -61,3 +61,17 @@ async def test_images_never_enter_the_window_or_extraction(
     sent = str(llm_server.structured_requests[0]["messages"])
     assert "base64" not in sent
     assert "[image]" in sent
+
+
+async def test_the_outbox_file_holds_no_image_and_a_bounded_exchange(
+    memory: CompanionMemory, llm_server: LLMServer
+) -> None:
+    """What waits on disk is already what extraction reads: no image, at most 4,000 chars."""
+    await memory.outbox.close()  # nothing drains: the entry stays to be read
+    await memory.after_turn(
+        SCOPE, f"What is this? {PIXELS} " + "blah " * 3000, "A cat. " * 2000, source="c", model=None
+    )
+    [entry] = await memory.outbox.entries()
+    assert "base64" not in str(entry.payload)
+    assert len(str(entry.payload["user"])) <= 4000
+    assert len(str(entry.payload["assistant"])) <= 4000

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from custom_components.companion_agent.engine.errors import MemoryUnavailableError
@@ -13,9 +15,11 @@ from custom_components.companion_agent.engine.memory.outbox import (
 )
 
 
-def quick(path: Path, **kwargs: int) -> MemoryOutbox:
+def quick(
+    path: Path, on_corrupt: Callable[[Path, Path], None] | None = None, **kwargs: int
+) -> MemoryOutbox:
     """Return an outbox that retries within milliseconds."""
-    return MemoryOutbox(path, first_delay=0.01, max_delay=0.04, **kwargs)
+    return MemoryOutbox(path, first_delay=0.01, max_delay=0.04, on_corrupt=on_corrupt, **kwargs)
 
 
 class Backend:
@@ -95,7 +99,7 @@ async def test_poison_entry_is_set_aside_and_never_blocks(tmp_path: Path) -> Non
         await outbox.put("note", {"text": text})
     assert await outbox.drained(5)
     assert backend.taken == ["a", "b"]
-    assert await outbox.figures() == {"waiting": 0, "set_aside": 1, "refused": 0}
+    assert await outbox.figures() == {"waiting": 0, "set_aside": 1, "refused": 0, "lost": 0}
     await outbox.close()
 
 
@@ -116,5 +120,96 @@ async def test_bounded(tmp_path: Path) -> None:
     assert await outbox.put("note", {"text": "1"})
     assert await outbox.put("note", {"text": "2"})
     assert not await outbox.put("note", {"text": "3"})
-    assert await outbox.figures() == {"waiting": 2, "set_aside": 0, "refused": 1}
+    assert await outbox.figures() == {"waiting": 2, "set_aside": 0, "refused": 1, "lost": 0}
+    await outbox.close()
+
+
+async def test_set_aside_entries_keep_only_the_newest(tmp_path: Path) -> None:
+    """Poison entries set aside are bounded too: the oldest beyond the bound go."""
+    backend = Backend()
+    backend.bad = {f"poison {n}" for n in range(5)}
+    outbox = quick(tmp_path / "outbox.db", max_attempts=1, max_aside=2)
+    outbox.start(backend.process, backend.probe)
+    for n in range(5):
+        await outbox.put("note", {"text": f"poison {n}"})
+    await outbox.put("note", {"text": "fine"})
+    assert await outbox.drained(5)
+    assert backend.taken == ["fine"]
+    assert (await outbox.figures())["set_aside"] == 2
+    await outbox.close()
+    with sqlite3.connect(tmp_path / "outbox.db") as db:
+        kept = [row[0] for row in db.execute("SELECT payload FROM aside ORDER BY id")]
+    assert kept == ['{"text": "poison 3"}', '{"text": "poison 4"}']
+
+
+async def test_a_corrupt_file_is_moved_aside_reported_and_replaced(tmp_path: Path) -> None:
+    """A file that is not an outbox goes to ``.corrupt-<time>``; the queue starts fresh."""
+    path = tmp_path / "outbox.db"
+    path.write_bytes(b"this is not SQLite at all, just noise " * 200)
+    reported: list[tuple[Path, Path]] = []
+    backend = Backend()
+    outbox = quick(path, on_corrupt=lambda bad, moved: reported.append((bad, moved)))
+    outbox.start(backend.process, backend.probe)
+    assert await outbox.put("note", {"text": "kept"})
+    assert await outbox.drained(5)
+    assert backend.taken == ["kept"]
+    assert len(reported) == 1
+    bad, moved = reported[0]
+    assert bad == path
+    assert moved.name.startswith("outbox.db.corrupt-")
+    assert moved.read_bytes().startswith(b"this is not SQLite")
+    await outbox.close()
+
+
+async def test_another_programs_database_is_not_taken_for_an_outbox(tmp_path: Path) -> None:
+    """A sound SQLite file with other tables is moved aside too, not written into."""
+    path = tmp_path / "outbox.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE people (name TEXT)")
+    reported: list[Path] = []
+    outbox = quick(path, on_corrupt=lambda _bad, moved: reported.append(moved))
+    assert await outbox.put("note", {"text": "x"})
+    assert len(reported) == 1
+    with sqlite3.connect(reported[0]) as db:
+        assert db.execute("SELECT name FROM sqlite_master").fetchall() == [("people",)]
+    await outbox.close()
+
+
+async def test_an_unwritable_outbox_costs_the_write_not_the_caller(tmp_path: Path) -> None:
+    """When the file cannot be created at all a put says False, counted as lost; no raise."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the outbox's folder should be")
+    outbox = quick(blocker / "outbox.db")
+    assert not await outbox.put("note", {"text": "x"})
+    assert outbox.lost == 1
+    await outbox.close()
+
+
+async def test_one_kind_away_does_not_hold_up_the_others(tmp_path: Path) -> None:
+    """While the graph is down its entries wait in order; the store's go through meanwhile."""
+    backend = Backend()
+    down = {"graph"}
+    both_taken = asyncio.Event()
+
+    async def process(entry: OutboxEntry) -> FollowUps:
+        """Fail the kinds that are down; take the rest."""
+        if entry.kind in down:
+            if backend.taken == ["a", "b"]:
+                both_taken.set()  # a later pass: both were taken and settled
+            raise MemoryUnavailableError(f"{entry.kind} down")
+        return await backend.process(entry)
+
+    outbox = quick(tmp_path / "outbox.db")
+    for n in range(60):  # more than one batch of the kind that is away, ahead of the rest
+        await outbox.put("graph", {"text": f"g{n}"})
+    for text in ("a", "b"):
+        await outbox.put("note", {"text": text})
+    outbox.start(process, backend.probe)
+    async with asyncio.timeout(5):
+        await both_taken.wait()
+    assert (await outbox.figures())["waiting"] == 60
+    down.clear()
+    outbox.kick()
+    assert await outbox.drained(5)
+    assert backend.taken == ["a", "b", *(f"g{n}" for n in range(60))]
     await outbox.close()

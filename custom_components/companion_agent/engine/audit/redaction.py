@@ -39,6 +39,7 @@ _SECRET_PAIRS = frozenset(
     | {(word, "code") for word in ("auth", "verification", "login", "entry", "user")}
 )
 _SECRET_ALONE = frozenset({"code", "codes"})
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@]+@")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _PARTS = re.compile(r"[^a-z0-9]+")
 _SECRET_TEXT = re.compile(
@@ -64,8 +65,8 @@ def is_secret_key(key: str) -> bool:
 
 
 def scrub_text(text: str) -> str:
-    """Replace secret-looking fragments of free text (bearer headers, sk- keys, key=value)."""
-    return _SECRET_TEXT.sub(REDACTED, text)
+    """Replace secret-looking fragments of free text (bearer, sk- keys, key=value, URL logins)."""
+    return _SECRET_TEXT.sub(REDACTED, _URL_CREDENTIALS.sub(rf"\1{REDACTED}@", text))
 
 
 def redact(value: JSONValue) -> JSONValue:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..chars import safe_cut, valid_text
 from ..errors import MemoryInputError
-from .types import MAX_TEXT_CHARS, MemoryScope
+from .types import MAX_TEXT_CHARS, MemoryScope, NewMemory
 
 MAX_FIELD_CHARS = 200
 
@@ -30,3 +30,10 @@ def clean_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     if len(text) > limit:
         text = text[: safe_cut(text, limit, limit // 2)].rstrip()
     return text
+
+
+def state_memory(memory: NewMemory) -> NewMemory:
+    """Return ``memory`` when it is a state with a topic (what supersede takes); else raise."""
+    if memory.kind != "state" or not (memory.topic or "").strip():
+        raise MemoryInputError("supersede takes a state memory with a topic")
+    return memory

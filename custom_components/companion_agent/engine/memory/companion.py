@@ -35,8 +35,8 @@ from .types import (
     MemoryStore,
     NewMemory,
 )
-from .window import RecentWindow, WindowFiles
-from .writes import AnswersFor, MemoryWriter, dump_memory, exchange_entry
+from .window import RecentWindow, WindowFiles, forget_windows
+from .writes import AnswersFor, MemoryWriter, dump_memory, exchange_entry, forgotten_by
 
 LOGGER = logging.getLogger(__name__)
 
@@ -177,11 +177,14 @@ class CompanionMemory:
         return None
 
     async def forget(self, what: Forget) -> int:
-        """Forget what ``what`` names, in the store and the graph; return how many went."""
+        """Forget what ``what`` names: store, graph and rolling windows; return records gone."""
+        if what.record_id is None:  # what waits on disk would bring it back
+            await self.outbox.drop(forgotten_by(what))
         async with asyncio.timeout(CALL_TIMEOUT):
             removed = await self.store.forget(what)
             if self.graph is not None and what.record_id is None:
                 removed += await self.graph.forget(what)
+        await forget_windows(self._windows_root, self._windows, what)
         return removed
 
     async def rollback(self, record_id: str) -> MemoryRecord | None:
@@ -245,14 +248,16 @@ class CompanionMemory:
 
     async def close(self, grace: float = 5.0) -> None:
         """Let queued writes drain for ``grace`` seconds, then release everything."""
-        await self.summaries.close(grace / 2)
-        if self._writes:
-            await asyncio.wait(self._writes, timeout=grace / 2)
-        await self.outbox.close(grace / 2)
-        await self.flush()
-        await self.store.close()
-        if self.graph is not None:
-            await self.graph.close()
+        try:
+            await self.summaries.close(grace / 2)
+            if self._writes:
+                await asyncio.wait(self._writes, timeout=grace / 2)
+            await self.outbox.close(grace / 2)
+            await self.flush()
+        finally:  # even when cancelled: the store's thread and connections must go
+            await self.store.close()
+            if self.graph is not None:
+                await self.graph.close()
 
     async def _instruction(self, scope: MemoryScope, text: str) -> None:
         """Write a lasting instruction as a conclusion, waiting at most the write timeout."""

@@ -25,7 +25,7 @@ from typing import Literal
 
 from ..errors import EmbeddingError, MemoryInputError
 from . import sqlite_graph, sqlite_records
-from .boundary import clean_scope, clean_text
+from .boundary import clean_scope, clean_text, state_memory
 from .embeddings import Embedder
 from .graph import EmbeddedGraph, forget_where
 from .keywords import match_expression
@@ -121,9 +121,7 @@ class EmbeddedStore:
 
     async def supersede(self, memory: NewMemory) -> MemoryRecord:
         """Store a state conclusion; the current one on the same topic and scope retires."""
-        if memory.kind != "state" or not (memory.topic or "").strip():
-            raise MemoryInputError("supersede takes a state memory with a topic")
-        (record,) = await self.add([memory])
+        (record,) = await self.add([state_memory(memory)])
         return record
 
     async def rollback(self, record_id: str) -> MemoryRecord | None:

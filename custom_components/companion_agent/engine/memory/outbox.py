@@ -10,51 +10,33 @@ than ``MemoryUnavailableError`` and the probe found the backend alive) counts a 
 ``max_attempts`` it is moved aside (kept in the file, counted, never retried), so one
 poison entry never blocks the queue. A processed entry can leave follow-up entries (an
 exchange becomes its extracted memories) in the same transaction. The file is bounded: past
-``max_entries`` a new entry is refused and counted.
+``max_entries`` a new entry is refused and counted; the set-aside entries keep the newest
+``max_aside``. A file that is not a sound outbox is moved aside and reported through
+``on_corrupt`` (``outbox_file``); a file that cannot be written at all costs the entry
+(counted and logged), never the turn.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sqlite3
-import threading
-import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
-from ..chars import valid_text
 from ..errors import MemoryUnavailableError
 from ..json_types import JSONObject
+from .outbox_file import MAX_ASIDE, MAX_ENTRIES, OutboxEntry, OutboxFile
+from .sqlite_worker import CorruptionReporter
 
 LOGGER = logging.getLogger(__name__)
 
-MAX_ENTRIES = 5000
 MAX_ATTEMPTS = 5
 BATCH = 50
 FIRST_DELAY = 1.0
 MAX_DELAY = 300.0
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS entries (id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " kind TEXT NOT NULL, payload TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,"
-    " created REAL NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS aside (id INTEGER PRIMARY KEY, kind TEXT NOT NULL,"
-    " payload TEXT NOT NULL, attempts INTEGER NOT NULL, created REAL NOT NULL,"
-    " reason TEXT NOT NULL)",
-)
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OutboxEntry:
-    """One waiting write: what kind it is, its JSON payload, how often it failed."""
-
-    id: int
-    kind: str
-    payload: JSONObject
-    attempts: int = 0
+__all__ = ["MAX_ENTRIES", "MemoryOutbox", "OutboxEntry"]
 
 
 type FollowUps = Sequence[tuple[str, JSONObject]]
@@ -70,19 +52,21 @@ class MemoryOutbox:
         path: Path,
         *,
         max_entries: int = MAX_ENTRIES,
+        max_aside: int = MAX_ASIDE,
         max_attempts: int = MAX_ATTEMPTS,
         first_delay: float = FIRST_DELAY,
         max_delay: float = MAX_DELAY,
+        on_corrupt: CorruptionReporter | None = None,
     ) -> None:
         """Keep the queue in ``path``; nothing is opened until the first call."""
         self.path = path
         self.refused = 0
-        self._max_entries = max_entries
+        self.lost = 0
+        self._file = OutboxFile(path, max_entries=max_entries, max_aside=max_aside)
+        self._on_corrupt = on_corrupt
         self._max_attempts = max_attempts
         self._first_delay = first_delay
         self._max_delay = max_delay
-        self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
         self._wake = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
@@ -92,8 +76,14 @@ class MemoryOutbox:
         self._resting.set()
 
     async def put(self, kind: str, payload: JSONObject) -> bool:
-        """Add one entry, on disk when this returns; False when the queue is full."""
-        added = await asyncio.to_thread(self._put, [(kind, payload)])
+        """Add one entry, on disk when this returns; False when it is full or unwritable."""
+        try:
+            added = await self._blocking(self._file.put, [(kind, payload)])
+        except (sqlite3.Error, OSError) as err:
+            self.lost += 1
+            LOGGER.warning("Memory outbox %s not writable (%s); a write is lost", self.path, err)
+            await asyncio.to_thread(self._file.close)  # the next put opens (and checks) again
+            return False
         if not added:
             self.refused += 1
             LOGGER.warning("Memory outbox is full; a write was refused")
@@ -107,9 +97,9 @@ class MemoryOutbox:
         self._wake.set()
 
     async def figures(self) -> dict[str, int]:
-        """Return how many entries wait, were set aside, were refused: figures only."""
-        waiting, aside = await asyncio.to_thread(self._counts)
-        return {"waiting": waiting, "set_aside": aside, "refused": self.refused}
+        """Return how many entries wait, were set aside, refused or lost: figures only."""
+        waiting, aside = await self._blocking(self._file.counts)
+        return {"waiting": waiting, "set_aside": aside, "refused": self.refused, "lost": self.lost}
 
     def start(self, process: Processor, probe: Probe) -> None:
         """Start the worker: ``process`` handles an entry, ``probe`` tells an outage apart."""
@@ -142,14 +132,15 @@ class MemoryOutbox:
             self._worker.cancel()
             await asyncio.gather(self._worker, return_exceptions=True)
             self._worker = None
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+        self._file.close()  # quick; no await here, so a cancelled close still closes
+
+    async def drop(self, matches: Callable[[OutboxEntry], bool]) -> int:
+        """Delete the waiting entries ``matches`` picks (forgotten before they are written)."""
+        return await self._blocking(self._file.drop, matches)
 
     async def entries(self, limit: int = BATCH) -> list[OutboxEntry]:
         """Return the oldest waiting entries."""
-        return await asyncio.to_thread(self._peek, limit)
+        return await self._blocking(self._file.peek, limit, 0, frozenset())
 
     async def _run(self, process: Processor, probe: Probe) -> None:
         """Drain whenever woken; back off while the backend is away."""
@@ -181,112 +172,60 @@ class MemoryOutbox:
                 self._resting.set()
 
     async def _pass(self, process: Processor, probe: Probe) -> bool | None:
-        """Process one batch; True: go on, False: queue empty, None: wait and retry."""
-        batch = await self.entries()
-        if not batch:
-            return False
+        """Process the queue once; True: go on, False: queue empty, None: wait and retry.
+
+        An entry whose backend is away blocks only the later entries of its kind (a graph
+        that is down does not hold up the store's writes); the rest go on, in order.
+        """
         done = 0
         failed: list[tuple[OutboxEntry, str]] = []
-        outage = False
-        for entry in batch:
-            try:
-                follow = await process(entry)
-            except MemoryUnavailableError as err:
-                LOGGER.debug("Memory backend away: %s", err)
-                outage = True
-                break
-            except Exception as err:
-                failed.append((entry, f"{type(err).__name__}: {err}"[:300]))
-                continue
-            await asyncio.to_thread(self._settle, entry.id, list(follow))
-            done += 1
-        if failed and not outage and (done or await _alive(probe)):
-            await asyncio.to_thread(self._count_failures, failed)
+        blocked: set[str] = set()
+        after = 0
+        seen = False
+        while batch := await self._blocking(self._file.peek, BATCH, after, frozenset(blocked)):
+            seen = True
+            for entry in batch:
+                after = entry.id
+                if entry.kind in blocked:
+                    continue
+                try:
+                    follow = await process(entry)
+                except MemoryUnavailableError as err:
+                    LOGGER.debug("Memory backend away for %s: %s", entry.kind, err)
+                    blocked.add(entry.kind)
+                    continue
+                except Exception as err:
+                    failed.append((entry, f"{type(err).__name__}: {err}"[:300]))
+                    continue
+                await self._blocking(self._file.settle, entry.id, list(follow))
+                done += 1
+        if not seen:
+            return False
+        outage = bool(blocked)
+        reasons = {entry.id: reason for entry, reason in failed}
+        if failed and (done or await _alive(probe)):
+            out = await self._blocking(self._file.count_failures, failed, self._max_attempts)
+            for entry in out:
+                LOGGER.warning(
+                    "Memory write %d (%s) set aside after %d tries: %s",
+                    entry.id,
+                    entry.kind,
+                    entry.attempts + 1,
+                    reasons[entry.id],
+                )
         if outage or (failed and not done):
             return None
         return True
 
-    def _connection(self) -> sqlite3.Connection:
-        """Return the open file, creating it and its tables the first time (blocking)."""
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level="IMMEDIATE")
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")
-            for statement in _SCHEMA:
-                db.execute(statement)
-            self._db = db
-        return self._db
-
-    def _put(self, rows: Sequence[tuple[str, JSONObject]]) -> bool:
-        """Insert entries in one transaction unless that overfills the queue (blocking)."""
-        with self._lock:
-            db = self._connection()
-            (waiting,) = db.execute("SELECT COUNT(*) FROM entries").fetchone()
-            if waiting + len(rows) > self._max_entries:
-                return False
-            with db:
-                _insert(db, rows)
-            return True
-
-    def _peek(self, limit: int) -> list[OutboxEntry]:
-        """Read the oldest entries; an unreadable one is moved aside (blocking)."""
-        with self._lock:
-            db = self._connection()
-            rows = db.execute(
-                "SELECT id, kind, payload, attempts FROM entries ORDER BY id LIMIT ?", (limit,)
-            ).fetchall()
-            entries: list[OutboxEntry] = []
-            for row_id, kind, payload, attempts in rows:
-                try:
-                    data = json.loads(payload)
-                except ValueError as err:
-                    data = f"unreadable: {err}"
-                if not isinstance(data, dict):
-                    with db:
-                        _move_aside(db, row_id, str(data)[:300])
-                    continue
-                entries.append(
-                    OutboxEntry(
-                        id=row_id, kind=kind, payload=cast(JSONObject, data), attempts=attempts
-                    )
-                )
-            return entries
-
-    def _settle(self, entry_id: int, follow: Sequence[tuple[str, JSONObject]]) -> None:
-        """Remove a processed entry and add its follow-ups, in one transaction (blocking)."""
-        with self._lock:
-            db = self._connection()
-            with db:
-                db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
-                _insert(db, follow)
-
-    def _count_failures(self, failed: Sequence[tuple[OutboxEntry, str]]) -> None:
-        """Count one try for each failed entry; move aside those out of tries (blocking)."""
-        with self._lock:
-            db = self._connection()
-            with db:
-                for entry, reason in failed:
-                    db.execute(
-                        "UPDATE entries SET attempts = attempts + 1 WHERE id = ?", (entry.id,)
-                    )
-                    if entry.attempts + 1 >= self._max_attempts:
-                        LOGGER.warning(
-                            "Memory write %d (%s) set aside after %d tries: %s",
-                            entry.id,
-                            entry.kind,
-                            entry.attempts + 1,
-                            reason,
-                        )
-                        _move_aside(db, entry.id, reason)
-
-    def _counts(self) -> tuple[int, int]:
-        """Return the waiting and the set-aside entries (blocking, short)."""
-        with self._lock:
-            db = self._connection()
-            (waiting,) = db.execute("SELECT COUNT(*) FROM entries").fetchone()
-            (aside,) = db.execute("SELECT COUNT(*) FROM aside").fetchone()
-            return int(waiting), int(aside)
+    async def _blocking[**P, T](self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run a file call in a thread; report (once) a file it had to move aside."""
+        result = await asyncio.to_thread(call, *args, **kwargs)
+        if (moved := self._file.moved) is not None:
+            self._file.moved = None
+            LOGGER.warning("Memory outbox %s was unusable; moved to %s", self.path, moved)
+            if self._on_corrupt is not None:
+                self._on_corrupt(self.path, moved)
+        return result
 
 
 async def _alive(probe: Probe) -> bool:
@@ -297,25 +236,3 @@ async def _alive(probe: Probe) -> bool:
     except Exception:
         return False
     return True
-
-
-def _insert(db: sqlite3.Connection, rows: Sequence[tuple[str, JSONObject]]) -> None:
-    """Insert entries (inside a transaction)."""
-    now = time.time()
-    db.executemany(
-        "INSERT INTO entries (kind, payload, created) VALUES (?, ?, ?)",
-        [
-            (kind, valid_text(json.dumps(payload, ensure_ascii=False)), now)
-            for kind, payload in rows
-        ],
-    )
-
-
-def _move_aside(db: sqlite3.Connection, entry_id: int, reason: str) -> None:
-    """Move one entry to the aside table."""
-    db.execute(
-        "INSERT OR REPLACE INTO aside (id, kind, payload, attempts, created, reason)"
-        " SELECT id, kind, payload, attempts, created, ? FROM entries WHERE id = ?",
-        (reason, entry_id),
-    )
-    db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))

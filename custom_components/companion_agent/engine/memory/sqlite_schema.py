@@ -89,7 +89,7 @@ def open_database(path: Path) -> tuple[sqlite3.Connection, Path | None]:
     try:
         return _open_checked(path), None
     except sqlite3.DatabaseError as err:
-        moved = _move_aside(path, err)
+        moved = move_aside(path, err)
     return _open_checked(path), moved
 
 
@@ -127,8 +127,8 @@ def _check(connection: sqlite3.Connection, path: Path) -> None:
         raise sqlite3.DatabaseError("a memory store with tables missing")
 
 
-def _move_aside(path: Path, err: Exception) -> Path:
-    """Move an unusable store (and its WAL and shared-memory files) out of the way."""
+def move_aside(path: Path, err: Exception) -> Path:
+    """Move an unusable SQLite file (and its WAL and shared-memory files) out of the way."""
     moved = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
     for suffix in ("", "-wal", "-shm"):
         source = Path(f"{path}{suffix}")
@@ -140,5 +140,5 @@ def _move_aside(path: Path, err: Exception) -> Path:
                     f"{path} is unusable ({err}) and cannot be moved aside ({move_err})",
                     retryable=False,
                 ) from move_err
-    LOGGER.warning("Memory store %s is unusable (%s); moved to %s", path, err, moved)
+    LOGGER.warning("Memory file %s is unusable (%s); moved to %s", path, err, moved)
     return moved

@@ -14,8 +14,9 @@ out of the window are handed to ``on_overflow`` (tier 2 summarises them in the b
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from ..messages import AssistantMessage, ChatMessage, ToolMessage
 from ..turn.history import ConversationStore, as_messages
 from ..turn.limits import estimate_tokens, message_tokens
 from ..turn.stored import StoredTurn
-from .types import MemoryScope
+from .types import Forget, MemoryScope
 
 MAX_WINDOW_TURNS = 40
 TRIMMED_RESULT = "[older tool output left out]"
@@ -141,3 +142,44 @@ class WindowFiles:
     async def flush(self) -> None:
         """Wait until every open window is on disk."""
         await self.store.flush()
+
+    async def forget(self, owner: str) -> bool:
+        """Delete ``owner``'s window; say whether there was one on disk."""
+        return await self.store.delete(owner)
+
+
+async def forget_windows(
+    root: Path, open_files: MutableMapping[str, WindowFiles], what: Forget
+) -> int:
+    """Delete the windows ``what`` names (a person's, or a persona's); return how many.
+
+    A persona's windows held in memory are dropped from ``open_files`` first (after their
+    pending writes), so nothing writes them back.
+    """
+    if what.record_id is not None:
+        return 0
+    if what.agent_id is not None:
+        files = open_files.pop(what.agent_id, None)
+        if files is not None:
+            await files.flush()
+        folder = root / what.agent_id
+        return await asyncio.to_thread(_delete_all, folder)
+    if what.owner is None:
+        return 0
+    personas = await asyncio.to_thread(
+        lambda: [p.name for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
+    )
+    removed = 0
+    for persona_id in personas:
+        files = open_files.get(persona_id) or WindowFiles(root / persona_id)
+        removed += await files.forget(what.owner)
+    return removed
+
+
+def _delete_all(folder: Path) -> int:
+    """Delete every window file in ``folder``; return how many (blocking)."""
+    removed = 0
+    for path in folder.glob("*.json") if folder.is_dir() else ():
+        path.unlink(missing_ok=True)
+        removed += 1
+    return removed

@@ -24,9 +24,18 @@ from typing import cast
 from ..errors import MemoryAnswerError, MemoryStoreError, MemoryUnavailableError
 from ..json_types import JSONObject, JSONValue
 from .answers import JsonAnswers
-from .extraction import extract
+from .extraction import MAX_INPUT_CHARS, clean_memory, extract
 from .outbox import FollowUps, OutboxEntry
-from .types import GraphFacts, GraphStore, MemoryKind, MemoryScope, MemoryStore, NewMemory, Relation
+from .types import (
+    Forget,
+    GraphFacts,
+    GraphStore,
+    MemoryKind,
+    MemoryScope,
+    MemoryStore,
+    NewMemory,
+    Relation,
+)
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -49,6 +58,31 @@ def load_scope(data: JSONValue) -> MemoryScope:
         owner=_str(row["owner"]),
         environment=_str(row["environment"]),
     )
+
+
+def forgotten_by(what: Forget) -> Callable[[OutboxEntry], bool]:
+    """Return a test of whether a waiting entry holds memories ``what`` forgets."""
+
+    def matches(entry: OutboxEntry) -> bool:
+        """Say whether any scope of the entry is one ``what`` names."""
+        data = entry.payload
+        rows = [data.get("scope"), *(_memory_scopes(data))]
+        scopes = [load_scope(row) for row in rows if isinstance(row, dict)]
+        return any(
+            scope.environment == what.environment
+            and (scope.owner == what.owner or scope.agent_id == what.agent_id)
+            for scope in scopes
+        )
+
+    return matches
+
+
+def _memory_scopes(data: JSONObject) -> list[JSONValue]:
+    """Return the scopes of the memories an ``add`` or ``state`` entry carries."""
+    listed = data.get("memories")
+    single = data.get("memory")
+    memories = [*(listed if isinstance(listed, list) else ()), single]
+    return [m.get("scope") for m in memories if isinstance(m, dict)]
 
 
 def dump_memory(memory: NewMemory) -> JSONObject:
@@ -88,11 +122,11 @@ def exchange_entry(
     model: str | None,
     at: datetime,
 ) -> JSONObject:
-    """Return the payload of an ``exchange`` entry."""
+    """Return the payload of an ``exchange`` entry: bounded, without images, as extracted."""
     return {
         "scope": dump_scope(scope),
-        "user": user_text,
-        "assistant": assistant_text,
+        "user": clean_memory(user_text, MAX_INPUT_CHARS),
+        "assistant": clean_memory(assistant_text, MAX_INPUT_CHARS),
         "source": source,
         "model": model,
         "at": at.isoformat(),

@@ -238,6 +238,14 @@ class ConversationStore:
         """Wait until every conversation held in memory is on disk."""
         await asyncio.gather(*(history.flush() for history in self._open.values()))
 
+    async def delete(self, conversation_id: str) -> bool:
+        """Delete one conversation, in memory and on disk; say whether a file went."""
+        history = self._open.pop(conversation_id, None)
+        if history is not None:
+            await history.flush()  # no write still under way recreates the file
+        path = self.folder / f"{file_name(conversation_id)}.json"
+        return await asyncio.to_thread(_unlink, path)
+
     async def prune(self, retention: float = DEFAULT_RETENTION) -> int:
         """Delete conversations idle longer than ``retention`` seconds; return how many."""
         busy = {history.path for history in self._open.values() if history.writing}
@@ -255,6 +263,15 @@ def _prune(folder: Path, cutoff: float, busy: set[Path]) -> int:
         except OSError as err:
             LOGGER.warning("Cannot prune %s: %s", path, err)
     return removed
+
+
+def _unlink(path: Path) -> bool:
+    """Delete ``path`` if it is there; say whether it was (blocking)."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _write_atomic(path: Path, payload: object) -> None:
