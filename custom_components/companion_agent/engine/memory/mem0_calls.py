@@ -68,11 +68,15 @@ def read(memory: Mem0Memory, record_id: str) -> MemoryRecord:
     return found
 
 
-def rollback(memory: Mem0Memory, record_id: str, now: Clock) -> MemoryRecord | None:
-    """Retire a current state, restore its predecessor and return it (None if none)."""
+def rollback(
+    memory: Mem0Memory, record_id: str, environment: str, now: Clock
+) -> MemoryRecord | None:
+    """Retire a current state of ``environment``, restore its predecessor and return it."""
     item = memory.get(record_id)
     found = records.record(item)
     if found is None or found.kind != "state" or not found.current:
+        return None
+    if found.scope.environment != environment:  # never across environments
         return None
     memory.vector_store.update(record_id, None, records.retired(now(), None))
     previous = records.supersedes(item)

@@ -149,12 +149,18 @@ class Mem0Store:
         (record,) = await self.add([state_memory(memory)])
         return record
 
-    async def rollback(self, record_id: str) -> MemoryRecord | None:
-        """Retire a current state and restore the one it superseded; return that one."""
+    async def rollback(
+        self, record_id: str, environment: str = "production"
+    ) -> MemoryRecord | None:
+        """Retire a current state of ``environment``, restore the one it superseded; return it."""
         if not records.is_record_id(record_id):
             return None
 
-        return await self._call(lambda memory: calls.rollback(memory, record_id, self._now))
+        def work(memory: Mem0Memory) -> MemoryRecord | None:
+            """Roll back on the worker thread."""
+            return calls.rollback(memory, record_id, environment, self._now)
+
+        return await self._call(work)
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
         """Return at most ``query.limit`` records nearest ``query.text``, best first."""
