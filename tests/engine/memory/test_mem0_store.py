@@ -71,7 +71,7 @@ async def test_records_survive_a_restart(tmp_path: Path, embedder: OpenAIEmbedde
             ("Anna drinks tea", False),
             ("Anna drinks gin", True),
         ]
-        restored = await second.rollback(exported[1].id)
+        restored = await second.rollback(exported[1].id, ODD.environment)
         assert restored is not None
         assert restored.id == tea.id
     finally:

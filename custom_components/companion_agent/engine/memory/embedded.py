@@ -26,11 +26,12 @@ from typing import Literal
 from ..errors import CorruptionReporter, EmbeddingError, MemoryInputError
 from . import sqlite_graph, sqlite_records
 from .boundary import clean_scope, clean_text, state_memory
+from .bounds import MemoryBounds, PruneSchedule
 from .embeddings import Embedder
 from .graph import EmbeddedGraph, forget_where
 from .keywords import match_expression
 from .prepared import prepare, with_vectors
-from .sqlite_bounds import MemoryBounds, PruneSchedule, prune_records
+from .sqlite_pruning import prune_records
 from .sqlite_worker import MAX_PENDING, SQLiteWorker
 from .types import (
     Forget,
@@ -70,7 +71,7 @@ class EmbeddedStore:
         ``rankings`` says which rankings a search fuses (both by default; one alone is for
         comparing them); vectors need an ``embedder``. A query's embedding that takes longer
         than ``query_timeout`` is given up: the search goes on with keywords. ``bounds``
-        says how much each scope keeps (see ``sqlite_bounds``).
+        says how much each scope keeps (see ``bounds``).
         """
         self.path = path
         self.embedder = embedder

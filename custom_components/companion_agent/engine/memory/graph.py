@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from ..errors import MemoryInputError
 from . import sqlite_graph
 from .boundary import clean_scope
-from .sqlite_bounds import MemoryBounds, PruneSchedule, prune_graph
+from .bounds import MemoryBounds, PruneSchedule
+from .sqlite_pruning import prune_graph
 from .types import MAX_LIMIT, Forget, GraphFacts, MemoryScope, Relation, bounded
 
 if TYPE_CHECKING:

@@ -1,34 +1,20 @@
-"""The embedded store's bounds per scope, and the SQL that prunes down to them.
+"""The SQL that prunes one scope of the embedded store down to its ``MemoryBounds``.
 
-Every scope (persona, owner, environment) keeps at most ``details`` detail records and
-``summaries`` summaries (oldest go first), ``retired_per_topic`` retired versions of each
-state topic (the oldest retired go first), and ``relations`` graph relations (least recently
-updated first) and as many entities (oldest first). Current state conclusions are never pruned. A
-check runs every ``check_every`` adds (or merges) over the scopes written since, so a
-scope may run over a bound by fewer than ``check_every`` records between two checks.
-Blocking; run on the store's worker thread only, inside the caller's transaction.
+Details and summaries beyond their bounds go oldest first (by insertion), retired
+versions of a topic oldest retired first, relations least recently updated first;
+entities that no relation names go oldest first beyond ``relations`` (so a scope holds at
+most twice ``relations`` entities). Current state conclusions are never pruned. The FTS
+terms go with their records; the caller drops the scope's cached vectors. Blocking; run on the store's worker thread only, inside the caller's transaction.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 
 from . import sqlite_records
+from .bounds import MemoryBounds, ScopeKey
 
-type ScopeKey = tuple[str, str, str]
 _SCOPE = "agent_id = ? AND environment = ? AND owner = ?"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemoryBounds:
-    """How much one scope keeps, and how often the store checks."""
-
-    details: int = 20_000
-    summaries: int = 2_000
-    retired_per_topic: int = 20
-    relations: int = 50_000
-    check_every: int = 64
 
 
 def prune_records(
@@ -69,29 +55,13 @@ def prune_graph(db: sqlite3.Connection, scope: ScopeKey, bounds: MemoryBounds) -
         (*scope, bounds.relations),
     ).rowcount
     db.execute(
-        f"DELETE FROM entities WHERE rowid IN (SELECT rowid FROM entities WHERE {_SCOPE} "
-        "ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)",
-        (*scope, bounds.relations),
+        "DELETE FROM entities WHERE rowid IN (SELECT e.rowid FROM entities e "
+        "WHERE e.agent_id = ? AND e.environment = ? AND e.owner = ? AND NOT EXISTS ("
+        " SELECT 1 FROM relations r WHERE r.agent_id = e.agent_id"
+        " AND r.environment = e.environment AND r.owner = e.owner"
+        " AND (r.subject_key = e.key OR r.object_key = e.key))"
+        f" ORDER BY e.created_at, e.rowid LIMIT max(0, (SELECT count(*) FROM entities "
+        f"WHERE {_SCOPE}) - ?))",
+        (*scope, *scope, bounds.relations),
     )
     return int(gone)
-
-
-class PruneSchedule:
-    """Which scopes were written since the last check, and whether a check is due."""
-
-    def __init__(self, every: int) -> None:
-        """Check after every ``every`` writes."""
-        self._every = max(1, every)
-        self._writes = 0
-        self._written: set[ScopeKey] = set()
-
-    def due(self, scopes: list[ScopeKey]) -> list[ScopeKey]:
-        """Note writes to ``scopes``; return the scopes to check now (none until due)."""
-        self._writes += len(scopes)
-        self._written.update(scopes)
-        if self._writes < self._every:
-            return []
-        written = sorted(self._written)
-        self._writes = 0
-        self._written.clear()
-        return written
