@@ -4,7 +4,8 @@ Details and summaries beyond their bounds go oldest first (by insertion), retire
 versions of a topic oldest retired first, relations least recently updated first;
 entities that no relation names go oldest first beyond ``relations`` (so a scope holds at
 most twice ``relations`` entities). Current state conclusions are never pruned. The FTS
-terms go with their records; the caller drops the scope's cached vectors. Blocking; run on the store's worker thread only, inside the caller's transaction.
+terms go with their records; the caller drops the scope's cached vectors. Blocking: run
+on the store's worker thread only, inside the caller's transaction.
 """
 
 from __future__ import annotations
