@@ -136,6 +136,29 @@ def forget_matching(memory: Mem0Memory, filters: records.Metadata) -> int:
     return gone
 
 
+def prune(
+    memory: Mem0Memory, client: QdrantClient, collection: str, scope: MemoryScope, *,
+    kind: MemoryKind, cap: int,
+) -> int:  # fmt: skip
+    """Delete the scope's oldest records of ``kind`` beyond ``cap``; return how many went."""
+    from qdrant_client import models  # noqa: PLC0415 - loaded by open, off the loop
+
+    filters: records.Metadata = {**records.scope_filters(scope), "kind": kind}
+    must: list[models.Condition] = [
+        models.FieldCondition(key=key, match=models.MatchValue(value=value))
+        for key, value in filters.items()
+        if isinstance(value, str)
+    ]
+    number = client.count(collection, count_filter=models.Filter(must=must), exact=True).count
+    if number <= cap:
+        return 0
+    found = listed(memory, filters, number)
+    found.sort(key=lambda record: record.created_at)
+    for record in found[: len(found) - cap]:
+        memory.delete(record.id)
+    return max(0, len(found) - cap)
+
+
 def count(client: QdrantClient, collection: str) -> dict[str, int]:
     """Count the collection's records by kind and by current/retired (payload filters)."""
     from qdrant_client import models  # noqa: PLC0415 - loaded by open, off the loop
