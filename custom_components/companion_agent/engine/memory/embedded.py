@@ -10,7 +10,8 @@ goes on with keywords alone.
 
 A state (``kind="state"`` with a topic) is always added through the state channel: the
 current state on the same scope and topic retires (kept, with ``valid_until`` and
-``superseded_by``). ``forget`` of a person or persona also forgets their graph.
+``superseded_by``). ``forget`` of a person or persona also forgets their graph. Each scope
+is kept within ``MemoryBounds`` (see ``bounds`` and ``sqlite_pruning``).
 """
 
 from __future__ import annotations

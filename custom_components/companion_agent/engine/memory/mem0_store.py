@@ -13,6 +13,11 @@ threshold; mem0 has no transactions, so an ``add`` that fails part way deletes w
 added, and supersede/rollback are metadata updates in sequence on the one worker thread;
 ``count`` has no graph figures (the graph is a separate ``GraphStore``). A store made while
 its backend was away opens at its first call after (tries ``REOPEN_AFTER`` s apart).
+
+Bounds (``MemoryBounds``): every ``check_every`` adds, the scopes written since lose their
+oldest details and summaries beyond the caps. Retired states are not pruned here (each
+retirement is a metadata update; finding a topic's oldest would mean listing the topic on
+every check), nor mem0's own ``history.db`` (mem0 writes it; it is not trimmed here).
 """
 
 from __future__ import annotations
