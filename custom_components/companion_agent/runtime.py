@@ -26,11 +26,12 @@ from .const import (
     STORAGE_FOLDER,
 )
 from .engine.audit.log import AuditLog
+from .engine.errors import CorruptionReporter
 from .engine.llm import ChatModel, LLMSettings, OpenAIChatModel
 from .engine.memory.companion import CompanionMemory
 from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
 from .engine.speech.head_start import SpeechHeadStarts
-from .engine.turn.history import ConversationStore, CorruptionReporter
+from .engine.turn.history import ConversationStore
 from .engine.turn.runner import TurnRunner
 from .follow_ups import FollowUps
 from .health import ServerHealth

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from os import PathLike
 from pathlib import Path
 from typing import Literal
+
+type CorruptionReporter = Callable[[Path, Path], None]
+"""Called with a file's path and where its unusable content was moved aside."""
 
 
 class CompanionError(Exception):

@@ -186,6 +186,28 @@ async def test_forget_a_record_of_another_environment_changes_nothing(
     assert restored.id == tea.id
 
 
+async def test_rollback_keeps_to_its_environment(memory_store: MemoryStore) -> None:
+    """Test that a rollback in one environment never touches a record of another."""
+    trial = MemoryScope.for_turn("nova", "anna", environment="test")
+    for scope in (ANNA, trial):
+        await memory_store.supersede(
+            NewMemory(scope=scope, kind="state", topic="drink", text="Anna drinks tea", at=T0)
+        )
+    coffee = await memory_store.supersede(
+        NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks coffee")
+    )
+    juice = await memory_store.supersede(
+        NewMemory(scope=trial, kind="state", topic="drink", text="Anna drinks juice")
+    )
+    assert await memory_store.rollback(coffee.id, "test") is None
+    assert await memory_store.rollback(juice.id) is None, "production is the default"
+    assert [s.id for s in await memory_store.current_states([ANNA])] == [coffee.id]
+    assert [s.id for s in await memory_store.current_states([trial])] == [juice.id]
+    restored = await memory_store.rollback(juice.id, "test")
+    assert restored is not None
+    assert restored.scope == trial
+
+
 async def test_forget_a_person_keeps_the_household_and_others(memory_store: MemoryStore) -> None:
     """Test that forgetting Anna removes all of hers, in every persona, and nothing else."""
     await memory_store.add(

@@ -11,6 +11,7 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from custom_components.companion_agent.engine.errors import EmbeddingError, MemoryBackendError
+from custom_components.companion_agent.engine.memory.bounds import MemoryBounds
 from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
     OpenAIEmbedder,
@@ -71,7 +72,7 @@ async def test_records_survive_a_restart(tmp_path: Path, embedder: OpenAIEmbedde
             ("Anna drinks tea", False),
             ("Anna drinks gin", True),
         ]
-        restored = await second.rollback(exported[1].id)
+        restored = await second.rollback(exported[1].id, ODD.environment)
         assert restored is not None
         assert restored.id == tea.id
     finally:
@@ -157,3 +158,35 @@ async def test_check_says_missing_dependency_without_mem0(
     monkeypatch.setitem(sys.modules, "mem0", None)
     check = await Mem0Store(Mem0Settings(folder=tmp_path), embedder).check()
     assert check.problem == "missing_dependency"
+
+
+async def test_details_beyond_the_cap_go_oldest_first(
+    tmp_path: Path, embedder: OpenAIEmbedder
+) -> None:
+    """Test that mem0 keeps a scope's newest details and summaries, its states, other scopes."""
+    bounds = MemoryBounds(details=2, summaries=1, check_every=1)
+    store = await Mem0Store.create(Mem0Settings(folder=tmp_path / "mem0"), embedder, bounds=bounds)
+    other = MemoryScope(agent_id="my persona")
+    try:
+        await store.add([NewMemory(scope=other, text="the household owns a red car")])
+        state = await store.supersede(
+            NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks tea")
+        )
+        for text in ("Anna likes apples", "Anna likes pears", "Anna likes plums"):
+            await store.add([NewMemory(scope=ODD, text=text)])
+        for text in ("a summary of Monday", "a summary of Tuesday"):
+            await store.add([NewMemory(scope=ODD, kind="summary", text=text)])
+        assert [r.text for r in await store.export([ODD])] == [
+            "Anna drinks tea",
+            "Anna likes pears",
+            "Anna likes plums",
+            "a summary of Tuesday",
+        ]
+        assert [s.id for s in await store.current_states([ODD])] == [state.id]
+        assert [r.text for r in await store.export([other])] == ["the household owns a red car"]
+        hits = await store.search(MemoryQuery(text="Which fruit does Anna like?", scopes=(ODD,)))
+        assert "Anna likes apples" not in [hit.record.text for hit in hits]
+        figures = await store.count()
+        assert (figures["detail"], figures["summary"]) == (3, 1)
+    finally:
+        await store.close()

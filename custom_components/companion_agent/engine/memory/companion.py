@@ -190,7 +190,7 @@ class CompanionMemory:
     async def rollback(self, record_id: str) -> MemoryRecord | None:
         """Retire a conclusion and bring back the one it superseded."""
         async with asyncio.timeout(CALL_TIMEOUT):
-            return await self.store.rollback(record_id)
+            return await self.store.rollback(record_id, self.settings.environment)
 
     async def conclusions(self, scope: MemoryScope) -> list[MemoryRecord]:
         """Return the current conclusions of exactly ``scope``, newest first."""

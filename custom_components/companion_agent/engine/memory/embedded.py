@@ -10,7 +10,8 @@ goes on with keywords alone.
 
 A state (``kind="state"`` with a topic) is always added through the state channel: the
 current state on the same scope and topic retires (kept, with ``valid_until`` and
-``superseded_by``). ``forget`` of a person or persona also forgets their graph.
+``superseded_by``). ``forget`` of a person or persona also forgets their graph. Each scope
+is kept within ``MemoryBounds`` (see ``bounds`` and ``sqlite_pruning``).
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from ..errors import EmbeddingError, MemoryInputError
+from ..errors import CorruptionReporter, EmbeddingError, MemoryInputError
 from . import sqlite_graph, sqlite_records
 from .boundary import clean_scope, clean_text, state_memory
+from .bounds import MemoryBounds, PruneSchedule
 from .embeddings import Embedder
 from .graph import EmbeddedGraph, forget_where
 from .keywords import match_expression
 from .prepared import prepare, with_vectors
-from .sqlite_worker import MAX_PENDING, CorruptionReporter, SQLiteWorker
+from .sqlite_pruning import prune_records
+from .sqlite_worker import MAX_PENDING, SQLiteWorker
 from .types import (
     Forget,
     MemoryHit,
@@ -62,20 +65,24 @@ class EmbeddedStore:
         rankings: frozenset[Ranking] = RANKINGS,
         query_timeout: float = QUERY_TIMEOUT,
         max_pending: int = MAX_PENDING,
+        bounds: MemoryBounds | None = None,
     ) -> None:
         """Prepare the store at ``path``; call ``open`` (or use ``EmbeddedStore.create``).
 
         ``rankings`` says which rankings a search fuses (both by default; one alone is for
         comparing them); vectors need an ``embedder``. A query's embedding that takes longer
-        than ``query_timeout`` is given up: the search goes on with keywords.
+        than ``query_timeout`` is given up: the search goes on with keywords. ``bounds``
+        says how much each scope keeps (see ``bounds``).
         """
         self.path = path
         self.embedder = embedder
         self.rankings = rankings
         self.query_timeout = query_timeout
         self._worker = SQLiteWorker(path, max_pending=max_pending)
-        self.graph = EmbeddedGraph(self._worker)
+        self.bounds = bounds or MemoryBounds()
+        self.graph = EmbeddedGraph(self._worker, self.bounds)
         self._vectors = VectorCache()
+        self._schedule = PruneSchedule(self.bounds.check_every)
 
     @classmethod
     async def create(
@@ -86,9 +93,12 @@ class EmbeddedStore:
         rankings: frozenset[Ranking] = RANKINGS,
         query_timeout: float = QUERY_TIMEOUT,
         on_corrupt: CorruptionReporter | None = None,
+        bounds: MemoryBounds | None = None,
     ) -> EmbeddedStore:
         """Open (or create) the store at ``path``; a bad file is moved aside and reported."""
-        store = cls(path, embedder=embedder, rankings=rankings, query_timeout=query_timeout)
+        store = cls(
+            path, embedder=embedder, rankings=rankings, query_timeout=query_timeout, bounds=bounds
+        )
         await store.open(on_corrupt)
         return store
 
@@ -97,7 +107,10 @@ class EmbeddedStore:
         await self._worker.start(on_corrupt)
 
     async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
-        """Store ``memories`` in one transaction (states through the state channel)."""
+        """Store ``memories`` in one transaction (states through the state channel).
+
+        Every ``bounds.check_every`` adds, the scopes written since are pruned to their bounds.
+        """
         if len(memories) > MAX_BATCH:
             raise MemoryInputError(f"{len(memories)} memories at once, at most {MAX_BATCH}")
         prepared = [prepare(memory) for memory in memories]
@@ -115,6 +128,9 @@ class EmbeddedStore:
                 elif memory.vector is not None:
                     self._vectors.append(_key(memory.scope), rowid, memory.kind, memory.vector)
             found = sqlite_records.records(db, rowids)
+            for scope in self._schedule.due([_key(memory.scope) for memory in prepared]):
+                if prune_records(db, scope, self.bounds):
+                    self._vectors.invalidate(scope)
             return [found[rowid] for rowid in rowids]
 
         return await self._worker.transaction(work)
@@ -124,8 +140,10 @@ class EmbeddedStore:
         (record,) = await self.add([state_memory(memory)])
         return record
 
-    async def rollback(self, record_id: str) -> MemoryRecord | None:
-        """Retire a current state and restore the one it superseded; return that one.
+    async def rollback(
+        self, record_id: str, environment: str = "production"
+    ) -> MemoryRecord | None:
+        """Retire a current state of ``environment``, restore the one it superseded; return it.
 
         None when there is no such current state, or it superseded nothing (it is then
         retired all the same).
@@ -135,6 +153,8 @@ class EmbeddedStore:
             """Retire the record, restore its predecessor, read the predecessor back."""
             found = sqlite_records.by_id(db, record_id)
             if found is None or found[0].kind != "state" or not found[0].current:
+                return None
+            if found[0].scope.environment != environment:  # never across environments
                 return None
             record, previous = found
             now = sqlite_records.iso(datetime.now(UTC))

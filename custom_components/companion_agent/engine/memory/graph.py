@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from ..errors import MemoryInputError
 from . import sqlite_graph
 from .boundary import clean_scope
+from .bounds import MemoryBounds, PruneSchedule
+from .sqlite_pruning import prune_graph
 from .types import MAX_LIMIT, Forget, GraphFacts, MemoryScope, Relation, bounded
 
 if TYPE_CHECKING:
@@ -35,17 +37,30 @@ def forget_where(what: Forget) -> tuple[str, list[str]]:
 class EmbeddedGraph:
     """Entities and relations per scope in the embedded store's SQLite file."""
 
-    def __init__(self, worker: SQLiteWorker) -> None:
-        """Share the store's worker thread and connection."""
+    def __init__(self, worker: SQLiteWorker, bounds: MemoryBounds | None = None) -> None:
+        """Share the store's worker thread and connection; keep each scope within ``bounds``."""
         self._worker = worker
+        self._bounds = bounds or MemoryBounds()
+        self._schedule = PruneSchedule(self._bounds.check_every)
 
     async def merge(self, scope: MemoryScope, facts: GraphFacts) -> None:
-        """Merge ``facts`` into ``scope``'s graph in one transaction (idempotent)."""
+        """Merge ``facts`` into ``scope``'s graph in one transaction (idempotent).
+
+        Every ``bounds.check_every`` merges, the scopes merged into since are pruned.
+        """
         cleaned = clean_scope(scope)
         if len(facts.entities) + len(facts.relations) > sqlite_graph.MAX_FACTS:
             raise MemoryInputError(f"more than {sqlite_graph.MAX_FACTS} graph facts at once")
         now = datetime.now(UTC)
-        await self._worker.transaction(lambda db: sqlite_graph.merge(db, cleaned, facts, now))
+        key = (cleaned.agent_id, cleaned.environment, cleaned.owner)
+
+        def work(db: sqlite3.Connection) -> None:
+            """Merge, then prune the scopes that are due."""
+            sqlite_graph.merge(db, cleaned, facts, now)
+            for due in self._schedule.due([key]):
+                prune_graph(db, due, self._bounds)
+
+        await self._worker.transaction(work)
 
     async def neighbourhood(
         self,

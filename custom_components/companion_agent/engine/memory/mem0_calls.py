@@ -68,11 +68,15 @@ def read(memory: Mem0Memory, record_id: str) -> MemoryRecord:
     return found
 
 
-def rollback(memory: Mem0Memory, record_id: str, now: Clock) -> MemoryRecord | None:
-    """Retire a current state, restore its predecessor and return it (None if none)."""
+def rollback(
+    memory: Mem0Memory, record_id: str, environment: str, now: Clock
+) -> MemoryRecord | None:
+    """Retire a current state of ``environment``, restore its predecessor and return it."""
     item = memory.get(record_id)
     found = records.record(item)
     if found is None or found.kind != "state" or not found.current:
+        return None
+    if found.scope.environment != environment:  # never across environments
         return None
     memory.vector_store.update(record_id, None, records.retired(now(), None))
     previous = records.supersedes(item)
@@ -130,6 +134,29 @@ def forget_matching(memory: Mem0Memory, filters: records.Metadata) -> int:
             memory.delete(str(item.get("id")))
         gone += len(batch)
     return gone
+
+
+def prune(
+    memory: Mem0Memory, client: QdrantClient, collection: str, scope: MemoryScope, *,
+    kind: MemoryKind, cap: int,
+) -> int:  # fmt: skip
+    """Delete the scope's oldest records of ``kind`` beyond ``cap``; return how many went."""
+    from qdrant_client import models  # noqa: PLC0415 - loaded by open, off the loop
+
+    filters: records.Metadata = {**records.scope_filters(scope), "kind": kind}
+    must: list[models.Condition] = [
+        models.FieldCondition(key=key, match=models.MatchValue(value=value))
+        for key, value in filters.items()
+        if isinstance(value, str)
+    ]
+    number = client.count(collection, count_filter=models.Filter(must=must), exact=True).count
+    if number <= cap:
+        return 0
+    found = listed(memory, filters, number)
+    found.sort(key=lambda record: record.created_at)
+    for record in found[: len(found) - cap]:
+        memory.delete(record.id)
+    return max(0, len(found) - cap)
 
 
 def count(client: QdrantClient, collection: str) -> dict[str, int]:

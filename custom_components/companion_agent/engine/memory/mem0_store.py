@@ -13,6 +13,11 @@ threshold; mem0 has no transactions, so an ``add`` that fails part way deletes w
 added, and supersede/rollback are metadata updates in sequence on the one worker thread;
 ``count`` has no graph figures (the graph is a separate ``GraphStore``). A store made while
 its backend was away opens at its first call after (tries ``REOPEN_AFTER`` s apart).
+
+Bounds (``MemoryBounds``): every ``check_every`` adds, the scopes written since lose their
+oldest details and summaries beyond the caps. Retired states are not pruned here (each
+retirement is a metadata update; finding a topic's oldest would mean listing the topic on
+every check), nor mem0's own ``history.db`` (mem0 writes it; it is not trimmed here).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from . import mem0_calls as calls
 from . import mem0_records as records
 from .backend_check import BackendCheck
 from .boundary import clean_scope, clean_text, state_memory
+from .bounds import MemoryBounds, PruneSchedule, ScopeKey
 from .embeddings import Embedder, InputType
 from .graph import forget_where
 from .keywords import query_terms
@@ -43,7 +49,16 @@ from .mem0_setup import (
     qdrant_client,
 )
 from .mem0_setup import backend_error as _error
-from .types import Forget, MemoryHit, MemoryQuery, MemoryRecord, MemoryScope, NewMemory, bounded
+from .types import (
+    Forget,
+    MemoryHit,
+    MemoryKind,
+    MemoryQuery,
+    MemoryRecord,
+    MemoryScope,
+    NewMemory,
+    bounded,
+)
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
@@ -59,10 +74,14 @@ REOPEN_AFTER = 30.0
 class Mem0Store:
     """Memories in mem0 on Qdrant, embedded by the host's ``Embedder``."""
 
-    def __init__(self, settings: Mem0Settings, embedder: Embedder) -> None:
+    def __init__(
+        self, settings: Mem0Settings, embedder: Embedder, *, bounds: MemoryBounds | None = None
+    ) -> None:
         """Prepare the store; call ``open`` (or use ``Mem0Store.create``)."""
         self.settings = settings
         self.embedder = embedder
+        self.bounds = bounds or MemoryBounds()
+        self._schedule = PruneSchedule(self.bounds.check_every)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mem0")
         self._memory: Mem0Memory | None = None
         self._client: QdrantClient | None = None
@@ -73,9 +92,11 @@ class Mem0Store:
         self._next_open = 0.0
 
     @classmethod
-    async def create(cls, settings: Mem0Settings, embedder: Embedder) -> Mem0Store:
+    async def create(
+        cls, settings: Mem0Settings, embedder: Embedder, *, bounds: MemoryBounds | None = None
+    ) -> Mem0Store:
         """Open a store (mem0 imported, Qdrant opened, the collection made)."""
-        store = cls(settings, embedder)
+        store = cls(settings, embedder, bounds=bounds)
         try:
             await store.open()
         except BaseException:
@@ -140,7 +161,11 @@ class Mem0Store:
             """Add each in turn (all or none), then read them back."""
             self._prime("passage", texts, vectors)
             added = calls.add_all(memory, prepared, self._now)
-            return [calls.read(memory, record_id) for record_id in added]
+            kept = [calls.read(memory, record_id) for record_id in added]
+            keys = [(m.scope.agent_id, m.scope.environment, m.scope.owner) for m in prepared]
+            for key in self._schedule.due(keys):
+                self._prune(memory, key)
+            return kept
 
         return await self._call(work)
 
@@ -149,12 +174,18 @@ class Mem0Store:
         (record,) = await self.add([state_memory(memory)])
         return record
 
-    async def rollback(self, record_id: str) -> MemoryRecord | None:
-        """Retire a current state and restore the one it superseded; return that one."""
+    async def rollback(
+        self, record_id: str, environment: str = "production"
+    ) -> MemoryRecord | None:
+        """Retire a current state of ``environment``, restore the one it superseded; return it."""
         if not records.is_record_id(record_id):
             return None
 
-        return await self._call(lambda memory: calls.rollback(memory, record_id, self._now))
+        def work(memory: Mem0Memory) -> MemoryRecord | None:
+            """Roll back on the worker thread."""
+            return calls.rollback(memory, record_id, environment, self._now)
+
+        return await self._call(work)
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
         """Return at most ``query.limit`` records nearest ``query.text``, best first."""
@@ -286,6 +317,17 @@ class Mem0Store:
                 raise MemoryBackendError("not open yet", backend=BACKEND, problem="cannot_connect")
             self._next_open = loop.time() + REOPEN_AFTER
             await self.open()
+
+    def _prune(self, memory: Mem0Memory, key: ScopeKey) -> None:
+        """Delete the scope's oldest details and summaries beyond their caps (worker thread)."""
+        agent, environment, owner = key
+        scope = MemoryScope(agent_id=agent, owner=owner, environment=environment)
+        if self._client is not None:
+            kinds: tuple[MemoryKind, ...] = ("detail", "summary")
+            for kind, cap in zip(kinds, (self.bounds.details, self.bounds.summaries), strict=True):
+                calls.prune(
+                    memory, self._client, self.settings.collection, scope, kind=kind, cap=cap
+                )
 
     def _prime(self, side: InputType, texts: list[str], vectors: list[list[float]]) -> None:
         """Hand the bridge this call's vectors (on the worker thread)."""

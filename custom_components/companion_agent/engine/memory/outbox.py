@@ -24,10 +24,9 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from ..errors import MemoryUnavailableError
+from ..errors import CorruptionReporter, MemoryUnavailableError
 from ..json_types import JSONObject
 from .outbox_file import MAX_ASIDE, MAX_ENTRIES, OutboxEntry, OutboxFile
-from .sqlite_worker import CorruptionReporter
 
 LOGGER = logging.getLogger(__name__)
 

@@ -200,7 +200,9 @@ def export(db: sqlite3.Connection, scopes: Sequence[MemoryScope]) -> list[Memory
     return [_record(row) for row in rows]
 
 
-def delete(db: sqlite3.Connection, where: str, params: Sequence[str]) -> list[tuple[str, ...]]:
+def delete(
+    db: sqlite3.Connection, where: str, params: Sequence[str | int]
+) -> list[tuple[str, ...]]:
     """Delete the records matching ``where`` and their terms; return their scope keys."""
     rows = db.execute(
         f"SELECT rowid, agent_id, environment, owner FROM memories WHERE {where}", params

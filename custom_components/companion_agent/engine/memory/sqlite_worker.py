@@ -18,15 +18,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..errors import MemoryStoreError
+from ..errors import CorruptionReporter, MemoryStoreError
 from .sqlite_schema import open_database
 
 LOGGER = logging.getLogger(__name__)
 
 MAX_PENDING = 32
-
-type CorruptionReporter = Callable[[Path, Path], None]
-"""Called with the store's path and where its unusable file was moved."""
 
 
 class SQLiteWorker:

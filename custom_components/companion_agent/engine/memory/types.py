@@ -163,8 +163,10 @@ class MemoryStore(Protocol):
         """Store a state conclusion; the current one on the same topic and scope retires."""
         ...
 
-    async def rollback(self, record_id: str) -> MemoryRecord | None:
-        """Retire a state record and make the one it superseded current again; return that."""
+    async def rollback(
+        self, record_id: str, environment: str = "production"
+    ) -> MemoryRecord | None:
+        """Retire a state of ``environment``; make the one it superseded current; return it."""
         ...
 
     async def current_states(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:

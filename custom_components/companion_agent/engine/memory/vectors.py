@@ -69,6 +69,11 @@ class VectorCache:
         self._scopes: OrderedDict[ScopeKey, _ScopeMatrix] = OrderedDict()
         self._size = 0
 
+    @property
+    def size(self) -> int:
+        """Return how many rows the cache holds, pending ones included."""
+        return self._size
+
     def invalidate(self, scope: ScopeKey | None = None) -> None:
         """Drop one scope's matrix, or every matrix."""
         if scope is None:
@@ -77,7 +82,7 @@ class VectorCache:
             return
         dropped = self._scopes.pop(scope, None)
         if dropped is not None:
-            self._size -= len(dropped.rowids)
+            self._size -= len(dropped.rowids) + len(dropped.pending)
 
     def append(self, scope: ScopeKey, rowid: int, kind: str, blob: bytes) -> None:
         """Add a new record's vector to its scope, if that scope is cached (else nothing)."""
@@ -121,7 +126,7 @@ class VectorCache:
         self._size += len(matrix.rowids)
         while self._size > self._capacity and len(self._scopes) > 1:
             _, old = self._scopes.popitem(last=False)
-            self._size -= len(old.rowids)
+            self._size -= len(old.rowids) + len(old.pending)
         return matrix
 
     def _join_pending(self, scope: ScopeKey, cached: _ScopeMatrix, dim: int) -> None:

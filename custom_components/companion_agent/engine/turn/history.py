@@ -18,11 +18,12 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from ..chars import valid_text
+from ..errors import CorruptionReporter
 from ..events import TurnOutcome
 from ..messages import AssistantMessage, ChatMessage, UserMessage
 from .prompt import proactive_words
@@ -39,8 +40,6 @@ MARKS: dict[TurnOutcome, str] = {
     "failed": "[you could not finish this answer]",
     "timed_out": "[this answer ran out of time here]",
 }
-
-type CorruptionReporter = Callable[[Path, Path], None]
 
 
 class ConversationHistory(Protocol):
