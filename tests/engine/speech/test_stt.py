@@ -165,7 +165,7 @@ async def test_connection_refused_is_a_clear_error(socket_enabled: None) -> None
 @pytest.mark.parametrize(
     ("scripted", "says"),
     [
-        ("close", "closed by the server|connection lost|sending failed"),
+        ("close", "closed by the server|connection lost|write failed"),
         ("stall", "no transcript within 0.5 s"),
         ("error", "ModelNotLoaded"),
     ],

@@ -12,6 +12,7 @@ import pytest
 
 from custom_components.companion_agent.engine.errors import (
     SpeechConnectionError,
+    SpeechError,
     SpeechVoiceNotFoundError,
 )
 from custom_components.companion_agent.engine.speech import AudioChunk, WyomingTTS
@@ -109,6 +110,38 @@ async def test_connection_refused_is_a_clear_error(socket_enabled: None) -> None
     assert (raised.value.host, raised.value.port) == ("127.0.0.1", port)
     with pytest.raises(SpeechConnectionError):
         await speak(tts, SENTENCES)
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        (b"this is not a wyoming event\n", "connection closed|malformed event"),
+        (b'{"no": "type"}\n', "malformed event"),
+        (b"[1, 2, 3]\n", "malformed event"),
+    ],
+)
+async def test_a_server_that_answers_with_a_line_that_is_not_an_event_is_a_clear_error(
+    socket_enabled: None, line: bytes, error: str
+) -> None:
+    """A real loopback server that answers every request with ``line``, then hangs up."""
+
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Read the request, answer with the line, close."""
+        await reader.readline()
+        writer.write(line)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(garbage, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        tts = WyomingTTS("127.0.0.1", port, streaming=False)
+        with pytest.raises(SpeechError, match=error) as raised:
+            await tts.describe()
+        assert (raised.value.host, raised.value.port) == ("127.0.0.1", port)
+    finally:
+        server.close()
+        await server.wait_closed()
 
 
 @pytest.mark.parametrize("streaming", [True, False])

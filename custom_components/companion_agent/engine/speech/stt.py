@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
-from wyoming.event import Event, async_read_event, async_write_event
 from wyoming.info import Describe
 
-from ..errors import SpeechConnectionError, SpeechError, SpeechTranscribeError
+from ..errors import SpeechError, SpeechTranscribeError
 from .info import AsrInfo, parse_asr_info
+from .wyoming_connection import WyomingConnection, open_wyoming
 
 LOGGER = logging.getLogger(__name__)
 
@@ -42,52 +42,6 @@ class Transcription:
 
     text: str
     language: str | None = None
-
-
-class _Connection:
-    """One TCP connection to a Wyoming STT server; its failures name the server."""
-
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        *,
-        host: str,
-        port: int,
-        write_timeout: float,
-    ) -> None:
-        """Wrap an open stream pair."""
-        self._reader = reader
-        self._writer = writer
-        self._host = host
-        self._port = port
-        self._write_timeout = write_timeout
-
-    async def write(self, *events: Event) -> None:
-        """Send ``events`` in order, or raise if the server is gone or does not take them."""
-        try:
-            async with asyncio.timeout(self._write_timeout):
-                for event in events:
-                    await async_write_event(event, self._writer)
-        except (TimeoutError, ConnectionError) as err:
-            raise self.failed(f"sending failed: {err!r}") from err
-
-    async def read(self) -> Event | None:
-        """Return the next event, or None once the server closed the connection."""
-        try:
-            return await async_read_event(self._reader)
-        except (ConnectionError, asyncio.IncompleteReadError) as err:
-            raise self.failed(f"connection lost: {err!r}") from err
-        except ValueError as err:  # a line that is not JSON, or longer than the stream's limit
-            raise self.failed(f"malformed event: {err}") from err
-
-    def failed(self, message: str) -> SpeechTranscribeError:
-        """Return the error for this server."""
-        return SpeechTranscribeError(message, host=self._host, port=self._port)
-
-    def close(self) -> None:
-        """Close the socket at once, dropping anything unsent."""
-        self._writer.transport.abort()
 
 
 class WyomingSTT:
@@ -124,7 +78,7 @@ class WyomingSTT:
                 while (event := await connection.read()) is not None:
                     if event.type == "info":
                         return parse_asr_info(event.data)
-            raise connection.failed("closed without an info event")
+            raise connection.fail("closed without an info event")
         except TimeoutError as err:
             raise SpeechError("no info event in time", host=self.host, port=self.port) from err
         finally:
@@ -163,7 +117,7 @@ class WyomingSTT:
                 sender.result()  # the audio's own error, or the connection's
                 await asyncio.wait((receiver,), timeout=self._transcript_timeout)
             if not receiver.done():
-                raise connection.failed(
+                raise connection.fail(
                     f"no transcript within {self._transcript_timeout} s of the audio's end"
                 )
             return receiver.result()
@@ -182,18 +136,18 @@ class WyomingSTT:
             channels=channels,
         )
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self) -> WyomingConnection:
         """Open a connection, or raise SpeechConnectionError."""
-        try:
-            async with asyncio.timeout(self._connect_timeout):
-                reader, writer = await asyncio.open_connection(self.host, self.port)
-        except (OSError, TimeoutError) as err:
-            raise SpeechConnectionError(
-                f"cannot reach the STT server: {err}", host=self.host, port=self.port
-            ) from err
-        return _Connection(
-            reader, writer, host=self.host, port=self.port, write_timeout=self._write_timeout
+        reader, writer = await open_wyoming(
+            self.host, self.port, within=self._connect_timeout, what="STT"
         )
+        return WyomingConnection(
+            reader, writer, fail=self._failed, write_timeout=self._write_timeout
+        )
+
+    def _failed(self, message: str) -> SpeechTranscribeError:
+        """Return the error for this server."""
+        return SpeechTranscribeError(message, host=self.host, port=self.port)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,7 +160,9 @@ class _Request:
     channels: int
 
 
-async def _send(connection: _Connection, audio: AsyncIterable[bytes], request: _Request) -> None:
+async def _send(
+    connection: WyomingConnection, audio: AsyncIterable[bytes], request: _Request
+) -> None:
     """Send the request, the audio in whole frames as it comes, then the audio's end."""
     fmt = {"rate": request.rate, "width": request.width, "channels": request.channels}
     frame = request.width * request.channels
@@ -223,7 +179,9 @@ async def _send(connection: _Connection, audio: AsyncIterable[bytes], request: _
     await connection.write(AudioStop().event())
 
 
-async def _receive(connection: _Connection, on_partial: PartialListener | None) -> Transcription:
+async def _receive(
+    connection: WyomingConnection, on_partial: PartialListener | None
+) -> Transcription:
     """Read events until the transcript; tell ``on_partial`` the streamed text so far."""
     parts: list[str] = []
     size = 0
@@ -249,12 +207,12 @@ async def _receive(connection: _Connection, on_partial: PartialListener | None) 
                 stopped = True
             case "error":
                 code, reason = event.data.get("code"), event.data.get("text")
-                raise connection.failed(f"server error {code}: {reason}")
+                raise connection.fail(f"server error {code}: {reason}")
             case _:
                 LOGGER.debug("Ignoring %s from the STT server", event.type)
     if stopped:  # a streamed transcript, then the connection closed: keep what was said
         return Transcription(text="".join(parts))
-    raise connection.failed("closed by the server before the transcript")
+    raise connection.fail("closed by the server before the transcript")
 
 
 def _text(value: object) -> str:

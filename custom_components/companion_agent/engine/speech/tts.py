@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 
-from wyoming.event import Event, async_read_event, async_write_event
+from wyoming.event import Event
 from wyoming.info import Describe
 from wyoming.tts import (
     Synthesize,
@@ -16,9 +15,10 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
-from ..errors import SpeechConnectionError, SpeechError, SpeechVoiceNotFoundError
+from ..errors import SpeechError, SpeechVoiceNotFoundError
 from .info import TtsInfo, parse_tts_info
 from .synthesizer import AudioChunk
+from .wyoming_connection import WyomingConnection, open_wyoming
 
 LOGGER = logging.getLogger(__name__)
 
@@ -30,42 +30,15 @@ class _SentenceFailedError(Exception):
     """The connection dropped or stalled, or the server refused one sentence."""
 
 
-class _Connection:
-    """One TCP connection to a Wyoming server; every read and write has a deadline."""
-
-    def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, timeout: float
-    ) -> None:
-        """Wrap an open stream pair."""
-        self._reader = reader
-        self._writer = writer
-        self._timeout = timeout
-
-    async def write(self, *events: Event) -> None:
-        """Send ``events`` in order, failing the sentence if the server is gone or stuck."""
-        try:
-            async with asyncio.timeout(self._timeout):
-                for event in events:
-                    await async_write_event(event, self._writer)
-        except (TimeoutError, ConnectionError) as err:
-            raise _SentenceFailedError(f"write failed: {err!r}") from err
+class _Connection(WyomingConnection):
+    """A connection whose reads have a deadline and whose end fails the sentence."""
 
     async def read(self) -> Event:
         """Return the next event, failing the sentence on a stall or a closed connection."""
-        try:
-            async with asyncio.timeout(self._timeout):
-                event = await async_read_event(self._reader)
-        except TimeoutError as err:
-            raise _SentenceFailedError(f"no event within {self._timeout} s") from err
-        except (ConnectionError, asyncio.IncompleteReadError) as err:
-            raise _SentenceFailedError(f"connection lost: {err!r}") from err
+        event = await super().read()
         if event is None:
-            raise _SentenceFailedError("connection closed by the server")
+            raise self.fail("connection closed by the server")
         return event
-
-    def close(self) -> None:
-        """Close the socket at once, dropping anything unsent."""
-        self._writer.transport.abort()
 
 
 class WyomingTTS:
@@ -205,14 +178,16 @@ class WyomingTTS:
 
     async def _connect(self) -> _Connection:
         """Open a connection, or raise SpeechConnectionError."""
-        try:
-            async with asyncio.timeout(self._connect_timeout):
-                reader, writer = await asyncio.open_connection(self.host, self.port)
-        except (OSError, TimeoutError) as err:
-            raise SpeechConnectionError(
-                f"cannot reach the TTS server: {err}", host=self.host, port=self.port
-            ) from err
-        return _Connection(reader, writer, self._read_timeout)
+        reader, writer = await open_wyoming(
+            self.host, self.port, within=self._connect_timeout, what="TTS"
+        )
+        return _Connection(
+            reader,
+            writer,
+            fail=_SentenceFailedError,
+            write_timeout=self._read_timeout,
+            read_timeout=self._read_timeout,
+        )
 
 
 def _int(value: object, default: int) -> int:
