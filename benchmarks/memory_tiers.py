@@ -29,8 +29,8 @@ from custom_components.companion_agent.engine.memory.companion import (
     CompanionMemory,
     MemorySettings,
 )
-from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
 from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
+from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.memory.types import MemoryScope, NewMemory
 
 SCOPE = MemoryScope(agent_id="bench", owner="user:alice", environment="test")

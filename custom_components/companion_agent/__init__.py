@@ -14,8 +14,9 @@ from homeassistant.helpers.httpx_client import get_async_client
 from homeassistant.helpers.typing import ConfigType
 from homeassistant.util import dt as dt_util
 
+from .agent.confirmations import async_fire_confirmation
+from .agent.health import ServerHealth
 from .config_flow import entry_title
-from .confirmations import async_fire_confirmation
 from .const import (
     AUDIT_FILE,
     CONF_ASLEEP_ENTITY,
@@ -40,14 +41,13 @@ from .engine.turn.limits import TurnLimits
 from .engine.turn.runner import TurnRunner
 from .engine.turn.usage import UsageCounters
 from .guard_rules import DEFAULT_RULES
-from .health import ServerHealth
-from .home_state import HassPresence, HassStateWatcher
-from .memory import async_close_memory, async_setup_memory
-from .pipelines import async_watch_pipelines
-from .playback import PlaybackWatcher
+from .memory.setup import async_close_memory, async_setup_memory
+from .proactive.home_state import HassPresence, HassStateWatcher
 from .repairs import async_clear_entry_issues, async_report_bad_history, async_sync_load_problems
 from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
 from .services import async_setup_services
+from .voice.pipelines import async_watch_pipelines
+from .voice.playback import PlaybackWatcher
 
 PLATFORMS = (Platform.CONVERSATION, Platform.SENSOR, Platform.STT, Platform.TODO, Platform.TTS)
 PRUNE_INTERVAL = timedelta(hours=24)

@@ -59,7 +59,7 @@ from .engine.errors import LLMAuthError, LLMError
 from .memory_flow import memory_schema, validate_memory
 from .runtime import CompanionConfigEntry, build_model
 from .stt_flow import SttSubentryFlow
-from .voice_flow import TtsSubentryFlow
+from .tts_flow import TtsSubentryFlow
 
 SERVER_SCHEMA = vol.Schema(
     {

@@ -13,8 +13,9 @@ from homeassistant.helpers.dispatcher import async_dispatcher_connect, async_dis
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util.ulid import ulid_now
 
-from .briefing import HomeBriefing
-from .chat_stream import ChatLogStream
+from .agent.chat_stream import ChatLogStream
+from .agent.personas import build_persona
+from .agent.spoken import async_spoken_lines
 from .const import (
     CONF_MODEL,
     CONF_PROMPT,
@@ -34,12 +35,11 @@ from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
 from .engine.turn.runner import Persona, TurnRequest
 from .ha_tools import HassTurnTools
-from .memory import turn_memory
-from .personas import build_persona
-from .proactive import async_speak_for_trigger
+from .memory.setup import turn_memory
+from .proactive.briefing import HomeBriefing
+from .proactive.speak import async_speak_for_trigger
 from .runtime import CompanionConfigEntry, add_per_subentry
-from .speech_start import async_head_start
-from .spoken import async_spoken_lines
+from .voice.speech_start import async_head_start
 
 PLUGIN_CLOSE_GRACE = 30.0
 

@@ -48,10 +48,10 @@ from .const import (
     STORAGE_FOLDER,
 )
 from .engine.audit.redaction import scrub_text
-from .engine.memory.mem0_setup import MEM0_REQUIREMENTS
-from .engine.memory.mem0_store import Mem0Store
-from .engine.memory.neo4j_graph import NEO4J_REQUIREMENT, Neo4jGraph
-from .memory import embedder_for, mem0_settings, neo4j_settings
+from .engine.memory.mem0.setup import MEM0_REQUIREMENTS
+from .engine.memory.mem0.store import Mem0Store
+from .engine.memory.neo4j.graph import NEO4J_REQUIREMENT, Neo4jGraph
+from .memory.setup import embedder_for, mem0_settings, neo4j_settings
 
 CHECK_TIMEOUT = 5.0
 NEO4J_SCHEMES = {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}

@@ -18,8 +18,8 @@ from homeassistant.helpers import issue_registry as ir
 
 from .const import DOMAIN, ISSUE_MEMORY_FILE
 from .engine.plugins import LoadProblem
-from .pipelines import ISSUE_PREFIX as LOCAL_INTENTS_PREFIX
-from .pipelines import async_turn_off_local_intents
+from .voice.pipelines import ISSUE_PREFIX as LOCAL_INTENTS_PREFIX
+from .voice.pipelines import async_turn_off_local_intents
 
 PROBLEM_PREFIXES = ("plugin_", "profile_")
 VOICE_PREFIX = "tts_voice_"

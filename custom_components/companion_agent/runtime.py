@@ -16,6 +16,7 @@ from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.httpx_client import get_async_client
 
+from .agent.health import ServerHealth
 from .const import (
     CONF_BASE_URL,
     CONF_FIRST_TOKEN_TIMEOUT,
@@ -33,9 +34,8 @@ from .engine.plugins import HostServices, Library, LoadProblem, builtin_roots
 from .engine.speech.head_start import SpeechHeadStarts
 from .engine.turn.history import ConversationStore
 from .engine.turn.runner import TurnRunner
-from .follow_ups import FollowUps
-from .health import ServerHealth
-from .playback import PlaybackWatcher
+from .proactive.follow_ups import FollowUps
+from .voice.playback import PlaybackWatcher
 
 FLUSH_GRACE = 10.0
 

@@ -13,7 +13,7 @@ from homeassistant.core import (
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.dispatcher import async_dispatcher_send
 
-from .confirmations import async_confirm_action
+from .agent.confirmations import async_confirm_action
 from .const import (
     DOMAIN,
     SERVICE_CONFIRM_ACTION,
@@ -22,10 +22,10 @@ from .const import (
     signal_library_reloaded,
 )
 from .engine.plugins import load_library
-from .memory_services import async_setup_memory_services
+from .memory.services import async_setup_memory_services
+from .proactive.start_chat import async_handle_start_chat
 from .repairs import async_sync_load_problems
 from .runtime import library_roots, loaded_entries
-from .start_chat import async_handle_start_chat
 
 
 @callback

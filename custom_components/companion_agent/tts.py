@@ -37,7 +37,6 @@ from .const import (
     ENGINE_EMBEDDED,
     SUBENTRY_TTS,
 )
-from .embedded_piper import async_require_piper, voices_folder
 from .engine.errors import (
     CompanionError,
     SpeechEngineMissingError,
@@ -64,7 +63,8 @@ from .repairs import (
     async_report_missing_voice,
 )
 from .runtime import CompanionConfigEntry, add_per_subentry
-from .tts_voices import offered_voice, supported_voices, unknown_voice_error
+from .voice.embedded_piper import async_require_piper, voices_folder
+from .voice.tts_voices import offered_voice, supported_voices, unknown_voice_error
 
 # Emotion tags are actions, never words; the rest of the text is cleaned for speech. The
 # first sentence is cut as the turn cuts it, so a sentence spoken ahead is found again.

@@ -11,9 +11,9 @@ from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import DOMAIN
-from custom_components.companion_agent.engine.memory import mem0_store
-from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
-from custom_components.companion_agent.engine.memory.neo4j_graph import Neo4jGraph
+from custom_components.companion_agent.engine.memory.mem0 import store as mem0_store
+from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
+from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jGraph
 from custom_components.companion_agent.engine.memory.types import Relation
 from tests.ha.conftest import make_personas_entry
 from tests.ha.memorykit import call, last_user_message, memory_of, rows, settled, talk

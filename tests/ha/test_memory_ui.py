@@ -12,7 +12,7 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
+from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
 from tests.ha.memorykit import add_person, call, memory_of, rows
 from tests.ha.personakit import setup_personas
 from tests.support.llm_server import LLMServer

@@ -25,7 +25,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 
 from custom_components.companion_agent.const import DOMAIN
 from custom_components.companion_agent.engine.speech.audio_length import spoken_seconds
-from custom_components.companion_agent.playback import WATCH_TIMEOUT
+from custom_components.companion_agent.voice.playback import WATCH_TIMEOUT
 from tests.ha.gates import GATES, Gate
 from tests.ha.personakit import setup_personas, speech, write_plugin, write_profile
 from tests.support.llm_script import Reply, TextChunk

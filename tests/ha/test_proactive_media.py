@@ -10,7 +10,7 @@ from homeassistant.util import dt as dt_util
 from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
 from custom_components.companion_agent.engine.speech.audio_length import spoken_seconds
-from custom_components.companion_agent.playback import FALLBACK_MARGIN
+from custom_components.companion_agent.voice.playback import FALLBACK_MARGIN
 from tests.ha.proactivekit import (
     ATTIC,
     LOUNGE,

@@ -38,7 +38,7 @@ from tests.support.llm_server import LLMServer
 from tests.support.piper_voice import JOE, JOE_DATA, install_voice
 
 OTHER = "en_US-other-medium"  # the joe voice under a second name
-INSTALLER = "custom_components.companion_agent.embedded_piper.async_process_requirements"
+INSTALLER = "custom_components.companion_agent.voice.embedded_piper.async_process_requirements"
 
 type Heard = list[tuple[LoadedPiperVoice, str]]
 

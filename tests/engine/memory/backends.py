@@ -11,13 +11,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
 from custom_components.companion_agent.engine.memory.embeddings import (
     OpenAIEmbedder,
 )
-from custom_components.companion_agent.engine.memory.mem0_setup import Mem0Settings
-from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
-from custom_components.companion_agent.engine.memory.neo4j_graph import Neo4jGraph, Neo4jSettings
+from custom_components.companion_agent.engine.memory.mem0.setup import Mem0Settings
+from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
+from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jGraph, Neo4jSettings
+from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
 from tests.support.embeddings import SLOW_MACHINE
 from tests.support.neo4j_server import NEO4J_URI

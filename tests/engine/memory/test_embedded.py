@@ -14,12 +14,12 @@ from custom_components.companion_agent.engine.errors import (
     MemoryInputError,
     MemoryStoreError,
 )
-from custom_components.companion_agent.engine.memory.embedded import MAX_BATCH, EmbeddedStore
 from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
     OpenAIEmbedder,
 )
-from custom_components.companion_agent.engine.memory.sqlite_schema import SCHEMA_VERSION
+from custom_components.companion_agent.engine.memory.sqlite.schema import SCHEMA_VERSION
+from custom_components.companion_agent.engine.memory.sqlite.store import MAX_BATCH, EmbeddedStore
 from custom_components.companion_agent.engine.memory.types import (
     Forget,
     GraphFacts,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from custom_components.companion_agent.engine.memory.bounds import MemoryBounds
-from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
 from custom_components.companion_agent.engine.memory.embeddings import OpenAIEmbedder
+from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.memory.types import (
     GraphFacts,
     MemoryQuery,

@@ -16,8 +16,8 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
     OpenAIEmbedder,
 )
-from custom_components.companion_agent.engine.memory.mem0_setup import Mem0Settings
-from custom_components.companion_agent.engine.memory.mem0_store import Mem0Store
+from custom_components.companion_agent.engine.memory.mem0.setup import Mem0Settings
+from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
 from custom_components.companion_agent.engine.memory.types import (
     MemoryQuery,
     MemoryScope,

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import neo4j
 import pytest
 
-from custom_components.companion_agent.engine.memory.neo4j_graph import Neo4jGraph, Neo4jSettings
+from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jGraph, Neo4jSettings
 from custom_components.companion_agent.engine.memory.types import (
     Forget,
     GraphFacts,

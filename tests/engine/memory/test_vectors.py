@@ -5,8 +5,13 @@ import random
 
 import pytest
 
-from custom_components.companion_agent.engine.memory import vectors
-from custom_components.companion_agent.engine.memory.vectors import VectorCache, fuse, pack, unpack
+from custom_components.companion_agent.engine.memory.sqlite import vectors
+from custom_components.companion_agent.engine.memory.sqlite.vectors import (
+    VectorCache,
+    fuse,
+    pack,
+    unpack,
+)
 
 SCOPE = ("nova", "production", "household")
 

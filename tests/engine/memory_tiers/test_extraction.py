@@ -7,7 +7,7 @@ import json
 import pytest
 
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
-from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
+from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.memory.types import (
     MemoryRecord,
     MemoryScope,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
-from custom_components.companion_agent.engine.memory.embedded import EmbeddedStore
 from custom_components.companion_agent.engine.memory.hook import MemoryHook
+from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.memory.types import (
     MemoryRecord,
     MemoryScope,

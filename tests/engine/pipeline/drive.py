@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 
 from custom_components.companion_agent.engine.events import OutputItem, SentenceOutput, TextDelta
 from custom_components.companion_agent.engine.pipeline import (
+    BoundaryScanner,
     PipelineConfig,
-    SentenceDivider,
     Stage,
 )
 
@@ -99,7 +99,7 @@ def displayed(items: Iterable[object]) -> str:
 
 def divide(chunks: Iterable[str], config: PipelineConfig | None = None) -> list[str]:
     """Run the bare divider over ``chunks`` and flush it."""
-    divider = SentenceDivider(config or PipelineConfig())
+    divider = BoundaryScanner(config or PipelineConfig())
     out = [sentence for chunk in chunks for sentence in divider.feed(chunk)]
     rest = divider.flush()
     return [*out, rest] if rest is not None else out

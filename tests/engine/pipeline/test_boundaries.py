@@ -1,10 +1,10 @@
-"""SentenceDivider: where sentences end, and that no chunking changes it."""
+"""BoundaryScanner: where sentences end, and that no chunking changes it."""
 
 from __future__ import annotations
 
 import pytest
 
-from custom_components.companion_agent.engine.pipeline import PipelineConfig, SentenceDivider
+from custom_components.companion_agent.engine.pipeline import BoundaryScanner, PipelineConfig
 
 from .drive import chunkings, divide
 
@@ -139,7 +139,7 @@ def test_boundaries_under_every_chunking(text: str, expected: list[str]) -> None
 )
 def test_unambiguous_boundary_releases_with_its_own_token(chunk: str, released: list[str]) -> None:
     """An end nothing after it can change releases in the same feed, no lookahead."""
-    divider = SentenceDivider()
+    divider = BoundaryScanner()
     assert divider.feed(chunk) == released
 
 
@@ -172,7 +172,7 @@ def test_ascii_mark_waits_for_the_text_that_decides_it(
     ``!`` or a quote may still follow ``?``, a comma a closing quote. A dot right after
     CJK waits too, since it may begin ``...``.
     """
-    divider = SentenceDivider()
+    divider = BoundaryScanner()
     assert divider.feed(first) == []
     for char in rest[:-1]:
         assert divider.feed(char) == [], char
@@ -181,7 +181,7 @@ def test_ascii_mark_waits_for_the_text_that_decides_it(
 
 def test_abbreviation_waits_only_for_the_next_word() -> None:
     """``etc.`` and friends wait past the space for the next word's first letter."""
-    divider = SentenceDivider()
+    divider = BoundaryScanner()
     assert divider.feed("Fruit etc.   ") == []
     assert divider.feed("T") == ["Fruit etc."]
     assert divider.flush() == "   T"
@@ -189,7 +189,7 @@ def test_abbreviation_waits_only_for_the_next_word() -> None:
 
 def test_ellipsis_waits_only_for_the_next_word() -> None:
     """After an ellipsis and whitespace, the next word's first letter decides."""
-    divider = SentenceDivider()
+    divider = BoundaryScanner()
     assert divider.feed("Hmm...   ") == []
     assert divider.feed("L") == ["Hmm..."]
     assert divider.feed("et me... think… ") == []
@@ -218,7 +218,7 @@ def test_faster_first_response_cuts_first_sentence_at_comma() -> None:
 
 def test_faster_first_comma_releases_at_once_for_wide_comma() -> None:
     """A full-width comma in the first sentence releases in the same feed."""
-    divider = SentenceDivider(PipelineConfig(faster_first_response=True, first_clause_min_chars=4))
+    divider = BoundaryScanner(PipelineConfig(faster_first_response=True, first_clause_min_chars=4))
     assert divider.feed("好的好的，") == ["好的好的，"]
     assert divider.feed("我来，") == []
 
@@ -257,7 +257,7 @@ def test_hard_cap_never_splits_a_grapheme_cluster(cluster: str) -> None:
 
 def test_cost_is_linear_without_punctuation() -> None:
     """A long unpunctuated stream is cut by the cap with bounded buffering."""
-    divider = SentenceDivider()
+    divider = BoundaryScanner()
     text = "lorem ipsum dolor sit amet " * 2000
     out: list[str] = []
     for i in range(0, len(text), 4):

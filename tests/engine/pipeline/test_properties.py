@@ -33,8 +33,8 @@ from custom_components.companion_agent.engine.events import (
 )
 from custom_components.companion_agent.engine.pipeline import (
     ActionTags,
+    BoundaryScanner,
     PipelineConfig,
-    SentenceDivider,
     build_pipeline,
 )
 
@@ -119,13 +119,13 @@ def test_what_leaves_depends_on_the_text_so_far_alone(text: str, cuts: list[int]
     that decides it, never for a chunk boundary.
     """
     config = PipelineConfig(max_sentence_chars=cap)
-    divider = SentenceDivider(config)
+    divider = BoundaryScanner(config)
     released: list[str] = []
     seen = ""
     for chunk in split(text, cuts):
         released += divider.feed(chunk)
         seen += chunk
-        assert SentenceDivider(config).feed(seen) == released, seen
+        assert BoundaryScanner(config).feed(seen) == released, seen
 
 
 @PROFILE

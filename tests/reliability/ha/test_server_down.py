@@ -19,6 +19,7 @@ from pytest_homeassistant_custom_component.components.diagnostics import (
 )
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
+from custom_components.companion_agent.agent.health import CHECK_INTERVAL, unreachable_issue_id
 from custom_components.companion_agent.const import (
     CONF_BASE_URL,
     CONF_MODEL,
@@ -26,7 +27,6 @@ from custom_components.companion_agent.const import (
     DOMAIN,
     SUBENTRY_CONVERSATION,
 )
-from custom_components.companion_agent.health import CHECK_INTERVAL, unreachable_issue_id
 from tests.ha.test_conversation import agent_entity_id, converse
 from tests.reliability.ha.switchable_port import SwitchablePort
 from tests.support.lines import ENGLISH

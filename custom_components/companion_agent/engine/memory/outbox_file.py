@@ -20,7 +20,7 @@ from typing import cast
 
 from ..chars import valid_text
 from ..json_types import JSONObject
-from .sqlite_schema import move_aside
+from .sqlite.schema import move_aside
 
 MAX_ENTRIES = 5000
 MAX_ASIDE = 500

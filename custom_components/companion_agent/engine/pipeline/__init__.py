@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from .action_tags import ActionTags
 from .actions_extractor import actions_extractor
-from .boundaries import SentenceDivider
+from .boundaries import BoundaryScanner
 from .config import DEFAULT_CONFIG, PipelineConfig
 from .display_processor import display_processor
 from .sentence_divider import sentence_divider
@@ -37,9 +37,9 @@ from .tts_filter import join_speech, speakable, tts_filter
 
 __all__ = [
     "ActionTags",
+    "BoundaryScanner",
     "OutputPipeline",
     "PipelineConfig",
-    "SentenceDivider",
     "Stage",
     "StageFunction",
     "actions_extractor",

@@ -84,7 +84,7 @@ _SCAN_FIRST = re.compile(f"[{_SPECIAL},，、]")
 type Mode = Literal["scan", "run", "comma"] | Awaiting
 
 
-class SentenceDivider:
+class BoundaryScanner:
     """Feed text, get finished sentences; ``flush`` releases the rest."""
 
     __slots__ = (

@@ -1,6 +1,6 @@
 """Sentence marks and what the text after them decides: the sentence divider's lookahead.
 
-The character classes ``SentenceDivider`` scans for, and the verdicts it waits on: what a
+The character classes ``BoundaryScanner`` scans for, and the verdicts it waits on: what a
 finished run of marks means given the character after it (``run_verdict``), whether the
 word after an abbreviation or an ellipsis starts a sentence (``starts_sentence``), what may
 trail a sentence's end (``trails``: whitespace and emoji), and where the hard cap breaks a

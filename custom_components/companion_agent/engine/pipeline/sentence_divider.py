@@ -1,6 +1,6 @@
 """sentence_divider: forward text as it streams and cut it into sentences as they are decided.
 
-The boundary rules live in ``boundaries.py`` (``SentenceDivider``). In the stream:
+The boundary rules live in ``boundaries.py`` (``BoundaryScanner``). In the stream:
 every ``TextDelta`` goes on at once, and each sentence follows the text it was cut from,
 right where it was cut: a delta that holds the end of a sentence and the start of the
 next goes on as two deltas with the ``SentenceOutput`` between them (a delta whose
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from ..events import OutputItem, SentenceOutput, TextDelta, ThinkingDelta
-from .boundaries import SentenceDivider
+from .boundaries import BoundaryScanner
 from .config import DEFAULT_CONFIG, PipelineConfig
 from .stage import Stage
 
@@ -46,7 +46,7 @@ class _TextRoute:
 
     def __init__(self, config: PipelineConfig) -> None:
         """Start a stretch with nothing held."""
-        self._divider = SentenceDivider(config)
+        self._divider = BoundaryScanner(config)
         self._half = self._half_model = ""
         self._at = 0
         self._pending = ""

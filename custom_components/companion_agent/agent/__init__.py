@@ -1,0 +1,1 @@
+"""The conversation agent's glue: personas, the ChatLog stream, spoken lines, model health."""

@@ -1,0 +1,76 @@
+"""Confirmations outside the conversation: HA events out, the confirm_action service in."""
+
+from __future__ import annotations
+
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.core import HomeAssistant, ServiceCall, callback
+from homeassistant.exceptions import ServiceValidationError
+
+from ..const import DOMAIN, EVENT_CONFIRMATION
+from ..engine.errors import ConfirmationRefusedError
+from ..engine.guard.confirmations import ConfirmationStatus
+from ..engine.guard.tokens import ConfirmationResult, ConfirmationToken
+from ..engine.json_types import JSONObject
+from ..runtime import loaded_entries
+
+
+@callback
+def async_fire_confirmation(
+    hass: HomeAssistant, entry: ConfigEntry, token: ConfirmationToken, status: ConfirmationStatus
+) -> None:
+    """Tell automations and dashboards about a held call; only a request carries the token."""
+    data: JSONObject = {
+        "config_entry_id": entry.entry_id,
+        "status": status,
+        "conversation_id": token.conversation_id,
+        "trace_id": token.ctx.trace_id,
+        "action": token.action,
+    }
+    if status == "requested":
+        data["token"] = token.token_id
+        data["expires_in"] = round(token.expires_at - token.created_at)
+    hass.bus.async_fire(EVENT_CONFIRMATION, data)
+
+
+async def async_confirm_action(hass: HomeAssistant, call: ServiceCall) -> JSONObject:
+    """Approve or deny a held call by its token, from a dashboard or a notification."""
+    token_id: str = call.data["token"]
+    approve: bool = call.data["approve"]
+    entries = loaded_entries(hass)
+    owner = next(
+        (e for e in entries if e.runtime_data.runner.guard.confirmations.peek(token_id)),
+        entries[0],
+    )
+    runner = owner.runtime_data.runner
+    token = runner.guard.confirmations.peek(token_id)
+    user_id = await _acting_user(hass, call, token)
+    try:
+        result = await runner.confirm(token_id, approve=approve, user_id=user_id)
+    except ConfirmationRefusedError as err:
+        raise ServiceValidationError(
+            translation_domain=DOMAIN, translation_key=f"confirmation_{err.reason}"
+        ) from err
+    return _response(result)
+
+
+async def _acting_user(
+    hass: HomeAssistant, call: ServiceCall, token: ConfirmationToken | None
+) -> str | None:
+    """Act as the token's owner for automations and admins; anyone else acts as themself."""
+    caller = call.context.user_id
+    if caller is None or token is None:
+        return token.user_id if token is not None else caller
+    user = await hass.auth.async_get_user(caller)
+    if user is not None and user.is_admin:
+        return token.user_id
+    return caller
+
+
+def _response(result: ConfirmationResult) -> JSONObject:
+    """Return what the service answers: whether it ran, and how it ended."""
+    return {
+        "status": result.status,
+        "outcome": result.outcome.kind,
+        "result": result.outcome.content,
+        "action": result.token.action,
+    }

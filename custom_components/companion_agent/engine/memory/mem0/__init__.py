@@ -1,0 +1,1 @@
+"""The mem0 memory store (``mem0ai``) on Qdrant, run on a worker thread of its own."""

@@ -1,0 +1,163 @@
+"""How our memory records sit in mem0: ids, metadata, filters, and back to records.
+
+A scope maps onto mem0's ids: ``agent_id`` is the persona, ``user_id`` the owner (a person
+``user:<id>`` or ``household``), both percent-quoted because mem0 refuses whitespace in
+ids; the environment is metadata. Every read filters on all three. mem0 has no validity
+interval, so the state channel keeps its own in the metadata: ``current`` (what filters
+use), ``valid_from``, ``valid_until``, ``superseded_by`` and ``supersedes`` (the record a
+state retired, for rollback); ``topic_key`` is the folded topic a supersede matches on.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import cast
+from urllib.parse import quote, unquote
+
+from ...chars import valid_text
+from ...errors import MemoryInputError
+from ..inputs import MAX_FIELD_CHARS, clean_scope, clean_text
+from ..keywords import fold
+from ..sqlite.records_sql import iso
+from ..types import MemoryKind, MemoryRecord, MemoryScope, NewMemory
+
+type Metadata = dict[str, object]
+_KINDS: frozenset[str] = frozenset({"detail", "state", "summary"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreparedMemory:
+    """A memory checked and cut at the boundary, ready for mem0."""
+
+    scope: MemoryScope
+    text: str
+    kind: MemoryKind
+    topic: str | None
+    topic_key: str | None
+    source: str
+    at: datetime
+
+
+def prepare(memory: NewMemory) -> PreparedMemory:
+    """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
+    text = clean_text(memory.text)
+    if not text:
+        raise MemoryInputError("a memory needs some text")
+    topic = clean_text(memory.topic)[:MAX_FIELD_CHARS] if memory.topic else ""
+    if memory.kind == "state" and not topic:
+        raise MemoryInputError("a state memory needs a topic")
+    at = memory.at or datetime.now(UTC)
+    return PreparedMemory(
+        scope=clean_scope(memory.scope),
+        text=text,
+        kind=memory.kind,
+        topic=topic or None,
+        topic_key=" ".join(fold(topic).split()) if topic else None,
+        source=valid_text(memory.source)[:MAX_FIELD_CHARS],
+        at=at if at.tzinfo else at.replace(tzinfo=UTC),
+    )
+
+
+def mem0_id(value: str) -> str:
+    """Return a scope field as a mem0 id (no whitespace, reversible)."""
+    return quote(value, safe=":@")
+
+
+def scope_filters(scope: MemoryScope) -> Metadata:
+    """Return the mem0 filters that match exactly ``scope``."""
+    return {
+        "agent_id": mem0_id(scope.agent_id),
+        "user_id": mem0_id(scope.owner),
+        "environment": scope.environment,
+    }
+
+
+def metadata(memory: PreparedMemory, created_at: datetime, supersedes: str | None) -> Metadata:
+    """Return the metadata mem0 keeps with ``memory`` (a current record)."""
+    return {
+        "environment": memory.scope.environment,
+        "kind": memory.kind,
+        "topic": memory.topic,
+        "topic_key": memory.topic_key,
+        "source": memory.source,
+        "created_at": iso(created_at),
+        "valid_from": iso(memory.at),
+        "valid_until": None,
+        "superseded_by": None,
+        "supersedes": supersedes,
+        "current": True,
+    }
+
+
+def retired(at: datetime, superseded_by: str | None) -> Metadata:
+    """Return the metadata update that retires a record at ``at``."""
+    return {"valid_until": iso(at), "superseded_by": superseded_by, "current": False}
+
+
+RESTORED: Metadata = {"valid_until": None, "superseded_by": None, "current": True}
+
+
+def is_record_id(value: str) -> bool:
+    """Say whether ``value`` can be a mem0 record id (a UUID)."""
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def record(item: Mapping[str, object] | None) -> MemoryRecord | None:
+    """Return the record a mem0 item holds, or None when it is not one of ours."""
+    if item is None:
+        return None
+    meta = item.get("metadata")
+    if not isinstance(meta, Mapping) or meta.get("kind") not in _KINDS:
+        return None
+    created = _moment(item.get("created_at")) or datetime.now(UTC)
+    return MemoryRecord(
+        id=str(item.get("id")),
+        scope=MemoryScope(
+            agent_id=unquote(str(item.get("agent_id", ""))),
+            owner=unquote(str(item.get("user_id", ""))),
+            environment=str(meta.get("environment", "")),
+        ),
+        text=str(item.get("memory", "")),
+        kind=cast(MemoryKind, meta["kind"]),
+        topic=_text_or_none(meta.get("topic")),
+        source=str(meta.get("source") or ""),
+        created_at=created,
+        valid_from=_moment(meta.get("valid_from")) or created,
+        valid_until=_moment(meta.get("valid_until")),
+        superseded_by=_text_or_none(meta.get("superseded_by")),
+    )
+
+
+def supersedes(item: Mapping[str, object] | None) -> str | None:
+    """Return the id of the record the item's state retired, if any."""
+    meta = None if item is None else item.get("metadata")
+    return _text_or_none(meta.get("supersedes")) if isinstance(meta, Mapping) else None
+
+
+def environment(item: Mapping[str, object] | None) -> str | None:
+    """Return the environment of a mem0 item, None when it has none."""
+    meta = None if item is None else item.get("metadata")
+    return _text_or_none(meta.get("environment")) if isinstance(meta, Mapping) else None
+
+
+def _moment(value: object) -> datetime | None:
+    """Return an ISO 8601 time as an aware datetime, None when absent or malformed."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _text_or_none(value: object) -> str | None:
+    """Return ``value`` as text, None when empty."""
+    return str(value) if value not in (None, "") else None

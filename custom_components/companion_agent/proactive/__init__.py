@@ -1,0 +1,1 @@
+"""Speaking first: start_chat, the triggers' host side, a device's voice, the briefing."""

@@ -1,0 +1,1 @@
+"""Voice glue: Piper installed on demand, head starts, the voices on offer, playback, pipelines."""
