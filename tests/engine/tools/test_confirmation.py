@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from custom_components.companion_agent.engine.audit.redaction import token_ref
 from custom_components.companion_agent.engine.errors import ConfirmationRefusedError
+from custom_components.companion_agent.engine.guard.confirmations.tokens import token_ref
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.tools.contract import (
     ToolContext,
