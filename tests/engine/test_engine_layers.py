@@ -20,8 +20,9 @@ ENGINE_DIR = ROOT / "custom_components" / "companion_agent" / "engine"
 type Floors = Sequence[tuple[str, ...]]
 
 ENGINE_FLOORS: Floors = (
-    # 1: what everything shares: typed values, messages and events, errors, text, redaction
-    ("json_types", "errors", "chars", "messages", "events", "redaction"),
+    # 1: what everything shares: typed values, messages and events, errors, text, redaction,
+    # the openai SDK's HTTP package
+    ("json_types", "errors", "chars", "messages", "events", "redaction", "sdk_http"),
     # 2: tool contracts, the registry, results, once-per-turn
     ("tools",),
     # 3: the audit of tool calls, the model adapter, output stages, speech, speaking first
