@@ -39,6 +39,7 @@ from custom_components.companion_agent.engine.llm import (  # noqa: E402
 from tests.support.falkordb import falkordb, falkordb_process  # noqa: E402
 from tests.support.llm_server import LLMServer  # noqa: E402
 from tests.support.piper import piper, piper_process, proxy  # noqa: E402
+from tests.support.satellite import satellite, streaming_satellite  # noqa: E402
 from tests.support.whisper import whisper, whisper_process  # noqa: E402
 
 __all__ = [
@@ -47,6 +48,8 @@ __all__ = [
     "piper",
     "piper_process",
     "proxy",
+    "satellite",
+    "streaming_satellite",
     "whisper",
     "whisper_process",
 ]

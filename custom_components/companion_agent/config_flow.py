@@ -1,4 +1,4 @@
-"""Config flow: the model server (user, reconfigure, reauth); personas and voices (subentries)."""
+"""Config flow: the model server (user, reconfigure, reauth); personas, voices, satellites."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import voluptuous as vol
 from homeassistant.config_entries import (
     ConfigEntry,
     ConfigEntryState,
-    ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
     OptionsFlow,
@@ -51,6 +50,7 @@ from .const import (
     DOMAIN,
     LOGGER,
     SUBENTRY_CONVERSATION,
+    SUBENTRY_SATELLITE,
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
@@ -58,6 +58,7 @@ from .engine.errors import LLMAuthError, LLMError
 from .engine.redaction import redact_url
 from .memory_flow import memory_schema, validate_memory
 from .runtime import CompanionConfigEntry, build_model
+from .satellite_flow import SatelliteDiscoveryFlow, SatelliteSubentryFlow
 from .stt_flow import SttSubentryFlow
 from .tts_flow import TtsSubentryFlow
 
@@ -96,8 +97,8 @@ def default_persona() -> dict[str, Any]:
     return {CONF_PROFILE: DEFAULT_PROFILE, CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]}
 
 
-class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
-    """Set up a connection to an OpenAI-compatible model server."""
+class CompanionConfigFlow(SatelliteDiscoveryFlow, domain=DOMAIN):
+    """Set up a connection to an OpenAI-compatible model server; offer satellites found."""
 
     VERSION = 1
     MINOR_VERSION = 1
@@ -179,11 +180,12 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
     def async_get_supported_subentry_types(
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
-        """Return the subentry kinds: an agent per persona, a TTS per voice, an STT per model."""
+        """Return the subentry kinds: persona, voice, speech-to-text model, satellite."""
         return {
             SUBENTRY_CONVERSATION: PersonaSubentryFlow,
             SUBENTRY_TTS: TtsSubentryFlow,
             SUBENTRY_STT: SttSubentryFlow,
+            SUBENTRY_SATELLITE: SatelliteSubentryFlow,
         }
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from homeassistant.config_entries import ConfigEntry, ConfigEntryState, ConfigSubentry
-from homeassistant.const import CONF_API_KEY
+from homeassistant.const import CONF_API_KEY, Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers.entity import Entity
@@ -59,6 +59,8 @@ class CompanionRuntime:
     follow_ups: FollowUps = field(default_factory=FollowUps)
     memory: CompanionMemory | None = None
     speech_starts: SpeechHeadStarts = field(default_factory=SpeechHeadStarts)
+    platforms: tuple[Platform, ...] = ()
+    """The platforms set up for the entry (the satellites' only when it has satellites)."""
 
     @property
     def problems(self) -> list[LoadProblem]:

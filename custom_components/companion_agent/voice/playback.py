@@ -50,6 +50,7 @@ from ..engine.turn.handle import Turn
 WATCH_TIMEOUT = 300.0
 BARGE_IN_REASON = "the person spoke"
 NEWER_TURN_REASON = "a newer turn started on the device"
+DEVICE_LOST_REASON = "the device went away"
 FALLBACK_MARGIN = 3.0
 
 type HeardCallback = Callable[[TurnResult], None]
@@ -203,6 +204,49 @@ class PlaybackWatcher:
             case _:
                 pass
 
+    @callback
+    def async_cut(
+        self, device: str, played: float, length: float | None, *, failed: bool = False
+    ) -> None:
+        """Take a device's word that its answer stopped after ``played`` s of its audio.
+
+        The person spoke over it, or (``failed``) the device went away. A turn still
+        running is cancelled (``failed``: stored as failed). The stored turn keeps the
+        sentences that could have begun within ``played`` (of ``length``, the audio's
+        whole length when known); nothing when none of it played.
+        """
+        watch = self._watches.get(device)
+        if watch is None:
+            return
+        self._forget(device)
+        turn = watch.turn
+        running = not turn.result.done()
+        if running:
+            turn.cancel(DEVICE_LOST_REASON if failed else BARGE_IN_REASON, failed=failed)
+        sentences = [sentence.tts_text for sentence in turn.spoken]
+        heard = heard_sentences(sentences, played, length) if played > 0 else 0
+        if heard is None and running:
+            heard = len(sentences)  # all it had said was heard; it was still speaking
+        LOGGER.debug("Turn %s: cut on %s after %.2f s", turn.trace_id, device, played)
+
+        def cut(result: TurnResult) -> None:
+            """Keep what was heard of the ended turn."""
+            if result.outcome == "failed":
+                self._tell(watch)
+            elif heard is None:
+                turn.played()
+                self._tell(watch)
+            elif failed and heard == 0:
+                turn.undelivered()
+                self._tell(watch)
+            else:
+                self._heard_only(watch, heard)
+
+        if turn.result.done():
+            cut(turn.result.result())
+        else:
+            turn.result.add_done_callback(lambda done: cut(done.result()))
+
     def _listened(self, satellite: str, watch: _Watch, at: float) -> None:
         """Take a finished turn's satellite listening again: a follow-up, or a barge-in."""
         turn = watch.turn
@@ -214,6 +258,12 @@ class PlaybackWatcher:
             return
         LOGGER.debug("Turn %s: spoken over on %s (%d heard)", turn.trace_id, satellite, heard)
         self._forget(satellite)
+        self._heard_only(watch, heard)
+
+    @staticmethod
+    def _heard_only(watch: _Watch, heard: int) -> None:
+        """Keep only the first ``heard`` sentences of the ended turn; tell the watch's caller."""
+        turn = watch.turn
         turn.heard_only(heard)
         on_heard, watch.on_heard = watch.on_heard, None
         if on_heard is not None:
