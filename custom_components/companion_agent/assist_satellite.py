@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import suppress
+from dataclasses import replace
 from typing import Any
 
 from homeassistant.components import intent, tts
@@ -44,6 +45,7 @@ from wyoming.event import Event
 
 from .const import CONF_AREA, DOMAIN, LOGGER, SUBENTRY_SATELLITE
 from .engine.errors import AudioFormatError, CompanionError
+from .engine.speech.audio_length import AudioProgress
 from .engine.speech.info import SatelliteInfo
 from .engine.speech.satellite_audio import PcmFormat, unwrap_wav
 from .engine.speech.satellite_events import (
@@ -55,12 +57,13 @@ from .engine.speech.satellite_events import (
     SatelliteInput,
     WakeDetected,
 )
+from .engine.speech.sentence_marks import SPEECH_MARKS
 from .runtime import CompanionConfigEntry
 from .voice.satellite_connection import SatelliteConnection
 from .voice.satellite_media import announcement_audio
 from .voice.satellite_run import CURRENT_RUN, SatelliteRun
 from .voice.satellite_timers import timer_event
-from .voice.satellite_voice import Playback, PlaybackStop, SatelliteVoice, async_heard
+from .voice.satellite_voice import Playback, SatelliteVoice, async_heard
 
 STREAMING_WINDOW = 1.0
 """A satellite whose audio came this recently while no run listened streams all the time."""
@@ -242,6 +245,7 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
     async def _async_run(self, run: SatelliteRun, phrase: str | None) -> None:
         """Run Assist for ``run``; its pipeline events know it as ``CURRENT_RUN``."""
         CURRENT_RUN.set(run)
+        SPEECH_MARKS.set(run.marks)  # the companion's voice marks where each sentence begins
         try:
             await self.async_accept_pipeline_from_satellite(
                 run.audio(),
@@ -263,18 +267,21 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
         run, self._run = self._run, None
         if run is None:
             if stopped is not None:
-                self._cut(stopped, failed=failed)
+                self._cut(stopped, None, failed=failed)
             return
         run.stop_listening()
         if not run.finished:
             run.finished = True
-            self._cut(stopped, failed=failed)
+            self._cut(stopped, run, failed=failed)
 
-    def _cut(self, stopped: PlaybackStop | None, *, failed: bool) -> None:
+    def _cut(
+        self, stopped: AudioProgress | None, run: SatelliteRun | None, *, failed: bool
+    ) -> None:
         """Tell the watched turn its audio stopped after what played (spoken over, or lost)."""
-        played = 0.0 if stopped is None else stopped.played
-        length = None if stopped is None else stopped.length
-        self.entry.runtime_data.playback.async_cut(self.entity_id, played, length, failed=failed)
+        progress = stopped or AudioProgress(played=0.0)
+        if run is not None:
+            progress = replace(progress, starts=tuple(run.marks.starts))
+        self.entry.runtime_data.playback.async_cut(self.entity_id, progress, failed=failed)
 
     def _speak(self, run: SatelliteRun, token: str) -> bool:
         """Play ``run``'s answer from its TTS stream as it comes; say whether it started."""
@@ -303,7 +310,7 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
             if run is self._run:
                 self._run = None
                 run.finished = True
-                self._cut(playback.progress(), failed=True)
+                self._cut(playback.progress(), run, failed=True)
                 self.tts_response_finished()
             return
         if heard and run is self._run:

@@ -56,6 +56,7 @@ from .engine.speech import (
     WyomingTTS,
 )
 from .engine.speech.head_start import SpeechKey, Synthesis
+from .engine.speech.sentence_marks import SPEECH_MARKS
 from .engine.turn.runner import FIRST_CLAUSE_CUT
 from .repairs import (
     async_clear_missing_voice,
@@ -270,9 +271,15 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
     async def _wav_stream(
         self, audio: AsyncGenerator[AudioChunk], voice: str
     ) -> AsyncGenerator[bytes]:
-        """Yield a streaming WAV header (no frame count) before the first PCM, then the PCM."""
+        """Yield a streaming WAV header (no frame count) before the first PCM, then the PCM.
+
+        A device that asked for the sentences' marks (``SPEECH_MARKS``) is told each chunk.
+        """
         header_sent = False
+        marks = SPEECH_MARKS.get()
         async for chunk in self._guarded(audio, voice):
+            if marks is not None:
+                marks.add(chunk)
             if not header_sent:
                 with io.BytesIO() as wav_io:
                     _open_wav(wav_io, chunk).close()

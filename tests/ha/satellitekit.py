@@ -117,8 +117,8 @@ def entity_of(hass: HomeAssistant, entry: MockConfigEntry, domain: str) -> str:
     return entity_id
 
 
-async def setup_companion(hass: HomeAssistant, entry: MockConfigEntry) -> str:
-    """Set up Assist and the entry; make its STT, agent and voice the preferred pipeline.
+async def setup_companion(hass: HomeAssistant, entry: MockConfigEntry, voice: str) -> str:
+    """Set up Assist and the entry; make its STT, agent and ``voice`` the preferred pipeline.
 
     Return the satellite's entity id.
     """
@@ -140,6 +140,7 @@ async def setup_companion(hass: HomeAssistant, entry: MockConfigEntry) -> str:
         conversation_engine=entity_of(hass, entry, "conversation"),
         conversation_language="en",
         prefer_local_intents=False,
+        tts_voice=voice,
     )
     hass.data[KEY_ASSIST_PIPELINE].pipeline_store.async_set_preferred_item(pipeline.id)
     return entity_of(hass, entry, "assist_satellite")

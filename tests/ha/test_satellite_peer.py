@@ -19,7 +19,15 @@ from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
 from tests.support.satellite import SPEAKER_RATE, SatellitePeer
-from tests.support.whisper import RATE, WhisperPeer, pieces, spoken, words
+from tests.support.whisper import (
+    LEAD_SILENCE,
+    RATE,
+    TAIL_SILENCE,
+    WhisperPeer,
+    pieces,
+    spoken,
+    words,
+)
 
 QUESTION = "What is the capital of France?"
 ANSWER = "The capital of France is Paris."
@@ -45,7 +53,7 @@ async def test_wake_word_to_answer_round_trip_on_wyoming_satellite(
         (whisper.host, whisper.port, whisper.model),
         (satellite.host, satellite.port),
     )
-    satellite_id = await setup_companion(hass, entry)
+    satellite_id = await setup_companion(hass, entry, piper.voice)
     await wait_state(hass, satellite_id, "idle")
     llm_server.script(Reply.text(ANSWER))
     satellite.say(await spoken(piper, QUESTION))
@@ -70,3 +78,78 @@ async def test_wake_word_to_answer_round_trip_on_wyoming_satellite(
     assert said(turn) == ANSWER
     assert await hass.config_entries.async_unload(entry.entry_id)
     await asyncio.sleep(0)
+
+
+LONG_ANSWER = (
+    "The weather stays fine all week. "
+    "On Monday it will be sunny and warm in the whole valley. "
+    "On Tuesday a light breeze comes up in the afternoon. "
+    "On Wednesday the clouds return, but it stays dry. "
+    "Thursday and Friday will be the warmest days of the week."
+)
+STOP = "Stop."
+STOPPED = "Okay, I will stop."
+
+
+def sentences_of(text: str) -> list[str]:
+    """Return the sentences of ``text``, each with its full stop."""
+    return [f"{part.strip()}." for part in text.split(".") if part.strip()]
+
+
+async def test_barge_in_on_wyoming_satellite_keeps_only_what_was_played(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    piper: PiperPeer,
+    whisper: WhisperPeer,
+    satellite: SatellitePeer,
+) -> None:
+    """Waking the satellite over the answer stops it; the words said over it are answered.
+
+    HA's own Wyoming satellite drops the audio of a run started while another runs (the
+    cancelled run's end clears the new run's flag): here "Stop." reaches whisper.
+    """
+    entry = companion_entry(
+        llm_server,
+        piper,
+        (whisper.host, whisper.port, whisper.model),
+        (satellite.host, satellite.port),
+    )
+    satellite_id = await setup_companion(hass, entry, piper.voice)
+    await wait_state(hass, satellite_id, "idle")
+    # The model writes slowly: the answer's turn (and its pipeline run) still runs when the
+    # person speaks over it, so the run the barge-in cancels ends after the new one began.
+    llm_server.script(Reply.text(LONG_ANSWER, chunk_size=10, delay=0.3), Reply.text(STOPPED))
+    question, stop = await spoken(piper, QUESTION), await spoken(piper, STOP)
+    satellite.say(question)
+    satellite.wake()
+    await wait_state(hass, satellite_id, "responding")
+    sent_at_barge_in = await satellite.wait_heard(3.0)
+    satellite.say(stop)
+    satellite.wake()
+    await wait_state(hass, satellite_id, "listening")
+    await wait_state(hass, satellite_id, "responding")
+    await wait_state(hass, satellite_id, "idle")
+
+    await entry.runtime_data.flush()
+    first, second = stored_turns(hass)
+    assert first["outcome"] == "interrupted"
+    kept = said(first)
+    everything = sentences_of(LONG_ANSWER)
+    count = len(sentences_of(kept))
+    assert kept == " ".join(everything[:count])  # whole sentences
+    # Each sentence's real length in this voice: the kept ones began by the barge-in (a
+    # sentence counts once it could have begun), the next had not begun long before it.
+    starts = [0.0]
+    for sentence in everything:
+        audio = len(await spoken(piper, sentence)) / (RATE * 2)
+        starts.append(starts[-1] + audio - LEAD_SILENCE - TAIL_SILENCE)
+    assert 1 <= count < len(everything)
+    assert starts[count - 1] <= sent_at_barge_in + 0.5
+    assert starts[count] >= sent_at_barge_in - 1.5
+    assert words(str(second["user"])) == words(STOP)
+    assert second["outcome"] == "complete"
+    assert said(second) == STOPPED
+    assert (
+        satellite.heard_seconds() < sent_at_barge_in + 1.0 + 3.0
+    )  # the rest of the long answer never went
+    assert await hass.config_entries.async_unload(entry.entry_id)

@@ -28,6 +28,7 @@ PROGRAMS = Path(__file__).resolve().parent
 WAKE_WORD = "okay_nabu"
 SPEAKER_RATE = 22050
 START_TIMEOUT = 20.0
+POLL = 0.05
 
 
 @dataclass
@@ -64,6 +65,18 @@ class SatellitePeer:
     def heard(self) -> bytes:
         """Return everything the satellite's speaker has played so far."""
         return self.speaker.read_bytes() if self.speaker.exists() else b""
+
+    def heard_seconds(self) -> float:
+        """Return how many seconds of audio the satellite's speaker has been sent so far."""
+        return len(self.heard()) / (SPEAKER_RATE * 2)
+
+    async def wait_heard(self, seconds: float, within: float = 30.0) -> float:
+        """Wait until the speaker has been sent ``seconds`` of audio; return how much it has."""
+        for _ in range(int(within / POLL)):
+            if (sent := self.heard_seconds()) >= seconds:
+                return sent
+            await asyncio.sleep(POLL)
+        pytest.fail(f"the satellite's speaker got less than {seconds} s in {within} s")
 
 
 def satellite_command(folder: Path, port: int, name: str, *, wake: bool) -> list[str | Path]:

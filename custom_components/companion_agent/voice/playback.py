@@ -44,7 +44,12 @@ from homeassistant.helpers.event import async_call_later, async_track_state_chan
 from ..const import LOGGER
 from ..engine.events import TurnResult
 from ..engine.pipeline import join_speech
-from ..engine.speech.audio_length import heard_sentences, spoken_seconds
+from ..engine.speech.audio_length import (
+    AudioProgress,
+    heard_sentences,
+    sentences_heard,
+    spoken_seconds,
+)
 from ..engine.turn.handle import Turn
 
 WATCH_TIMEOUT = 300.0
@@ -205,15 +210,12 @@ class PlaybackWatcher:
                 pass
 
     @callback
-    def async_cut(
-        self, device: str, played: float, length: float | None, *, failed: bool = False
-    ) -> None:
-        """Take a device's word that its answer stopped after ``played`` s of its audio.
+    def async_cut(self, device: str, progress: AudioProgress, *, failed: bool = False) -> None:
+        """Take a device's word that its answer stopped after ``progress.played`` seconds.
 
         The person spoke over it, or (``failed``) the device went away. A turn still
         running is cancelled (``failed``: stored as failed). The stored turn keeps the
-        sentences that could have begun within ``played`` (of ``length``, the audio's
-        whole length when known); nothing when none of it played.
+        sentences that began within the seconds played; nothing when none of it played.
         """
         watch = self._watches.get(device)
         if watch is None:
@@ -224,10 +226,18 @@ class PlaybackWatcher:
         if running:
             turn.cancel(DEVICE_LOST_REASON if failed else BARGE_IN_REASON, failed=failed)
         sentences = [sentence.tts_text for sentence in turn.spoken]
-        heard = heard_sentences(sentences, played, length) if played > 0 else 0
+        heard = sentences_heard(sentences, progress)
         if heard is None and running:
             heard = len(sentences)  # all it had said was heard; it was still speaking
-        LOGGER.debug("Turn %s: cut on %s after %.2f s", turn.trace_id, device, played)
+        LOGGER.debug(
+            "Turn %s: cut on %s after %.2f s (%s of %d sentences heard, %s)",
+            turn.trace_id,
+            device,
+            progress.played,
+            "all" if heard is None else heard,
+            len(sentences),
+            "marked" if progress.starts else "estimated",
+        )
 
         def cut(result: TurnResult) -> None:
             """Keep what was heard of the ended turn."""

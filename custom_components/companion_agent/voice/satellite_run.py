@@ -25,6 +25,7 @@ from wyoming.event import Event
 from ..const import LOGGER
 from ..engine.speech.satellite_events import MIC_FORMAT, RunRequested, Stage
 from ..engine.speech.satellite_mirror import mirror_pipeline_event
+from ..engine.speech.sentence_marks import SentenceMarks
 
 CURRENT_RUN: ContextVar[SatelliteRun | None] = ContextVar("companion_satellite_run", default=None)
 MAX_QUEUED_CHUNKS = 400
@@ -57,6 +58,8 @@ class SatelliteRun:
         self._heard = 0.0
         self._dropped = 0
         self._tts_token: str | None = None
+        self.marks = SentenceMarks()
+        """Where each sentence of its answer begins, when the companion's voice speaks it."""
         self.listening = True
         self.speaking = False
         """Its answer's audio has started (or was asked to)."""

@@ -1,8 +1,10 @@
 """``SatelliteVoice``: what plays on a satellite's speaker, one answer or announcement at a time.
 
 Each playback is a ``SatelliteSpeaker`` in a task of its own, from a source that gives
-the audio's format and its PCM as it comes. A new playback stops the one before; ``stop``
-stops it now and says how much of it the person heard. A playback is over once the
+the audio's format and its PCM as it comes; the PCM is read as fast as it is made
+(``ReadAhead``), so how much audio exists is known at any moment, not only what was sent.
+A new playback stops the one before; ``stop`` stops it now and says how much of it the
+person heard. A playback is over once the
 satellite says ``played`` (a satellite that has said it once is waited for each time) or,
 from one that never does, once its audio has had time to play out. The speaker's format is
 the one the satellite asked for (``snd_format``), else each audio's own.
@@ -17,21 +19,15 @@ from dataclasses import dataclass, field
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant
 
-from ..engine.speech.satellite_audio import PcmFormat
+from ..engine.speech.audio_length import AudioProgress
+from ..engine.speech.satellite_audio import PcmFormat, ReadAhead
 from ..engine.speech.satellite_speaker import SatelliteSpeaker, Send
+
+MAX_AHEAD_SECONDS = 600.0
+"""How much audio a playback takes in ahead of the speaker (its source makes it faster)."""
 
 type AudioSource = Callable[[], Awaitable[tuple[PcmFormat, AsyncIterator[bytes]]]]
 """Open the audio: return its format and its PCM as it comes."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlaybackStop:
-    """How far a stopped playback got: what was heard, of how much, and whether any was sent."""
-
-    played: float
-    length: float | None
-    """The whole audio's length when all of it had been sent; None while it still came."""
-    began: bool
 
 
 @dataclass(slots=True, kw_only=True)
@@ -41,14 +37,17 @@ class Playback:
     speaker: SatelliteSpeaker
     played: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[bool] | None = None
+    fmt: PcmFormat | None = None
+    ahead: ReadAhead | None = None
 
-    def progress(self) -> PlaybackStop:
+    def progress(self) -> AudioProgress:
         """Return how far the audio got: what the person has heard by now, of how much."""
-        speaker = self.speaker
-        return PlaybackStop(
-            played=speaker.played_seconds(),
-            length=speaker.sent_seconds if speaker.complete else None,
-            began=speaker.first_audio_at is not None,
+        ahead = self.ahead
+        made = None if ahead is None or self.fmt is None else self.fmt.seconds(ahead.produced)
+        return AudioProgress(
+            played=self.speaker.played_seconds(),
+            length=made,
+            complete=ahead is not None and ahead.done and self.speaker.complete,
         )
 
 
@@ -84,7 +83,7 @@ class SatelliteVoice:
         self._current = playback
         return playback
 
-    def stop(self) -> PlaybackStop | None:
+    def stop(self) -> AudioProgress | None:
         """Stop what plays at once; return how much of it was heard (None: nothing played)."""
         playback, self._current = self._current, None
         if playback is None:
@@ -103,7 +102,9 @@ class SatelliteVoice:
         """Open the audio, send it at real time, wait until it was heard."""
         try:
             fmt, pcm = await source()
-            await playback.speaker.play(fmt, pcm)
+            playback.fmt = fmt
+            playback.ahead = ReadAhead(pcm, fmt.bytes_for(MAX_AHEAD_SECONDS))
+            await playback.speaker.play(fmt, playback.ahead.pieces())
             await playback.speaker.wait_played(playback.played if self.says_played else None)
             return True
         finally:

@@ -10,7 +10,9 @@ delay to speak of.
 
 from __future__ import annotations
 
+import asyncio
 import struct
+from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from typing import TypeGuard
@@ -129,6 +131,62 @@ async def unwrap_wav(stream: AsyncIterable[bytes]) -> tuple[PcmFormat, AsyncIter
             yield piece
 
     return fmt, pcm()
+
+
+class ReadAhead:
+    """Read PCM as fast as it is made (up to ``limit`` bytes ahead), while it plays slower.
+
+    ``produced`` says how much audio its source has made so far: with the seconds played,
+    that tells how far into the text a barge-in came. ``done`` says the source has ended.
+    A source that fails raises its error where the audio is taken, after what came before.
+    """
+
+    def __init__(self, source: AsyncIterator[bytes], limit: int) -> None:
+        """Start reading ``source`` at once, holding at most ``limit`` bytes unplayed."""
+        self.produced = 0
+        self.done = False
+        self._limit = limit
+        self._held: deque[bytes] = deque()
+        self._size = 0
+        self._changed = asyncio.Event()
+        self._error: BaseException | None = None
+        self._task = asyncio.create_task(self._read(source), name="satellite read-ahead")
+
+    async def _read(self, source: AsyncIterator[bytes]) -> None:
+        """Take the source's pieces while there is room; note its end or its error."""
+        try:
+            async for piece in source:
+                while self._size >= self._limit:
+                    self._changed.clear()
+                    await self._changed.wait()
+                self._held.append(piece)
+                self._size += len(piece)
+                self.produced += len(piece)
+                self._changed.set()
+        except Exception as err:  # the source's own error, raised where the audio is taken
+            self._error = err
+        finally:
+            self.done = True
+            self._changed.set()
+
+    async def pieces(self) -> AsyncIterator[bytes]:
+        """Yield the audio read so far, then the rest as it comes; close the read when done."""
+        try:
+            while True:
+                if self._held:
+                    piece = self._held.popleft()
+                    self._size -= len(piece)
+                    self._changed.set()
+                    yield piece
+                elif self.done:
+                    if self._error is not None:
+                        raise self._error
+                    return
+                else:
+                    self._changed.clear()
+                    await self._changed.wait()
+        finally:
+            self._task.cancel()
 
 
 class PcmFramer:
