@@ -23,35 +23,22 @@ from homeassistant.components.assist_pipeline.pipeline import (  # requirements_
     PipelineStage,
 )
 from homeassistant.components.tts import TTSAudioResponse
-from homeassistant.components.tts.const import DATA_COMPONENT
 from homeassistant.components.tts.entity import TTSAudioRequest
-from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_PORT
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import chat_session
-from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.companion_agent.const import (
-    CONF_BASE_URL,
-    CONF_LANGUAGES,
-    CONF_MODEL,
-    CONF_PROFILE,
-    CONF_VOICE,
-    DOMAIN,
-    SUBENTRY_CONVERSATION,
-    SUBENTRY_TTS,
-)
 from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.engine.turn.runner import Persona, TurnRequest
 from custom_components.companion_agent.runtime import CompanionRuntime
 from custom_components.companion_agent.tts import CompanionTtsEntity
+from tests.ha.entries import SetupCompanion, entity_id, persona, tts_entity, wyoming_voice
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 from tests.support.wyoming_proxy import WyomingProxy
 
 TIMEOUT = 10.0
-VOICE = "en_US-joe-medium"
 FIRST = "Good morning."
 SECOND = "The kettle is on and the tea will be ready in a minute or two."
 THIRD = "Biscuits are in the blue tin."
@@ -73,44 +60,15 @@ class Voice:
 @pytest.fixture
 async def voice(
     hass: HomeAssistant,
-    llm_server: LLMServer,
+    setup_companion: SetupCompanion,
     proxy: WyomingProxy,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Voice:
     """Set up Assist, an entry with a persona and a voice (via the proxy), and a pipeline."""
     assert await async_setup_component(hass, "assist_pipeline", {})
-    entry = MockConfigEntry(
-        domain=DOMAIN,
-        title="test-model",
-        data={CONF_BASE_URL: llm_server.url, CONF_API_KEY: "", CONF_MODEL: "test-model"},
-        subentries_data=[
-            {
-                "subentry_type": SUBENTRY_CONVERSATION,
-                "data": {CONF_PROFILE: "default"},
-                "title": "Companion",
-                "unique_id": None,
-            },
-            {
-                "subentry_type": SUBENTRY_TTS,
-                "data": {
-                    CONF_HOST: proxy.host,
-                    CONF_PORT: proxy.port,
-                    CONF_VOICE: VOICE,
-                    CONF_LANGUAGES: ["en_US"],
-                },
-                "title": VOICE,
-                "unique_id": None,
-            },
-        ],
-    )
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
-    entities = er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-    agent = next(e.entity_id for e in entities if e.domain == "conversation")
-    tts_id = next(e.entity_id for e in entities if e.domain == "tts")
-    tts = hass.data[DATA_COMPONENT].get_entity(tts_id)
-    assert isinstance(tts, CompanionTtsEntity)
+    entry = await setup_companion(persona(), wyoming_voice(proxy.host, proxy.port))
+    agent = entity_id(hass, entry, "conversation")
+    tts = tts_entity(hass, entry)
     pipeline = await hass.data[KEY_ASSIST_PIPELINE].pipeline_store.async_create_item(
         {
             "name": "Companion voice",
@@ -119,7 +77,7 @@ async def voice(
             "language": "en",
             "stt_engine": None,
             "stt_language": None,
-            "tts_engine": tts_id,
+            "tts_engine": tts.entity_id,
             "tts_language": "en_US",
             "tts_voice": None,
             "wake_word_entity": None,

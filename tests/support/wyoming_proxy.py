@@ -2,8 +2,9 @@
 
 Traffic is forwarded event by event, as it comes: client-to-server so a fault can aim at one
 sentence's text, server-to-client so the audio the server sent can be compared with what a
-client made of it. ``journal`` (a list a test may share with its own notes) records each
-sentence's text as it goes to the server.
+client made of it. ``sent`` keeps every event the client sent, as the server got it;
+``journal`` (a list a test may share with its own notes) records each sentence's text as it
+goes to the server.
 """
 
 import asyncio
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal, Self
 
-from wyoming.event import async_read_event, async_write_event
+from wyoming.event import Event, async_read_event, async_write_event
 
 type FaultAction = Literal["drop", "stall"]
 
@@ -38,7 +39,7 @@ class WyomingProxy:
         self.host = "127.0.0.1"
         self.port = 0
         self.connections = 0
-        self.event_types: list[str] = []
+        self.sent: list[Event] = []
         self.texts: list[str] = []
         self.voices: list[str | None] = []  # the voice each synthesize(-start) asked for
         self.audio: list[bytes] = []
@@ -68,6 +69,11 @@ class WyomingProxy:
         self._server.close()
         self._server.close_clients()
         await self._server.wait_closed()
+
+    @property
+    def event_types(self) -> list[str]:
+        """Return the types of the events the client sent, in order."""
+        return [event.type for event in self.sent]
 
     def fault(self, text: str, action: FaultAction, *, times: int = 1) -> None:
         """Drop or stall the connection instead of forwarding ``text`` (the next ``times``)."""
@@ -109,7 +115,7 @@ class WyomingProxy:
                     with contextlib.suppress(ConnectionError):
                         await reader.read()  # until the client gives up
                     break
-                self.event_types.append(event.type)
+                self.sent.append(event)
                 if event.type in _VOICE_EVENTS:
                     self.voices.append(_voice_name(event.data.get("voice")))
                 if isinstance(text, str):
