@@ -62,9 +62,12 @@ def setup_companion(hass: HomeAssistant, llm_server: LLMServer) -> SetupCompanio
 def setup_personas(hass: HomeAssistant, setup_companion: SetupCompanion) -> SetupPersonas:
     """Return a function that sets up one persona per ``title: profile``."""
 
-    async def set_up(personas: Mapping[str, str]) -> tuple[MockConfigEntry, dict[str, str]]:
+    async def set_up(
+        personas: Mapping[str, str], *, options: Mapping[str, object] | None = None
+    ) -> tuple[MockConfigEntry, dict[str, str]]:
         """Set up the entry and find each persona's agent."""
-        entry = await setup_companion(*(persona(title, p) for title, p in personas.items()))
+        subentries = (persona(title, profile) for title, profile in personas.items())
+        entry = await setup_companion(*subentries, options=options)
         return entry, agents_by_title(hass, entry)
 
     return set_up

@@ -54,9 +54,9 @@ class SetupPersonas(Protocol):
     """Set up our entry with one persona per ``title: profile``; return it and the agents."""
 
     def __call__(
-        self, personas: Mapping[str, str]
+        self, personas: Mapping[str, str], *, options: Mapping[str, object] | None = None
     ) -> Awaitable[tuple[MockConfigEntry, dict[str, str]]]:
-        """Return the loaded entry and each persona's agent entity id by title."""
+        """Return the loaded entry (with ``options``) and each persona's agent id by title."""
 
 
 def persona(

@@ -21,7 +21,6 @@ from custom_components.companion_agent.const import DOMAIN, MEMORY_FILE, STORAGE
 from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
 from tests.ha.assist_turns import ask
 from tests.ha.entries import (
-    SetupCompanion,
     SetupPersonas,
     agents_by_title,
     async_load,
@@ -184,18 +183,18 @@ async def test_diagnostics_show_counts_not_content(
 
 
 async def test_unusable_backend_raises_a_repair_and_turns_still_answer(
-    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
+    hass: HomeAssistant, llm_server: LLMServer, setup_personas: SetupPersonas
 ) -> None:
     """A backend that cannot be used raises a repair issue; the agent answers without memory."""
-    entry = await setup_companion(
-        persona("Ada"), options={"memory_backend": "mem0", "mem0_url": "http://127.0.0.1:9"}
+    entry, agents = await setup_personas(
+        {"Ada": "default"}, options={"memory_backend": "mem0", "mem0_url": "http://127.0.0.1:9"}
     )
     assert entry.runtime_data.memory is None
     issue = ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}")
     assert issue is not None
     assert issue.translation_key == "memory_unreachable"
     llm_server.script(Reply.text("Hello."))
-    result = await ask(hass, agents_by_title(hass, entry)["Ada"], "Hi")
+    result = await ask(hass, agents["Ada"], "Hi")
     assert result.response.speech["plain"]["speech"] == "Hello."
 
 

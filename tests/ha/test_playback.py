@@ -30,7 +30,7 @@ from tests.ha.entries import SetupPersonas
 from tests.ha.gates import GATES, Gate
 from tests.ha.history_files import assistant_text, stored_turns
 from tests.ha.user_files import write_plugin, write_profile
-from tests.support.llm_script import Reply, TextChunk
+from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
 TIMEOUT = 10.0
@@ -388,7 +388,7 @@ async def test_a_new_turn_on_the_satellite_cancels_the_one_still_running(
     entry, agent_id, _ = listener
     long = "This answer never gets past its first words."
     rest = asyncio.Event()
-    held = Reply(chunks=(TextChunk("This answer "), TextChunk(long[12:], hold=rest)))
+    held = Reply.held("This answer ", long[12:], until=rest)
     llm_server.script(held, Reply.text("Yes?"))
 
     first = converse(hass, agent_id, "Tell me everything.", satellite_id=satellite)

@@ -41,7 +41,7 @@ from tests.ha.start_chat import (
 )
 from tests.ha.user_files import write_profile
 from tests.support.chat_requests import messages, user_text
-from tests.support.llm_script import Reply, TextChunk
+from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
 from tests.support.wyoming_proxy import WyomingProxy
@@ -74,11 +74,7 @@ async def test_a_satellite_starts_a_conversation_and_hears_it_before_the_model_f
         rest.set()
 
     watcher = hass.async_create_task(note_first_audio())
-    llm_server.script(
-        Reply(
-            chunks=(TextChunk("Good evening! The"), TextChunk(" stars are out tonight.", hold=rest))
-        )
-    )
+    llm_server.script(Reply.held("Good evening! The", " stars are out tonight.", until=rest))
     events = SpokeEvents(hass)
 
     (chat,) = await start_chat(
@@ -134,9 +130,7 @@ async def test_the_person_speaking_over_a_proactive_answer_cancels_it_and_keeps_
     kitchen = devices[KITCHEN]
     assert isinstance(kitchen, SpeakingSatellite)
     rest = asyncio.Event()
-    llm_server.script(
-        Reply(chunks=(TextChunk("Hello there. A"), TextChunk(" long story follows.", hold=rest)))
-    )
+    llm_server.script(Reply.held("Hello there. A", " long story follows.", until=rest))
     events = SpokeEvents(hass)
 
     call = hass.async_create_task(start_chat(hass, targets=[KITCHEN]))
@@ -179,12 +173,9 @@ async def test_bad_targets_and_personas_are_refused_with_translated_errors(
     assert llm_server.requests == []
 
 
+@pytest.mark.usefixtures("devices")
 async def test_a_person_coming_home_makes_the_state_chat_trigger_speak_on_the_satellite(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
-    setup_companion: SetupCompanion,
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy, setup_companion: SetupCompanion
 ) -> None:
     """person.anna → home: the trigger asks, start_chat runs, the satellite speaks."""
     write_profile(
@@ -304,12 +295,9 @@ async def test_the_persons_answer_on_the_satellite_continues_the_proactive_histo
     assert users[-1] == "Yes please."
 
 
+@pytest.mark.usefixtures("devices")
 async def test_mood_chat_speaks_on_its_own_when_someone_is_home(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
-    setup_companion: SetupCompanion,
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy, setup_companion: SetupCompanion
 ) -> None:
     """A short look interval, no quiet hours, Anna home: the companion starts a chat itself."""
     write_profile(
