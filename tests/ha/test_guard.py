@@ -18,6 +18,8 @@ from homeassistant.helpers import chat_session, llm
 from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
+from syrupy.assertion import SnapshotAssertion
+from syrupy.filters import props
 
 from custom_components.companion_agent.const import AUDIT_FILE, CONF_CONFIRM_TTL, DOMAIN
 from custom_components.companion_agent.engine.audit.log import read_audit
@@ -161,7 +163,10 @@ async def test_light_runs_at_once_and_is_audited(
 
 
 async def test_unlock_waits_then_yes_runs_it_once(
-    hass: HomeAssistant, house: MockConfigEntry, llm_server: LLMServer
+    hass: HomeAssistant,
+    house: MockConfigEntry,
+    llm_server: LLMServer,
+    snapshot: SnapshotAssertion,
 ) -> None:
     """Unlock is held; the person's "yes" runs it once, before the model speaks again."""
     events: list[Mapping[str, object]] = []
@@ -177,6 +182,7 @@ async def test_unlock_waits_then_yes_runs_it_once(
     told = user_text(llm_server.requests[2])
     assert '"status":"executed"' in told.replace(" ", "")
     assert result.response.speech["plain"]["speech"] == "Done, the front door is unlocked."
+    assert content[1:] == snapshot(exclude=props("created"))
 
     llm_server.script(Reply.text("Anything else?"))
     await say(hass, house, "yes", conversation_id)
