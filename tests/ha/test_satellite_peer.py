@@ -14,7 +14,9 @@ from homeassistant.core import HomeAssistant
 from wyoming.audio import AudioChunk, AudioChunkConverter
 
 from custom_components.companion_agent.engine.speech import WyomingSTT
-from tests.ha.satellitekit import companion_entry, said, setup_companion, stored_turns, wait_state
+from tests.ha.entries import SetupCompanion
+from tests.ha.history_files import assistant_text, stored_turns
+from tests.ha.satellitekit import setup_satellite_companion, wait_state
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
@@ -29,8 +31,8 @@ from tests.support.whisper import (
     words,
 )
 
-QUESTION = "What is the capital of France?"
-ANSWER = "The capital of France is Paris."
+QUESTION = "What will the weather be like today?"
+ANSWER = "It will be sunny and warm all day."
 
 
 def at_16k(pcm: bytes) -> bytes:
@@ -41,19 +43,21 @@ def at_16k(pcm: bytes) -> bytes:
 
 async def test_wake_word_to_answer_round_trip_on_wyoming_satellite(
     hass: HomeAssistant,
+    *,
+    setup_companion: SetupCompanion,
     llm_server: LLMServer,
     piper: PiperPeer,
     whisper: WhisperPeer,
     satellite: SatellitePeer,
 ) -> None:
     """Wake word, question, the answer played on the satellite's speaker, the turn stored."""
-    entry = companion_entry(
-        llm_server,
+    entry, satellite_id = await setup_satellite_companion(
+        hass,
+        setup_companion,
         piper,
         (whisper.host, whisper.port, whisper.model),
         (satellite.host, satellite.port),
     )
-    satellite_id = await setup_companion(hass, entry, piper.voice)
     await wait_state(hass, satellite_id, "idle")
     llm_server.script(Reply.text(ANSWER))
     satellite.say(await spoken(piper, QUESTION))
@@ -65,7 +69,7 @@ async def test_wake_word_to_answer_round_trip_on_wyoming_satellite(
 
     messages = llm_server.requests[0]["messages"]
     assert isinstance(messages, list)
-    assert words(str(messages[-1]["content"]))[-6:] == words(QUESTION)
+    assert words(str(messages[-1]["content"]))[-len(words(QUESTION)) :] == words(QUESTION)
     played = satellite.heard()
     assert len(played) > SPEAKER_RATE * 2  # more than a second of answer
     heard = await WyomingSTT(whisper.host, whisper.port).transcribe(
@@ -75,7 +79,7 @@ async def test_wake_word_to_answer_round_trip_on_wyoming_satellite(
     await entry.runtime_data.flush()
     (turn,) = stored_turns(hass)
     assert turn["outcome"] == "complete"
-    assert said(turn) == ANSWER
+    assert assistant_text(turn) == ANSWER
     assert await hass.config_entries.async_unload(entry.entry_id)
     await asyncio.sleep(0)
 
@@ -98,6 +102,8 @@ def sentences_of(text: str) -> list[str]:
 
 async def test_barge_in_on_wyoming_satellite_keeps_only_what_was_played(
     hass: HomeAssistant,
+    *,
+    setup_companion: SetupCompanion,
     llm_server: LLMServer,
     piper: PiperPeer,
     whisper: WhisperPeer,
@@ -108,13 +114,13 @@ async def test_barge_in_on_wyoming_satellite_keeps_only_what_was_played(
     HA's own Wyoming satellite drops the audio of a run started while another runs (the
     cancelled run's end clears the new run's flag): here "Stop." reaches whisper.
     """
-    entry = companion_entry(
-        llm_server,
+    entry, satellite_id = await setup_satellite_companion(
+        hass,
+        setup_companion,
         piper,
         (whisper.host, whisper.port, whisper.model),
         (satellite.host, satellite.port),
     )
-    satellite_id = await setup_companion(hass, entry, piper.voice)
     await wait_state(hass, satellite_id, "idle")
     # The model writes slowly: the answer's turn (and its pipeline run) still runs when the
     # person speaks over it, so the run the barge-in cancels ends after the new one began.
@@ -133,7 +139,7 @@ async def test_barge_in_on_wyoming_satellite_keeps_only_what_was_played(
     await entry.runtime_data.flush()
     first, second = stored_turns(hass)
     assert first["outcome"] == "interrupted"
-    kept = said(first)
+    kept = assistant_text(first)
     everything = sentences_of(LONG_ANSWER)
     count = len(sentences_of(kept))
     assert kept == " ".join(everything[:count])  # whole sentences
@@ -148,7 +154,7 @@ async def test_barge_in_on_wyoming_satellite_keeps_only_what_was_played(
     assert starts[count] >= sent_at_barge_in - 1.5
     assert words(str(second["user"])) == words(STOP)
     assert second["outcome"] == "complete"
-    assert said(second) == STOPPED
+    assert assistant_text(second) == STOPPED
     assert (
         satellite.heard_seconds() < sent_at_barge_in + 1.0 + 3.0
     )  # the rest of the long answer never went
