@@ -203,7 +203,7 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
         """Stop the answer (it did not get through) and the run; show it unavailable."""
         self._interrupt(failed=True)
         self._attr_available = False
-        self.async_write_ha_state()
+        self.tts_response_finished()  # idle (and unavailable) until it is back
 
     def satellite_input(self, item: SatelliteInput) -> None:
         """Act on what the satellite said."""
@@ -238,7 +238,7 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
         name = request.wake_word_name or self._wake_word
         self._wake_word = None
         phrase = self._info.phrase(name) if self._info is not None else name
-        self.entry.async_create_background_task(
+        run.task = self.entry.async_create_background_task(
             self.hass, self._async_run(run, phrase), f"{self.entity_id} run {run.number}"
         )
 
@@ -270,6 +270,8 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
                 self._cut(stopped, None, failed=failed)
             return
         run.stop_listening()
+        if failed and run.task is not None:
+            run.task.cancel()  # and with it its pipeline: nobody is there to hear it
         if not run.finished:
             run.finished = True
             self._cut(stopped, run, failed=failed)

@@ -137,7 +137,7 @@ async def test_barge_in_on_wyoming_satellite_keeps_only_what_was_played(
     await wait_state(hass, satellite_id, "idle")
 
     await entry.runtime_data.flush()
-    first, second = stored_turns(hass)
+    first, second = sorted(stored_turns(hass), key=lambda turn: str(turn["time"]))
     assert first["outcome"] == "interrupted"
     kept = assistant_text(first)
     everything = sentences_of(LONG_ANSWER)

@@ -67,6 +67,8 @@ class SatelliteRun:
         """Home Assistant's pipeline run has ended (its answer may still be playing)."""
         self.finished = False
         """Nothing of it is left: ended, and its answer (if any) was heard or stopped."""
+        self.task: asyncio.Task[None] | None = None
+        """The task that runs it (and awaits its pipeline)."""
 
     def hear(self, pcm: bytes) -> None:
         """Take microphone audio (16 kHz, 16-bit mono) while the run listens."""
