@@ -7,6 +7,7 @@ runs it: STT (whisper, or a scripted ASR server), our persona, our piper voice.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from homeassistant.components.assist_pipeline.pipeline import (
     KEY_ASSIST_PIPELINE,
@@ -26,9 +27,21 @@ from tests.ha.entries import (
     speech_to_text,
     wyoming_voice,
 )
+from tests.support.asr_server import ScriptedAsrServer
 from tests.support.piper import PiperPeer
+from tests.support.satellite_script import ScriptedSatellite
 
 TIMEOUT = 30.0
+
+
+@dataclass
+class OnSatellite:
+    """The companion with the scripted satellite: its entry, entity and peers."""
+
+    entry: MockConfigEntry
+    entity_id: str
+    satellite: ScriptedSatellite
+    asr: ScriptedAsrServer
 
 
 async def setup_satellite_companion(

@@ -10,75 +10,27 @@ the real Piper, the model the scripted server.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers import entity_registry as er
-from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 from wyoming.event import Event
 
 from custom_components.companion_agent.engine.speech.satellite_speaker import LEAD_SECONDS
 from custom_components.companion_agent.voice import satellite_connection
 from custom_components.companion_agent.voice.satellite_run import MAX_LISTEN_SECONDS
-from tests.ha.entries import SetupCompanion
 from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.satellitekit import setup_satellite_companion, wait_state
-from tests.support.asr_server import TEXT, ScriptedAsrServer
+from tests.ha.satellitekit import OnSatellite, wait_state
+from tests.support.asr_server import TEXT
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-from tests.support.piper import PiperPeer
 from tests.support.satellite_script import ScriptedSatellite
 
 SILENCE = bytes(16000)  # half a second at 16 kHz
 ANSWER = "The kitchen light is on now."
 PIPER_RATE = 22050
-
-
-@dataclass
-class OnSatellite:
-    """The companion with the scripted satellite: its entry, entity and peers."""
-
-    entry: MockConfigEntry
-    entity_id: str
-    satellite: ScriptedSatellite
-    asr: ScriptedAsrServer
-
-
-@pytest.fixture
-async def scripted(socket_enabled: None) -> AsyncIterator[ScriptedSatellite]:
-    """Run the scripted satellite."""
-    async with ScriptedSatellite() as running:
-        yield running
-
-
-@pytest.fixture
-async def asr(socket_enabled: None) -> AsyncIterator[ScriptedAsrServer]:
-    """Run the scripted ASR server: it hears ``TEXT`` in any audio."""
-    async with ScriptedAsrServer() as running:
-        yield running
-
-
-@pytest.fixture
-async def on_satellite(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    piper: PiperPeer,
-    asr: ScriptedAsrServer,
-    scripted: ScriptedSatellite,
-) -> AsyncIterator[OnSatellite]:
-    """Set up the companion with the scripted satellite; unload it at the end."""
-    entry, entity = await setup_satellite_companion(
-        hass, setup_companion, piper, (asr.host, asr.port, "tiny"), (scripted.host, scripted.port)
-    )
-    await scripted.wait_connected()
-    await wait_state(hass, entity, "idle")
-    yield OnSatellite(entry=entry, entity_id=entity, satellite=scripted, asr=asr)
-    if entry.state.recoverable:
-        await hass.config_entries.async_unload(entry.entry_id)
 
 
 def traffic(events: list[Event]) -> list[dict[str, object]]:
