@@ -60,14 +60,12 @@ class ScriptedSatellite(LoopbackServer):
         self.received = Received()
         self.connections = 0
         self._writer: asyncio.StreamWriter | None = None
-        self._connected = asyncio.Event()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Record each event; answer describe and (if asked to) ping; say played."""
         loop = asyncio.get_running_loop()
         self.connections += 1
         self._writer = writer
-        self._connected.set()
         try:
             while (event := await async_read_event(reader)) is not None:
                 self.received.events.append(event)
@@ -82,13 +80,10 @@ class ScriptedSatellite(LoopbackServer):
         finally:
             if self._writer is writer:
                 self._writer = None
-                self._connected.clear()
 
-    async def wait_connected(self, connections: int = 1) -> None:
-        """Wait until our entity has connected ``connections`` times and is connected now."""
-        async with asyncio.timeout(TIMEOUT):
-            while self.connections < connections or not self._connected.is_set():
-                await self.wait_event("run-satellite", self.connections + 1)
+    async def wait_connected(self, times: int = 1) -> None:
+        """Wait until our entity has connected (and asked to run) ``times`` times."""
+        await self.wait_event("run-satellite", times)
 
     async def wait_event(self, kind: str, count: int = 1) -> Event:
         """Wait until ``count`` events of ``kind`` have come; return the last of them."""

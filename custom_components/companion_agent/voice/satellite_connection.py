@@ -121,7 +121,7 @@ class SatelliteConnection:
             if reason is not None:
                 failures += 1
                 log = LOGGER.warning if failures == 1 else LOGGER.debug
-                log("Satellite %s:%s: %s; trying again", self.host, self.port, reason)
+                log("Satellite %s; trying again", reason)
             if loop.time() - began >= RECONNECT_MAX:
                 delay = RECONNECT_FIRST
             await asyncio.sleep(delay)
@@ -151,7 +151,7 @@ class SatelliteConnection:
             link.close()
             self._link = None
             self._listener.satellite_disconnected("the connection ended")
-        return "it closed the connection"
+        return f"{self.host}:{self.port}: it closed the connection"
 
     async def _read(self, link: SatelliteLink) -> None:
         """Hand each event to the listener until the satellite closes; answer its pings."""
