@@ -110,31 +110,25 @@ async def test_a_satellite_is_added_once_and_moved_by_reconfigure(
     result = await add(hass, entry, "127.0.0.1", old.data[CONF_PORT])
     assert result == result | {"type": FlowResultType.ABORT, "reason": "already_configured"}
 
-    result = dict(
-        await hass.config_entries.subentries.async_init(
-            (entry.entry_id, SUBENTRY_SATELLITE),
-            context={"source": config_entries.SOURCE_RECONFIGURE, "subentry_id": old.subentry_id},
-        )
+    flow = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, SUBENTRY_SATELLITE),
+        context={"source": config_entries.SOURCE_RECONFIGURE, "subentry_id": old.subentry_id},
     )
-    schema = result["data_schema"]
+    schema = flow["data_schema"]
+    assert schema is not None
     suggested = {
-        str(k): k.description.get("suggested_value") for k in schema.schema if k.description
-    }  # type: ignore[attr-defined]
+        str(key): key.description.get("suggested_value") for key in schema.schema if key.description
+    }
     assert suggested == {CONF_HOST: "127.0.0.1", CONF_PORT: old.data[CONF_PORT]}
-    result = dict(
-        await hass.config_entries.subentries.async_configure(
-            str(result["flow_id"]), {CONF_HOST: "127.0.0.1", CONF_PORT: closed_port()}
-        )
+    flow = await hass.config_entries.subentries.async_configure(
+        flow["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: closed_port()}
     )
-    assert result["errors"] == {"base": "cannot_connect"}
-    result = dict(
-        await hass.config_entries.subentries.async_configure(
-            str(result["flow_id"]),
-            {CONF_HOST: scripted_satellite.host, CONF_PORT: scripted_satellite.port},
-        )
+    assert flow["errors"] == {"base": "cannot_connect"}  # checked, not just stored
+    flow = await hass.config_entries.subentries.async_configure(
+        flow["flow_id"], {CONF_HOST: scripted_satellite.host, CONF_PORT: scripted_satellite.port}
     )
     await hass.async_block_till_done()
-    assert result["reason"] == "reconfigure_successful"
+    assert flow["reason"] == "reconfigure_successful"
     assert entry.subentries[old.subentry_id].data[CONF_PORT] == scripted_satellite.port
     await scripted_satellite.wait_connected()
     assert await hass.config_entries.async_unload(entry.entry_id)
