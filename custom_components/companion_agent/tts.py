@@ -56,7 +56,7 @@ from .engine.speech import (
     WyomingTTS,
 )
 from .engine.speech.head_start import SpeechKey, Synthesis
-from .engine.turn.runner import FIRST_CLAUSE_CUT
+from .engine.pipeline import FIRST_CLAUSE_CUT
 from .repairs import (
     async_clear_missing_voice,
     async_report_bad_voice_file,

@@ -9,7 +9,7 @@ from homeassistant.core import HomeAssistant
 
 from ..const import CONF_PROFILE, DEFAULT_PROFILE
 from ..engine.plugins import Profile
-from ..engine.turn.runner import Persona
+from ..engine.turn.request import Persona
 from ..repairs import async_sync_load_problems
 from ..runtime import CompanionConfigEntry
 

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from homeassistant.config_entries import ConfigSubentry
 
-from ..engine.turn.runner import Persona
+from ..engine.turn.request import Persona
 from ..runtime import CompanionConfigEntry
 
 DEFAULT_INSTRUCTION = "Start a short, friendly conversation with the person."

@@ -30,11 +30,11 @@ from homeassistant.util.ulid import ulid_now
 
 from ..agent.spoken import async_spoken_lines
 from ..const import DOMAIN, EVENT_SPOKE, HOST_PROMPT, LOGGER
-from ..engine.events import SentenceOutput, TurnResult
+from ..engine.events import Heard, SentenceOutput, TurnResult
 from ..engine.plugins import ProactiveRequest
 from ..engine.tools.contract import ToolContext
 from ..engine.turn.handle import Turn
-from ..engine.turn.runner import TurnRequest
+from ..engine.turn.request import TurnRequest
 from .request import Chat, ChatRequest, Speaker, instruction_text
 from .voice import async_audio_seconds, async_voice_for
 
@@ -169,7 +169,7 @@ async def _async_speak(
         runtime.playback.async_forget(turn)
         turn.cancel("the device could not play it", failed=True)
         await turn.result
-        turn.undelivered()  # the turn had finished before its audio failed: stored as failed
+        turn.played(Heard.undelivered())  # it had finished before its audio failed: failed
         raise _cannot_speak(target, err) from err
     delivered.set_result(True)
     if satellite:
@@ -186,7 +186,7 @@ async def _speech(turn: Turn) -> AsyncGenerator[str]:
     Each ends with a line break: a TTS that divides sentences itself speaks it at once
     instead of waiting for the next word.
     """
-    async for item in turn.items:
+    async for item in turn.items():
         if isinstance(item, SentenceOutput) and item.tts_text:
             yield f"{item.tts_text}\n"
 
