@@ -103,11 +103,17 @@ class TurnRunner:
         return task
 
     async def drain(self, grace: float) -> None:
-        """Give running turns ``grace`` seconds to finish, then cancel what is left."""
+        """Give running turns ``grace`` seconds to finish, then cancel what is left.
+
+        A cancelled turn still stores itself: that is waited for too, ``grace`` at most.
+        """
         if self._running:
             await asyncio.wait(set(self._running), timeout=grace)
-        for task in set(self._running):
+        left = set(self._running)
+        for task in left:
             task.cancel()
+        if left:
+            await asyncio.wait(left, timeout=grace)
 
     async def _drive(self, job: TurnJob) -> None:
         """Run the turn under its deadline; whatever ends it, store it and tell the hooks.
