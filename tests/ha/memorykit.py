@@ -46,7 +46,7 @@ type Row = dict[str, str | None]
 
 def memory_of(entry: MockConfigEntry) -> CompanionMemory:
     """Return the entry's memory (it must be on)."""
-    memory = cast(CompanionMemory | None, entry.runtime_data.memory)
+    memory = cast(CompanionMemory | None, entry.runtime_data.engine.memory)
     assert memory is not None
     return memory
 

@@ -19,8 +19,9 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.companion_agent.const import AUDIT_FILE, CONF_CONFIRM_TTL, DOMAIN
+from custom_components.companion_agent.const import CONF_CONFIRM_TTL, DOMAIN
 from custom_components.companion_agent.engine.audit.log import read_audit
+from custom_components.companion_agent.engine.engine import AUDIT_FILE
 from tests.ha.conftest import make_entry
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -131,7 +132,7 @@ def audit(hass: HomeAssistant) -> list[Mapping[str, object]]:
 
 async def flush_audit(entry: MockConfigEntry) -> None:
     """Wait for the audit writer."""
-    await entry.runtime_data.audit.flush()
+    await entry.runtime_data.engine.flush()
 
 
 def user_message(server: LLMServer, request: int) -> str:

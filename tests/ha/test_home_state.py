@@ -21,7 +21,7 @@ async def test_presence_follows_zone_home_people_and_the_asleep_option(
         entry, options={CONF_ASLEEP_ENTITY: "input_boolean.sleeping"}
     )
     assert await hass.config_entries.async_setup(entry.entry_id)
-    probe = entry.runtime_data.host.presence
+    probe = entry.runtime_data.engine.settings.host.presence
     assert probe is not None
 
     hass.states.async_set("person.anna", "not_home")

@@ -44,7 +44,7 @@ from homeassistant.helpers.event import async_call_later, async_track_state_chan
 from ..const import LOGGER
 from ..engine.events import Heard, TurnResult
 from ..engine.pipeline import join_speech
-from ..engine.speech.audio_length import heard_sentences, spoken_seconds
+from ..engine.speech import heard_sentences, spoken_seconds
 from ..engine.turn.handle import Turn
 
 WATCH_TIMEOUT = 300.0
