@@ -32,10 +32,9 @@ ALLOWED = {
     # What only the host supplies.
     "engine.tools.contract": "the contract of the host's tools (HA's LLM API)",
     "engine.tools.registry": "the host's tools",
-    "engine.guard.policy": "the host's guard rules (HA's locks, alarms, covers)",
-    "engine.guard.targets": "what the host's tools act on",
+    "engine.guard.policy": "the host's guard rules (HA's locks, alarms, covers), its targets",
     "engine.memory.backends": "the memory a host configures, and checking it",
-    "engine.audit.redaction": "secrets out of titles and log lines",
+    "engine.redaction": "secrets out of titles and log lines",
 }
 """Engine modules the glue may import, and why."""
 

@@ -31,10 +31,10 @@ from .const import (
     LOGGER,
     STORAGE_FOLDER,
 )
-from .engine.audit.redaction import redact_url
 from .engine.engine import Engine, EngineSettings, TurnLimits
 from .engine.errors import LLMAuthError
 from .engine.plugins import HostServices
+from .engine.redaction import redact_url
 from .guard_rules import DEFAULT_RULES
 from .memory.setup import async_memory_config, async_memory_started
 from .proactive.home_state import HassPresence, HassStateWatcher

@@ -47,13 +47,13 @@ from .const import (
     MEMORY_MEM0,
     STORAGE_FOLDER,
 )
-from .engine.audit.redaction import scrub_text
 from .engine.memory.backends import (
     MEM0_REQUIREMENTS,
     NEO4J_REQUIREMENT,
     check_graph,
     check_mem0,
 )
+from .engine.redaction import scrub_text
 from .memory.setup import memory_config, neo4j_settings
 
 CHECK_TIMEOUT = 5.0

@@ -16,10 +16,10 @@ from pytest_homeassistant_custom_component.components.diagnostics import (
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.companion_agent.const import DOMAIN
-from custom_components.companion_agent.engine.audit.redaction import scrub_text
 from custom_components.companion_agent.engine.memory.embeddings import EmbeddingSettings
 from custom_components.companion_agent.engine.memory.mem0.setup import Mem0Settings
 from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jSettings
+from custom_components.companion_agent.engine.redaction import scrub_text
 from tests.ha.conftest import make_personas_entry
 from tests.support.llm_server import LLMServer
 

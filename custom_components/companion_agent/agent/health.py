@@ -24,9 +24,9 @@ from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.helpers.httpx_client import get_async_client
 
 from ..const import DOMAIN, ISSUE_SERVER_UNREACHABLE, LOGGER
-from ..engine.audit.redaction import redact_url
 from ..engine.errors import LLMAuthError, LLMConnectionError, LLMError
 from ..engine.llm import LLMSettings, OpenAIChatModel
+from ..engine.redaction import redact_url
 
 CHECK_INTERVAL = timedelta(minutes=1)
 CHECK_TIMEOUT = 10.0

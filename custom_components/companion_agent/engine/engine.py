@@ -22,10 +22,16 @@ import httpx
 
 from .audit.log import AuditLog, Tee
 from .errors import CompanionError, CorruptionReporter
-from .guard.confirmations import ConfirmationListener, Confirmations, ConfirmationStatus
+from .guard.confirmations import (
+    ConfirmationListener,
+    ConfirmationResult,
+    Confirmations,
+    ConfirmationStatus,
+    ConfirmationToken,
+)
+from .guard.confirmations.tokens import DEFAULT_TTL
 from .guard.executor import Guard
 from .guard.policy import PolicyRule
-from .guard.tokens import DEFAULT_TTL, ConfirmationResult, ConfirmationToken
 from .llm import LLMSettings
 from .llm.models import ChatModels, RoundObserver
 from .memory.backends import MemoryConfig, open_memory, unreachable

@@ -37,9 +37,9 @@ from ..const import (
     MEMORY_MEM0,
     MEMORY_OUTBOX_FILE,
 )
-from ..engine.audit.redaction import scrub_text
 from ..engine.engine import MemoryProblem
 from ..engine.memory.backends import EmbeddingSettings, MemoryConfig, Neo4jSettings
+from ..engine.redaction import scrub_text
 from ..runtime import CompanionConfigEntry
 
 

@@ -13,8 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..chars import is_wide
-from ..messages import AssistantMessage, ChatMessage, ToolMessage, UserMessage
-from .prompt import ContextSnippet
+from ..messages import AssistantMessage, ChatMessage, ContextSnippet, ToolMessage, UserMessage
 
 WINDOW = 60.0
 MAX_KEYS = 1024

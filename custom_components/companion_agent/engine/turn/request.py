@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..guard.targets import StateProbe, TargetResolver
+from ..guard.policy import StateProbe, TargetResolver
 from ..llm import ChatModel
 from ..plugins import Hook, PluginSet, Profile
 from ..tools.contract import ToolContext

@@ -27,8 +27,8 @@ from .handle import Turn
 from .history import ConversationHistory, amend_in
 from .job import TurnJob, after_playback, end_unstarted, store_turn, turn_context, turn_result
 from .limits import RateLimiter, TurnLimits, cut_notice, pace_keys, within_budget
-from .loop import AgentCore, TurnRecord, confirmed_event
-from .prompt import ContextSnippet, PromptBuilder, UserPromptBlock
+from .loop import AgentCore, TurnRecord
+from .prompt import PromptBuilder, UserPromptBlock
 from .request import TurnRequest
 from .sink import TurnSink
 from .usage import UsageCounters
@@ -177,22 +177,12 @@ class TurnRunner:
         executor = self.guard.executor(
             registry, profile.policy, resolver=request.host_targets, state=request.host_state
         )
-        confirmations = self.guard.confirmations
         proactive = request.initiator == "proactive"
-        reply = (
-            None  # the home's instruction never answers a held action: only the person can
-            if proactive
-            else await confirmations.answer(
-                request.text,
-                language=ctx.language,
-                user_id=ctx.user_id,
-                conversation_id=ctx.conversation_id,
-                trace_id=ctx.trace_id,
-            )
+        confirmations = await self.guard.confirmations.before_turn(
+            request.text, ctx, answerable=not proactive
         )
         cut = cut_notice(job.said, request.text)
-        for confirmed in reply.results if reply is not None else ():
-            event = confirmed_event(confirmed)
+        for event in confirmations.events:
             record.events.append(event)
             job.sink.put(event)
         history = await job.history.load()
@@ -202,12 +192,10 @@ class TurnRunner:
         history = within_budget(history, self.limits.history_tokens)
         hooks = persona.plugins.hooks
         snippets = await hooks.before_turn(request.text, turn_ctx, request.host_hooks)
-        notices = tuple(
-            ContextSnippet(source="confirmations", text=notice.content)
-            for notice in confirmations.take_notices(ctx.conversation_id)
-        )
         block = UserPromptBlock(
-            text=request.text, context=(*notices, *snippets, *cut), proactive=proactive
+            text=request.text,
+            context=(*confirmations.notices, *snippets, *cut),
+            proactive=proactive,
         )
         messages = PromptBuilder(profile, extra_instructions=request.host_instructions).build(
             history, block
