@@ -45,19 +45,18 @@ from wyoming.event import Event
 
 from .const import CONF_AREA, DOMAIN, LOGGER, SUBENTRY_SATELLITE
 from .engine.errors import AudioFormatError, CompanionError
-from .engine.speech.audio_length import AudioProgress
-from .engine.speech.info import SatelliteInfo
-from .engine.speech.satellite_audio import PcmFormat, unwrap_wav
-from .engine.speech.satellite_events import (
+from .engine.speech import SPEECH_MARKS, AudioProgress, SatelliteInfo
+from .engine.speech.satellite import (
     Described,
     MicAudio,
     MicStopped,
+    PcmFormat,
     Played,
     RunRequested,
     SatelliteInput,
     WakeDetected,
+    unwrap_wav,
 )
-from .engine.speech.sentence_marks import SPEECH_MARKS
 from .runtime import CompanionConfigEntry
 from .voice.satellite_connection import SatelliteConnection
 from .voice.satellite_media import announcement_audio

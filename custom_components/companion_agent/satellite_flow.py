@@ -45,8 +45,8 @@ from .const import (
     SUBENTRY_SATELLITE,
 )
 from .engine.errors import NotASatelliteError, SpeechError
-from .engine.speech.info import SatelliteInfo
-from .engine.speech.satellite_link import describe_satellite
+from .engine.speech import SatelliteInfo
+from .engine.speech.satellite import describe_satellite
 
 CONF_ENTRY = "entry"
 SATELLITE_SCHEMA = vol.Schema(

@@ -18,7 +18,7 @@ from homeassistant.helpers import entity_registry as er
 from syrupy.assertion import SnapshotAssertion
 from wyoming.event import Event
 
-from custom_components.companion_agent.engine.speech.satellite_speaker import LEAD_SECONDS
+from custom_components.companion_agent.engine.speech.satellite.speaker import LEAD_SECONDS
 from custom_components.companion_agent.voice import satellite_connection
 from custom_components.companion_agent.voice.satellite_run import MAX_LISTEN_SECONDS
 from tests.ha.history_files import assistant_text, stored_turns
@@ -105,7 +105,7 @@ async def test_a_run_streams_the_answer_as_pcm_at_real_time_fake_stt(
     seconds = len(satellite.received.audio()) / (PIPER_RATE * 2)
     assert seconds > 1.0
     assert times[-1] - times[0] >= seconds - LEAD_SECONDS - 0.2  # paced: never far ahead
-    await on_satellite.entry.runtime_data.flush()
+    await on_satellite.entry.runtime_data.engine.flush()
     (turn,) = stored_turns(hass)
     assert turn["outcome"] == "complete"
     assert assistant_text(turn) == ANSWER
@@ -182,7 +182,7 @@ async def test_a_new_run_over_the_answer_is_heard_and_the_old_one_cut_fake_stt(
     stt_audio = [e for e in asr.events if e.type == "audio-chunk"]
     assert sum(len(e.payload or b"") for e in stt_audio) >= len(SILENCE) * 3  # both runs'
     assert asr.types.count("audio-stop") == 2
-    await on_satellite.entry.runtime_data.flush()
+    await on_satellite.entry.runtime_data.engine.flush()
     first, second = sorted(stored_turns(hass), key=lambda turn: str(turn["time"]))
     assert first["outcome"] == "interrupted"
     kept = assistant_text(first)
@@ -209,7 +209,7 @@ async def test_a_satellite_lost_mid_answer_is_reconnected_and_the_turn_failed_fa
     await wait_state(hass, on_satellite.entity_id, "unavailable")
     await satellite.wait_connected(2)
     await wait_state(hass, on_satellite.entity_id, "idle")
-    await on_satellite.entry.runtime_data.flush()
+    await on_satellite.entry.runtime_data.engine.flush()
     (turn,) = stored_turns(hass)
     assert turn["outcome"] == "failed"
 

@@ -76,7 +76,7 @@ async def test_wake_word_to_answer_round_trip_on_wyoming_satellite(
         pieces(bytes(RATE) + at_16k(played) + bytes(RATE * 2))
     )
     assert words(heard.text) == words(ANSWER)
-    await entry.runtime_data.flush()
+    await entry.runtime_data.engine.flush()
     (turn,) = stored_turns(hass)
     assert turn["outcome"] == "complete"
     assert assistant_text(turn) == ANSWER
@@ -136,7 +136,7 @@ async def test_barge_in_on_wyoming_satellite_keeps_only_what_was_played(
     await wait_state(hass, satellite_id, "responding")
     await wait_state(hass, satellite_id, "idle")
 
-    await entry.runtime_data.flush()
+    await entry.runtime_data.engine.flush()
     first, second = sorted(stored_turns(hass), key=lambda turn: str(turn["time"]))
     assert first["outcome"] == "interrupted"
     kept = assistant_text(first)

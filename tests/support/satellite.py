@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from custom_components.companion_agent.engine.errors import SpeechError
-from custom_components.companion_agent.engine.speech.satellite_link import describe_satellite
+from custom_components.companion_agent.engine.speech.satellite.link import describe_satellite
 from tests.support.peer_process import free_port, launch, stop, wait_answering
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ begun (the first sentence handed to speech, or ``responding`` if earlier) is set
 the answer's length (``engine/speech/audio_length.py``: exact when reported with
 ``async_report_duration``, else estimated so that a follow-up is never taken for a
 barge-in), and the stored turn becomes ``interrupted`` after the sentences that could
-have been heard.
+have been heard. A device that knows the seconds played says so (``async_cut``).
 
 Media players (proactive speech): leaving ``playing`` means played; for players that never
 say so, a timer: the audio's length plus ``FALLBACK_MARGIN`` from when the watch began.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
@@ -43,19 +43,13 @@ from homeassistant.helpers.event import async_call_later, async_track_state_chan
 
 from ..const import LOGGER
 from ..engine.events import TurnResult
-from ..engine.pipeline import join_speech
-from ..engine.speech.audio_length import (
-    AudioProgress,
-    heard_sentences,
-    sentences_heard,
-    spoken_seconds,
-)
+from ..engine.speech import AudioProgress, heard_sentences, spoken_seconds
 from ..engine.turn.handle import Turn
+from .playback_cut import cut_turn, keep_heard
 
 WATCH_TIMEOUT = 300.0
 BARGE_IN_REASON = "the person spoke"
 NEWER_TURN_REASON = "a newer turn started on the device"
-DEVICE_LOST_REASON = "the device went away"
 FALLBACK_MARGIN = 3.0
 
 type HeardCallback = Callable[[TurnResult], None]
@@ -117,7 +111,7 @@ class PlaybackWatcher:
     ) -> None:
         """Follow the media player that plays the turn; fall back on its estimated length."""
         watch = self._start(entity_id, _Watch(turn=turn, kind="media_player", on_heard=on_heard))
-        turn.result.add_done_callback(lambda _done: self._arm_fallback(entity_id, watch))
+        turn.on_finished(lambda _result: self._arm_fallback(entity_id, watch))
 
     @callback
     def async_played(self, turn: Turn) -> None:
@@ -153,7 +147,7 @@ class PlaybackWatcher:
     def _start(self, device: str, watch: _Watch) -> _Watch:
         """Replace the device's watch (cancelling its turn if it still runs); follow it."""
         older = self._watches.get(device)
-        if older is not None and not older.turn.result.done():
+        if older is not None and older.turn.finished is None:
             LOGGER.debug("Turn %s: replaced on %s", older.turn.trace_id, device)
             older.turn.cancel(NEWER_TURN_REASON)
         self._forget(device)
@@ -199,7 +193,7 @@ class PlaybackWatcher:
                 self._forget(satellite)
             case AssistSatelliteState.LISTENING:
                 turn = watch.turn
-                if not turn.result.done():
+                if turn.finished is None:
                     LOGGER.debug("Turn %s: barge-in on %s", turn.trace_id, satellite)
                     turn.cancel(BARGE_IN_REASON)
                     self._tell(watch)  # its result says interrupted, with what was said
@@ -211,55 +205,16 @@ class PlaybackWatcher:
 
     @callback
     def async_cut(self, device: str, progress: AudioProgress, *, failed: bool = False) -> None:
-        """Take a device's word that its answer stopped after ``progress.played`` seconds.
-
-        The person spoke over it, or (``failed``) the device went away. A turn still
-        running is cancelled (``failed``: stored as failed). The stored turn keeps the
-        sentences that began within the seconds played; nothing when none of it played.
-        """
-        watch = self._watches.get(device)
-        if watch is None:
-            return
-        self._forget(device)
-        turn = watch.turn
-        running = not turn.result.done()
-        if running:
-            turn.cancel(DEVICE_LOST_REASON if failed else BARGE_IN_REASON, failed=failed)
-        sentences = [sentence.tts_text for sentence in turn.spoken]
-        heard = sentences_heard(sentences, progress)
-        if heard is None and running:
-            heard = len(sentences)  # all it had said was heard; it was still speaking
-        LOGGER.debug(
-            "Turn %s: cut on %s after %.2f s (%s of %d sentences heard, %s)",
-            turn.trace_id,
-            device,
-            progress.played,
-            "all" if heard is None else heard,
-            len(sentences),
-            "marked" if progress.starts else "estimated",
-        )
-
-        def cut(result: TurnResult) -> None:
-            """Keep what was heard of the ended turn."""
-            if result.outcome == "failed":
-                self._tell(watch)
-            elif heard is None:
-                turn.played()
-                self._tell(watch)
-            elif failed and heard == 0:
-                turn.undelivered()
-                self._tell(watch)
-            else:
-                self._heard_only(watch, heard)
-
-        if turn.result.done():
-            cut(turn.result.result())
-        else:
-            turn.result.add_done_callback(lambda done: cut(done.result()))
+        """Keep what a device says was heard of its answer (``playback_cut.cut_turn``)."""
+        if (watch := self._watches.get(device)) is not None:
+            self._forget(device)
+            cut_turn(watch.turn, progress, watch.on_heard, reason=BARGE_IN_REASON, failed=failed)
 
     def _listened(self, satellite: str, watch: _Watch, at: float) -> None:
         """Take a finished turn's satellite listening again: a follow-up, or a barge-in."""
         turn = watch.turn
+        result = turn.finished
+        assert result is not None  # only a finished turn is listened after
         begun = [t for t in (turn.first_spoken_at, watch.responded_at) if t is not None]
         sentences = [sentence.tts_text for sentence in turn.spoken]
         heard = heard_sentences(sentences, at - min(begun), watch.duration) if begun else None
@@ -268,31 +223,22 @@ class PlaybackWatcher:
             return
         LOGGER.debug("Turn %s: spoken over on %s (%d heard)", turn.trace_id, satellite, heard)
         self._forget(satellite)
-        self._heard_only(watch, heard)
-
-    @staticmethod
-    def _heard_only(watch: _Watch, heard: int) -> None:
-        """Keep only the first ``heard`` sentences of the ended turn; tell the watch's caller."""
-        turn = watch.turn
-        turn.heard_only(heard)
         on_heard, watch.on_heard = watch.on_heard, None
-        if on_heard is not None:
-            spoken = join_speech(turn.spoken[:heard])
-            on_heard(replace(turn.result.result(), outcome="interrupted", spoken=spoken))
+        keep_heard(turn, heard, result, on_heard)
 
     def _media_player_changed(self, player: str, watch: _Watch, new: State) -> None:
         """Follow a media player: playing, then anything else once the turn is done."""
         if new.state == MediaPlayerState.PLAYING:
             watch.responded_at = new.last_changed_timestamp
-        elif watch.responded_at is not None and watch.turn.result.done():
+        elif watch.responded_at is not None and watch.turn.finished is not None:
             self._play(player, watch)
         # leaving ``playing`` while the text still streams is a gap between sentences
 
     def _arm_fallback(self, player: str, watch: _Watch) -> None:
         """Once the turn is done, call it played after its estimated (or reported) length."""
-        if self._watches.get(player) is not watch:
+        result = watch.turn.finished
+        if self._watches.get(player) is not watch or result is None:
             return
-        result = watch.turn.result.result()
         if not result.spoken:
             self._forget(player)  # nothing was said: nothing will be played
             return
@@ -324,10 +270,10 @@ class PlaybackWatcher:
         on_heard, watch.on_heard = watch.on_heard, None
         if on_heard is None:
             return
-        if watch.turn.result.done():
-            on_heard(watch.turn.result.result())
+        if (result := watch.turn.finished) is not None:
+            on_heard(result)
         else:
-            watch.turn.result.add_done_callback(lambda done: on_heard(done.result()))
+            watch.turn.on_finished(on_heard)
 
     def _on_timeout(self, device: str, watch: _Watch) -> Callable[[object], None]:
         """Return the callback that drops a turn watched for too long."""

@@ -26,14 +26,14 @@ from wyoming.satellite import RunSatellite
 
 from ..const import LOGGER
 from ..engine.errors import SatelliteError, SpeechError
-from ..engine.speech.satellite_events import (
+from ..engine.speech.satellite import (
     Ignored,
     PingAsked,
     PongHeard,
     SatelliteEvents,
     SatelliteInput,
+    SatelliteLink,
 )
-from ..engine.speech.satellite_link import SatelliteLink
 
 RECONNECT_FIRST = 1.0
 RECONNECT_MAX = 60.0

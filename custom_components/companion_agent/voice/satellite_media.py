@@ -25,7 +25,7 @@ from homeassistant.core import HomeAssistant
 
 from ..const import LOGGER
 from ..engine.errors import AudioDecoderError
-from ..engine.speech.satellite_audio import PcmConverter, PcmFormat, unwrap_wav
+from ..engine.speech.satellite import PcmConverter, PcmFormat, unwrap_wav
 from .satellite_voice import AudioSource
 
 DEFAULT_FORMAT = PcmFormat(rate=22050, width=2, channels=1)

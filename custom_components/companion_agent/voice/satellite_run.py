@@ -23,9 +23,8 @@ from homeassistant.components.assist_pipeline.pipeline import PipelineStage
 from wyoming.event import Event
 
 from ..const import LOGGER
-from ..engine.speech.satellite_events import MIC_FORMAT, RunRequested, Stage
-from ..engine.speech.satellite_mirror import mirror_pipeline_event
-from ..engine.speech.sentence_marks import SentenceMarks
+from ..engine.speech import SentenceMarks
+from ..engine.speech.satellite import MIC_FORMAT, RunRequested, Stage, mirror_pipeline_event
 
 CURRENT_RUN: ContextVar[SatelliteRun | None] = ContextVar("companion_satellite_run", default=None)
 MAX_QUEUED_CHUNKS = 400

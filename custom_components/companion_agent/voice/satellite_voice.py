@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant
 
-from ..engine.speech.audio_length import AudioProgress
-from ..engine.speech.satellite_audio import PcmFormat, ReadAhead
-from ..engine.speech.satellite_speaker import SatelliteSpeaker, Send
+from ..engine.speech import AudioProgress
+from ..engine.speech.satellite import PcmFormat, ReadAhead, SatelliteSpeaker, Send
 
 MAX_AHEAD_SECONDS = 600.0
 """How much audio a playback takes in ahead of the speaker (its source makes it faster)."""

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from custom_components.companion_agent.engine.errors import AudioFormatError
-from custom_components.companion_agent.engine.speech.satellite_audio import (
+from custom_components.companion_agent.engine.speech.satellite.audio import (
     MAX_WAV_HEADER,
     PcmConverter,
     PcmFormat,

@@ -12,8 +12,8 @@ from custom_components.companion_agent.engine.speech.info import (
     SatelliteWakeWord,
     parse_satellite_info,
 )
-from custom_components.companion_agent.engine.speech.satellite_audio import PcmFormat
-from custom_components.companion_agent.engine.speech.satellite_events import (
+from custom_components.companion_agent.engine.speech.satellite.audio import PcmFormat
+from custom_components.companion_agent.engine.speech.satellite.events import (
     Described,
     Ignored,
     MicAudio,
@@ -25,7 +25,7 @@ from custom_components.companion_agent.engine.speech.satellite_events import (
     SatelliteEvents,
     WakeDetected,
 )
-from custom_components.companion_agent.engine.speech.satellite_mirror import (
+from custom_components.companion_agent.engine.speech.satellite.mirror import (
     mirror_pipeline_event,
 )
 

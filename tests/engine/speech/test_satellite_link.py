@@ -16,14 +16,14 @@ from custom_components.companion_agent.engine.errors import (
     SatelliteError,
     SpeechConnectionError,
 )
-from custom_components.companion_agent.engine.speech import satellite_link
-from custom_components.companion_agent.engine.speech.satellite_audio import PcmFormat
-from custom_components.companion_agent.engine.speech.satellite_link import (
+from custom_components.companion_agent.engine.speech.satellite import link as satellite_link
+from custom_components.companion_agent.engine.speech.satellite.audio import PcmFormat
+from custom_components.companion_agent.engine.speech.satellite.link import (
     MAX_PAYLOAD,
     SatelliteLink,
     describe_satellite,
 )
-from custom_components.companion_agent.engine.speech.satellite_speaker import SatelliteSpeaker
+from custom_components.companion_agent.engine.speech.satellite.speaker import SatelliteSpeaker
 
 type Serve = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 PIPER = PcmFormat(rate=22050, width=2, channels=1)

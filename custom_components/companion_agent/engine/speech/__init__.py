@@ -1,19 +1,33 @@
-"""Speech: Wyoming and in-process Piper text-to-speech, one sentence at a time; Wyoming STT."""
+"""Speech: Wyoming and in-process Piper TTS, one sentence at a time; Wyoming STT; satellites.
 
+A Wyoming satellite's protocol is the ``satellite`` subpackage (its own face).
+"""
+
+from .audio_length import AudioProgress, heard_sentences, sentences_heard, spoken_seconds
 from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_piper
-from .info import AsrInfo, AsrModel, TtsInfo, TtsVoice
+from .head_start import SpeechHeadStarts, SpeechKey, Synthesis
+from .info import AsrInfo, AsrModel, SatelliteInfo, SatelliteWakeWord, TtsInfo, TtsVoice
+from .sentence_marks import SPEECH_MARKS, SentenceMarks
 from .stt import Transcription, WyomingSTT
 from .synthesizer import AudioChunk, Synthesizer
 from .tts import WyomingTTS
 from .voice_folder import VoiceFile, list_voice_files
 
 __all__ = [
+    "SPEECH_MARKS",
     "AsrInfo",
     "AsrModel",
     "AudioChunk",
+    "AudioProgress",
     "EmbeddedPiper",
     "LoadedPiperVoice",
     "PiperVoiceFolder",
+    "SatelliteInfo",
+    "SatelliteWakeWord",
+    "SentenceMarks",
+    "SpeechHeadStarts",
+    "SpeechKey",
+    "Synthesis",
     "Synthesizer",
     "Transcription",
     "TtsInfo",
@@ -22,5 +36,8 @@ __all__ = [
     "WyomingSTT",
     "WyomingTTS",
     "check_piper",
+    "heard_sentences",
     "list_voice_files",
+    "sentences_heard",
+    "spoken_seconds",
 ]

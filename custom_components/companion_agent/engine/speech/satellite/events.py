@@ -15,9 +15,9 @@ from typing import Literal
 
 from wyoming.event import Event
 
-from ..errors import AudioFormatError
-from .info import SatelliteInfo, parse_satellite_info
-from .satellite_audio import PcmConverter, PcmFormat
+from ...errors import AudioFormatError
+from ..info import SatelliteInfo, parse_satellite_info
+from .audio import PcmConverter, PcmFormat
 
 type Stage = Literal["wake", "asr", "intent", "handle", "tts"]
 STAGES: tuple[Stage, ...] = ("wake", "asr", "intent", "handle", "tts")

@@ -18,9 +18,9 @@ from typing import Any
 from wyoming.event import Event, async_write_event
 from wyoming.info import Describe
 
-from ..errors import NotASatelliteError, SatelliteError, SpeechConnectionError
-from .info import SatelliteInfo, parse_satellite_info
-from .wyoming_connection import open_wyoming
+from ...errors import NotASatelliteError, SatelliteError, SpeechConnectionError
+from ..info import SatelliteInfo, parse_satellite_info
+from ..wyoming_connection import open_wyoming
 
 MAX_LINE = 16 * 1024
 MAX_DATA = 64 * 1024

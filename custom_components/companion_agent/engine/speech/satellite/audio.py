@@ -20,7 +20,7 @@ from typing import TypeGuard
 from wyoming.audio import AudioChunk as WyomingChunk
 from wyoming.audio import AudioChunkConverter
 
-from ..errors import AudioFormatError
+from ...errors import AudioFormatError
 
 # A WAV header longer than this (a huge LIST chunk before the data) is refused.
 MAX_WAV_HEADER = 4096

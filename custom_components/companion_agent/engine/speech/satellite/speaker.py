@@ -23,8 +23,8 @@ from contextlib import suppress
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.event import Event
 
-from ..errors import SatelliteError
-from .satellite_audio import PcmConverter, PcmFormat, PcmFramer
+from ...errors import SatelliteError
+from .audio import PcmConverter, PcmFormat, PcmFramer
 
 type Send = Callable[[Event], Awaitable[None]]
 """Send one event to the satellite; raise SatelliteError if it cannot be sent."""
