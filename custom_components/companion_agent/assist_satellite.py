@@ -1,31 +1,28 @@
 """The companion's own Assist satellite for Wyoming satellites: one entity per satellite subentry.
 
 The satellite wakes on its own wake word and sends ``run-pipeline``; the entity runs
-Assist on the audio that follows (each run with state of its own: ``voice/satellite_run``)
-and streams the answer to the satellite as PCM while Piper makes it. HA is asked for WAV
-with no forced rate (``tts_options``), so its TTS converter (ffmpeg, which holds first audio
-back by seconds) never runs; the satellite's speaker format, when it names one, is made in
-process. The answer's first audio leaves HA in ``SatelliteSpeaker._send_audio``
-(``engine/speech/satellite_speaker.py``), timed as ``first_audio_at``.
+Assist on the audio that follows (each run with state of its own: ``voice/satellite_run``,
+``voice/satellite_runs``) and streams the answer to the satellite as PCM while Piper makes
+it. HA is asked for WAV with no forced rate (``tts_options``), so its TTS converter
+(ffmpeg, which holds first audio back by seconds) never runs; the speaker format the
+satellite names is made in process. The answer's first audio leaves HA in
+``SatelliteSpeaker._send_audio`` (``engine/speech/satellite/speaker.py``); the entity's
+``first_audio_at`` says when.
 
 A new run (the wake word again) while the answer plays is a barge-in: the audio stops at
-once, the playback watcher keeps only the sentences that could be heard in the seconds
-that played, and the new run hears what was said over it. The satellite's ``played`` is
-the end of playback when it sends one; else the audio's paced end. Announcements and
-conversation starts play the same way (``voice/satellite_media``); timers are sent as the
-satellite's timer events.
+once, the playback watcher keeps only the sentences that began in the seconds played, and
+the new run hears what was said over it. The satellite's ``played`` ends playback when it
+sends one; else the audio's paced end does. Announcements and conversation starts play
+the same way (``voice/satellite_media``); timers go to the satellite as its timer events.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from contextlib import suppress
-from dataclasses import replace
 from typing import Any
 
 from homeassistant.components import intent, tts
 from homeassistant.components.assist_pipeline import PipelineEvent
-from homeassistant.components.assist_pipeline.pipeline import PipelineRunValidationError
 from homeassistant.components.assist_satellite import (
     AssistSatelliteConfiguration,
     AssistSatelliteEntity,
@@ -40,29 +37,27 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.device_registry import DeviceInfo
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
-from wyoming.error import Error
 from wyoming.event import Event
 
-from .const import CONF_AREA, DOMAIN, LOGGER, SUBENTRY_SATELLITE
-from .engine.errors import AudioFormatError, CompanionError
-from .engine.speech import SPEECH_MARKS, AudioProgress, SatelliteInfo
+from .const import CONF_AREA, DOMAIN, SUBENTRY_SATELLITE
+from .engine.errors import CompanionError
+from .engine.speech import AudioProgress, SatelliteInfo
 from .engine.speech.satellite import (
     Described,
     MicAudio,
     MicStopped,
-    PcmFormat,
     Played,
     RunRequested,
     SatelliteInput,
     WakeDetected,
-    unwrap_wav,
 )
 from .runtime import CompanionConfigEntry
 from .voice.satellite_connection import SatelliteConnection
 from .voice.satellite_media import announcement_audio
 from .voice.satellite_run import CURRENT_RUN, SatelliteRun
+from .voice.satellite_runs import SatelliteRuns
 from .voice.satellite_timers import timer_event
-from .voice.satellite_voice import Playback, SatelliteVoice, async_heard
+from .voice.satellite_voice import SatelliteVoice, async_heard
 
 STREAMING_WINDOW = 1.0
 """A satellite whose audio came this recently while no run listened streams all the time."""
@@ -119,9 +114,16 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
             subentry.data[CONF_HOST], int(subentry.data[CONF_PORT]), self
         )
         self._voice = SatelliteVoice(hass, entry, self._connection.send)
+        self._runs = SatelliteRuns(
+            hass,
+            entry,
+            self._voice,
+            accept=self._async_accept,
+            cut=self._cut,
+            idle=self.tts_response_finished,
+            tell=self._tell,
+        )
         self._info: SatelliteInfo | None = None
-        self._run: SatelliteRun | None = None
-        self._runs = 0
         self._wake_word: str | None = None
         self._unheard_audio_at: float | None = None
 
@@ -154,10 +156,8 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
             )
 
     async def async_will_remove_from_hass(self) -> None:
-        """Stop what plays and runs; disconnect."""
-        self._voice.stop()
-        if self._run is not None:
-            self._run.stop_listening()
+        """Stop what plays and runs (nobody is left to hear it); disconnect."""
+        self._runs.interrupt(failed=True)
         await self._connection.stop()
         await super().async_will_remove_from_hass()
 
@@ -200,7 +200,7 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
 
     def satellite_disconnected(self, reason: str) -> None:
         """Stop the answer (it did not get through) and the run; show it unavailable."""
-        self._interrupt(failed=True)
+        self._runs.interrupt(failed=True)
         self._attr_available = False
         self.tts_response_finished()  # idle (and unavailable) until it is back
 
@@ -210,13 +210,13 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
             case RunRequested() as request:
                 self._start_run(request)
             case MicAudio(pcm=pcm):
-                if self._run is not None and self._run.listening:
-                    self._run.hear(pcm)
+                if (run := self._runs.current) is not None and run.listening:
+                    run.hear(pcm)
                 else:
                     self._unheard_audio_at = self.hass.loop.time()
             case MicStopped():
-                if self._run is not None:
-                    self._run.stop_listening()
+                if (run := self._runs.current) is not None:
+                    run.stop_listening()
             case Played():
                 self._voice.satellite_played()
             case WakeDetected(name=name):
@@ -224,99 +224,25 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
             case Described(info=info) if info is not None:
                 self._info = info
 
-    # Runs, barge-in, the answer's audio
-
     def _start_run(self, request: RunRequested) -> None:
-        """Start a pipeline run; what ran or played before is stopped (a barge-in)."""
-        self._interrupt(failed=False)
-        if request.speaker_format is not None:
-            self._voice.speaker_format = request.speaker_format
-        self._runs += 1
-        run = SatelliteRun(request, self._runs, speak=self._speak, tell=self._tell)
-        self._run = run
+        """Start a pipeline run on the audio that follows (a barge-in if one runs)."""
         name = request.wake_word_name or self._wake_word
         self._wake_word = None
         phrase = self._info.phrase(name) if self._info is not None else name
-        run.task = self.entry.async_create_background_task(
-            self.hass, self._async_run(run, phrase), f"{self.entity_id} run {run.number}"
+        self._runs.start(request, phrase, self.entity_id)
+
+    async def _async_accept(self, run: SatelliteRun, phrase: str | None) -> None:
+        """Run Assist on ``run``'s audio, from and to the stages it asked for."""
+        await self.async_accept_pipeline_from_satellite(
+            run.audio(),
+            start_stage=run.start_stage,
+            end_stage=run.end_stage,
+            wake_word_phrase=phrase,
         )
 
-    async def _async_run(self, run: SatelliteRun, phrase: str | None) -> None:
-        """Run Assist for ``run``; its pipeline events know it as ``CURRENT_RUN``."""
-        CURRENT_RUN.set(run)
-        SPEECH_MARKS.set(run.marks)  # the companion's voice marks where each sentence begins
-        try:
-            await self.async_accept_pipeline_from_satellite(
-                run.audio(),
-                start_stage=run.start_stage,
-                end_stage=run.end_stage,
-                wake_word_phrase=phrase,
-            )
-        except (HomeAssistantError, PipelineRunValidationError, CompanionError) as err:
-            LOGGER.warning("%s: the pipeline could not run: %s", self.entity_id, err)
-            self._tell(Error(text=str(err), code="pipeline-failed").event())
-        finally:
-            run.stop_listening()
-            if not run.speaking:
-                run.finished = True
-
-    def _interrupt(self, *, failed: bool) -> None:
-        """Stop the answer or announcement playing and the run listening; tell the turn."""
-        stopped = self._voice.stop()
-        run, self._run = self._run, None
-        if run is None:
-            if stopped is not None:
-                self._cut(stopped, None, failed=failed)
-            return
-        run.stop_listening()
-        if failed and run.task is not None:
-            run.task.cancel()  # and with it its pipeline: nobody is there to hear it
-        if not run.finished:
-            run.finished = True
-            self._cut(stopped, run, failed=failed)
-
-    def _cut(
-        self, stopped: AudioProgress | None, run: SatelliteRun | None, *, failed: bool
-    ) -> None:
-        """Tell the watched turn its audio stopped after what played (spoken over, or lost)."""
-        progress = stopped or AudioProgress(played=0.0)
-        if run is not None:
-            progress = replace(progress, starts=tuple(run.marks.starts))
+    def _cut(self, progress: AudioProgress, failed: bool) -> None:
+        """Tell the watched turn how far its audio got (spoken over, or the satellite lost)."""
         self.entry.runtime_data.playback.async_cut(self.entity_id, progress, failed=failed)
-
-    def _speak(self, run: SatelliteRun, token: str) -> bool:
-        """Play ``run``'s answer from its TTS stream as it comes; say whether it started."""
-        stream = tts.async_get_stream(self.hass, token)
-        if stream is None or run is not self._run:
-            return False
-
-        async def open_audio() -> tuple[PcmFormat, AsyncIterator[bytes]]:
-            """Open the answer's WAV stream."""
-            if stream.extension != "wav":
-                raise AudioFormatError(f"the TTS stream is {stream.extension}, not WAV")
-            return await unwrap_wav(stream.async_stream_result())
-
-        playback = self._voice.play(open_audio, f"run {run.number}")
-        self.entry.async_create_background_task(
-            self.hass, self._async_after_speech(run, playback), f"{self.entity_id} plays"
-        )
-        return True
-
-    async def _async_after_speech(self, run: SatelliteRun, playback: Playback) -> None:
-        """Once the answer was heard, show the satellite idle; a failed answer is cut."""
-        try:
-            heard = await async_heard(playback)
-        except (HomeAssistantError, CompanionError) as err:
-            LOGGER.warning("%s: the answer could not play: %s", self.entity_id, err)
-            if run is self._run:
-                self._run = None
-                run.finished = True
-                self._cut(playback.progress(), run, failed=True)
-                self.tts_response_finished()
-            return
-        if heard and run is self._run:
-            run.finished = True
-            self.tts_response_finished()
 
     def _tell(self, event: Event) -> None:
         """Send a pipeline's event to the satellite, in the background."""
@@ -347,7 +273,7 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
         """Play ``announcement`` to its end (or until the person speaks over it)."""
         if not self._connection.connected:
             raise HomeAssistantError(translation_domain=DOMAIN, translation_key="satellite_offline")
-        self._interrupt(failed=False)
+        self._runs.interrupt(failed=False)
         source = announcement_audio(self.hass, announcement, self._voice.speaker_format)
         playback = self._voice.play(source, "an announcement")
         try:
