@@ -20,6 +20,7 @@ from syrupy.assertion import SnapshotAssertion
 from wyoming.audio import AudioChunk, AudioStop
 
 from tests.ha.satellitekit import OnSatellite, wait_state
+from tests.ha.start_chat import start_chat
 from tests.ha.test_satellite import ANSWER, PIPER_RATE, SILENCE, traffic
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -184,3 +185,18 @@ async def test_timers_of_the_satellites_device_reach_the_satellite(
     )
     cancelled = await satellite.wait_event("timer-cancelled")
     assert cancelled.data["id"] == started.data["id"]
+
+
+async def test_the_companion_speaks_first_on_its_satellite_as_pcm(
+    hass: HomeAssistant, on_satellite: OnSatellite, llm_server: LLMServer
+) -> None:
+    """``start_chat``: the turn's TTS stream, asked as WAV, is read straight into PCM."""
+    satellite = on_satellite.satellite
+    llm_server.script(Reply.text("Good evening. Dinner is ready."))
+    since = len(satellite.received.events)
+    (chat,) = await start_chat(hass, targets=[on_satellite.entity_id], preannounce=False)
+    assert chat["outcome"] == "complete"
+    assert chat["text"] == "Good evening. Dinner is ready."
+    start = next(e for e in satellite.received.events[since:] if e.type == "audio-start")
+    assert start.data["rate"] == PIPER_RATE  # Piper's own rate: nothing converted it
+    assert seconds_sent(satellite, since) > 1.0
