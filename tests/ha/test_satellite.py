@@ -12,7 +12,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from homeassistant.components.assist_satellite import AssistSatelliteConfiguration
+from homeassistant.components.assist_satellite.const import DATA_COMPONENT as SATELLITES
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers import entity_registry as er
 from syrupy.assertion import SnapshotAssertion
@@ -279,3 +282,16 @@ async def test_endless_audio_is_cut_at_the_runs_bound_fake_stt(
     await satellite.wait_event("transcript")
     heard = sum(len(e.payload or b"") for e in asr.events if e.type == "audio-chunk")
     assert heard <= (MAX_LISTEN_SECONDS + 1) * 32000
+
+
+async def test_the_wake_words_are_the_satellites_own(
+    hass: HomeAssistant, on_satellite: OnSatellite
+) -> None:
+    """What the satellite reports is shown; asking for others is refused, not pretended."""
+    entity = hass.data[SATELLITES].get_entity(on_satellite.entity_id)
+    assert entity is not None
+    configuration = entity.async_get_configuration()
+    assert configuration == AssistSatelliteConfiguration([], [], 1)  # 1.0.0 reports none
+    await entity.async_set_configuration(configuration)  # the same: nothing to do
+    with pytest.raises(HomeAssistantError):
+        await entity.async_set_configuration(AssistSatelliteConfiguration([], ["hey_jarvis"], 1))

@@ -13,7 +13,9 @@ import logging
 from pathlib import Path
 
 import pytest
+from homeassistant.components.assist_satellite.const import PREANNOUNCE_URL
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers import intent
 from syrupy.assertion import SnapshotAssertion
@@ -102,6 +104,19 @@ async def test_without_ffmpeg_the_message_plays_without_its_chime(
         await announce(hass, on_satellite.entity_id, message=MESSAGE)
     assert "without its chime" in caplog.text
     assert seconds_sent(satellite, since) > 0.5
+    with pytest.raises(HomeAssistantError, match=r"needs ffmpeg|cannot run ffmpeg"):
+        await announce(hass, on_satellite.entity_id, media_id=PREANNOUNCE_URL, preannounce=False)
+
+
+async def test_media_that_is_not_wav_is_decoded_by_ffmpeg(
+    hass: HomeAssistant, on_satellite: OnSatellite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An MP3 to announce (HA's chime as the message): ffmpeg decodes it to PCM."""
+    monkeypatch.setenv("PATH", f"{FFMPEG.parent}:{Path('/usr/bin')}:{Path('/bin')}")
+    satellite = on_satellite.satellite
+    since = len(satellite.received.events)
+    await announce(hass, on_satellite.entity_id, media_id=PREANNOUNCE_URL, preannounce=False)
+    assert seconds_sent(satellite, since) > 0.3
 
 
 async def test_a_conversation_start_listens_at_once_on_a_streaming_satellite_fake_stt(

@@ -4,8 +4,8 @@ The wyoming library reads an event's data and payload of whatever length its hea
 claims; a satellite is hostile until checked, so this reader refuses a header line, data
 or payload over its bound before reading it (``MAX_LINE``, ``MAX_DATA``, ``MAX_PAYLOAD``).
 Anything that is no Wyoming event, a stall in a write, or a dropped connection is a
-``SatelliteError``. TCP keep-alive is on, so a satellite that vanished without closing is
-noticed even when it never answers ``ping``.
+``SatelliteError``. TCP keep-alive is on (``KEEPALIVE``), so a satellite that vanished
+without closing is noticed within a minute even when it never answers ``ping``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ CONNECT_TIMEOUT = 5.0
 WRITE_TIMEOUT = 5.0
 DESCRIBE_TIMEOUT = 5.0
 MAX_EVENTS_BEFORE_INFO = 100  # a satellite streaming audio still answers describe soon
+KEEPALIVE = (("TCP_KEEPIDLE", 20), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3))
+"""A silent connection is probed after 20 s, and given up after three probes 10 s apart."""
 
 
 class SatelliteLink:
@@ -52,6 +54,9 @@ class SatelliteLink:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            for option, value in KEEPALIVE:  # Linux's names; elsewhere the system's timing
+                if hasattr(socket, option):
+                    sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
         return cls(reader, writer, host=host, port=port)
 
     async def read(self) -> Event | None:
