@@ -51,7 +51,7 @@ from .engine.speech.satellite import (
     SatelliteInput,
     WakeDetected,
 )
-from .runtime import CompanionConfigEntry
+from .runtime import CompanionConfigEntry, add_per_subentry
 from .voice.satellite_connection import SatelliteConnection
 from .voice.satellite_media import announcement_audio
 from .voice.satellite_run import CURRENT_RUN, SatelliteRun
@@ -69,12 +69,12 @@ async def async_setup_entry(
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add one Assist satellite per satellite subentry."""
-    for subentry in entry.subentries.values():
-        if subentry.subentry_type == SUBENTRY_SATELLITE:
-            async_add_entities(
-                [CompanionSatelliteEntity(hass, entry, subentry)],
-                config_subentry_id=subentry.subentry_id,
-            )
+    add_per_subentry(
+        entry,
+        SUBENTRY_SATELLITE,
+        lambda entry, subentry: CompanionSatelliteEntity(hass, entry, subentry),
+        async_add_entities,
+    )
 
 
 def satellite_device(subentry: ConfigSubentry) -> DeviceInfo:

@@ -70,11 +70,17 @@ async def test_an_announcement_plays_as_pcm_and_returns_once_played(
     assert hass.states.get(on_satellite.entity_id).state == "idle"  # type: ignore[union-attr]
 
 
+@pytest.fixture
+def ffmpeg_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Put the static ffmpeg of .peers/ffmpeg on the path, as HA's images have one."""
+    monkeypatch.setenv("PATH", f"{FFMPEG.parent}:{Path('/usr/bin')}:{Path('/bin')}")
+
+
+@pytest.mark.usefixtures("ffmpeg_on_path")
 async def test_the_chime_is_decoded_by_ffmpeg_and_played_first(
-    hass: HomeAssistant, on_satellite: OnSatellite, monkeypatch: pytest.MonkeyPatch
+    hass: HomeAssistant, on_satellite: OnSatellite
 ) -> None:
     """HA's MP3 chime, through ffmpeg, in front of the message, in one audio stream."""
-    monkeypatch.setenv("PATH", f"{FFMPEG.parent}:{Path('/usr/bin')}:{Path('/bin')}")
     satellite = on_satellite.satellite
     since = len(satellite.received.events)
     await announce(hass, on_satellite.entity_id, message=MESSAGE, preannounce=False)
@@ -108,11 +114,11 @@ async def test_without_ffmpeg_the_message_plays_without_its_chime(
         await announce(hass, on_satellite.entity_id, media_id=PREANNOUNCE_URL, preannounce=False)
 
 
+@pytest.mark.usefixtures("ffmpeg_on_path")
 async def test_media_that_is_not_wav_is_decoded_by_ffmpeg(
-    hass: HomeAssistant, on_satellite: OnSatellite, monkeypatch: pytest.MonkeyPatch
+    hass: HomeAssistant, on_satellite: OnSatellite
 ) -> None:
     """An MP3 to announce (HA's chime as the message): ffmpeg decodes it to PCM."""
-    monkeypatch.setenv("PATH", f"{FFMPEG.parent}:{Path('/usr/bin')}:{Path('/bin')}")
     satellite = on_satellite.satellite
     since = len(satellite.received.events)
     await announce(hass, on_satellite.entity_id, media_id=PREANNOUNCE_URL, preannounce=False)

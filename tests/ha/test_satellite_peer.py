@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from homeassistant.core import HomeAssistant
+from pytest_homeassistant_custom_component.common import MockConfigEntry
 from wyoming.audio import AudioChunk, AudioChunkConverter
 
 from custom_components.companion_agent.engine.speech import WyomingSTT
@@ -35,6 +37,26 @@ QUESTION = "What will the weather be like today?"
 ANSWER = "It will be sunny and warm all day."
 
 
+@pytest.fixture
+async def on_wyoming_satellite(
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    piper: PiperPeer,
+    whisper: WhisperPeer,
+    satellite: SatellitePeer,
+) -> tuple[MockConfigEntry, str]:
+    """Set up the companion (whisper, our persona, piper) with the real satellite, idle."""
+    entry, satellite_id = await setup_satellite_companion(
+        hass,
+        setup_companion,
+        piper,
+        (whisper.host, whisper.port, whisper.model),
+        (satellite.host, satellite.port),
+    )
+    await wait_state(hass, satellite_id, "idle")
+    return entry, satellite_id
+
+
 def at_16k(pcm: bytes) -> bytes:
     """Return the satellite speaker's audio (22.05 kHz, 16-bit mono) at 16 kHz for whisper."""
     chunk = AudioChunk(rate=SPEAKER_RATE, width=2, channels=1, audio=pcm)
@@ -44,21 +66,14 @@ def at_16k(pcm: bytes) -> bytes:
 async def test_wake_word_to_answer_round_trip_on_wyoming_satellite(
     hass: HomeAssistant,
     *,
-    setup_companion: SetupCompanion,
+    on_wyoming_satellite: tuple[MockConfigEntry, str],
     llm_server: LLMServer,
     piper: PiperPeer,
     whisper: WhisperPeer,
     satellite: SatellitePeer,
 ) -> None:
     """Wake word, question, the answer played on the satellite's speaker, the turn stored."""
-    entry, satellite_id = await setup_satellite_companion(
-        hass,
-        setup_companion,
-        piper,
-        (whisper.host, whisper.port, whisper.model),
-        (satellite.host, satellite.port),
-    )
-    await wait_state(hass, satellite_id, "idle")
+    entry, satellite_id = on_wyoming_satellite
     llm_server.script(Reply.text(ANSWER))
     satellite.say(await spoken(piper, QUESTION))
     satellite.wake()
@@ -103,7 +118,7 @@ def sentences_of(text: str) -> list[str]:
 async def test_barge_in_on_wyoming_satellite_keeps_only_what_was_played(
     hass: HomeAssistant,
     *,
-    setup_companion: SetupCompanion,
+    on_wyoming_satellite: tuple[MockConfigEntry, str],
     llm_server: LLMServer,
     piper: PiperPeer,
     whisper: WhisperPeer,
@@ -114,14 +129,7 @@ async def test_barge_in_on_wyoming_satellite_keeps_only_what_was_played(
     HA's own Wyoming satellite drops the audio of a run started while another runs (the
     cancelled run's end clears the new run's flag): here "Stop." reaches whisper.
     """
-    entry, satellite_id = await setup_satellite_companion(
-        hass,
-        setup_companion,
-        piper,
-        (whisper.host, whisper.port, whisper.model),
-        (satellite.host, satellite.port),
-    )
-    await wait_state(hass, satellite_id, "idle")
+    entry, satellite_id = on_wyoming_satellite
     # The model writes slowly: the answer's turn (and its pipeline run) still runs when the
     # person speaks over it, so the run the barge-in cancels ends after the new one began.
     llm_server.script(Reply.text(LONG_ANSWER, chunk_size=10, delay=0.3), Reply.text(STOPPED))
