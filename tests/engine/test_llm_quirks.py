@@ -8,6 +8,7 @@ odd usage, the legacy ``function_call``, loops, and secrets in thinking.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from custom_components.companion_agent.engine.events import ThinkingDelta
 from custom_components.companion_agent.engine.llm import LLMItem, OpenAIChatModel, RoundEnd
@@ -32,7 +33,7 @@ ALARM = ToolSpec(
 
 
 def chunk(
-    delta: dict[str, object] | None = None, finish: str | None = None, **extra: object
+    delta: Mapping[str, object] | None = None, finish: str | None = None, **extra: object
 ) -> str:
     """Return one chunk's JSON, as a server would put it after ``data:``."""
     choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
