@@ -10,13 +10,16 @@ the deadline) finds an exact account in it.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from ..audit.redaction import redact
 from ..errors import LLMError
 from ..events import TextDelta, ThinkingDelta, ToolCallEvent, ToolStatus, TurnOutcome
 from ..guard.tokens import ConfirmationResult
+from ..json_types import JSONObject
 from ..llm import ChatModel, PartialToolCall, RoundEnd
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
 from ..tools.contract import ToolContext, ToolOutcome, ToolSpec, parse_arguments
@@ -118,7 +121,8 @@ class AgentCore:
                     record.messages.append(message)
                     yield event
                 continue
-            record.messages.append(AssistantMessage(content=text, tool_calls=end.tool_calls))
+            kept = tuple(_masked(call) for call in end.tool_calls)
+            record.messages.append(AssistantMessage(content=text, tool_calls=kept))
             if end.error is not None:
                 record.outcome, record.reason = ("cut" if last else "failed"), str(end.error)
                 yield _notice(self._lines.cut if last else self._lines.unreachable, last)
@@ -214,10 +218,24 @@ def _event(call: ToolCallRequest, outcome: ToolOutcome | None) -> ToolCallEvent:
     return ToolCallEvent(
         tool_id=call.call_id,
         tool_name=call.name,
-        args=parse_arguments(call.arguments) or {},
+        args=shown_arguments(call),
         status=status,
         result=None if outcome is None else outcome.content,
     )
+
+
+def shown_arguments(call: ToolCallRequest) -> JSONObject:
+    """Return a call's arguments as listeners may see them: secrets masked."""
+    shown = redact(parse_arguments(call.arguments) or {}, call.secret)
+    return shown if isinstance(shown, dict) else {}
+
+
+def _masked(call: ToolCallRequest) -> ToolCallRequest:
+    """Return the call as history keeps it: arguments the contract marks secret masked."""
+    if not call.secret or (args := parse_arguments(call.arguments)) is None:
+        return call
+    masked = redact(args, call.secret)
+    return replace(call, arguments=json.dumps(masked, ensure_ascii=False))
 
 
 def _notice(text: str, last: str) -> TextDelta:
@@ -254,7 +272,7 @@ def confirmed_event(result: ConfirmationResult) -> ToolCallEvent:
     return ToolCallEvent(
         tool_id=request.call_id,
         tool_name=request.name,
-        args=parse_arguments(request.arguments) or {},
+        args=shown_arguments(request),
         status="completed" if done else "error",
         result=result.outcome.content,
     )
