@@ -24,6 +24,7 @@ from ..llm import ChatModel, PartialToolCall, RoundEnd
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
 from ..tools.contract import ToolContext, ToolOutcome, ToolSpec, parse_arguments
 from ..tools.registry import ToolExecutor, failure
+from .language import LanguageCheck
 
 LOGGER = logging.getLogger(__name__)
 
@@ -93,11 +94,12 @@ class AgentCore:
         """Yield text, thinking and tool events; keep ``record`` exact at every step."""
         prompt = list(messages)
         specs = self._tools.specs()
+        model = LanguageCheck(self._model, ctx.language, messages)
         last = ""
         for rounds in range(1, self._max_rounds + 1):
             record.rounds = rounds
             end = RoundEnd(error=LLMError("the stream ended without an end", retryable=False))
-            async for item in self._model.stream_with_tools([*prompt, *record.messages], specs):
+            async for item in model.stream_with_tools([*prompt, *record.messages], specs):
                 match item:
                     case str() if item:
                         if last and not record.partial and not last.isspace():
