@@ -15,11 +15,13 @@ from pathlib import Path
 
 import pytest
 from homeassistant.components import conversation
-from homeassistant.core import Context, HomeAssistant
-from homeassistant.helpers import chat_session
+from homeassistant.core import HomeAssistant
 
 from custom_components.companion_agent.const import AUDIT_FILE, STORAGE_FOLDER
-from tests.ha.personakit import setup_personas, speech, write_plugin, write_profile
+from tests.ha.assist_turns import speech
+from tests.ha.entries import SetupPersonas
+from tests.ha.test_conversation import converse
+from tests.ha.user_files import write_plugin, write_profile
 from tests.support.llm_script import ReasoningChunk, Reply, TextChunk, ToolCallChunk
 from tests.support.llm_server import LLMServer
 
@@ -79,13 +81,16 @@ def pieces(text: str, size: int) -> list[str]:
 
 
 async def test_planted_secrets_never_reach_the_chat_log_the_log_or_the_audit(
-    hass: HomeAssistant, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    setup_personas: SetupPersonas,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Thinking shows, scrubbed; speech is only the answer; the tool gets the real phrase."""
     caplog.set_level(logging.DEBUG)
     write_plugin(hass, "vault", VAULT_MANIFEST, VAULT_CODE)
     write_profile(hass, "keeper", '[plugins]\nenabled = ["vault"]\n')
-    entry, agents = await setup_personas(hass, llm_server, {"Keeper": "keeper"})
+    entry, agents = await setup_personas({"Keeper": "keeper"})
     fields = ("reasoning_content", "reasoning")
     reasoning = [
         ReasoningChunk(piece, field=fields[n % 2]) for n, piece in enumerate(pieces(THOUGHT, 5))
@@ -104,20 +109,13 @@ async def test_planted_secrets_never_reach_the_chat_log_the_log_or_the_audit(
         Reply.text("The vault is open."),
     )
     deltas: list[dict[str, object]] = []
-    with (
-        chat_session.async_get_chat_session(hass) as session,
-        conversation.async_get_chat_log(
-            hass, session, chat_log_delta_listener=lambda _log, delta: deltas.append(delta)
-        ) as chat_log,
-    ):
-        result = await conversation.async_converse(
-            hass, "Open the vault", session.conversation_id, Context(), agent_id=agents["Keeper"]
-        )
-        content = list(chat_log.content)
+    result, content = await converse(hass, agents["Keeper"], "Open the vault", deltas)
     assert speech(result) == "The vault is open."
     await entry.runtime_data.audit.flush()
 
-    tool_messages = [m for m in llm_server.requests[1]["messages"] if m["role"] == "tool"]
+    sent = llm_server.requests[1]["messages"]
+    assert isinstance(sent, list)
+    tool_messages = [m for m in sent if m["role"] == "tool"]
     assert [json.loads(m["content"]) for m in tool_messages] == [{"opened": True}]
     thinking = "".join(
         c.thinking_content or "" for c in content if isinstance(c, conversation.AssistantContent)

@@ -8,8 +8,11 @@ from homeassistant.exceptions import ServiceValidationError
 
 from ..const import DOMAIN, EVENT_CONFIRMATION
 from ..engine.errors import ConfirmationRefusedError
-from ..engine.guard.confirmations import ConfirmationStatus
-from ..engine.guard.tokens import ConfirmationResult, ConfirmationToken
+from ..engine.guard.confirmations import (
+    ConfirmationResult,
+    ConfirmationStatus,
+    ConfirmationToken,
+)
 from ..engine.json_types import JSONObject
 from ..runtime import loaded_entries
 

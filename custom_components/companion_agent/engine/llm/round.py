@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
-from ..audit.redaction import StreamRedactor, secret_fields, secret_values
 from ..errors import LLMError
 from ..events import ThinkingDelta
 from ..json_types import JSONObject
 from ..messages import ToolCallRequest
+from ..redaction import StreamRedactor, secret_fields, secret_values
 from ..tools.contract import ToolSpec, parse_arguments
 from .chunks import deltas_of, usage_of
 from .repetition import RepetitionWatch

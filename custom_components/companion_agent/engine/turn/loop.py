@@ -15,20 +15,18 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..audit.redaction import redact
 from ..errors import LLMError
 from ..events import TextDelta, ThinkingDelta, ToolCallEvent, ToolStatus, TurnOutcome
-from ..guard.tokens import ConfirmationResult
-from ..json_types import JSONObject
 from ..llm import ChatModel, PartialToolCall, RoundEnd
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
+from ..plugins.profile import DEFAULT_MAX_ROUNDS
+from ..redaction import redact, shown_arguments
 from ..tools.contract import ToolContext, ToolOutcome, ToolSpec, parse_arguments
 from ..tools.registry import ToolExecutor, failure
 from .language import LanguageCheck
 
 LOGGER = logging.getLogger(__name__)
 
-DEFAULT_MAX_ROUNDS = 6
 TOOL_CALL_CEILING = 120.0
 
 type LoopItem = TextDelta | ThinkingDelta | ToolCallEvent
@@ -220,16 +218,10 @@ def _event(call: ToolCallRequest, outcome: ToolOutcome | None) -> ToolCallEvent:
     return ToolCallEvent(
         tool_id=call.call_id,
         tool_name=call.name,
-        args=shown_arguments(call),
+        args=shown_arguments(call.arguments, call.secret),
         status=status,
         result=None if outcome is None else outcome.content,
     )
-
-
-def shown_arguments(call: ToolCallRequest) -> JSONObject:
-    """Return a call's arguments as listeners may see them: secrets masked."""
-    shown = redact(parse_arguments(call.arguments) or {}, call.secret)
-    return shown if isinstance(shown, dict) else {}
 
 
 def _masked(call: ToolCallRequest) -> ToolCallRequest:
@@ -265,16 +257,3 @@ def _cut_call_report(cut: PartialToolCall) -> tuple[ToolCallEvent, ToolMessage]:
         tool_id=cut.call_id, tool_name=cut.name, args={}, status="error", result=content
     )
     return event, ToolMessage(call_id=cut.call_id, content=content)
-
-
-def confirmed_event(result: ConfirmationResult) -> ToolCallEvent:
-    """Report a held call the person just approved (and its outcome) or declined."""
-    request = result.token.request
-    done = result.status == "executed" and result.outcome.kind == "success"
-    return ToolCallEvent(
-        tool_id=request.call_id,
-        tool_name=request.name,
-        args=shown_arguments(request),
-        status="completed" if done else "error",
-        result=result.outcome.content,
-    )

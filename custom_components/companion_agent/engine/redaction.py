@@ -1,15 +1,19 @@
-"""Secret redaction for everything that leaves the engine as a record: audit, logs, errors, URLs."""
+"""Secret redaction for everything that leaves the engine as a record: audit, logs, errors, URLs.
+
+It sits beside ``chars`` at the bottom of the engine: the tools' errors, the stored turns and
+the audit log all pass through it, and the host masks URLs with it.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
+import json
 import re
 from collections.abc import Collection
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from ..json_types import JSONObject, JSONValue
+from .json_types import JSONObject, JSONValue
 
 REDACTED = "***"
 
@@ -152,6 +156,19 @@ def secret_values(arguments: JSONValue, names: Collection[str]) -> list[str]:
     return out
 
 
+def shown_arguments(arguments: str, secret: Collection[str] = ()) -> JSONObject:
+    """Return a call's JSON arguments as listeners may see them: secrets masked.
+
+    ``{}`` when the arguments are not a JSON object (the tool was not run).
+    """
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return {}
+    shown = redact(value, secret) if isinstance(value, dict) else {}
+    return shown if isinstance(shown, dict) else {}
+
+
 def redact(value: JSONValue, secret: Collection[str] = ()) -> JSONValue:
     """Return a copy with secret keys masked at any depth and secret-looking text scrubbed.
 
@@ -169,11 +186,6 @@ def redact(value: JSONValue, secret: Collection[str] = ()) -> JSONValue:
             return scrub_text(value)
         case _:
             return value
-
-
-def token_ref(token_id: str) -> str:
-    """Return the short hash under which a confirmation token may be logged."""
-    return hashlib.sha256(token_id.encode()).hexdigest()[:16]
 
 
 def redact_url(url: str) -> str:
