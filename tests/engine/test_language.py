@@ -74,26 +74,6 @@ async def test_an_english_answer_to_a_chinese_conversation_is_asked_again(
     assert [r.levelname for r in caplog.records if "asking again" in r.getMessage()] == ["INFO"]
 
 
-async def test_a_second_wrong_answer_goes_through(
-    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
-) -> None:
-    """Bounded: one retry per turn; the second answer is what the person gets."""
-    llm_server.script(Reply.text("Sunny and warm today."), Reply.text("Still sunny, sorry."))
-    done = await turn(chat_model, talk, "今天天气怎么样？", "zh-CN")
-    assert done.text == "Still sunny, sorry."
-    assert len(llm_server.requests) == 2
-
-
-async def test_the_persons_own_language_is_right_too(
-    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
-) -> None:
-    """Someone writing English to a Chinese voice gets English, not a retry."""
-    llm_server.script(Reply.text("It is sunny and warm today."))
-    done = await turn(chat_model, talk, "How is the weather today?", "zh-CN")
-    assert done.text == "It is sunny and warm today."
-    assert len(llm_server.requests) == 1
-
-
 async def test_the_right_language_is_not_held_back(
     llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
 ) -> None:
@@ -111,24 +91,28 @@ async def test_the_right_language_is_not_held_back(
     assert len(llm_server.requests) == 2
 
 
-async def test_a_short_answer_in_another_script_is_judged_whole(
-    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
-) -> None:
-    """A reply that ends before the usual weight is judged on what there is."""
-    llm_server.script(Reply.text("Sure thing."), Reply.text("好的。"))
-    done = await turn(chat_model, talk, "开灯", "zh-CN")
-    assert done.text == "好的。"
-    assert len(llm_server.requests) == 2
+CASES = {
+    # bounded: one retry per turn; the second answer is what the person gets
+    "second wrong": ("今天天气怎么样？", "zh-CN", ["Sunny today.", "Still sunny."]),
+    # someone writing English to a Chinese voice gets English, not a retry
+    "person's own": ("How is the weather?", "zh-CN", ["It is sunny and warm."]),
+    # a reply that ends before the usual weight is judged on what there is
+    "short": ("开灯", "zh-CN", ["Sure thing.", "好的。"]),
+    # a language the table does not know: whatever the model says goes through
+    "unknown": ("Weather?", "tlh", ["今天天气晴朗，很暖和。"]),
+}
 
 
-async def test_unknown_languages_are_not_checked(
-    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+@pytest.mark.parametrize("case", CASES)
+async def test_what_is_asked_again_and_what_is_not(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations, case: str
 ) -> None:
-    """A language the table does not know: whatever the model says goes through."""
-    llm_server.script(Reply.text("今天天气晴朗，很暖和。"))
-    done = await turn(chat_model, talk, "Weather?", "tlh")
-    assert done.text == "今天天气晴朗，很暖和。"
-    assert len(llm_server.requests) == 1
+    """The person gets the last reply scripted: one request, or two when asked again."""
+    said, language, replies = CASES[case]
+    llm_server.script(*(Reply.text(text) for text in replies))
+    done = await turn(chat_model, talk, said, language)
+    assert done.text == replies[-1]
+    assert len(llm_server.requests) == len(replies)
 
 
 def test_scripts_of_languages_and_text() -> None:

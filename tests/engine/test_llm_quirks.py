@@ -16,20 +16,7 @@ from custom_components.companion_agent.engine.messages import UserMessage
 from custom_components.companion_agent.engine.tools.contract import ToolSpec
 from tests.support.llm_script import RecordedChunk, Reply
 from tests.support.llm_server import LLMServer
-
-WEATHER = ToolSpec(
-    name="get_weather",
-    description="Weather",
-    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
-)
-ALARM = ToolSpec(
-    name="alarm_disarm",
-    description="Disarm the alarm",
-    parameters={
-        "type": "object",
-        "properties": {"code": {"type": "string", "x-secret": True}, "area": {"type": "string"}},
-    },
-)
+from tests.support.tool_specs import ALARM, WEATHER
 
 
 def chunk(
@@ -205,11 +192,11 @@ async def test_secrets_in_thinking_never_leave_the_adapter(
 async def test_values_of_secret_arguments_are_masked_in_the_rounds_thinking(
     llm_server: LLMServer, chat_model: OpenAIChatModel
 ) -> None:
-    """A tool marks ``code`` secret: the call carries the mark, thinking never shows the code."""
+    """A tool marks ``digits`` secret: the call carries the mark, thinking never shows them."""
     call = {
         "index": 0,
         "id": "c1",
-        "function": {"name": "alarm_disarm", "arguments": '{"code": "4321", "area": "home"}'},
+        "function": {"name": "alarm_disarm", "arguments": '{"digits": "4321"}'},
     }
     llm_server.script(
         reply(
@@ -223,5 +210,5 @@ async def test_values_of_secret_arguments_are_masked_in_the_rounds_thinking(
     assert "4321" not in thinking(items)
     assert thinking(items) == "They said ***, so I disarm with ***."
     [made] = end_of(items).tool_calls
-    assert made.secret == frozenset({"code"})
-    assert json.loads(made.arguments)["code"] == "4321"  # the tool itself gets the value
+    assert made.secret == frozenset({"digits"})
+    assert json.loads(made.arguments)["digits"] == "4321"  # the tool itself gets the value

@@ -24,19 +24,9 @@ from custom_components.companion_agent.engine.messages import UserMessage
 from custom_components.companion_agent.engine.tools.contract import ToolSpec
 from tests.support.llm_script import Refusal, Reply
 from tests.support.llm_server import LLMServer
+from tests.support.tool_specs import CLOCK, WEATHER
 
-TOOLS = [
-    ToolSpec(
-        name="get_weather",
-        description="Weather in a city",
-        parameters={"type": "object", "properties": {"city": {"type": "string"}}},
-    ),
-    ToolSpec(
-        name="get_time",
-        description="Time in a zone",
-        parameters={"type": "object", "properties": {"zone": {"type": "string"}}},
-    ),
-]
+TOOLS = [WEATHER, CLOCK]
 PARIS = {"city": "Paris"}
 
 

@@ -30,6 +30,7 @@ from custom_components.companion_agent.engine.tools.registry import Tool
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.support.llm_script import ReasoningChunk, Reply, TextChunk
 from tests.support.llm_server import LLMServer
+from tests.support.tool_specs import ALARM, WEATHER
 from tests.support.turns import Conversations, persona, run
 
 CODE = "4321"
@@ -51,22 +52,6 @@ class House:
             return result
 
         return Tool(spec=spec, handler=handler, policy="confirm" if confirm else "allow")
-
-
-WEATHER = ToolSpec(
-    name="get_weather",
-    description="Weather in a city",
-    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
-)
-ALARM = ToolSpec(
-    name="alarm_disarm",
-    description="Disarm the alarm with its code",
-    parameters={
-        "type": "object",
-        "properties": {"digits": {"type": "string", "x-secret": True}},
-        "required": ["digits"],
-    },
-)
 
 
 @pytest.fixture

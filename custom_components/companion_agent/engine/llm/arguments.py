@@ -14,6 +14,7 @@ import json
 import re
 
 from ..json_types import JSONValue
+from ..tools.results import json_or_text
 
 MAX_REPAIR_CHARS = 20_000
 """Longer arguments are taken as they are: nothing is rewritten at that size."""
@@ -61,11 +62,8 @@ def lenient_json(text: str) -> JSONValue:
 
 def _loads(text: str) -> JSONValue:
     """Return the JSON value of ``text``, or None when it is not JSON."""
-    try:
-        value: JSONValue = json.loads(text)
-    except ValueError:
-        return None
-    return value
+    value = json_or_text(text)
+    return None if value is text else value  # the text itself back: it was not JSON
 
 
 def _unfenced(text: str) -> str:
