@@ -53,16 +53,22 @@ class RepetitionWatch:
 
 
 def _period(text: str) -> int:
-    """Return the shortest unit whose repeats make up the end of ``text``, or 0."""
+    """Return the shortest unit whose repeats make up the end of ``text``, or 0.
+
+    Only units where the text's last two characters occur again are tried (found with
+    ``rfind``), so a check costs a few string searches, not a loop over every length.
+    """
     if len(text) < MIN_SPAN:
         return 0
-    for unit in range(1, min(MAX_UNIT, len(text) // 2) + 1):
-        if text[-1] != text[-1 - unit] or text[-2] != text[-2 - unit]:
-            continue  # the cheap test first: most units fail on the last two characters
+    end, last = len(text), text[-2:]
+    lowest = max(0, end - MAX_UNIT - 2)
+    at = text.rfind(last, lowest, end - 1)
+    while at >= 0:
+        unit = end - 2 - at
         span = 2 * unit if unit >= LONG_UNIT else max(3 * unit, MIN_SPAN)
-        if span > len(text):
-            continue
-        window = text[-span:]
-        if window[unit:] == window[:-unit] and window.strip():
-            return unit
+        if span <= end and text[-8:] == text[-8 - unit : -unit]:
+            window = text[-span:]
+            if window[unit:] == window[:-unit] and window.strip():
+                return unit
+        at = text.rfind(last, lowest, at + 1)  # the next longer unit
     return 0

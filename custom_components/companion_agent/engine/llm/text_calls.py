@@ -238,6 +238,9 @@ def _fence_body(text: str) -> str:
 
 def _partial_marker(text: str) -> int:
     """Return the length of the longest end of ``text`` that begins a marker."""
+    tail = text[-(max(len(m) for m in MARKERS) - 1) :]
+    if "<" not in tail and "[" not in tail:
+        return 0  # every marker starts with one of these: the common case, decided at once
     for size in range(min(len(text), max(len(m) for m in MARKERS) - 1), 0, -1):
         if any(m.startswith(text[-size:]) for m in MARKERS):
             return size

@@ -18,6 +18,8 @@ CLOSE_TAG = "</think>"
 def _partial_suffix(text: str, tags: tuple[str, ...]) -> int:
     """Return the length of the longest suffix of ``text`` that begins one of ``tags``."""
     longest = max(len(tag) for tag in tags) - 1
+    if "<" not in text[-longest:]:
+        return 0  # both tags start with "<"
     for size in range(min(longest, len(text)), 0, -1):
         if any(tag.startswith(text[-size:]) for tag in tags):
             return size

@@ -31,7 +31,7 @@ from .prompt import language_name, persons_words
 
 LOGGER = logging.getLogger(__name__)
 
-PASS_WEIGHT = 3
+PASS_WEIGHT = 2
 """An answer whose first letters are in an expected script goes on at once (one token)."""
 DECIDE_WEIGHT = 12
 """An answer in another script is held until this much says it really is."""
