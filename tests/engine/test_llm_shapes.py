@@ -122,6 +122,22 @@ async def test_recorded_text_shapes_keep_thinking_apart(
     assert end.usage.get("total_tokens") == usage
 
 
+async def test_a_template_that_opens_think_is_learnt_from_its_lone_close(
+    llm_server: LLMServer, chat_model: OpenAIChatModel
+) -> None:
+    """The first reply's thinking shows as text (nothing told it apart); from then on the
+    adapter holds a reply as thinking until ``</think>``, and a reply without one is text."""
+    llm_server.script(
+        Reply.recorded("vllm_template_opens_think"),
+        Reply.recorded("vllm_template_opens_think"),
+        Reply.text("Just an answer."),
+    )
+    first, second, third = [split(await stream(chat_model)) for _ in range(3)]
+    assert (first[0], first[1]) == ("Okay, the person greets me. Keep it short.\n\n\nHello!", "")
+    assert (second[0], second[1]) == ("\n\nHello!", "Okay, the person greets me. Keep it short.\n")
+    assert (third[0], third[1]) == ("Just an answer.", "")
+
+
 @pytest.mark.parametrize("shape", ["ollama_tool_call_as_text", "lmstudio_tool_call_in_content"])
 async def test_a_call_written_as_text_is_a_call_and_never_text(
     llm_server: LLMServer, chat_model: OpenAIChatModel, shape: str

@@ -67,6 +67,7 @@ class OpenAIChatModel:
         )
         self._send_stream_options = True
         self._send_tools = True
+        self._thinking_opened = False
         """Cleared (once, logged) when the server refuses them; kept for the adapter's life."""
         self._client = openai.AsyncOpenAI(
             base_url=settings.base_url,
@@ -105,7 +106,7 @@ class OpenAIChatModel:
         ``[DONE]``) is cut: its tool calls are reported as cut, never as complete. A reply
         that loops is stopped here: reading ends, the server stops generating.
         """
-        reader = RoundReader(tools)
+        reader = RoundReader(tools, thinking_opened=self._thinking_opened)
         error: LLMError | None = None
         done = DoneWatch()
         loop = asyncio.get_running_loop()
@@ -125,6 +126,23 @@ class OpenAIChatModel:
             LOGGER.warning("Model stream failed: %s", error)
         for item in reader.end(error, done=done.seen):
             yield item
+        self._learn_template(reader.template_opens_thinking)
+
+    def _learn_template(self, opens_thinking: bool | None) -> None:
+        """Remember whether the server's chat template opens ``<think>`` by itself.
+
+        A reply that closes a block it never opened had its thinking in the text (the
+        first such reply shows it as text; later ones hold it as thinking until it closes).
+        """
+        if opens_thinking is None or opens_thinking == self._thinking_opened:
+            return
+        self._thinking_opened = opens_thinking
+        if opens_thinking:
+            LOGGER.info(
+                "The chat template of %s opens <think> itself; its replies are read as "
+                "thinking until </think>",
+                self.settings.model,
+            )
 
     async def _open_accepted(
         self,

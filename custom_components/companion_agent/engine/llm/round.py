@@ -42,11 +42,14 @@ type Stop = Literal["text", "thinking"]
 class RoundReader:
     """Read one streamed response; ``feed`` each chunk, then ``end`` it once."""
 
-    def __init__(self, tools: Sequence[ToolSpec]) -> None:
-        """Know the offered tools: their names (for written calls) and secret arguments."""
+    def __init__(self, tools: Sequence[ToolSpec], *, thinking_opened: bool = False) -> None:
+        """Know the offered tools: their names (for written calls) and secret arguments.
+
+        ``thinking_opened``: the server's template opens ``<think>`` itself (``think.py``).
+        """
         self._secret = {tool.name: secret_fields(tool.parameters) for tool in tools}
         self._calls = ToolCallAccumulator()
-        self._think = ThinkSplitter()
+        self._think = ThinkSplitter(opened=thinking_opened)
         self._written = TextToolCalls(self._secret) if tools else None
         self._thinking = StreamRedactor(hold_all=any(self._secret.values()))
         self._said = RepetitionWatch()
@@ -69,6 +72,14 @@ class RoundReader:
                 self._calls.add(fragment.index, fragment.call_id, fragment.name, fragment.arguments)
             self.finish_reason = part.finish_reason or self.finish_reason
         return out
+
+    @property
+    def template_opens_thinking(self) -> bool | None:
+        """Say what this reply showed of the template: True (a lone ``</think>``), False
+        (split as opened, it never closed), None (nothing either way)."""
+        if self._think.lone_close:
+            return True
+        return False if self._think.unclosed else None
 
     def end(self, error: LLMError | None, *, done: bool) -> list[LLMItem]:
         """Release what is held and return the round's last items, its ``RoundEnd`` last.
