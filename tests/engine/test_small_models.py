@@ -28,7 +28,7 @@ from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
-from tests.support.llm_script import ReasoningChunk, Reply, TextChunk
+from tests.support.llm_script import ReasoningChunk, Refusal, Reply, TextChunk
 from tests.support.llm_server import LLMServer
 from tests.support.tool_specs import ALARM, WEATHER
 from tests.support.turns import Conversations, persona, run
@@ -204,3 +204,23 @@ async def test_text_around_a_written_call_is_said_and_the_call_is_not(
     assert "tool_call" not in shown
     assert "Oslo" not in shown
     assert spoken(done.sentences).replace(" ", "") == "Sure,onemoment.Cold."
+
+
+async def test_without_tools_a_written_call_still_runs_and_history_is_plain_text(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """A server that refuses tools: the call the model writes runs; the next request carries
+    the call and its result as text, for a template that knows no tool messages."""
+    house = House()
+    llm_server.refuse(Refusal.recorded("ollama_refuses_tools"))
+    llm_server.script(Reply.recorded("ollama_tool_call_as_text"), Reply.text("It is sunny."))
+    tools = [house.tool(WEATHER, {"sky": "sunny"})]
+    done = await run(TurnRunner(), persona(chat_model), talk.request("Weather?", tools=tools))
+    assert house.ran == [("get_weather", {"city": "Paris"})]
+    assert done.text == "It is sunny."
+    sent = llm_server.requests[-1]["messages"]
+    assert isinstance(sent, list)
+    assert [m["role"] for m in sent[-3:]] == ["user", "assistant", "user"]
+    assert sent[-2]["content"] == '[called get_weather with {"city": "Paris"}]'
+    assert sent[-1]["content"] == '[result of get_weather: {"sky": "sunny"}]'
+    assert all("tools" not in body for body in llm_server.requests)
