@@ -37,8 +37,8 @@ from custom_components.companion_agent.const import (
 from custom_components.companion_agent.engine.errors import SpeechError
 from custom_components.companion_agent.engine.speech import AudioChunk, WyomingTTS
 from custom_components.companion_agent.engine.speech.head_start import SpeechKey, Synthesis
-from custom_components.companion_agent.engine.turn import runner as turn_runner
 from custom_components.companion_agent.engine.turn.handle import Turn
+from custom_components.companion_agent.engine.turn.request import TurnRequest
 from custom_components.companion_agent.runtime import CompanionRuntime
 from custom_components.companion_agent.tts import CompanionTtsEntity
 from script.demo import configure
@@ -205,7 +205,7 @@ async def set_up(hass: HomeAssistant, server: LLMServer, port: int, voice: str) 
         theirs=pipelines[1],
     )  # fmt: skip
     runtime: CompanionRuntime = entry.runtime_data
-    heads = runtime.speech_starts
+    heads = runtime.engine.speech_starts
     head_start = heads.start
 
     def timed_start(key: SpeechKey, trace_id: str, synthesis: Synthesis) -> bool:
@@ -230,14 +230,14 @@ async def set_up(hass: HomeAssistant, server: LLMServer, port: int, voice: str) 
         return client
 
     entity._async_wyoming = timed_probe  # type: ignore[method-assign]
-    runner = runtime.runner
-    start = runner.start
+    engine = runtime.engine
+    start = engine.start_turn
 
-    def start_and_keep(persona: turn_runner.Persona, request: turn_runner.TurnRequest) -> Turn:
+    def start_and_keep(request: TurnRequest) -> Turn:
         """Start a turn and keep its handle, to cancel it as a barge-in would."""
-        turn = start(persona, request)
+        turn = start(request)
         bench.turns[:] = [turn]
         return turn
 
-    runner.start = start_and_keep  # type: ignore[method-assign]
+    engine.start_turn = start_and_keep  # type: ignore[method-assign]
     return bench

@@ -24,7 +24,7 @@ async def add_person(hass: HomeAssistant, name: str) -> tuple[str, str]:
 
 def memory_of(entry: MockConfigEntry) -> CompanionMemory:
     """Return the entry's memory (it must be on)."""
-    memory = cast(CompanionMemory | None, entry.runtime_data.memory)
+    memory = cast(CompanionMemory | None, entry.runtime_data.engine.memory)
     assert memory is not None
     return memory
 

@@ -184,6 +184,7 @@ async def test_options_flow_sets_waits_retention_and_pace(
         "memory_backend": "embedded",
         "memory_neo4j": False,
     }
-    assert setup_entry.runtime_data.model.settings.first_token_timeout == 5
-    assert setup_entry.runtime_data.runner.limits.turns_per_minute == 3
-    assert setup_entry.runtime_data.runner.guard.confirmations.tokens.ttl == 120
+    settings = setup_entry.runtime_data.engine.settings  # the engine takes them as given
+    assert settings.model.first_token_timeout == 5
+    assert settings.limits.turns_per_minute == 3
+    assert settings.confirm_ttl == 120

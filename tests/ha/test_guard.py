@@ -21,8 +21,9 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 from syrupy.filters import props
 
-from custom_components.companion_agent.const import AUDIT_FILE, CONF_CONFIRM_TTL, DOMAIN
+from custom_components.companion_agent.const import CONF_CONFIRM_TTL, DOMAIN
 from custom_components.companion_agent.engine.audit.log import read_audit
+from custom_components.companion_agent.engine.engine import AUDIT_FILE
 from tests.ha.entries import SetupCompanion, async_load, entity_id, persona
 from tests.support.chat_requests import user_text
 from tests.support.llm_script import Reply
@@ -115,7 +116,7 @@ def audit(hass: HomeAssistant) -> list[Mapping[str, object]]:
 
 async def flush_audit(entry: MockConfigEntry) -> None:
     """Wait for the audit writer."""
-    await entry.runtime_data.audit.flush()
+    await entry.runtime_data.engine.flush()
 
 
 async def ask_to_unlock(

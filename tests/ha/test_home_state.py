@@ -14,7 +14,7 @@ async def test_presence_follows_zone_home_people_and_the_asleep_option(
 ) -> None:
     """zone.home counts first; without it a person at home counts; the option means asleep."""
     entry = await setup_companion(options={CONF_ASLEEP_ENTITY: "input_boolean.sleeping"})
-    probe = entry.runtime_data.host.presence
+    probe = entry.runtime_data.engine.settings.host.presence
     assert probe is not None
 
     hass.states.async_set("person.anna", "not_home")

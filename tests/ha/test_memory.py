@@ -17,7 +17,8 @@ from pytest_homeassistant_custom_component.components.diagnostics import (
 )
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
-from custom_components.companion_agent.const import DOMAIN, MEMORY_FILE, STORAGE_FOLDER
+from custom_components.companion_agent.const import DOMAIN, STORAGE_FOLDER
+from custom_components.companion_agent.engine.memory.backends import MEMORY_FILE
 from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
 from tests.ha.assist_turns import ask
 from tests.ha.entries import (
@@ -189,7 +190,7 @@ async def test_unusable_backend_raises_a_repair_and_turns_still_answer(
     entry, agents = await setup_personas(
         {"Ada": "default"}, options={"memory_backend": "mem0", "mem0_url": "http://127.0.0.1:9"}
     )
-    assert entry.runtime_data.memory is None
+    assert entry.runtime_data.engine.memory is None
     issue = ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}")
     assert issue is not None
     assert issue.translation_key == "memory_unreachable"
@@ -210,7 +211,7 @@ async def test_ha_stop_closes_memory_and_keeps_what_waits(
     await ask(hass, agents["Ada"], "Remember that the spare key is under the mat.")
     hass.bus.async_fire(EVENT_HOMEASSISTANT_STOP)
     await hass.async_block_till_done()
-    assert entry.runtime_data.memory is None
+    assert entry.runtime_data.engine.memory is None
     reader = MemoryOutbox(memory.outbox.path)
     left = await reader.entries()
     await reader.close()

@@ -124,7 +124,7 @@ async def test_options_memory_step_checks_servers(
     await hass.async_block_till_done()
     assert entry.options["embeddings_url"] == llm_server.url
     assert entry.state is ConfigEntryState.LOADED
-    assert entry.runtime_data.memory is not None
+    assert entry.runtime_data.engine.memory is not None
 
 
 async def test_options_memory_step_for_mem0_needs_embeddings(

@@ -189,7 +189,7 @@ async def spoken_over_after(
     hass.states.async_set(satellite, AssistSatelliteState.LISTENING)
     await hass.async_block_till_done(wait_background_tasks=True)
     assert dict(watcher.watching) == {}
-    await entry.runtime_data.flush()
+    await entry.runtime_data.engine.flush()
     return entry, gate
 
 
@@ -294,7 +294,7 @@ async def test_person_speaking_over_the_answer_cancels_the_turn(
         hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
         hass.states.async_set(satellite, AssistSatelliteState.LISTENING)
         result = await asyncio.wait_for(running, TIMEOUT)
-    await entry.runtime_data.flush()
+    await entry.runtime_data.engine.flush()
 
     (turn,) = stored_turns(hass)
     assert turn["outcome"] == "interrupted"
@@ -398,7 +398,7 @@ async def test_a_new_turn_on_the_satellite_cancels_the_one_still_running(
         converse(hass, agent_id, "Stop.", satellite_id=satellite), TIMEOUT
     )
     await asyncio.wait_for(first, TIMEOUT)  # ends at once, not after the whole answer
-    await entry.runtime_data.flush()
+    await entry.runtime_data.engine.flush()
 
     assert speech(second) == "Yes?"
     turns = {str(turn["user"]): turn for turn in stored_turns(hass)}

@@ -25,7 +25,7 @@ from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.engine.turn.handle import Turn
-from custom_components.companion_agent.engine.turn.runner import Persona, TurnRequest
+from custom_components.companion_agent.engine.turn.request import TurnRequest
 from custom_components.companion_agent.runtime import CompanionRuntime
 from custom_components.companion_agent.tts import CompanionTtsEntity
 from tests.ha.entries import SetupCompanion, entity_id, persona, tts_entity, wyoming_voice
@@ -93,15 +93,15 @@ async def voice(
 
     monkeypatch.setattr(CompanionTtsEntity, "async_stream_tts_audio", stream_opened)
     runtime: CompanionRuntime = entry.runtime_data
-    runner = runtime.runner
-    start = runner.start
+    engine = runtime.engine
+    start = engine.start_turn
 
-    def start_and_keep(persona: Persona, request: TurnRequest) -> Turn:
-        turn = start(persona, request)
+    def start_and_keep(request: TurnRequest) -> Turn:
+        turn = start(request)
         watched.turns.append(turn)
         return turn
 
-    monkeypatch.setattr(runner, "start", start_and_keep)
+    monkeypatch.setattr(engine, "start_turn", start_and_keep)
     return watched
 
 
@@ -138,7 +138,7 @@ async def test_the_first_sentence_goes_to_piper_before_ha_opens_the_stream(
     ]
     assert proxy.texts == [FIRST, SECOND, THIRD]  # the first sentence once, not twice
     assert pcm(parts) == b"".join(proxy.audio)  # exactly what piper made, in order
-    assert voice.entry.runtime_data.speech_starts.waiting == 0
+    assert voice.entry.runtime_data.engine.speech_starts.waiting == 0
     await proxy.wait_idle()
 
 
@@ -166,7 +166,7 @@ async def test_the_head_start_sounds_as_the_usual_path(
 async def test_a_head_start_for_other_words_is_not_played(
     hass: HomeAssistant, proxy: WyomingProxy, voice: Voice
 ) -> None:
-    heads = voice.entry.runtime_data.speech_starts
+    heads = voice.entry.runtime_data.engine.speech_starts
     assert voice.tts.async_speak_ahead("Something else entirely.", "trace-other")
     await asyncio.wait_for(proxy.wait_asked(1), TIMEOUT)
     await proxy.wait_idle()  # its synthesis is done: its connection closed
@@ -205,7 +205,7 @@ async def test_a_cancelled_turn_stops_its_audio_at_once(
     assert len(header) == 44
     assert proxy.texts == [FIRST]  # the stalled second is not counted; the third never asked
     assert pcm([header, first, *rest]) == b"".join(proxy.audio)  # the first sentence, whole
-    assert voice.entry.runtime_data.speech_starts.waiting == 0
+    assert voice.entry.runtime_data.engine.speech_starts.waiting == 0
     released.set()
 
 
@@ -254,7 +254,7 @@ async def test_a_turn_cancelled_before_ha_speaks_drops_its_head_start_and_says_n
     await asyncio.wait_for(proxy.wait_idle(), TIMEOUT)  # the head start's socket is closed
     await flight.done()
 
-    assert voice.entry.runtime_data.speech_starts.waiting == 0
+    assert voice.entry.runtime_data.engine.speech_starts.waiting == 0
     assert STREAM_OPENED not in voice.journal
     assert PipelineEventType.TTS_START not in [e.type for e in flight.events]
     released.set()
