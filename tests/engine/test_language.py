@@ -19,10 +19,10 @@ from custom_components.companion_agent.engine.turn.language import (
     language_scripts,
 )
 from custom_components.companion_agent.engine.turn.prompt import persons_words
-from custom_components.companion_agent.engine.turn.runner import TurnRequest, TurnRunner
+from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-from tests.support.turns import Conversations, Finished, persona, run
+from tests.support.turns import Ask, Conversations, Finished, persona, run
 
 NOTE = "(Answer in Simplified Chinese (zh-CN).)"
 
@@ -33,7 +33,7 @@ def talk(tmp_path: Path) -> Conversations:
     return Conversations(tmp_path / "conversations")
 
 
-def in_language(request: TurnRequest, language: str) -> TurnRequest:
+def in_language(request: Ask, language: str) -> Ask:
     """Return the request in a conversation held in ``language``."""
     return replace(request, context=replace(request.context, language=language))
 

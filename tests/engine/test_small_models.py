@@ -135,7 +135,9 @@ async def test_a_written_call_to_a_risky_tool_waits_for_the_person(
         done = await run(runner, persona(chat_model), talk.request("Disarm it", tools=tools))
         await talk.store.flush()
         [token] = runner.guard.confirmations.pending_for("conv-1")
-        result = await runner.confirm(token.token_id, approve=True, user_id="alice")
+        result = await runner.guard.confirmations.resolve(
+            token.token_id, approve=True, user_id="alice"
+        )
         await audit.close()
     assert house.ran == [("alarm_disarm", {"digits": CODE})]
     assert result.status == "executed"

@@ -17,7 +17,8 @@ import pytest
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
-from custom_components.companion_agent.const import AUDIT_FILE, STORAGE_FOLDER
+from custom_components.companion_agent.const import STORAGE_FOLDER
+from custom_components.companion_agent.engine.engine import AUDIT_FILE
 from tests.ha.assist_turns import speech
 from tests.ha.entries import SetupPersonas
 from tests.ha.test_conversation import converse
@@ -111,7 +112,7 @@ async def test_planted_secrets_never_reach_the_chat_log_the_log_or_the_audit(
     deltas: list[dict[str, object]] = []
     result, content = await converse(hass, agents["Keeper"], "Open the vault", deltas)
     assert speech(result) == "The vault is open."
-    await entry.runtime_data.audit.flush()
+    await entry.runtime_data.engine.flush()
 
     sent = llm_server.requests[1]["messages"]
     assert isinstance(sent, list)
