@@ -1,4 +1,4 @@
-"""Character classes: wide (CJK) script, which script a text is in, grapheme-cluster extenders.
+"""Character classes: wide (CJK) script, which script a letter is in, grapheme-cluster extenders.
 
 The one place that knows Unicode ranges; the pipeline, the yes/no matcher, the prompt's
 context block and the HA glue all ask here.
@@ -41,6 +41,37 @@ def is_kana(char: str) -> bool:
 def is_hangul(char: str) -> bool:
     """Say whether ``char`` is a hangul syllable."""
     return "\uac00" <= char <= "\ud7af"
+
+
+_SCRIPT_RANGES = (
+    ("latin", "\u00c0", "\u024f"),
+    ("greek", "\u0370", "\u03ff"),
+    ("cyrillic", "\u0400", "\u04ff"),
+    ("hebrew", "\u0590", "\u05ff"),
+    ("arabic", "\u0600", "\u06ff"),
+    ("devanagari", "\u0900", "\u097f"),
+    ("thai", "\u0e00", "\u0e7f"),
+    ("latin", "\u1e00", "\u1eff"),
+)
+
+
+def script_of(char: str) -> str | None:
+    """Return the script a letter is written in (``latin``, ``han``, ``kana`` …), or None.
+
+    None for anything that is not a letter of a script this table knows (digits, marks,
+    punctuation, emoji).
+    """
+    if char.isascii():
+        return "latin" if char.isalpha() else None
+    if is_han(char):
+        return "han"
+    if is_kana(char):
+        return "kana"
+    if is_hangul(char):
+        return "hangul"
+    if not char.isalpha():
+        return None
+    return next((name for name, low, high in _SCRIPT_RANGES if low <= char <= high), None)
 
 
 def is_extender(char: str) -> bool:

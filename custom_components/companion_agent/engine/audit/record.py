@@ -63,6 +63,8 @@ class AuditRecord:
     token: str | None = None
     state_before: JSONObject | None = None
     state_after: JSONObject | None = None
+    secret: frozenset[str] = frozenset()
+    """Argument names the tool's contract marks secret: always masked."""
 
     @classmethod
     def for_call(
@@ -105,13 +107,16 @@ class AuditRecord:
             token=token,
             state_before=state[0],
             state_after=state[1],
+            secret=request.secret,
         )
 
     def to_json(self) -> JSONObject:
         """Return the record as a redacted JSON object."""
         parsed = parse_arguments(self.arguments)
         arguments: JSONValue = (
-            redact(parsed) if parsed is not None else scrub_text(self.arguments[:MAX_RAW_CHARS])
+            redact(parsed, self.secret)
+            if parsed is not None
+            else scrub_text(self.arguments[:MAX_RAW_CHARS])
         )
         out: JSONObject = {
             "v": AUDIT_VERSION,

@@ -175,7 +175,7 @@ class GuardedExecutor:
         action: JSONObject = {
             "tool": call.tool.tool_id,
             "description": call.tool.spec.description[:200],
-            "arguments": redact(call.args),
+            "arguments": redact(call.args, call.request.secret),
             "targets": [target.describe() for target in call.targets],
             "reasons": list(verdict.reasons),
         }

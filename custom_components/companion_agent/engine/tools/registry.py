@@ -20,6 +20,7 @@ from .contract import (
     ToolOutcome,
     ToolSpec,
     ToolSuccess,
+    argument_problem,
     parse_arguments,
 )
 from .results import DEFAULT_MAX_RESULT_CHARS, failure, normalise_result
@@ -158,7 +159,8 @@ class ToolRegistry:
         args = parse_arguments(raw)
         if args is None:
             raise ToolValidationError(
-                f"arguments for {tool.tool_id!r} are not a JSON object; it was not run, call again"
+                f"arguments for {tool.tool_id!r} are not a JSON object; it was not run, call "
+                f"again with a JSON object ({argument_problem(raw)})"
             )
         problems = self._entries[tool.tool_id].inputs.problems(args)
         if problems:

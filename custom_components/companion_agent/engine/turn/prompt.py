@@ -154,6 +154,17 @@ def _is_control(char: str) -> bool:
     return char not in LINE_BREAKS and unicodedata.category(char) == "Cc"
 
 
+def persons_words(content: str) -> str:
+    """Return the person's own words of a user message: no context block, no home framing."""
+    if content.startswith(PROACTIVE_OPENING):
+        return ""  # the home's instruction, not the person's words
+    closing = content.rfind(f"[/{CONTEXT_TAG} ")
+    if closing < 0:
+        return content
+    end = content.find("\n", closing)
+    return content[end + 1 :].strip() if end >= 0 else ""
+
+
 def language_name(tag: str) -> str:
     """Return a readable name for a language tag, falling back to the tag itself."""
     lowered = tag.lower()
