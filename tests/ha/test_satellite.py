@@ -295,3 +295,22 @@ async def test_the_wake_words_are_the_satellites_own(
     await entity.async_set_configuration(configuration)  # the same: nothing to do
     with pytest.raises(HomeAssistantError):
         await entity.async_set_configuration(AssistSatelliteConfiguration([], ["hey_jarvis"], 1))
+
+
+async def test_only_a_satellite_that_answers_pings_is_pinged_and_dropped_when_silent(
+    hass: HomeAssistant, on_satellite: OnSatellite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Silent after one unanswered ping: left alone. Answering, then silent: reconnected."""
+    monkeypatch.setattr(satellite_connection, "PING_INTERVAL", 0.05)
+    monkeypatch.setattr(satellite_connection, "PING_TIMEOUT", 0.3)
+    monkeypatch.setattr(satellite_connection, "RECONNECT_FIRST", 0.05)
+    satellite = on_satellite.satellite
+    await asyncio.sleep(0.5)  # too early for the patched interval: the first connection's
+    assert satellite.received.types().count("ping") == 1  # ping at connect, never answered
+    satellite.answers_ping = True
+    satellite.drop()
+    await satellite.wait_connected(2)
+    await satellite.wait_event("ping", 4)  # answered: pinged again and again
+    satellite.answers_ping = False  # and now silent: taken as gone
+    await satellite.wait_connected(3)
+    assert satellite.connections >= 3
