@@ -133,7 +133,7 @@ async def test_played_from_the_satellite_ends_playback_fake_stt(
     """A satellite that says ``played`` is believed: idle then, not at the audio's end."""
     satellite = on_satellite.satellite
     satellite.says_played = True
-    llm_server.script(Reply.text(ANSWER), Reply.text(LONG_ANSWER))
+    llm_server.script(Reply.text(ANSWER), Reply.text(ANSWER))
     await satellite.ask(SILENCE)
     await satellite.wait_event("audio-stop")
     await wait_state(hass, on_satellite.entity_id, "idle")  # first: learns it says played
@@ -220,11 +220,15 @@ async def test_a_satellite_lost_mid_answer_is_reconnected_and_the_turn_failed_fa
 @pytest.mark.parametrize(
     "garbage",
     [
-        b'{"type": "audio-chunk", "payload_length": 999999999}\n',  # a payload over its bound
-        b'{"type": "info", "data_length": 99999999}\n',  # data over its bound
-        b"this is no wyoming\n",
-        b'{"type": "run-pipeline"' + b" " * 70_000 + b"}\n",  # a line over its bound
-        b'["no", "type"]\n',
+        pytest.param(
+            b'{"type": "audio-chunk", "payload_length": 999999999}\n', id="payload over its bound"
+        ),
+        pytest.param(b'{"type": "info", "data_length": 99999999}\n', id="data over its bound"),
+        pytest.param(b"this is no wyoming\n", id="no json"),
+        pytest.param(
+            b'{"type": "run-pipeline"' + b" " * 70_000 + b"}\n", id="a line over its bound"
+        ),
+        pytest.param(b'["no", "type"]\n', id="json but no event"),
     ],
 )
 async def test_a_satellite_that_sends_no_wyoming_is_dropped_and_reconnected_fake_stt(
