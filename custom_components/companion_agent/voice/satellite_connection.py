@@ -67,6 +67,8 @@ class SatelliteConnection:
         self._task: asyncio.Task[None] | None = None
         self._last_heard = 0.0
         self.answers_ping = False
+        self.served = False
+        """Whether the last attempt connected (a lost connection is warned about each time)."""
 
     @property
     def connected(self) -> bool:
@@ -114,25 +116,26 @@ class SatelliteConnection:
         """Connect, serve, and reconnect after a backoff, until stopped."""
         loop = asyncio.get_running_loop()
         delay = RECONNECT_FIRST
-        failures = 0
+        failures = 0  # connection attempts failed in a row: the first is a warning
         while True:
             began = loop.time()
             reason = await self._serve_once()
-            if reason is not None:
-                failures += 1
-                log = LOGGER.warning if failures == 1 else LOGGER.debug
-                log("Satellite %s; trying again", reason)
+            failures = 0 if self.served else failures + 1
+            log = LOGGER.warning if failures <= 1 else LOGGER.debug
+            log("Satellite %s; trying again", reason)
             if loop.time() - began >= RECONNECT_MAX:
                 delay = RECONNECT_FIRST
             await asyncio.sleep(delay)
             delay = min(delay * 2, RECONNECT_MAX)
 
-    async def _serve_once(self) -> str | None:
-        """Connect and read until the connection ends; return why it ended (None: closed)."""
+    async def _serve_once(self) -> str:
+        """Connect and read until the connection ends; return why it ended."""
+        self.served = False
         try:
             link = await SatelliteLink.open(self.host, self.port)
         except SpeechError as err:
             return str(err)
+        self.served = True
         self._link = link
         self.answers_ping = False
         self._last_heard = asyncio.get_running_loop().time()

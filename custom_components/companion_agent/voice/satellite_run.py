@@ -81,7 +81,9 @@ class SatelliteRun:
         try:
             self._audio.put_nowait(pcm)
         except asyncio.QueueFull:
-            self._dropped += 1  # speech to text is not reading: it has what it needs
+            if not self._dropped:  # speech to text is not reading: it has what it needs
+                LOGGER.debug("Satellite run %d: audio dropped, nobody reads it", self.number)
+            self._dropped += 1
 
     def stop_listening(self) -> None:
         """End the run's audio: speech to text gets what it has."""
