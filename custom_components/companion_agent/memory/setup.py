@@ -44,6 +44,7 @@ from ..const import (
     MEMORY_WINDOWS_FOLDER,
 )
 from ..engine.audit.redaction import scrub_text
+from ..engine.chars import clean_text
 from ..engine.errors import CompanionError, MemoryBackendError, MemoryStoreError
 from ..engine.llm import OpenAIChatModel
 from ..engine.memory.answers import JsonAnswers
@@ -248,7 +249,7 @@ def _async_issue(hass: HomeAssistant, entry: CompanionConfigEntry, kind: str, de
         translation_key=kind,
         translation_placeholders={
             "backend": str(entry.options.get(CONF_MEMORY_BACKEND, MEMORY_EMBEDDED)),
-            "detail": detail[:200],
+            "detail": clean_text(detail, 200),
         },
         data={"entry_id": entry.entry_id},
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, Protocol, Self
 
-from ..chars import valid_text
+from ..chars import clean_text, valid_text
 from ..json_types import JSONObject, JSONValue
 from ..messages import ToolCallRequest
 from ..tools.contract import ToolContext, ToolOutcome, parse_arguments
@@ -111,7 +111,9 @@ class AuditRecord:
         """Return the record as a redacted JSON object."""
         parsed = parse_arguments(self.arguments)
         arguments: JSONValue = (
-            redact(parsed) if parsed is not None else scrub_text(self.arguments[:MAX_RAW_CHARS])
+            redact(parsed)
+            if parsed is not None
+            else scrub_text(clean_text(self.arguments, MAX_RAW_CHARS))
         )
         out: JSONObject = {
             "v": AUDIT_VERSION,
@@ -150,11 +152,11 @@ def _redacted_detail(text: str) -> JSONValue:
     try:
         value: JSONValue = json.loads(text)
     except ValueError:
-        return scrub_text(text[:MAX_DETAIL_CHARS])
+        return scrub_text(clean_text(text, MAX_DETAIL_CHARS))
     cleaned = redact(value)
     if len(text) <= MAX_DETAIL_CHARS:
         return cleaned
-    return json.dumps(cleaned, ensure_ascii=False)[:MAX_DETAIL_CHARS]
+    return clean_text(json.dumps(cleaned, ensure_ascii=False), MAX_DETAIL_CHARS)
 
 
 class AuditSink(Protocol):

@@ -7,7 +7,7 @@ length, and a scope without a persona or owner is refused with a clear error.
 
 from __future__ import annotations
 
-from ..chars import safe_cut, valid_text
+from ..chars import clean_text
 from ..errors import MemoryInputError
 from .types import MAX_TEXT_CHARS, MemoryScope, NewMemory
 
@@ -16,20 +16,17 @@ MAX_FIELD_CHARS = 200
 
 def clean_scope(scope: MemoryScope) -> MemoryScope:
     """Return ``scope`` with valid, bounded fields; raise when one of them is empty."""
-    agent = valid_text(scope.agent_id)[:MAX_FIELD_CHARS]
-    owner = valid_text(scope.owner)[:MAX_FIELD_CHARS]
-    environment = valid_text(scope.environment)[:MAX_FIELD_CHARS]
+    agent = clean_text(scope.agent_id, MAX_FIELD_CHARS)
+    owner = clean_text(scope.owner, MAX_FIELD_CHARS)
+    environment = clean_text(scope.environment, MAX_FIELD_CHARS)
     if not agent.strip() or not owner.strip() or not environment.strip():
         raise MemoryInputError("a memory scope needs an agent_id, an owner and an environment")
     return MemoryScope(agent_id=agent, owner=owner, environment=environment)
 
 
-def clean_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
-    """Return ``text`` valid, stripped, at most ``limit`` characters (cut between clusters)."""
-    text = valid_text(text).strip()
-    if len(text) > limit:
-        text = text[: safe_cut(text, limit, limit // 2)].rstrip()
-    return text
+def memory_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """Return a memory's ``text`` (or a query's) valid, stripped, at most ``limit`` long."""
+    return clean_text(text, limit, trim=True)
 
 
 def state_memory(memory: NewMemory) -> NewMemory:

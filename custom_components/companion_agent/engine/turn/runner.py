@@ -18,7 +18,7 @@ from asyncio import Task
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
 
-from ..chars import valid_text
+from ..chars import cut_text, valid_text
 from ..events import SentenceOutput, TextDelta, TurnOutcome, TurnResult
 from ..guard.executor import Guard
 from ..guard.targets import StateProbe, TargetResolver
@@ -113,7 +113,7 @@ class TurnRunner:
         The person's words are made valid text here, at the boundary.
         """
         text = valid_text(request.text)
-        request = replace(request, said=len(text), text=text[: self.limits.max_input_chars])
+        request = replace(request, said=len(text), text=cut_text(text, self.limits.max_input_chars))
         trace_id = request.context.trace_id
         turn = Turn(
             trace_id,

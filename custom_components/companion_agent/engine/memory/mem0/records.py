@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from typing import cast
 from urllib.parse import quote, unquote
 
-from ...chars import valid_text
+from ...chars import clean_text
 from ...errors import MemoryInputError
-from ..inputs import MAX_FIELD_CHARS, clean_scope, clean_text
+from ..inputs import MAX_FIELD_CHARS, clean_scope, memory_text
 from ..keywords import fold
 from ..sqlite.records_sql import iso
 from ..types import MemoryKind, MemoryRecord, MemoryScope, NewMemory
@@ -43,10 +43,10 @@ class PreparedMemory:
 
 def prepare(memory: NewMemory) -> PreparedMemory:
     """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
-    text = clean_text(memory.text)
+    text = memory_text(memory.text)
     if not text:
         raise MemoryInputError("a memory needs some text")
-    topic = clean_text(memory.topic)[:MAX_FIELD_CHARS] if memory.topic else ""
+    topic = memory_text(memory.topic, MAX_FIELD_CHARS) if memory.topic else ""
     if memory.kind == "state" and not topic:
         raise MemoryInputError("a state memory needs a topic")
     at = memory.at or datetime.now(UTC)
@@ -56,7 +56,7 @@ def prepare(memory: NewMemory) -> PreparedMemory:
         kind=memory.kind,
         topic=topic or None,
         topic_key=" ".join(fold(topic).split()) if topic else None,
-        source=valid_text(memory.source)[:MAX_FIELD_CHARS],
+        source=clean_text(memory.source, MAX_FIELD_CHARS),
         at=at if at.tzinfo else at.replace(tzinfo=UTC),
     )
 

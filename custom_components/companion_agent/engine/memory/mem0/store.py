@@ -33,7 +33,7 @@ from ...errors import MemoryBackendError, MemoryInputError, MemoryStoreError
 from ..backend_check import BackendCheck
 from ..bounds import MemoryBounds, PruneSchedule, ScopeKey
 from ..embeddings import Embedder, InputType
-from ..inputs import clean_scope, clean_text, state_memory
+from ..inputs import clean_scope, memory_text, state_memory
 from ..keywords import query_terms
 from ..sqlite.graph import forget_where
 from ..types import (
@@ -188,7 +188,7 @@ class Mem0Store:
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
         """Return at most ``query.limit`` records nearest ``query.text``, best first."""
-        text = clean_text(query.text)
+        text = memory_text(query.text)
         scopes = list(dict.fromkeys(clean_scope(scope) for scope in query.scopes))
         limit = bounded(query.limit)
         if not query_terms(text) or not scopes or not query.kinds:

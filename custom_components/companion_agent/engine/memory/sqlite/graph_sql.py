@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from ...chars import valid_text
+from ...chars import clean_text
 from ..keywords import fold
 from ..types import GraphFacts, MemoryScope, Relation
 from .records_sql import iso, scope_clause
@@ -29,7 +29,7 @@ _SPACES = re.compile(r"\s+")
 
 def clean_name(name: str) -> str:
     """Return a name made valid, spaces collapsed, at most ``MAX_NAME_CHARS``."""
-    return _SPACES.sub(" ", valid_text(name)).strip()[:MAX_NAME_CHARS]
+    return clean_text(name, MAX_NAME_CHARS, one_line=True)
 
 
 def name_key(name: str) -> str:
@@ -40,7 +40,7 @@ def name_key(name: str) -> str:
 def merge(db: sqlite3.Connection, scope: MemoryScope, facts: GraphFacts, now: datetime) -> None:
     """Upsert the entities and relations of ``facts`` into ``scope`` (caller's transaction)."""
     at = iso(facts.at or now)
-    source = valid_text(facts.source)[:MAX_NAME_CHARS]
+    source = clean_text(facts.source, MAX_NAME_CHARS)
     names = [*facts.entities]
     for relation in facts.relations:
         names.extend((relation.subject, relation.object))

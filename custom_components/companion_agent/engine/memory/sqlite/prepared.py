@@ -7,10 +7,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ...chars import valid_text
+from ...chars import clean_text
 from ...errors import EmbeddingError, MemoryInputError
 from ..embeddings import Embedder
-from ..inputs import MAX_FIELD_CHARS, clean_scope, clean_text
+from ..inputs import MAX_FIELD_CHARS, clean_scope, memory_text
 from ..keywords import fold, segment
 from ..types import MemoryKind, MemoryScope, NewMemory
 from .vectors import pack
@@ -37,10 +37,10 @@ class PreparedMemory:
 
 def prepare(memory: NewMemory) -> PreparedMemory:
     """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
-    text = clean_text(memory.text)
+    text = memory_text(memory.text)
     if not text:
         raise MemoryInputError("a memory needs some text")
-    topic = clean_text(memory.topic, MAX_FIELD_CHARS) if memory.topic else None
+    topic = memory_text(memory.topic, MAX_FIELD_CHARS) if memory.topic else None
     if memory.kind == "state" and not topic:
         raise MemoryInputError("a state memory needs a topic")
     return PreparedMemory(
@@ -51,7 +51,7 @@ def prepare(memory: NewMemory) -> PreparedMemory:
         kind=memory.kind,
         topic=topic or None,
         topic_key=" ".join(fold(topic).split()) if topic else None,
-        source=valid_text(memory.source)[:MAX_FIELD_CHARS],
+        source=clean_text(memory.source, MAX_FIELD_CHARS),
         at=memory.at or datetime.now(UTC),
     )
 

@@ -27,7 +27,7 @@ from typing import Literal
 from ...errors import CorruptionReporter, EmbeddingError, MemoryInputError
 from ..bounds import MemoryBounds, PruneSchedule
 from ..embeddings import Embedder
-from ..inputs import clean_scope, clean_text, state_memory
+from ..inputs import clean_scope, memory_text, state_memory
 from ..keywords import match_expression
 from ..types import (
     Forget,
@@ -173,7 +173,7 @@ class EmbeddedStore:
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
         """Return at most ``query.limit`` records matching ``query.text``, best first."""
-        text = clean_text(query.text)
+        text = memory_text(query.text)
         scopes = tuple(clean_scope(scope) for scope in query.scopes)
         limit = bounded(query.limit)
         expression = match_expression(text)
