@@ -15,6 +15,7 @@ from custom_components.companion_agent.engine.memory.mem0 import store as mem0_s
 from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
 from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jGraph
 from custom_components.companion_agent.engine.memory.types import Relation
+from custom_components.companion_agent.engine.retry import RetryPolicy
 from tests.ha.conftest import make_personas_entry
 from tests.ha.memorykit import call, last_user_message, memory_of, rows, settled, talk
 from tests.ha.personakit import agents_by_title
@@ -125,7 +126,7 @@ async def test_mem0_away_at_startup_keeps_memory_on_and_catches_up(
 
     Turns answer meanwhile, and the instruction waits on disk until the server is back.
     """
-    monkeypatch.setattr(mem0_store, "REOPEN_AFTER", 0.0)
+    monkeypatch.setattr(mem0_store, "REOPEN_RETRY", RetryPolicy(attempts=None, first_delay=0.0))
     assert await async_setup_component(hass, "conversation", {})
     entry = make_personas_entry(llm_server, {"Ada": "default"})
     entry.add_to_hass(hass)

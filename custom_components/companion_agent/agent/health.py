@@ -29,6 +29,7 @@ from ..engine.audit.redaction import redact_url
 from ..engine.errors import LLMAuthError, LLMConnectionError, LLMError
 from ..engine.llm import ChatModel, LLMItem, LLMSettings, OpenAIChatModel, RoundEnd
 from ..engine.messages import ChatMessage
+from ..engine.retry import NO_RETRY
 from ..engine.tools.contract import ToolSpec
 
 CHECK_INTERVAL = timedelta(minutes=1)
@@ -54,7 +55,7 @@ class ServerHealth:
         self._entry = entry
         self._server = redact_url(settings.base_url)
         self._probe = OpenAIChatModel(
-            replace(settings, max_retries=0), http_client=get_async_client(hass)
+            replace(settings, retry=NO_RETRY), http_client=get_async_client(hass)
         )
         self._issue_id = unreachable_issue_id(entry.entry_id)
         issue = ir.async_get(hass).async_get_issue(DOMAIN, self._issue_id)

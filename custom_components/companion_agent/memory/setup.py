@@ -59,6 +59,7 @@ from ..engine.memory.sqlite.store import EmbeddedStore
 from ..engine.memory.types import GraphStore, MemoryStore
 from ..engine.memory.window import RecentWindow
 from ..engine.plugins import Hook, Profile
+from ..engine.retry import NO_RETRY
 from ..repairs import async_report_bad_memory_file
 from ..runtime import CompanionConfigEntry
 
@@ -93,7 +94,7 @@ async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -
                 model=model_name,
                 first_token_timeout=MEMORY_MODEL_TIMEOUT,
                 chunk_timeout=MEMORY_MODEL_TIMEOUT,
-                max_retries=0,  # the outbox retries, with backoff
+                retry=NO_RETRY,  # the outbox retries, with backoff
             )
             model = OpenAIChatModel(settings, http_client=runtime.host.http)
             answers[model_name] = JsonAnswers(model)

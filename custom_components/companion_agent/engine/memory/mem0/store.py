@@ -12,7 +12,7 @@ installed), so a query always finds the nearest records of its scopes that clear
 threshold; mem0 has no transactions, so an ``add`` that fails part way deletes what it
 added, and supersede/rollback are metadata updates in sequence on the one worker thread;
 ``count`` has no graph figures (the graph is a separate ``GraphStore``). A store made while
-its backend was away opens at its first call after (tries ``REOPEN_AFTER`` s apart).
+its backend was away opens at its first call after (tries ``REOPEN_RETRY`` apart: 30 s).
 
 Bounds (``MemoryBounds``): every ``check_every`` adds, the scopes written since lose their
 oldest details and summaries beyond the caps. Retired states are not pruned here (each
@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ...errors import MemoryBackendError, MemoryInputError, MemoryStoreError
+from ...retry import RetryPolicy
 from ..backend_check import BackendCheck
 from ..bounds import MemoryBounds, PruneSchedule, ScopeKey
 from ..embeddings import Embedder, InputType
@@ -67,7 +68,8 @@ LOGGER = logging.getLogger(__name__)
 MAX_BATCH = 500
 MAX_EXPORT = 10_000
 OPEN_TIMEOUT = 60.0
-REOPEN_AFTER = 30.0
+REOPEN_RETRY = RetryPolicy(attempts=None, first_delay=30.0, factor=1.0, max_delay=30.0)
+"""A store that could not open tries again at a call at least 30 s after its last try."""
 
 
 class Mem0Store:
@@ -89,6 +91,7 @@ class Mem0Store:
         self._last_created = datetime.min.replace(tzinfo=UTC)
         self._opening = asyncio.Lock()
         self._next_open = 0.0
+        self._open_tries = 0
 
     @classmethod
     async def create(
@@ -307,14 +310,15 @@ class Mem0Store:
             raise _error(err) from err
 
     async def _reopen(self) -> None:
-        """Open the store now unless a try failed within ``REOPEN_AFTER`` s; raise if not."""
+        """Open the store now unless ``REOPEN_RETRY`` says to wait longer; raise if not."""
         async with self._opening:
             if self._memory is not None:
                 return
             loop = asyncio.get_running_loop()
             if loop.time() < self._next_open:
                 raise MemoryBackendError("not open yet", backend=BACKEND, problem="cannot_connect")
-            self._next_open = loop.time() + REOPEN_AFTER
+            self._open_tries += 1
+            self._next_open = loop.time() + REOPEN_RETRY.delay(self._open_tries)
             await self.open()
 
     def _prune(self, memory: Mem0Memory, key: ScopeKey) -> None:
