@@ -14,10 +14,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import voluptuous as vol
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers.httpx_client import get_async_client
 from homeassistant.helpers.selector import (
     BooleanSelector,
     SelectSelector,
@@ -48,12 +46,12 @@ from .const import (
     STORAGE_FOLDER,
 )
 from .engine.audit.redaction import scrub_text
+from .engine.errors import MemoryStoreError
 from .engine.memory.mem0.setup import MEM0_REQUIREMENTS
 from .engine.memory.mem0.store import Mem0Store
 from .engine.memory.neo4j.graph import NEO4J_REQUIREMENT, Neo4jGraph
-from .memory.setup import embedder_for, mem0_settings, neo4j_settings
+from .memory.options import embedder_for, mem0_settings, neo4j_settings
 
-CHECK_TIMEOUT = 5.0
 NEO4J_SCHEMES = {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}
 _URL = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
 _SECRET = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
@@ -99,10 +97,10 @@ async def validate_memory(hass: HomeAssistant, options: Mapping[str, Any]) -> di
             errors[CONF_NEO4J_PASSWORD] = "neo4j_credentials_required"
         elif problem := await _neo4j_problem(hass, options):
             errors[CONF_NEO4J_URI] = problem
-    if url := options.get(CONF_EMBEDDINGS_URL):
+    if options.get(CONF_EMBEDDINGS_URL):
         if not options.get(CONF_EMBEDDINGS_MODEL):
             errors[CONF_EMBEDDINGS_MODEL] = "embeddings_model_required"
-        elif not await _embeds(hass, url, options[CONF_EMBEDDINGS_MODEL], options):
+        elif not await _embeds(options):
             errors[CONF_EMBEDDINGS_URL] = "embeddings_unreachable"
     return errors
 
@@ -146,20 +144,16 @@ async def _neo4j_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str
     return None
 
 
-async def _embeds(hass: HomeAssistant, url: str, model: str, options: Mapping[str, Any]) -> bool:
-    """Say whether the embeddings endpoint returns a vector for one short text."""
-    key = options.get(CONF_EMBEDDINGS_KEY)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    try:
-        response = await get_async_client(hass).post(
-            f"{url.rstrip('/')}/embeddings",
-            json={"model": model, "input": ["check"]},
-            headers=headers,
-            timeout=CHECK_TIMEOUT,
-        )
-        data = response.json()
-        vector = data["data"][0]["embedding"]
-    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as err:
-        LOGGER.debug("Embeddings check failed: %s", err)
+async def _embeds(options: Mapping[str, Any]) -> bool:
+    """Say whether the embeddings endpoint gives a vector for one short text, as memory asks."""
+    embedder = embedder_for(options)
+    if embedder is None:
         return False
-    return response.status_code == 200 and isinstance(vector, list) and bool(vector)
+    try:
+        vectors = await embedder.embed(["check"], "passage")
+    except MemoryStoreError as err:
+        LOGGER.debug("Embeddings check failed: %s", scrub_text(str(err)))
+        return False
+    finally:
+        await embedder.aclose()
+    return bool(vectors and vectors[0])

@@ -22,17 +22,9 @@ from homeassistant.helpers import issue_registry as ir
 from homeassistant.requirements import RequirementsNotFound, async_process_requirements
 
 from ..const import (
-    CONF_EMBEDDINGS_KEY,
-    CONF_EMBEDDINGS_MODEL,
-    CONF_EMBEDDINGS_URL,
-    CONF_MEM0_API_KEY,
-    CONF_MEM0_URL,
     CONF_MEMORY_BACKEND,
     CONF_MEMORY_ENVIRONMENT,
     CONF_MEMORY_GRAPH,
-    CONF_NEO4J_PASSWORD,
-    CONF_NEO4J_URI,
-    CONF_NEO4J_USER,
     DOMAIN,
     ISSUE_MEMORY_REQUIREMENTS,
     ISSUE_MEMORY_UNREACHABLE,
@@ -49,11 +41,10 @@ from ..engine.errors import CompanionError, MemoryBackendError, MemoryStoreError
 from ..engine.llm import OpenAIChatModel
 from ..engine.memory.answers import JsonAnswers
 from ..engine.memory.companion import CompanionMemory, MemorySettings
-from ..engine.memory.embeddings import EmbeddingSettings, OpenAIEmbedder
 from ..engine.memory.hook import MemoryHook
-from ..engine.memory.mem0.setup import MEM0_REQUIREMENTS, Mem0Settings
+from ..engine.memory.mem0.setup import MEM0_REQUIREMENTS
 from ..engine.memory.mem0.store import Mem0Store
-from ..engine.memory.neo4j.graph import NEO4J_REQUIREMENT, Neo4jGraph, Neo4jSettings
+from ..engine.memory.neo4j.graph import NEO4J_REQUIREMENT, Neo4jGraph
 from ..engine.memory.outbox import MemoryOutbox
 from ..engine.memory.sqlite.store import EmbeddedStore
 from ..engine.memory.types import GraphStore, MemoryStore
@@ -62,9 +53,9 @@ from ..engine.plugins import Hook, Profile
 from ..engine.retry import NO_RETRY
 from ..repairs import async_report_bad_memory_file
 from ..runtime import CompanionConfigEntry
+from .options import embedder_for, mem0_settings, neo4j_settings
 
 MEMORY_CLOSE_GRACE = 5.0
-MEM0_FOLDER = "mem0"
 MEMORY_MODEL_TIMEOUT = 30.0
 
 
@@ -186,37 +177,6 @@ async def _async_open_backend(
         data_dir / MEMORY_FILE, embedder=embedder, on_corrupt=on_corrupt
     )
     return store, graph or store.graph
-
-
-def embedder_for(options: Mapping[str, Any]) -> OpenAIEmbedder | None:
-    """Return the embeddings endpoint the options name, if any (E5 models told apart)."""
-    if not (url := options.get(CONF_EMBEDDINGS_URL)):
-        return None
-    return OpenAIEmbedder(
-        EmbeddingSettings.for_model(
-            url,
-            options.get(CONF_EMBEDDINGS_MODEL) or "text-embedding-3-small",
-            api_key=options.get(CONF_EMBEDDINGS_KEY) or None,
-        )
-    )
-
-
-def mem0_settings(options: Mapping[str, Any], data_dir: Path) -> Mem0Settings:
-    """Return mem0's settings: Qdrant on a server the options name, else in files."""
-    return Mem0Settings(
-        folder=data_dir / MEM0_FOLDER,
-        qdrant_url=options.get(CONF_MEM0_URL) or None,
-        qdrant_api_key=options.get(CONF_MEM0_API_KEY) or None,
-    )
-
-
-def neo4j_settings(options: Mapping[str, Any]) -> Neo4jSettings:
-    """Return the Neo4j settings the options name."""
-    return Neo4jSettings(
-        uri=str(options.get(CONF_NEO4J_URI, "")),
-        user=options.get(CONF_NEO4J_USER) or None,
-        password=options.get(CONF_NEO4J_PASSWORD) or None,
-    )
 
 
 async def _async_unreachable(memory: CompanionMemory) -> str | None:

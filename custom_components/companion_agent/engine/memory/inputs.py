@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..chars import clean_text
 from ..errors import MemoryInputError
-from .types import MAX_TEXT_CHARS, MemoryScope, NewMemory
+from .types import MAX_TEXT_CHARS, MemoryScope
 
 MAX_FIELD_CHARS = 200
 
@@ -27,10 +27,3 @@ def clean_scope(scope: MemoryScope) -> MemoryScope:
 def memory_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     """Return a memory's ``text`` (or a query's) valid, stripped, at most ``limit`` long."""
     return clean_text(text, limit, trim=True)
-
-
-def state_memory(memory: NewMemory) -> NewMemory:
-    """Return ``memory`` when it is a state with a topic (what supersede takes); else raise."""
-    if memory.kind != "state" or not (memory.topic or "").strip():
-        raise MemoryInputError("supersede takes a state memory with a topic")
-    return memory

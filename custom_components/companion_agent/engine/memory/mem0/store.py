@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING
 
 from ...errors import MemoryBackendError, MemoryInputError, MemoryStoreError
 from ...retry import RetryPolicy
+from .. import types as memory_types
 from ..backend_check import BackendCheck
 from ..bounds import MemoryBounds, PruneSchedule, ScopeKey
 from ..embeddings import Embedder, InputType
-from ..inputs import clean_scope, memory_text, state_memory
+from ..inputs import clean_scope, memory_text
 from ..keywords import query_terms
 from ..sqlite.graph import forget_where
 from ..types import (
@@ -72,7 +73,7 @@ REOPEN_RETRY = RetryPolicy(attempts=None, first_delay=30.0, factor=1.0, max_dela
 """A store that could not open tries again at a call at least 30 s after its last try."""
 
 
-class Mem0Store:
+class Mem0Store(memory_types.MemoryStore):
     """Memories in mem0 on Qdrant, embedded by the host's ``Embedder``."""
 
     def __init__(
@@ -170,11 +171,6 @@ class Mem0Store:
             return kept
 
         return await self._call(work)
-
-    async def supersede(self, memory: NewMemory) -> MemoryRecord:
-        """Store a state conclusion; the current one on the same topic and scope retires."""
-        (record,) = await self.add([state_memory(memory)])
-        return record
 
     async def rollback(
         self, record_id: str, environment: str = "production"

@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from typing import LiteralString
 
 from ...chars import clean_text
+from ..graph_names import MAX_HOPS, MAX_NAME_CHARS, clean_name, name_key
 from ..inputs import clean_scope
-from ..sqlite.graph_sql import MAX_HOPS, MAX_NAME_CHARS, clean_name, name_key
 from ..sqlite.records_sql import iso
 from ..types import GraphFacts, MemoryScope
 

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Literal
 
 from ...errors import CorruptionReporter, EmbeddingError, MemoryInputError
+from .. import types as memory_types
 from ..bounds import MemoryBounds, PruneSchedule
 from ..embeddings import Embedder
-from ..inputs import clean_scope, memory_text, state_memory
+from ..inputs import clean_scope, memory_text
 from ..keywords import match_expression
 from ..types import (
     Forget,
@@ -54,7 +55,7 @@ RANKINGS: frozenset[Ranking] = frozenset({"keyword", "vector"})
 CANDIDATES = 30
 
 
-class EmbeddedStore:
+class EmbeddedStore(memory_types.MemoryStore):
     """Memories in one SQLite file, searched by keyword and (with an embedder) by vector."""
 
     def __init__(
@@ -134,11 +135,6 @@ class EmbeddedStore:
             return [found[rowid] for rowid in rowids]
 
         return await self._worker.transaction(work)
-
-    async def supersede(self, memory: NewMemory) -> MemoryRecord:
-        """Store a state conclusion; the current one on the same topic and scope retires."""
-        (record,) = await self.add([state_memory(memory)])
-        return record
 
     async def rollback(
         self, record_id: str, environment: str = "production"
