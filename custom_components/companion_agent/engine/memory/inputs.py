@@ -7,9 +7,13 @@ length, and a scope without a persona or owner is refused with a clear error.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
 from ..chars import clean_text
 from ..errors import MemoryInputError
-from .types import MAX_TEXT_CHARS, MemoryScope
+from .keywords import fold
+from .types import MAX_TEXT_CHARS, MemoryKind, MemoryScope, NewMemory
 
 MAX_FIELD_CHARS = 200
 
@@ -27,3 +31,36 @@ def clean_scope(scope: MemoryScope) -> MemoryScope:
 def memory_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
     """Return a memory's ``text`` (or a query's) valid, stripped, at most ``limit`` long."""
     return clean_text(text, limit, trim=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckedMemory:
+    """A memory checked and cut at the boundary: what every backend stores of it."""
+
+    scope: MemoryScope
+    text: str
+    kind: MemoryKind
+    topic: str | None
+    topic_key: str | None
+    """The topic folded (NFKC, case, spaces): two spellings of one topic share it."""
+    source: str
+    at: datetime
+
+
+def checked_memory(memory: NewMemory) -> CheckedMemory:
+    """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
+    text = memory_text(memory.text)
+    if not text:
+        raise MemoryInputError("a memory needs some text")
+    topic = memory_text(memory.topic, MAX_FIELD_CHARS) if memory.topic else ""
+    if memory.kind == "state" and not topic:
+        raise MemoryInputError("a state memory needs a topic")
+    return CheckedMemory(
+        scope=clean_scope(memory.scope),
+        text=text,
+        kind=memory.kind,
+        topic=topic or None,
+        topic_key=" ".join(fold(topic).split()) if topic else None,
+        source=clean_text(memory.source, MAX_FIELD_CHARS),
+        at=memory.at or datetime.now(UTC),
+    )

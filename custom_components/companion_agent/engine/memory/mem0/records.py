@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import cast
 from urllib.parse import quote, unquote
 
-from ...chars import clean_text
-from ...errors import MemoryInputError
-from ..inputs import MAX_FIELD_CHARS, clean_scope, memory_text
-from ..keywords import fold
+from ..inputs import CheckedMemory, checked_memory
 from ..sqlite.records_sql import iso
 from ..types import MemoryKind, MemoryRecord, MemoryScope, NewMemory
 
@@ -28,37 +25,11 @@ type Metadata = dict[str, object]
 _KINDS: frozenset[str] = frozenset({"detail", "state", "summary"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PreparedMemory:
-    """A memory checked and cut at the boundary, ready for mem0."""
-
-    scope: MemoryScope
-    text: str
-    kind: MemoryKind
-    topic: str | None
-    topic_key: str | None
-    source: str
-    at: datetime
-
-
-def prepare(memory: NewMemory) -> PreparedMemory:
-    """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
-    text = memory_text(memory.text)
-    if not text:
-        raise MemoryInputError("a memory needs some text")
-    topic = memory_text(memory.topic, MAX_FIELD_CHARS) if memory.topic else ""
-    if memory.kind == "state" and not topic:
-        raise MemoryInputError("a state memory needs a topic")
-    at = memory.at or datetime.now(UTC)
-    return PreparedMemory(
-        scope=clean_scope(memory.scope),
-        text=text,
-        kind=memory.kind,
-        topic=topic or None,
-        topic_key=" ".join(fold(topic).split()) if topic else None,
-        source=clean_text(memory.source, MAX_FIELD_CHARS),
-        at=at if at.tzinfo else at.replace(tzinfo=UTC),
-    )
+def prepare(memory: NewMemory) -> CheckedMemory:
+    """Return ``memory`` checked and cut (its time with a zone); raise if it is unusable."""
+    checked = checked_memory(memory)
+    at = checked.at
+    return checked if at.tzinfo else replace(checked, at=at.replace(tzinfo=UTC))
 
 
 def mem0_id(value: str) -> str:
@@ -75,7 +46,7 @@ def scope_filters(scope: MemoryScope) -> Metadata:
     }
 
 
-def metadata(memory: PreparedMemory, created_at: datetime, supersedes: str | None) -> Metadata:
+def metadata(memory: CheckedMemory, created_at: datetime, supersedes: str | None) -> Metadata:
     """Return the metadata mem0 keeps with ``memory`` (a current record)."""
     return {
         "environment": memory.scope.environment,

@@ -4,55 +4,41 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
 
-from ...chars import clean_text
-from ...errors import EmbeddingError, MemoryInputError
+from ...errors import EmbeddingError
 from ..embeddings import Embedder
-from ..inputs import MAX_FIELD_CHARS, clean_scope, memory_text
-from ..keywords import fold, segment
-from ..types import MemoryKind, MemoryScope, NewMemory
+from ..inputs import CheckedMemory, checked_memory
+from ..keywords import segment
+from ..types import NewMemory
 from .vectors import pack
 
 LOGGER = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PreparedMemory:
-    """A memory checked and cut at the boundary, ready to insert."""
+class PreparedMemory(CheckedMemory):
+    """A memory checked and cut at the boundary, with its row id, terms and vector."""
 
     id: str
-    scope: MemoryScope
-    text: str
     terms: str
-    kind: MemoryKind
-    topic: str | None
-    topic_key: str | None
-    source: str
-    at: datetime
     vector: bytes | None = None
     vector_model: str | None = None
 
 
 def prepare(memory: NewMemory) -> PreparedMemory:
-    """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
-    text = memory_text(memory.text)
-    if not text:
-        raise MemoryInputError("a memory needs some text")
-    topic = memory_text(memory.topic, MAX_FIELD_CHARS) if memory.topic else None
-    if memory.kind == "state" and not topic:
-        raise MemoryInputError("a state memory needs a topic")
+    """Return ``memory`` checked, cut and segmented; raise ``MemoryInputError`` if unusable."""
+    checked = checked_memory(memory)
     return PreparedMemory(
         id=uuid.uuid4().hex,
-        scope=clean_scope(memory.scope),
-        text=text,
-        terms=segment(text),
-        kind=memory.kind,
-        topic=topic or None,
-        topic_key=" ".join(fold(topic).split()) if topic else None,
-        source=clean_text(memory.source, MAX_FIELD_CHARS),
-        at=memory.at or datetime.now(UTC),
+        terms=segment(checked.text),
+        scope=checked.scope,
+        text=checked.text,
+        kind=checked.kind,
+        topic=checked.topic,
+        topic_key=checked.topic_key,
+        source=checked.source,
+        at=checked.at,
     )
 
 
@@ -69,9 +55,6 @@ async def with_vectors(
         return prepared
     model = embedder.model_id
     return [
-        PreparedMemory(
-            id=m.id, scope=m.scope, text=m.text, terms=m.terms, kind=m.kind, topic=m.topic,
-            topic_key=m.topic_key, source=m.source, at=m.at, vector=pack(v), vector_model=model,
-        )
+        replace(m, vector=pack(v), vector_model=model)
         for m, v in zip(prepared, vectors, strict=True)
-    ]  # fmt: skip
+    ]
