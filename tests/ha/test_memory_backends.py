@@ -11,7 +11,7 @@ from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import DOMAIN
-from custom_components.companion_agent.engine.memory.mem0 import store as mem0_store
+from custom_components.companion_agent.engine.memory.mem0 import worker as mem0_worker
 from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
 from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jGraph
 from custom_components.companion_agent.engine.memory.types import Relation
@@ -126,7 +126,7 @@ async def test_mem0_away_at_startup_keeps_memory_on_and_catches_up(
 
     Turns answer meanwhile, and the instruction waits on disk until the server is back.
     """
-    monkeypatch.setattr(mem0_store, "REOPEN_RETRY", RetryPolicy(attempts=None, first_delay=0.0))
+    monkeypatch.setattr(mem0_worker, "REOPEN_RETRY", RetryPolicy(attempts=None, first_delay=0.0))
     assert await async_setup_component(hass, "conversation", {})
     entry = make_personas_entry(llm_server, {"Ada": "default"})
     entry.add_to_hass(hass)

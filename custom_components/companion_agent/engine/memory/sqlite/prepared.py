@@ -1,7 +1,8 @@
-"""A memory made ready to insert: checked and cut at the boundary, segmented, embedded."""
+"""Vectors and rows at the store's boundary: a memory made ready to insert, a query's vector."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from dataclasses import dataclass, replace
@@ -58,3 +59,17 @@ async def with_vectors(
         replace(m, vector=pack(v), vector_model=model)
         for m, v in zip(prepared, vectors, strict=True)
     ]
+
+
+async def query_vector(embedder: Embedder, text: str, seconds: float) -> bytes | None:
+    """Return a query's packed vector, or None when embedding fails or takes ``seconds``."""
+    try:
+        async with asyncio.timeout(seconds):
+            (vector,) = await embedder.embed([text], "query")
+    except TimeoutError:
+        LOGGER.warning("Memory search goes on without vectors: embedding was too slow")
+        return None
+    except EmbeddingError as err:
+        LOGGER.warning("Memory search goes on without vectors: %s", err)
+        return None
+    return pack(vector)

@@ -16,7 +16,6 @@ is kept within ``MemoryBounds`` (see ``bounds`` and ``sqlite_pruning``).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -24,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from ...errors import CorruptionReporter, EmbeddingError, MemoryInputError
+from ...errors import CorruptionReporter, MemoryInputError
 from .. import types as memory_types
 from ..bounds import MemoryBounds, PruneSchedule
 from ..embeddings import Embedder
@@ -41,7 +40,7 @@ from ..types import (
 )
 from . import graph_sql, records_sql
 from .graph import EmbeddedGraph, forget_where
-from .prepared import prepare, with_vectors
+from .prepared import prepare, query_vector, with_vectors
 from .pruning import prune_records
 from .vectors import VectorCache, fuse, pack
 from .worker import MAX_PENDING, SQLiteWorker
@@ -177,14 +176,7 @@ class EmbeddedStore(memory_types.MemoryStore):
             return []
         probe: bytes | None = None
         if self.embedder is not None and "vector" in self.rankings:
-            try:
-                async with asyncio.timeout(self.query_timeout):
-                    (vector,) = await self.embedder.embed([text], "query")
-                probe = pack(vector)
-            except TimeoutError:
-                LOGGER.warning("Memory search goes on without vectors: embedding was too slow")
-            except EmbeddingError as err:
-                LOGGER.warning("Memory search goes on without vectors: %s", err)
+            probe = await query_vector(self.embedder, text, self.query_timeout)
         candidates = max(CANDIDATES, limit * 3)
 
         def work(db: sqlite3.Connection) -> list[MemoryHit]:
