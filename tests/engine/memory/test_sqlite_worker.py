@@ -86,11 +86,18 @@ async def test_after_a_reset_the_file_is_checked_again(tmp_path: Path) -> None:
     assert moved.read_bytes().startswith(b"no longer SQLite")
 
 
-async def test_an_outbox_closed_opens_again_on_the_next_call(tmp_path: Path) -> None:
+async def test_a_put_after_close_lands_and_leaves_no_thread(tmp_path: Path) -> None:
     """Closing ends the thread; a later put (a turn ending during unload) still lands."""
+
+    def outbox_threads() -> list[str]:
+        """Return the names of the live threads of this outbox file."""
+        return [t.name for t in threading.enumerate() if "outbox.db" in t.name]
+
     outbox = MemoryOutbox(tmp_path / "outbox.db")
     assert await outbox.put("note", {"text": "one"})
+    assert outbox_threads()
     await outbox.close()
+    assert outbox_threads() == []
     assert await outbox.put("note", {"text": "two"})
     assert [entry.payload["text"] for entry in await outbox.entries()] == ["one", "two"]
-    await outbox.close()
+    assert outbox_threads() == []

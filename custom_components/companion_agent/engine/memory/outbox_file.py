@@ -5,8 +5,10 @@ The file runs on its own ``SQLiteWorker`` (one thread, one connection), opened w
 outbox when it is opened (not SQLite, damaged, someone else's tables) is moved aside
 (``<name>.corrupt-<time>``, with its WAL), reported to ``on_corrupt``, and a fresh one
 starts. Both tables are bounded: past ``max_entries`` a put is refused; past ``max_aside``
-the oldest set-aside entries go. Nothing is opened until the first call; after ``close``
-(or ``reset``) the next call opens, and checks, the file again.
+the oldest set-aside entries go. Nothing is opened until the first call; after ``reset``
+the next call opens, and checks, the file again. After ``close`` a late call (a turn that
+ended while the host was unloading) still reaches the file, on a worker of its own that
+ends with the call, so nothing stays open.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class OutboxFile:
         self._max_aside = max_aside
         self._on_corrupt = on_corrupt
         self._worker: SQLiteWorker | None = None
+        self._closed = False
 
     async def put(self, rows: Sequence[tuple[str, JSONObject]]) -> bool:
         """Insert entries in one transaction unless that overfills the queue."""
@@ -77,7 +80,7 @@ class OutboxFile:
             _insert(db, rows)
             return True
 
-        return await self._file().transaction(work)
+        return await self._transaction(work)
 
     async def peek(
         self, limit: int, after: int = 0, skip: frozenset[str] = frozenset()
@@ -107,7 +110,7 @@ class OutboxFile:
                 entries.append(entry)
             return entries
 
-        return await self._file().transaction(work)
+        return await self._transaction(work)
 
     async def settle(self, entry_id: int, follow: Sequence[tuple[str, JSONObject]]) -> None:
         """Remove a processed entry and add its follow-ups, in one transaction."""
@@ -117,7 +120,7 @@ class OutboxFile:
             db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
             _insert(db, follow)
 
-        await self._file().transaction(work)
+        await self._transaction(work)
 
     async def count_failures(
         self, failed: Sequence[tuple[OutboxEntry, str]], max_attempts: int | None
@@ -134,7 +137,7 @@ class OutboxFile:
                     out.append(entry)
             return out
 
-        return await self._file().transaction(work)
+        return await self._transaction(work)
 
     async def drop(self, matches: Callable[[OutboxEntry], bool]) -> int:
         """Delete the waiting entries ``matches`` picks (unreadable ones stay); return how many."""
@@ -155,7 +158,7 @@ class OutboxFile:
             db.executemany("DELETE FROM entries WHERE id = ?", gone)
             return len(gone)
 
-        return await self._file().transaction(work)
+        return await self._transaction(work)
 
     async def counts(self) -> tuple[int, int]:
         """Return the waiting and the set-aside entries."""
@@ -166,7 +169,7 @@ class OutboxFile:
             (aside,) = db.execute("SELECT COUNT(*) FROM aside").fetchone()
             return int(waiting), int(aside)
 
-        return await self._file().run(work)
+        return await self._transaction(work)
 
     async def reset(self) -> None:
         """Close the connection; the next call opens, and checks, the file again."""
@@ -174,16 +177,31 @@ class OutboxFile:
             await self._worker.reset()
 
     async def close(self) -> None:
-        """Close the file and end its thread (the next call opens it again)."""
+        """Close the file and end its thread (a later call opens it for that call alone)."""
+        self._closed = True
         worker, self._worker = self._worker, None
         if worker is not None:
             await worker.close()
 
+    async def _transaction[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` in one transaction on the file's worker (after ``close``: its own)."""
+        if not self._closed:
+            return await self._file().transaction(work)
+        late = self._new_worker()
+        try:
+            return await late.transaction(work)
+        finally:
+            await late.close()
+
     def _file(self) -> SQLiteWorker:
         """Return the file's worker, made on first use."""
         if self._worker is None:
-            self._worker = SQLiteWorker(self.path, opener=open_outbox, on_corrupt=self._on_corrupt)
+            self._worker = self._new_worker()
         return self._worker
+
+    def _new_worker(self) -> SQLiteWorker:
+        """Return a worker that opens (and checks) the outbox file on its first call."""
+        return SQLiteWorker(self.path, opener=open_outbox, on_corrupt=self._on_corrupt)
 
     def _set_aside(self, db: sqlite3.Connection, entry_id: int, reason: str) -> None:
         """Move one entry to the aside table, dropping the oldest beyond ``max_aside``."""
