@@ -7,6 +7,7 @@ length, and a scope without a persona or owner is refused with a clear error.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -16,6 +17,8 @@ from .keywords import fold
 from .types import MAX_TEXT_CHARS, MemoryKind, MemoryScope, NewMemory
 
 MAX_FIELD_CHARS = 200
+MAX_BATCH = 500
+"""The most memories one ``add`` takes."""
 
 
 def clean_scope(scope: MemoryScope) -> MemoryScope:
@@ -64,3 +67,10 @@ def checked_memory(memory: NewMemory) -> CheckedMemory:
         source=clean_text(memory.source, MAX_FIELD_CHARS),
         at=memory.at or datetime.now(UTC),
     )
+
+
+def checked_memories(memories: Sequence[NewMemory]) -> list[CheckedMemory]:
+    """Return one ``add``'s memories checked; raise when there are more than ``MAX_BATCH``."""
+    if len(memories) > MAX_BATCH:
+        raise MemoryInputError(f"{len(memories)} memories at once, at most {MAX_BATCH}")
+    return [checked_memory(memory) for memory in memories]

@@ -17,17 +17,16 @@ from datetime import UTC, datetime
 from typing import cast
 from urllib.parse import quote, unquote
 
-from ..inputs import CheckedMemory, checked_memory
+from ..inputs import CheckedMemory
 from ..sqlite.records_sql import iso
-from ..types import MemoryKind, MemoryRecord, MemoryScope, NewMemory
+from ..types import MemoryKind, MemoryRecord, MemoryScope
 
 type Metadata = dict[str, object]
 _KINDS: frozenset[str] = frozenset({"detail", "state", "summary"})
 
 
-def prepare(memory: NewMemory) -> CheckedMemory:
-    """Return ``memory`` checked and cut (its time with a zone); raise if it is unusable."""
-    checked = checked_memory(memory)
+def prepare(checked: CheckedMemory) -> CheckedMemory:
+    """Return a checked memory as mem0 keeps it: its time with a zone (UTC if it had none)."""
     at = checked.at
     return checked if at.tzinfo else replace(checked, at=at.replace(tzinfo=UTC))
 

@@ -22,16 +22,15 @@ every check), nor mem0's own ``history.db`` (mem0 writes it; it is not trimmed h
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from ...errors import MemoryBackendError, MemoryInputError, MemoryStoreError
+from ...errors import MemoryBackendError, MemoryStoreError
 from .. import types as memory_types
 from ..backend_check import BackendCheck
 from ..bounds import MemoryBounds, PruneSchedule, ScopeKey
 from ..embeddings import Embedder
-from ..inputs import clean_scope, memory_text
+from ..inputs import checked_memories, clean_scope, memory_text
 from ..keywords import query_terms
 from ..sqlite.graph import forget_where
 from ..types import (
@@ -49,9 +48,6 @@ from .calls import MAX_STATES
 from .setup import BACKEND, Mem0Memory, Mem0Settings, import_mem0, qdrant_client
 from .worker import Mem0Worker
 
-LOGGER = logging.getLogger(__name__)
-
-MAX_BATCH = 500
 MAX_EXPORT = 10_000
 
 
@@ -117,9 +113,7 @@ class Mem0Store(memory_types.MemoryStore):
 
     async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
         """Store ``memories``: all or none (states through the state channel)."""
-        if len(memories) > MAX_BATCH:
-            raise MemoryInputError(f"{len(memories)} memories at once, at most {MAX_BATCH}")
-        prepared = [records.prepare(memory) for memory in memories]
+        prepared = [records.prepare(memory) for memory in checked_memories(memories)]
         if not prepared:
             return []
         texts = [one.text for one in prepared]

@@ -9,9 +9,8 @@ from dataclasses import dataclass, replace
 
 from ...errors import EmbeddingError
 from ..embeddings import Embedder
-from ..inputs import CheckedMemory, checked_memory
+from ..inputs import CheckedMemory
 from ..keywords import segment
-from ..types import NewMemory
 from .vectors import pack
 
 LOGGER = logging.getLogger(__name__)
@@ -27,9 +26,8 @@ class PreparedMemory(CheckedMemory):
     vector_model: str | None = None
 
 
-def prepare(memory: NewMemory) -> PreparedMemory:
-    """Return ``memory`` checked, cut and segmented; raise ``MemoryInputError`` if unusable."""
-    checked = checked_memory(memory)
+def prepare(checked: CheckedMemory) -> PreparedMemory:
+    """Return a checked memory with a new row id and its text segmented for FTS5."""
     return PreparedMemory(
         id=uuid.uuid4().hex,
         terms=segment(checked.text),

@@ -16,18 +16,17 @@ is kept within ``MemoryBounds`` (see ``bounds`` and ``sqlite_pruning``).
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from ...errors import CorruptionReporter, MemoryInputError
+from ...errors import CorruptionReporter
 from .. import types as memory_types
 from ..bounds import MemoryBounds, PruneSchedule
 from ..embeddings import Embedder
-from ..inputs import clean_scope, memory_text
+from ..inputs import MAX_BATCH, checked_memories, clean_scope, memory_text
 from ..keywords import match_expression
 from ..types import (
     Forget,
@@ -45,9 +44,6 @@ from .pruning import prune_records
 from .vectors import VectorCache, fuse, pack
 from .worker import MAX_PENDING, SQLiteWorker
 
-LOGGER = logging.getLogger(__name__)
-
-MAX_BATCH = 500
 QUERY_TIMEOUT = 1.5
 type Ranking = Literal["keyword", "vector"]
 RANKINGS: frozenset[Ranking] = frozenset({"keyword", "vector"})
@@ -111,9 +107,7 @@ class EmbeddedStore(memory_types.MemoryStore):
 
         Every ``bounds.check_every`` adds, the scopes written since are pruned to their bounds.
         """
-        if len(memories) > MAX_BATCH:
-            raise MemoryInputError(f"{len(memories)} memories at once, at most {MAX_BATCH}")
-        prepared = [prepare(memory) for memory in memories]
+        prepared = [prepare(memory) for memory in checked_memories(memories)]
         if not prepared:
             return []
         prepared = await with_vectors(prepared, self.embedder)
