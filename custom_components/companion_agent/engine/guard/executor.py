@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from ..audit.record import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
 from ..audit.redaction import redact
+from ..chars import clean_text
 from ..errors import ToolError, ToolValidationError
 from ..json_types import JSONObject
 from ..messages import ToolCallRequest
@@ -166,7 +167,7 @@ class GuardedExecutor:
 
         action: JSONObject = {
             "tool": call.tool.tool_id,
-            "description": call.tool.spec.description[:200],
+            "description": clean_text(call.tool.spec.description, 200),
             "arguments": redact(call.args),
             "targets": [target.describe() for target in call.targets],
             "reasons": list(verdict.reasons),

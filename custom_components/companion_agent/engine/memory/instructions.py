@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..chars import clean_text, is_wide, strip_format
+from ..chars import clean_text, cut_text, is_wide, strip_format
 
 MAX_INSTRUCTION_CHARS = 500
 _ANYWHERE = (
@@ -77,5 +77,5 @@ def instruction_topic(rest: str) -> str:
         return ""
     first = words[0]
     if is_wide(first[0]):
-        return first[:2]
+        return cut_text(first, 2)
     return " ".join(words[:2])

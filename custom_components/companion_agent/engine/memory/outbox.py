@@ -24,6 +24,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from ..chars import clean_text
 from ..errors import CorruptionReporter, MemoryStoreError, MemoryUnavailableError
 from ..json_types import JSONObject
 from ..retry import RetryPolicy
@@ -191,7 +192,7 @@ class MemoryOutbox:
                     blocked.add(entry.kind)
                     continue
                 except Exception as err:
-                    failed.append((entry, f"{type(err).__name__}: {err}"[:300]))
+                    failed.append((entry, clean_text(f"{type(err).__name__}: {err}", 300)))
                     continue
                 await self._file.settle(entry.id, list(follow))
                 done += 1

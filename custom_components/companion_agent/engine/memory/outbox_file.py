@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from ..chars import valid_text
+from ..chars import clean_text, valid_text
 from ..errors import CorruptionReporter
 from ..json_types import JSONObject
 from .sqlite.connection import open_checked, quick_check
@@ -102,7 +102,7 @@ class OutboxFile:
                 except ValueError as err:
                     data = f"unreadable: {err}"
                 if not isinstance(data, dict):
-                    self._set_aside(db, row_id, str(data)[:300])
+                    self._set_aside(db, row_id, clean_text(str(data), 300))
                     continue
                 entry = OutboxEntry(
                     id=row_id, kind=kind, payload=cast(JSONObject, data), attempts=attempts
