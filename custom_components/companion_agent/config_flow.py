@@ -44,9 +44,10 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from .engine.audit.redaction import redact_url
 from .engine.errors import LLMAuthError, LLMError
-from .memory_flow import memory_schema, validate_memory
+from .engine.redaction import redact_url
+from .memory.options import memory_schema
+from .memory_flow import validate_memory
 from .persona_flow import PersonaSubentryFlow, default_persona
 from .runtime import build_model
 from .stt_flow import SttSubentryFlow

@@ -10,7 +10,7 @@ from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 
 from .const import CONF_BASE_URL, CONF_MODEL, MEMORY_SECRETS
-from .engine.audit.redaction import redact_url
+from .engine.redaction import redact_url
 from .runtime import CompanionConfigEntry
 
 TO_REDACT = {CONF_API_KEY, "token", "password", "authorization", *MEMORY_SECRETS}
@@ -48,13 +48,4 @@ async def async_get_config_entry_diagnostics(
         return settings
     runtime = entry.runtime_data
     server["reachable"] = runtime.health.reachable
-    return {
-        **settings,
-        "profiles": sorted(profile.id for profile in runtime.library.profiles),
-        "plugins": sorted(runtime.library.catalog.plugins),
-        "problems": [str(problem) for problem in runtime.problems],
-        "usage": runtime.runner.usage.snapshot(),
-        "pending_confirmations": runtime.runner.guard.confirmations.pending_count(),
-        "open_conversations": {pid: len(store) for pid, store in runtime.conversations.items()},
-        "memory": await runtime.memory.figures() if runtime.memory else None,
-    }
+    return {**settings, **await runtime.engine.figures()}

@@ -1,10 +1,11 @@
-"""The memory step of the options flow: which backend, its graph, its embeddings; checks.
+"""The memory step of the options flow: every server the memory options name, checked.
 
-Embedded (the default) needs nothing; mem0 needs an embeddings endpoint (and a Qdrant
-server, or none: files); "Neo4j graph on top of
-either" needs a ``bolt://`` / ``neo4j://`` URI, a user and a password; an embeddings
-endpoint (URL, model, key) is optional for embedded and mem0. Every server named is
-checked before the options are saved: errors show in the form.
+The form is ``memory.options``. Embedded (the default) needs nothing; mem0 needs an
+embeddings endpoint (and a Qdrant server, or none: files); "Neo4j graph on top of either"
+needs a ``bolt://`` / ``neo4j://`` URI, a user and a password; an embeddings endpoint (URL,
+model, key) is optional for embedded and mem0. Every server named is checked before the
+options are saved (the embeddings one through the embedder memory uses): errors show in
+the form.
 """
 
 from __future__ import annotations
@@ -14,24 +15,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import voluptuous as vol
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers.selector import (
-    BooleanSelector,
-    SelectSelector,
-    SelectSelectorConfig,
-    SelectSelectorMode,
-    TextSelector,
-    TextSelectorConfig,
-    TextSelectorType,
-)
 from homeassistant.requirements import RequirementsNotFound, async_process_requirements
 
 from .const import (
-    CONF_EMBEDDINGS_KEY,
     CONF_EMBEDDINGS_MODEL,
     CONF_EMBEDDINGS_URL,
-    CONF_MEM0_API_KEY,
     CONF_MEM0_URL,
     CONF_MEMORY_BACKEND,
     CONF_MEMORY_GRAPH,
@@ -40,45 +29,20 @@ from .const import (
     CONF_NEO4J_USER,
     DOMAIN,
     LOGGER,
-    MEMORY_BACKENDS,
-    MEMORY_EMBEDDED,
     MEMORY_MEM0,
     STORAGE_FOLDER,
 )
-from .engine.audit.redaction import scrub_text
-from .engine.errors import MemoryStoreError
-from .engine.memory.mem0.setup import MEM0_REQUIREMENTS
-from .engine.memory.mem0.store import Mem0Store
-from .engine.memory.neo4j.graph import NEO4J_REQUIREMENT, Neo4jGraph
-from .memory.options import embedder_for, mem0_settings, neo4j_settings
+from .engine.memory.backends import (
+    MEM0_REQUIREMENTS,
+    NEO4J_REQUIREMENT,
+    check_embeddings,
+    check_graph,
+    check_mem0,
+)
+from .engine.redaction import scrub_text
+from .memory.options import embedding_settings, memory_config, neo4j_settings
 
 NEO4J_SCHEMES = {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}
-_URL = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
-_SECRET = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
-
-
-def memory_schema() -> vol.Schema:
-    """Return the memory form."""
-    return vol.Schema(
-        {
-            vol.Required(CONF_MEMORY_BACKEND, default=MEMORY_EMBEDDED): SelectSelector(
-                SelectSelectorConfig(
-                    options=list(MEMORY_BACKENDS),
-                    translation_key=CONF_MEMORY_BACKEND,
-                    mode=SelectSelectorMode.LIST,
-                )
-            ),
-            vol.Optional(CONF_MEM0_URL): _URL,
-            vol.Optional(CONF_MEM0_API_KEY): _SECRET,
-            vol.Required(CONF_MEMORY_GRAPH, default=False): BooleanSelector(),
-            vol.Optional(CONF_NEO4J_URI): str,
-            vol.Optional(CONF_NEO4J_USER): str,
-            vol.Optional(CONF_NEO4J_PASSWORD): _SECRET,
-            vol.Optional(CONF_EMBEDDINGS_URL): _URL,
-            vol.Optional(CONF_EMBEDDINGS_MODEL): str,
-            vol.Optional(CONF_EMBEDDINGS_KEY): _SECRET,
-        }
-    )
 
 
 async def validate_memory(hass: HomeAssistant, options: Mapping[str, Any]) -> dict[str, str]:
@@ -111,16 +75,10 @@ async def _mem0_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str 
         await async_process_requirements(hass, DOMAIN, list(MEM0_REQUIREMENTS))
     except RequirementsNotFound:
         return "requirements_failed"
-    embedder = embedder_for(options)
-    if embedder is None:
+    config = memory_config(options)
+    if config.embeddings is None:
         return None
-    folder = Path(hass.config.path(STORAGE_FOLDER))
-    store = Mem0Store(mem0_settings(options, folder), embedder)
-    try:
-        check = await store.check()
-    finally:
-        await store.close()
-        await embedder.aclose()
+    check = await check_mem0(config, Path(hass.config.path(STORAGE_FOLDER)))
     if not check.ok:
         LOGGER.debug("mem0 check failed: %s", scrub_text(check.detail))
         return "mem0_unreachable"
@@ -133,11 +91,7 @@ async def _neo4j_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str
         await async_process_requirements(hass, DOMAIN, [NEO4J_REQUIREMENT])
     except RequirementsNotFound:
         return "requirements_failed"
-    graph = Neo4jGraph(neo4j_settings(options))
-    try:
-        check = await graph.check()
-    finally:
-        await graph.close()
+    check = await check_graph(neo4j_settings(options))
     if not check.ok:
         LOGGER.debug("Neo4j check failed: %s", scrub_text(check.detail))
         return "neo4j_auth" if check.problem == "auth" else "neo4j_unreachable"
@@ -146,14 +100,10 @@ async def _neo4j_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str
 
 async def _embeds(options: Mapping[str, Any]) -> bool:
     """Say whether the embeddings endpoint gives a vector for one short text, as memory asks."""
-    embedder = embedder_for(options)
-    if embedder is None:
+    settings = embedding_settings(options)
+    if settings is None:
         return False
-    try:
-        vectors = await embedder.embed(["check"], "passage")
-    except MemoryStoreError as err:
-        LOGGER.debug("Embeddings check failed: %s", scrub_text(str(err)))
-        return False
-    finally:
-        await embedder.aclose()
-    return bool(vectors and vectors[0])
+    check = await check_embeddings(settings)
+    if not check.ok:
+        LOGGER.debug("Embeddings check failed: %s", scrub_text(check.detail))
+    return check.ok

@@ -14,9 +14,8 @@ from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 
 from ..const import EMOTIONS
 from ..engine.events import SentenceOutput, TextDelta
-from ..engine.pipeline import PipelineConfig, build_pipeline
+from ..engine.pipeline import FIRST_CLAUSE_CUT, PipelineConfig, build_pipeline
 from ..engine.speech import AudioChunk
-from ..engine.turn.runner import FIRST_CLAUSE_CUT
 
 PIPELINE_CONFIG = PipelineConfig(action_tags=EMOTIONS, faster_first_response=FIRST_CLAUSE_CUT)
 

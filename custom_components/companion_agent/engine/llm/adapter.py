@@ -5,7 +5,8 @@ fields and ``<think>`` blocks become ``ThinkingDelta``; tool-call fragments are 
 index (or by id where a server sends no index); a missing ``finish_reason`` is inferred.
 A request is retried (``MODEL_RETRY``) only while it is being opened, before the first
 token, and inside the first-token deadline; the SDK's own retries are off, so one policy
-says what is tried again and how long between tries.
+says what is tried again and how long between tries. Works on the ``openai`` SDK's 2.x
+(httpx) and 3.x (httpx2) alike: see ``sdk_http``.
 """
 
 from __future__ import annotations
@@ -15,22 +16,23 @@ import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
-import httpx
 import openai
 from openai.types.chat import ChatCompletionChunk
 
+from .. import sdk_http
 from ..errors import LLMError
 from ..events import ThinkingDelta
 from ..messages import ChatMessage
 from ..retry import RetryPolicy
 from ..tools.contract import ToolSpec
+from .done import DoneWatch
 from .stream import LLMItem, RoundEnd, ToolCallAccumulator
 from .think import ThinkSplitter
 from .wire import map_error, reasoning_text, to_wire, usage_of
 
 LOGGER = logging.getLogger(__name__)
 
-_SDK_ERRORS = (openai.OpenAIError, httpx.HTTPError)
+_SDK_ERRORS = (openai.OpenAIError, sdk_http.package.HTTPError)
 
 
 def _worth_retrying(error: BaseException) -> bool:
@@ -67,12 +69,12 @@ class OpenAIChatModel:
     """Stream chat completions with tools from an OpenAI-compatible server."""
 
     def __init__(
-        self, settings: LLMSettings, *, http_client: httpx.AsyncClient | None = None
+        self, settings: LLMSettings, *, http_client: sdk_http.package.AsyncClient | None = None
     ) -> None:
         """Create the SDK client; pass the host's shared HTTP client where there is one."""
         self.settings = settings
         self._owns_http = http_client is None
-        self._timeout = httpx.Timeout(
+        self._timeout = openai.Timeout(
             connect=settings.connect_timeout,
             read=settings.chunk_timeout,
             write=10.0,
@@ -123,7 +125,7 @@ class OpenAIChatModel:
         finish_reason: str | None = None
         usage: dict[str, int] = {}
         error: LLMError | None = None
-        done = _DoneWatch()
+        done = DoneWatch()
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.settings.first_token_timeout) as budget:
@@ -201,50 +203,3 @@ class OpenAIChatModel:
             timeout=self._timeout,
             **extra,
         )
-
-
-class _DoneWatch:
-    """Notice the ``[DONE]`` event in a streamed response's bytes, as the SDK reads them.
-
-    The SDK consumes ``[DONE]`` silently; without it, a server that closed the stream
-    early cannot be told from one that finished without a ``finish_reason``.
-    """
-
-    MARK = b"data: [DONE]"
-
-    def __init__(self) -> None:
-        """Nothing seen yet."""
-        self.seen = False
-        self._tail = b""
-
-    def watch(self, response: httpx.Response) -> None:
-        """Wrap the response's byte stream (before anything was read from it)."""
-        stream = response.stream
-        if isinstance(stream, httpx.AsyncByteStream):
-            response.stream = _Watched(stream, self)
-
-    def feed(self, data: bytes) -> None:
-        """Look for the mark in ``data``, across chunk borders."""
-        window = self._tail + data
-        if self.MARK in window:
-            self.seen = True
-        self._tail = window[-len(self.MARK) :]
-
-
-class _Watched(httpx.AsyncByteStream):
-    """A byte stream that shows every chunk to a ``_DoneWatch`` on its way."""
-
-    def __init__(self, inner: httpx.AsyncByteStream, watch: _DoneWatch) -> None:
-        """Wrap ``inner``."""
-        self._inner = inner
-        self._watch = watch
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        """Yield the inner chunks, watched."""
-        async for chunk in self._inner:
-            self._watch.feed(chunk)
-            yield chunk
-
-    async def aclose(self) -> None:
-        """Close the inner stream."""
-        await self._inner.aclose()

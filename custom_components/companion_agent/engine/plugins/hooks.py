@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 
 from ..chars import clean_text
-from ..turn.prompt import ContextSnippet
+from ..messages import ContextSnippet
 from .types import Hook, TurnContext
 
 LOGGER = logging.getLogger(__name__)

@@ -9,10 +9,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from ..audit.redaction import scrub_text
 from ..errors import ToolContractError, ToolDependencyError, ToolError, ToolValidationError
 from ..json_types import JSONObject, JSONValue
 from ..messages import ToolCallRequest
+from ..redaction import scrub_text
 from ..retry import RetryPolicy
 from .contract import (
     Policy,
