@@ -40,6 +40,7 @@ from .engine.plugins import HostServices, load_library
 from .engine.turn.limits import TurnLimits
 from .engine.turn.runner import TurnRunner
 from .engine.turn.usage import UsageCounters
+from .frontend.resources import async_setup_card
 from .guard_rules import DEFAULT_RULES
 from .memory.setup import async_close_memory, async_setup_memory
 from .proactive.home_state import HassPresence, HassStateWatcher
@@ -56,8 +57,9 @@ CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
-    """Register the integration's services."""
+    """Register the integration's services; serve the companion card."""
     async_setup_services(hass)
+    await async_setup_card(hass)
     return True
 
 

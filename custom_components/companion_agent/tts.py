@@ -57,6 +57,7 @@ from .engine.speech import (
 )
 from .engine.speech.head_start import SpeechKey, Synthesis
 from .engine.turn.runner import FIRST_CLAUSE_CUT
+from .frontend.spoken import SpokenSentences
 from .repairs import (
     async_clear_missing_voice,
     async_report_bad_voice_file,
@@ -147,14 +148,15 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         sentence already under way (a head start) plays without waiting for that check.
         """
         voice, speaker = self._requested_voice(request.options)
-        sentences = _sentences(_deltas(request.message_gen))
+        spoken = SpokenSentences(self.hass, self.entity_id)  # the card's subtitles follow it
+        sentences = spoken.texts(_sentences(_deltas(request.message_gen)))
         heads = self.entry.runtime_data.speech_starts
         synthesis = self._synthesis(voice, speaker)
         playback = self.entry.runtime_data.playback
         audio = heads.speak(
             self._speech_key(voice, speaker), sentences, synthesis, playback.async_report_duration
         )
-        return TTSAudioResponse("wav", self._wav_stream(audio, voice))
+        return TTSAudioResponse("wav", self._wav_stream(spoken.audio(audio), voice))
 
     def async_speak_ahead(self, text: str, trace_id: str) -> bool:
         """Start synthesising a turn's first sentence before HA's stream asks for it."""
