@@ -21,11 +21,14 @@ const TICK_MS = 250;
 const DOMAIN = "companion_agent";
 
 export function describeHeld(held: ConfirmationEvent, language: Language): string {
-  const targets = held.action.targets.map((t) => t.name || t.entity_id || "").filter(Boolean);
-  return localize(language, "held_action", {
-    tool: held.action.tool,
-    targets: targets.join(", ") || "?",
-  });
+  const targets = held.action.targets;
+  const named = targets.map((t) => t.name || t.entity_id || "").filter(Boolean);
+  if (targets.length && targets.every((t) => t.action)) {
+    return targets
+      .map((t) => localize(language, "held_target", { action: t.action ?? "", target: t.name || t.entity_id || "" }))
+      .join(", ");
+  }
+  return localize(language, "held_action", { tool: held.action.tool, targets: named.join(", ") || "?" });
 }
 
 export class CompanionCard extends LitElement {

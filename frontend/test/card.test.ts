@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { CompanionCard } from "../src/companion-card";
+import { CompanionCard, describeHeld } from "../src/companion-card";
 import { SUBTITLE_HOLD } from "../src/state";
 import { fakeHass, HELD, mountCard, settle, shadow, SNAPSHOT } from "./fixtures";
 
@@ -111,6 +111,9 @@ describe("companion-card", () => {
     const buttons = [...shadow(card).querySelectorAll<HTMLButtonElement>(".held button")];
     expect(buttons.map((b) => b.textContent?.trim())).toEqual(["Approve", "Deny"]);
     expect(buttons[0].getAttribute("aria-label")).toBe("Approve: HassTurnOff on Front Door");
+    expect(describeHeld({ ...HELD, action: { tool: "T", targets: [{ name: "Front Door", action: "unlock" }] } }, "en")).toBe(
+      "unlock Front Door",
+    );
     buttons[0].focus();
     expect(shadow(card).activeElement).toBe(buttons[0]);
     expect(buttons.every((b) => b.tabIndex >= 0 && !b.disabled)).toBe(true);

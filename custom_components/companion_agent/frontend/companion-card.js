@@ -641,6 +641,7 @@ var Ae = {
 	tools: "Running",
 	held: "Waiting for your approval",
 	held_action: "{tool} on {targets}",
+	held_target: "{action} {target}",
 	expires: "expires in {seconds} s",
 	approve: "Approve",
 	deny: "Deny",
@@ -677,6 +678,7 @@ var Ae = {
 	tools: "正在执行",
 	held: "等待你的批准",
 	held_action: "{targets}：{tool}",
+	held_target: "{target}：{action}",
 	expires: "{seconds} 秒后过期",
 	approve: "批准",
 	deny: "拒绝",
@@ -1133,10 +1135,13 @@ var Ge = o`
   }
 `, Ke = 250, $ = "companion_agent";
 function qe(e, t) {
-	let n = e.action.targets.map((e) => e.name || e.entity_id || "").filter(Boolean);
-	return Q(t, "held_action", {
+	let n = e.action.targets, r = n.map((e) => e.name || e.entity_id || "").filter(Boolean);
+	return n.length && n.every((e) => e.action) ? n.map((e) => Q(t, "held_target", {
+		action: e.action ?? "",
+		target: e.name || e.entity_id || ""
+	})).join(", ") : Q(t, "held_action", {
 		tool: e.action.tool,
-		targets: n.join(", ") || "?"
+		targets: r.join(", ") || "?"
 	});
 }
 var Je = class extends q {
