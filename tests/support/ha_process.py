@@ -107,7 +107,7 @@ class HomeAssistantProcess:
         folder: Path,
         *,
         extra_yaml: str = "",
-        timeout: float = START_TIMEOUT,
+        start_within: float = START_TIMEOUT,
     ) -> Self:
         """Write the config, start HA, wait for it and onboard it; raise if it never answers."""
         port = free_port()
@@ -130,7 +130,7 @@ class HomeAssistantProcess:
         session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CALL_TIMEOUT))
         home = cls(folder=folder, port=port, process=process, session=session)
         try:
-            await home._wait_until_up(timeout)
+            await home._wait_until_up(start_within)
             await home._onboard()
         except BaseException:
             await home.stop()
@@ -203,7 +203,9 @@ class HomeAssistantProcess:
 
         ``profile`` switches the persona to another profile through its reconfigure flow.
         """
-        flow = await self.rest("POST", "/api/config/config_entries/flow", {"handler": INTEGRATION.name})
+        flow = await self.rest(
+            "POST", "/api/config/config_entries/flow", {"handler": INTEGRATION.name}
+        )
         done = await self.rest(
             "POST",
             f"/api/config/config_entries/flow/{flow['flow_id']}",
@@ -260,12 +262,14 @@ class HomeAssistantProcess:
             {"profile": profile, "llm_hass_api": ["assist"]},
         )
 
-    async def _wait_until_up(self, timeout: float) -> None:
+    async def _wait_until_up(self, within: float) -> None:
         """Poll the onboarding endpoint until HA answers; fail early if the process died."""
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(within):
             while True:
                 if self.process.returncode is not None:
-                    raise RuntimeError(f"HA exited with {self.process.returncode}:\n{self.output()}")
+                    raise RuntimeError(
+                        f"HA exited with {self.process.returncode}:\n{self.output()}"
+                    )
                 with contextlib.suppress(aiohttp.ClientError, TimeoutError):
                     async with self.session.get(self.url + "/api/onboarding") as response:
                         if response.status == 200:
