@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, cast
 from unittest.mock import patch
 
@@ -51,7 +52,9 @@ def demo_lock() -> Iterator[None]:
         yield
 
 
-async def card_house(hass: HomeAssistant, server: LLMServer) -> tuple[MockConfigEntry, str]:
+async def card_house(
+    hass: HomeAssistant, server: LLMServer, profile: str = CARD_PROFILE
+) -> tuple[MockConfigEntry, str]:
     """Set up the demo lock (exposed) and one persona with the card profile and Assist."""
     assert await async_setup_component(hass, "conversation", {})
     demo = MockConfigEntry(domain="demo")
@@ -59,12 +62,19 @@ async def card_house(hass: HomeAssistant, server: LLMServer) -> tuple[MockConfig
     assert await hass.config_entries.async_setup(demo.entry_id)
     await hass.async_block_till_done()
     async_expose_entity(hass, conversation.DOMAIN, "lock.front_door", True)
-    write_profile(hass, "card", CARD_PROFILE)
+    write_profile(hass, "card", profile)
     entry = make_entry(server, llm_apis=[llm.LLM_API_ASSIST], profile="card")
     entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entry.entry_id)
     await hass.async_block_till_done()
     return entry, agents_by_title(hass, entry)["Companion"]
+
+
+def write_face(hass: HomeAssistant, name: str, data: bytes) -> None:
+    """Write an image into ``<config>/companion_agent/profiles/faces/``."""
+    folder = Path(hass.config.path("companion_agent", "profiles", "faces"))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_bytes(data)
 
 
 async def user_token(hass: HomeAssistant, name: str, *, admin: bool = False) -> tuple[str, str]:

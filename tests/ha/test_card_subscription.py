@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -16,7 +17,15 @@ from pytest_homeassistant_custom_component.typing import (
 from custom_components.companion_agent.const import DOMAIN
 from custom_components.companion_agent.frontend.events import TurnStarted
 from custom_components.companion_agent.frontend.hub import MAX_QUEUED, async_publish
-from tests.ha.cardkit import PROMPT_MARKERS, UNLOCK, Card, card_house, demo_lock, user_token
+from tests.ha.cardkit import (
+    CARD_PROFILE,
+    PROMPT_MARKERS,
+    UNLOCK,
+    Card,
+    card_house,
+    demo_lock,
+    user_token,
+)
 from tests.ha.memorykit import call, talk
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -194,3 +203,16 @@ async def test_memories_are_sent_again_when_changed_by_hand(
     )
     update = await card.until("memories")
     assert update["items"] == []
+
+
+async def test_a_profile_face_image_reaches_the_card_as_a_data_url(
+    hass: HomeAssistant, llm_server: LLMServer, hass_ws_client: WebSocketGenerator
+) -> None:
+    """``[face] joy = ...`` in the profile: the snapshot carries the image, no URL to fetch."""
+    image = b'<svg xmlns="http://www.w3.org/2000/svg"/>'
+    write_face(hass, "joy.svg", image)
+    profile = CARD_PROFILE.replace("[policy]", '[face]\n    joy = "faces/joy.svg"\n    [policy]')
+    _entry, agent = await card_house(hass, llm_server, profile)
+    card = await Card.open(hass, hass_ws_client, agent)
+    faces = card.of("snapshot")[0]["persona"]["faces"]
+    assert faces == {"joy": "data:image/svg+xml;base64," + base64.b64encode(image).decode()}
