@@ -25,6 +25,7 @@ from tests.ha.cardkit import (
     card_house,
     demo_lock,
     user_token,
+    write_face,
 )
 from tests.ha.memorykit import call, talk
 from tests.support.llm_script import Reply
