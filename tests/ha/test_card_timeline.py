@@ -210,3 +210,16 @@ async def test_a_stream_reports_each_sentence_when_it_begins_to_play(
     assert [r.text for r in reports] == ["One.", "Two."]
     assert reports[0].heard_at - start < 0.1
     assert reports[1].heard_at - reports[0].heard_at == pytest.approx(0.5, abs=0.01)
+
+
+async def test_the_end_waits_for_the_items_the_host_has_not_taken_yet(
+    hass: HomeAssistant,
+) -> None:
+    """A turn done writing before its host read it all: the end still comes last."""
+    followed = Followed(hass, voice=None)
+    followed.turn.put(sentence("One."))
+    followed.turn.put(sentence("Two."))
+    followed.finish()  # before the consumer has taken either
+    await asyncio.sleep(0)  # the result's callbacks run first
+    await followed.settle()
+    assert followed.kinds() == ["turn_started", "sentence", "sentence", "turn_ended"]

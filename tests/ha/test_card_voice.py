@@ -12,12 +12,13 @@ from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.typing import WebSocketGenerator
 
 from tests.ha.cardkit import Card
+from tests.ha.proactivekit import LOUNGE, TIMEOUT, Devices, devices, setup_companion, start_chat
 from tests.ha.test_speech_start import FIRST, SECOND, THIRD, Voice, pcm, run_pipeline, voice
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.wyoming_proxy import WyomingProxy
 
-__all__ = ["voice"]
+__all__ = ["devices", "voice"]  # fixtures, imported to be found
 BYTES_PER_SECOND = 22050 * 2  # en_US-joe-medium: 22.05 kHz, 16-bit mono
 
 
@@ -55,3 +56,21 @@ async def test_the_card_hears_each_sentence_as_its_audio_plays(
     # the first two have played, well over half the audio (the third is the shortest).
     assert spread > seconds * 0.5, (spread, seconds)
     await card.until("turn_ended")
+
+
+async def test_speech_the_home_begins_reaches_every_card_as_heard(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: Devices,
+    hass_ws_client: WebSocketGenerator,
+) -> None:
+    """start_chat on a media player, in our voice: the card hears it, in the voice's time."""
+    _entry, agent = await setup_companion(hass, llm_server, proxy)
+    card = await Card.open(hass, hass_ws_client, agent)
+    llm_server.script(Reply.text("Dinner is ready. Come to the table."))
+    await start_chat(hass, targets=[LOUNGE])
+    await asyncio.wait_for(devices[LOUNGE].heard.done.wait(), TIMEOUT)
+    await card.until("turn_ended")
+    spoken = [(e["text"], e["timing"]) for e in card.of("sentence")]
+    assert spoken == [("Dinner is ready.", "audio"), ("Come to the table.", "audio")]

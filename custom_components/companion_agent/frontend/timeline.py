@@ -15,6 +15,7 @@ heard yet. Bounded: at most ``MAX_PENDING`` sentences wait, and a timeline lives
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
@@ -27,11 +28,13 @@ from homeassistant.core import (
     EventStateChangedData,
     HomeAssistant,
     callback,
+    split_entity_id,
 )
+from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.event import async_track_state_change_event
 
-from ..const import EMOTIONS
+from ..const import DOMAIN, EMOTIONS
 from ..engine.events import OutputItem, SentenceOutput, ToolCallEvent, TurnResult
 from ..engine.turn.handle import Turn
 from ..voice.speech_start import async_pipeline_voice
@@ -80,6 +83,9 @@ class TurnTimeline:
         self._timer: CALLBACK_TYPE | None = None
         self._unsubscribe: list[CALLBACK_TYPE] = []
         self._ended = False
+        self._result: TurnResult | None = None
+        self._taken = False
+        """Whether the host has taken every item: the end goes out after the last of them."""
         self._publish(
             TurnStarted(persona_id=self._persona, user_id=self._user, trace_id=turn.trace_id)
         )
@@ -93,12 +99,19 @@ class TurnTimeline:
             )
         self._unsubscribe.append(hass.loop.call_later(MAX_LIFE, self._expire).cancel)
         turn.on_cancel(lambda _reason: self._cut())
-        turn.result.add_done_callback(
-            lambda done: self._end(done.result()) if not done.cancelled() else self._stop()
-        )
+        turn.result.add_done_callback(self._on_result)
 
     async def items(self, items: AsyncIterator[OutputItem]) -> AsyncIterator[OutputItem]:
         """Pass the turn's items on, taking its sentences and tool calls for the card."""
+        try:
+            async for item in self._taken_from(items):
+                yield item
+        finally:
+            self._taken = True
+            self._end()
+
+    async def _taken_from(self, items: AsyncIterator[OutputItem]) -> AsyncIterator[OutputItem]:
+        """Take each item's sentence or tool call for the card; pass the item on."""
         async for item in items:
             match item:
                 case SentenceOutput() as sentence:
@@ -225,13 +238,23 @@ class TurnTimeline:
         self._queue = deque(replace(e, at=None) for e in kept)
         self._advance()
 
-    def _end(self, result: TurnResult) -> None:
-        """Queue the end of the turn behind what is still to be heard."""
+    def _on_result(self, done: asyncio.Future[TurnResult]) -> None:
+        """Note how the turn ended; end it for the card once its items are taken too."""
+        if done.cancelled():
+            self._stop()
+            return
+        self._result = done.result()
+        self._end()
+
+    def _end(self, *, taken: bool = False) -> None:
+        """Queue the end of the turn behind what is still to be heard (once, when known)."""
+        if self._ended or self._result is None or not (self._taken or taken):
+            return
         ended = TurnEnded(
             persona_id=self._persona,
             user_id=self._user,
             trace_id=self._trace_id,
-            outcome=result.outcome,
+            outcome=self._result.outcome,
         )
         self._ended = True
         self._add(_Entry(event=ended))
@@ -242,6 +265,7 @@ class TurnTimeline:
         for entry in self._queue:
             entry.key = None
             entry.at = None
+        self._end(taken=True)
         self._advance()
         self._stop()
 
@@ -266,5 +290,24 @@ def async_follow_turn(
         user_id=user_input.context.user_id,
         voice=voice.entity_id if voice is not None else None,
         satellite=user_input.satellite_id,
+    )
+    return TurnTimeline(hass, audience, turn).items(turn.items)
+
+
+@callback
+def async_follow_proactive(
+    hass: HomeAssistant, persona_id: str, turn: Turn, tts_engine: str, target: str
+) -> AsyncIterator[OutputItem]:
+    """Return a turn the home began (no person: everyone's), followed for the cards.
+
+    ``tts_engine`` speaks it (heard when it is one of our voices); ``target`` plays it.
+    """
+    registered = er.async_get(hass).async_get(tts_engine)
+    ours = registered is not None and registered.platform == DOMAIN
+    audience = TurnAudience(
+        persona_id=persona_id,
+        user_id=None,
+        voice=tts_engine if ours else None,
+        satellite=target if split_entity_id(target)[0] == "assist_satellite" else None,
     )
     return TurnTimeline(hass, audience, turn).items(turn.items)
