@@ -2,8 +2,9 @@
 // Chromium from Debian: signs in on HA's own login page, opens the dashboard that holds a
 // companion card, starts a turn as the signed-in person, and checks that the card shows
 // the sentence as a subtitle, the face's emotion change, and the held unlock, which it then
-// approves from the keyboard. Screenshots go to $SHOTS; the last line printed is a JSON
-// summary. Any step that does not happen in time fails the run (exit status 1).
+// approves from the keyboard, and forgets a household memory from the card. Screenshots go
+// to $SHOTS; the last line printed is a JSON summary. Any step that does not happen in
+// time fails the run (exit status 1).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -50,6 +51,15 @@ async function cardShot(name) {
   saved.push(path);
 }
 
+async function connected() {
+  // The frontend has exchanged its login code for tokens (kept: "Keep me logged in").
+  await page.waitForFunction(
+    () => document.querySelector("home-assistant")?.hass?.connection !== undefined,
+    null,
+    { timeout: STEP },
+  );
+}
+
 function face() {
   return page.locator("companion-card .face");
 }
@@ -64,15 +74,12 @@ try {
   await page.locator('input[name="password"]').fill(env.HA_PASSWORD);
   await page.locator('input[name="password"]').press("Enter");
   await page.waitForURL((u) => !u.pathname.startsWith("/auth/"), { timeout: STEP });
+  await connected();
   summary.signed_in = true;
   await page.goto(url + env.DASHBOARD, { waitUntil: "domcontentloaded" });
 
+  await connected();
   await page.locator("companion-card .face").waitFor({ timeout: STEP });
-  await page.waitForFunction(
-    () => document.querySelector("home-assistant")?.hass?.connection !== undefined,
-    null,
-    { timeout: STEP },
-  );
   await page.locator("companion-card .name").filter({ hasNotText: "conversation." }).waitFor({ timeout: STEP });
   summary.emotion_before = await emotion();
   await cardShot("1-card-idle");
@@ -107,6 +114,11 @@ try {
   summary.lock = "unlocked";
   summary.turn = await page.evaluate(() => window.__turn);
   await cardShot("4-card-approved");
+
+  const memory = page.locator("companion-card .memory").filter({ hasText: env.EXPECT_MEMORY });
+  await memory.locator("button.forget").click({ timeout: STEP });
+  await memory.waitFor({ state: "detached", timeout: STEP });
+  summary.forgotten = env.EXPECT_MEMORY;
   console.log(JSON.stringify(summary));
   await context.close();
   rmSync(profile, { recursive: true, force: true });

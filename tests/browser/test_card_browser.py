@@ -4,7 +4,8 @@ HA runs as its own process (``tests/support/ha_process.py``) with the frontend
 (``home-assistant-frontend``), the card added to the owner's dashboard, and the local
 scripted model server as the model. ``frontend/browser/card-flow.mjs`` (Playwright's
 ``playwright-core`` driving Debian's ``chromium``) signs in on HA's login page, runs a turn
-that says a sentence, shows an emotion and holds an unlock, and approves it on the card.
+that says a sentence, shows an emotion and holds an unlock, approves it on the card, and
+forgets a household memory from it.
 The screenshots are saved under ``.screenshots/card/`` and named in the output.
 """
 
@@ -42,6 +43,7 @@ actions = ["joy", "surprise", "think", "wave"]
 "lock" = "confirm"
 """
 DASHBOARD = "companion-card"
+MEMORY = "The bins go out on Tuesday evening."
 UNLOCK = '{"name": "Front Door", "domain": ["lock"]}'
 
 MISSING = (
@@ -89,6 +91,11 @@ async def test_the_card_shows_a_turn_and_approves_a_held_unlock(
             "config": {"title": "Companion", "views": [{"title": "Juniper", "cards": [card]}]},
         },
     )
+    await home.rest(
+        "POST",
+        "/api/services/companion_agent/remember",
+        {"persona": persona, "text": MEMORY, "topic": "bins"},
+    )
     llm_server.script(
         Reply.tool_calls(("call_unlock", "HassTurnOff", UNLOCK)),
         Reply.text(f"[surprise] Oh, the front door? [think] {SENTENCE}", delay=0.05),
@@ -105,6 +112,7 @@ async def test_the_card_shows_a_turn_and_approves_a_held_unlock(
         "PERSONA": persona,
         "SHOTS": str(SHOTS),
         "EXPECT_SENTENCE": SENTENCE,
+        "EXPECT_MEMORY": MEMORY,
         "CHROMIUM": CHROMIUM,
     }
     assert NODE is not None
@@ -123,7 +131,7 @@ async def test_the_card_shows_a_turn_and_approves_a_held_unlock(
         await flow.wait()
         raise
     lines = out.decode(errors="replace").strip().splitlines()
-    summary = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
+    summary = json.loads(lines[-1]) if lines and lines[-1].startswith('{"') else {}
     print("screenshots:", *summary.get("screenshots", []), sep="\n  ")
     assert flow.returncode == 0, f"{summary.get('error') or lines[-20:]}\n{home.output(2000)}"
     assert summary["subtitle"] == SENTENCE
@@ -131,3 +139,4 @@ async def test_the_card_shows_a_turn_and_approves_a_held_unlock(
     assert "Front Door" in summary["held"]
     assert await home.state("lock.front_door") == "unlocked"
     assert summary["turn"] == "done"
+    assert summary["forgotten"] == MEMORY

@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from textwrap import dedent
@@ -40,6 +41,7 @@ CALL_TIMEOUT = 30.0
 BOOT = dedent(
     """
     import sys
+from collections.abc import Callable
     import homeassistant.__main__ as entry_point
     entry_point.validate_python = lambda: None
     sys.exit(entry_point.main())
@@ -175,10 +177,10 @@ class HomeAssistantProcess:
         async with self.session.request(
             method, self.url + path, json=data, headers=headers
         ) as response:
-            body = await response.json(content_type=None)
             if response.status >= 400:
-                raise RuntimeError(f"{method} {path}: {response.status} {body}")
-            return body
+                text = await response.text()
+                raise RuntimeError(f"{method} {path}: {response.status} {text[:500]}")
+            return await response.json(content_type=None)
 
     async def ws(self, *messages: dict[str, Any]) -> list[Any]:
         """Send WebSocket commands as the owner, one after another; return their results."""
@@ -216,6 +218,7 @@ class HomeAssistantProcess:
         entry_id = done["result"]["entry_id"]
         if profile is not None:
             await self._reconfigure_persona(entry_id, profile)
+            await self._reloaded(entry_id)
         for _ in range(100):
             [entities] = await self.ws({"type": "config/entity_registry/list"})
             found = [
@@ -261,6 +264,27 @@ class HomeAssistantProcess:
             f"/api/config/config_entries/subentries/flow/{flow['flow_id']}",
             {"profile": profile, "llm_hass_api": ["assist"]},
         )
+
+    async def _entry_state(self, entry_id: str) -> str:
+        """Return a config entry's state (``loaded``, ``not_loaded``, ...)."""
+        entries = await self.rest("GET", "/api/config/config_entries/entry")
+        return str(next(e["state"] for e in entries if e["entry_id"] == entry_id))
+
+    async def _reloaded(self, entry_id: str, within: float = 30.0) -> None:
+        """Wait for the reload a subentry change starts: out of ``loaded``, then back in."""
+        with contextlib.suppress(TimeoutError):
+            await self._entry_becomes(entry_id, lambda state: state != "loaded", 2.0)
+        await self._entry_becomes(entry_id, lambda state: state == "loaded", within)
+
+    async def _entry_becomes(
+        self, entry_id: str, wanted: Callable[[str], bool], within: float
+    ) -> None:
+        """Poll the entry's state until ``wanted`` says yes; TimeoutError after ``within``."""
+        async with asyncio.timeout(within):
+            while True:
+                if wanted(await self._entry_state(entry_id)):
+                    return
+                await asyncio.sleep(0.05)
 
     async def _wait_until_up(self, within: float) -> None:
         """Poll the onboarding endpoint until HA answers; fail early if the process died."""
