@@ -41,7 +41,6 @@ CALL_TIMEOUT = 30.0
 BOOT = dedent(
     """
     import sys
-from collections.abc import Callable
     import homeassistant.__main__ as entry_point
     entry_point.validate_python = lambda: None
     sys.exit(entry_point.main())
