@@ -1,6 +1,7 @@
 // Drives a real Home Assistant (started by tests/browser/test_card_browser.py) in headless
-// Chromium from Debian: signs in on HA's own login page, opens the dashboard that holds a
-// companion card, starts a turn as the signed-in person, and checks that the card shows
+// Chromium from Debian: signs in on HA's own login page, adds a companion card to an empty
+// dashboard through HA's card picker and the card's visual editor (its stub config picks
+// the persona), starts a turn as the signed-in person, and checks that the card shows
 // the sentence as a subtitle, the face's emotion change, and the held unlock, which it then
 // approves from the keyboard, and forgets a household memory from the card. Screenshots go
 // to $SHOTS; the last line printed is a JSON summary. Any step that does not happen in
@@ -15,6 +16,7 @@ const url = env.HA_URL;
 const persona = env.PERSONA;
 const shots = env.SHOTS;
 const expected = env.EXPECT_SENTENCE;
+const PENCIL = "M20.71,7.04"; // mdiPencil: the "Edit dashboard" button's icon
 const STEP = Number(env.STEP_TIMEOUT_MS ?? 15000);
 const FLAGS = [
   "--no-sandbox",
@@ -47,7 +49,7 @@ async function shot(name) {
 
 async function cardShot(name) {
   const path = join(shots, `${name}.png`);
-  await page.locator("companion-card").screenshot({ path });
+  await card().screenshot({ path });
   saved.push(path);
 }
 
@@ -60,8 +62,12 @@ async function connected() {
   );
 }
 
+function card() {
+  return page.locator("hui-masonry-view companion-card"); // not the editor's preview
+}
+
 function face() {
-  return page.locator("companion-card .face");
+  return card().locator(".face");
 }
 
 async function emotion() {
@@ -79,8 +85,20 @@ try {
   await page.goto(url + env.DASHBOARD, { waitUntil: "domcontentloaded" });
 
   await connected();
-  await page.locator("companion-card .face").waitFor({ timeout: STEP });
-  await page.locator("companion-card .name").filter({ hasNotText: "conversation." }).waitFor({ timeout: STEP });
+  // Edit dashboard (the toolbar's pencil) → Add card → search → the card's editor → Save.
+  await page.locator("hui-masonry-view").waitFor({ timeout: STEP });
+  await page.locator("ha-icon-button").filter({ has: page.locator(`path[d^="${PENCIL}"]`) }).click({ timeout: STEP });
+  await page.getByRole("button", { name: "Add card" }).first().click({ timeout: STEP });
+  await page.locator("hui-card-picker input").first().fill("Companion", { timeout: STEP });
+  await page.locator("hui-card-picker .card").filter({ hasText: "Companion" }).first().click();
+  await page.locator("companion-card-editor ha-form").waitFor({ timeout: STEP });
+  await shot("0-card-editor");
+  await page.locator("hui-dialog-edit-card").getByRole("button", { name: "Save" }).click();
+  await page.getByRole("button", { name: "Done", exact: true }).click({ timeout: STEP });
+  await page.getByRole("button", { name: "Add card" }).waitFor({ state: "hidden", timeout: STEP });
+  await card().locator(".face").waitFor({ timeout: STEP });
+  summary.card_added = true;
+  await card().locator(".name").filter({ hasNotText: "conversation." }).waitFor({ timeout: STEP });
   summary.emotion_before = await emotion();
   await cardShot("1-card-idle");
 
@@ -91,21 +109,21 @@ try {
       .then(() => "done", (err) => `failed: ${err.message ?? err}`);
   }, persona);
 
-  await page.locator("companion-card .subtitle .line").filter({ hasText: expected }).waitFor({ timeout: STEP });
-  summary.subtitle = await page.locator("companion-card .subtitle .line").innerText();
+  await card().locator(".subtitle .line").filter({ hasText: expected }).waitFor({ timeout: STEP });
+  summary.subtitle = await card().locator(".subtitle .line").innerText();
   const before = summary.emotion_before;
   await face().locator(`svg:not([data-emotion="${before}"])`).waitFor({ timeout: STEP });
   summary.emotion_after = await emotion();
 
-  const approve = page.locator("companion-card .held button.approve");
+  const approve = card().locator(".held button.approve");
   await approve.waitFor({ timeout: STEP });
-  summary.held = await page.locator("companion-card .held .what").innerText();
+  summary.held = await card().locator(".held .what").innerText();
   await cardShot("2-card-held-unlock");
   await shot("3-dashboard-held-unlock");
 
   await approve.focus();
   await page.keyboard.press("Enter");
-  await page.locator("companion-card .held").waitFor({ state: "detached", timeout: STEP });
+  await card().locator(".held").waitFor({ state: "detached", timeout: STEP });
   await page.waitForFunction(
     () => document.querySelector("home-assistant").hass.states["lock.front_door"]?.state === "unlocked",
     null,
@@ -115,7 +133,7 @@ try {
   summary.turn = await page.evaluate(() => window.__turn);
   await cardShot("4-card-approved");
 
-  const memory = page.locator("companion-card .memory").filter({ hasText: env.EXPECT_MEMORY });
+  const memory = card().locator(".memory").filter({ hasText: env.EXPECT_MEMORY });
   await memory.locator("button.forget").click({ timeout: STEP });
   await memory.waitFor({ state: "detached", timeout: STEP });
   summary.forgotten = env.EXPECT_MEMORY;

@@ -1,9 +1,10 @@
 """The companion card in a real browser: headless Chromium, a real HA process and frontend.
 
 HA runs as its own process (``tests/support/ha_process.py``) with the frontend
-(``home-assistant-frontend``), the card added to the owner's dashboard, and the local
-scripted model server as the model. ``frontend/browser/card-flow.mjs`` (Playwright's
-``playwright-core`` driving Debian's ``chromium``) signs in on HA's login page, runs a turn
+(``home-assistant-frontend``), an empty dashboard, and the local scripted model server as
+the model. ``frontend/browser/card-flow.mjs`` (Playwright's
+``playwright-core`` driving Debian's ``chromium``) signs in on HA's login page, adds the
+card through HA's card picker and the card's visual editor, runs a turn
 that says a sentence, shows an emotion and holds an unlock, approves it on the card, and
 forgets a household memory from it.
 The screenshots are saved under ``.screenshots/card/`` and named in the output.
@@ -77,7 +78,6 @@ async def test_the_card_shows_a_turn_and_approves_a_held_unlock(
     """Subtitle, face change and held unlock appear on the card; Enter on Approve unlocks."""
     persona = await home.configure_companion(llm_server.url, profile="card")
     await home.expose("lock.front_door")
-    card = {"type": "custom:companion-card", "entity": persona}
     await home.ws(
         {
             "type": "lovelace/dashboards/create",
@@ -88,7 +88,7 @@ async def test_the_card_shows_a_turn_and_approves_a_held_unlock(
         {
             "type": "lovelace/config/save",
             "url_path": DASHBOARD,
-            "config": {"title": "Companion", "views": [{"title": "Juniper", "cards": [card]}]},
+            "config": {"title": "Companion", "views": [{"title": "Juniper", "cards": []}]},
         },
     )
     await home.rest(
@@ -138,5 +138,6 @@ async def test_the_card_shows_a_turn_and_approves_a_held_unlock(
     assert (summary["emotion_before"], summary["emotion_after"]) == ("neutral", "think")
     assert "Front Door" in summary["held"]
     assert await home.state("lock.front_door") == "unlocked"
+    assert summary["card_added"] is True
     assert summary["turn"] == "done"
     assert summary["forgotten"] == MEMORY
