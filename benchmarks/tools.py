@@ -27,8 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.figures import report_p95
 from custom_components.companion_agent.engine.audit.log import AuditLog
 from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
-from custom_components.companion_agent.engine.guard.policy import GuardPolicy
-from custom_components.companion_agent.engine.guard.targets import Target
+from custom_components.companion_agent.engine.guard.policy import GuardPolicy, Target
 from custom_components.companion_agent.engine.json_types import (
     JSONObject,
     JSONValue,

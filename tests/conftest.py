@@ -19,6 +19,12 @@ assert Path(custom_components.__path__[0]).resolve() == ROOT / "custom_component
     "the harness's custom_components package shadows ours"
 )
 
+from tests.support import engine_only  # noqa: E402
+
+if not engine_only.homeassistant_installed():  # the engine-only venv (openai 3.x)
+    engine_only.register_bare_package()
+    snapshot = engine_only.snapshot  # HA's harness has its own
+
 from collections.abc import AsyncIterator  # noqa: E402
 
 import pytest  # noqa: E402

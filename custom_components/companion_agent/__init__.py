@@ -32,11 +32,11 @@ from .const import (
     STORAGE_FOLDER,
 )
 from .engine.audit.log import AuditLog, Tee
-from .engine.audit.redaction import redact_url
 from .engine.errors import LLMAuthError
 from .engine.guard.confirmations import Confirmations
 from .engine.guard.executor import Guard
 from .engine.plugins import HostServices, load_library
+from .engine.redaction import redact_url
 from .engine.turn.limits import TurnLimits
 from .engine.turn.runner import TurnRunner
 from .engine.turn.usage import UsageCounters

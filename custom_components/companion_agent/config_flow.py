@@ -54,8 +54,8 @@ from .const import (
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
-from .engine.audit.redaction import redact_url
 from .engine.errors import LLMAuthError, LLMError
+from .engine.redaction import redact_url
 from .memory_flow import memory_schema, validate_memory
 from .runtime import CompanionConfigEntry, build_model
 from .stt_flow import SttSubentryFlow

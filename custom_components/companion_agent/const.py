@@ -20,7 +20,7 @@ DEFAULT_STT_PORT = 10300
 CONF_ENGINE = "engine"  # absent: a Wyoming server
 ENGINE_EMBEDDED = "embedded"
 VOICES_FOLDER = "voices"  # <config>/companion_agent/voices/: <name>.onnx + <name>.onnx.json
-PIPER_REQUIREMENT = "piper-tts==1.8.0"  # installed on demand, not in manifest.json
+PIPER_REQUIREMENT = "piper-tts>=1.8.0,<2"  # installed on demand, not in manifest.json
 DEFAULT_CONVERSATION_NAME = "Companion"
 STORAGE_FOLDER = "companion_agent"
 

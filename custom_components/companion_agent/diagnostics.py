@@ -10,7 +10,7 @@ from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 
 from .const import CONF_BASE_URL, CONF_MODEL, MEMORY_SECRETS
-from .engine.audit.redaction import redact_url
+from .engine.redaction import redact_url
 from .runtime import CompanionConfigEntry
 
 TO_REDACT = {CONF_API_KEY, "token", "password", "authorization", *MEMORY_SECRETS}

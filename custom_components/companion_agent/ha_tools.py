@@ -15,7 +15,7 @@ from homeassistant.helpers import intent, llm
 from voluptuous_openapi import convert
 
 from .engine.errors import ToolExecutionError, ToolValidationError
-from .engine.guard.targets import Target
+from .engine.guard.policy import Target
 from .engine.json_types import JSONObject, JSONValue
 from .engine.tools.contract import ToolContext, ToolSpec
 from .engine.tools.registry import Tool

@@ -47,10 +47,10 @@ from .const import (
     MEMORY_MEM0,
     STORAGE_FOLDER,
 )
-from .engine.audit.redaction import scrub_text
 from .engine.memory.mem0.setup import MEM0_REQUIREMENTS
 from .engine.memory.mem0.store import Mem0Store
 from .engine.memory.neo4j.graph import NEO4J_REQUIREMENT, Neo4jGraph
+from .engine.redaction import scrub_text
 from .memory.setup import embedder_for, mem0_settings, neo4j_settings
 
 CHECK_TIMEOUT = 5.0

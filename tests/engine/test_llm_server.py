@@ -7,7 +7,6 @@ import math
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
 
-import httpx
 import openai
 import pytest
 from openai.types.chat import (
@@ -16,6 +15,7 @@ from openai.types.chat import (
     ChatCompletionToolUnionParam,
 )
 
+from custom_components.companion_agent.engine import sdk_http
 from tests.support.llm_server import (
     LLMServer,
     ReasoningChunk,
@@ -27,6 +27,15 @@ from tests.support.llm_server import (
 
 MODEL = "test-model"
 HELLO: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Hello there"}]
+# A stream cut mid-way: openai 2.x lets the transport's error through, 3.x wraps it.
+CUT_STREAM = (sdk_http.package.RemoteProtocolError, openai.APIConnectionError)
+
+
+def transport_error(err: BaseException) -> BaseException | None:
+    """Return the transport's own error: ``err``, or what the SDK wrapped."""
+    return err.__cause__ if isinstance(err, openai.APIConnectionError) else err
+
+
 TIME_TOOL: ChatCompletionToolUnionParam = {
     "type": "function",
     "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}},
@@ -226,8 +235,9 @@ async def test_cuts_stream_after_some_chunks(
     received: list[str] = []
 
     response = await client.chat.completions.create(model=MODEL, messages=HELLO, stream=True)
-    with pytest.raises(httpx.RemoteProtocolError):
+    with pytest.raises(CUT_STREAM) as caught:
         await read_into(response, received)
+    assert isinstance(transport_error(caught.value), sdk_http.package.RemoteProtocolError)
 
     assert received == ["ab", "cd"]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
@@ -421,8 +431,9 @@ async def test_close_cuts_open_streams_and_frees_port(socket_enabled: None) -> N
         started = loop.time()
         await server.close()
         assert loop.time() - started < 2.0
-        with pytest.raises(httpx.RemoteProtocolError):
+        with pytest.raises(CUT_STREAM) as caught:
             await read_into(response, [])
+        assert isinstance(transport_error(caught.value), sdk_http.package.RemoteProtocolError)
 
     with pytest.raises(ConnectionRefusedError):
         await asyncio.open_connection("127.0.0.1", int(port))

@@ -14,7 +14,8 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from custom_components.companion_agent.engine.turn.prompt import ContextSnippet, UserPromptBlock
+from custom_components.companion_agent.engine.messages import ContextSnippet
+from custom_components.companion_agent.engine.turn.prompt import UserPromptBlock
 
 LOOK_ALIKES = str.maketrans("аеосрхуіѕтмпгΑΕΟΙΤΜΝΚΧαεοιτ", "aeocpxyistmnraeoitmnkxaeoit")
 TAG = re.compile(r"\[[^\[\]]{0,32}memory\W{0,16}context[^\[\]]{0,32}\]")

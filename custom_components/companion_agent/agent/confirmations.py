@@ -10,8 +10,11 @@ from homeassistant.exceptions import ServiceValidationError
 
 from ..const import DOMAIN, EVENT_CONFIRMATION
 from ..engine.errors import ConfirmationRefusedError
-from ..engine.guard.confirmations import ConfirmationStatus
-from ..engine.guard.tokens import ConfirmationResult, ConfirmationToken
+from ..engine.guard.confirmations import (
+    ConfirmationResult,
+    ConfirmationStatus,
+    ConfirmationToken,
+)
 from ..engine.json_types import JSONObject
 from ..frontend.events import ConfirmationChanged
 from ..frontend.hub import async_publish

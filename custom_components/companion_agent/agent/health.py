@@ -25,10 +25,10 @@ from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.helpers.httpx_client import get_async_client
 
 from ..const import DOMAIN, ISSUE_SERVER_UNREACHABLE, LOGGER
-from ..engine.audit.redaction import redact_url
 from ..engine.errors import LLMAuthError, LLMConnectionError, LLMError
 from ..engine.llm import ChatModel, LLMItem, LLMSettings, OpenAIChatModel, RoundEnd
 from ..engine.messages import ChatMessage
+from ..engine.redaction import redact_url
 from ..engine.tools.contract import ToolSpec
 
 CHECK_INTERVAL = timedelta(minutes=1)

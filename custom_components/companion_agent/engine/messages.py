@@ -1,4 +1,7 @@
-"""Chat messages as the engine sees them; ``llm.py`` converts them to the wire format."""
+"""Chat messages as the engine sees them, and the reference text a user message carries.
+
+``llm/wire.py`` converts the messages to the wire format.
+"""
 
 from __future__ import annotations
 
@@ -50,3 +53,14 @@ class ToolMessage:
 
 
 type ChatMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextSnippet:
+    """One piece of reference text for the user message and where it came from.
+
+    ``source`` is a plugin's id, or the engine's own (``confirmations``, ``input``).
+    """
+
+    source: str
+    text: str

@@ -43,7 +43,6 @@ from ..const import (
     MEMORY_OUTBOX_FILE,
     MEMORY_WINDOWS_FOLDER,
 )
-from ..engine.audit.redaction import scrub_text
 from ..engine.errors import CompanionError, MemoryBackendError, MemoryStoreError
 from ..engine.llm import OpenAIChatModel
 from ..engine.memory.answers import JsonAnswers
@@ -58,6 +57,7 @@ from ..engine.memory.sqlite.store import EmbeddedStore
 from ..engine.memory.types import GraphStore, MemoryStore
 from ..engine.memory.window import RecentWindow
 from ..engine.plugins import Hook, Profile
+from ..engine.redaction import scrub_text
 from ..repairs import async_report_bad_memory_file
 from ..runtime import CompanionConfigEntry
 

@@ -120,7 +120,11 @@ async def test_check_says_cannot_connect_to_a_qdrant_server_that_is_not_there(
     server.close()
     await server.wait_closed()
     settings = Mem0Settings(folder=tmp_path, qdrant_url=f"http://127.0.0.1:{port}", timeout=2.0)
-    check = await Mem0Store(settings, embedder).check()
+    store = Mem0Store(settings, embedder)
+    try:
+        check = await store.check()
+    finally:
+        await store.close()
     assert check.problem == "cannot_connect"
 
 
@@ -156,7 +160,11 @@ async def test_check_says_missing_dependency_without_mem0(
 ) -> None:
     """Test that without the mem0ai package the check is ``missing_dependency``."""
     monkeypatch.setitem(sys.modules, "mem0", None)
-    check = await Mem0Store(Mem0Settings(folder=tmp_path), embedder).check()
+    store = Mem0Store(Mem0Settings(folder=tmp_path), embedder)
+    try:
+        check = await store.check()
+    finally:
+        await store.close()  # its worker thread must not outlive the test
     assert check.problem == "missing_dependency"
 
 

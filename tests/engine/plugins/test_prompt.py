@@ -7,6 +7,7 @@ from pathlib import Path
 from custom_components.companion_agent.engine.messages import (
     AssistantMessage,
     ChatMessage,
+    ContextSnippet,
     SystemMessage,
     UserMessage,
 )
@@ -15,7 +16,6 @@ from custom_components.companion_agent.engine.turn.prompt import (
     CONTEXT_NOTICE,
     CONTEXT_RULE,
     MAX_ITEM_CHARS,
-    ContextSnippet,
     PromptBuilder,
     UserPromptBlock,
     closing_line,

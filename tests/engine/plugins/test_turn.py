@@ -20,7 +20,7 @@ from custom_components.companion_agent.engine.turn.runner import Persona, TurnRu
 from tests.support.llm_server import LLMServer
 from tests.support.turns import Conversations, run
 
-from .hookkit import Scripted
+from .scripted_hooks import Scripted
 
 
 def default_profile() -> Profile:

@@ -11,12 +11,11 @@ import pytest
 from custom_components.companion_agent.engine.audit.log import AuditLog, Tee, read_audit
 from custom_components.companion_agent.engine.guard.confirmations import Confirmations
 from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
-from custom_components.companion_agent.engine.guard.idempotency import IdempotencyCache
-from custom_components.companion_agent.engine.guard.policy import GuardPolicy
-from custom_components.companion_agent.engine.guard.targets import Target
+from custom_components.companion_agent.engine.guard.policy import GuardPolicy, Target
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.messages import ToolCallRequest
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
+from custom_components.companion_agent.engine.tools.idempotency import IdempotencyCache
 from custom_components.companion_agent.engine.tools.registry import (
     RetryPolicy,
     Tool,

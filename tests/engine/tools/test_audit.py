@@ -15,8 +15,8 @@ from custom_components.companion_agent.engine.audit.log import (
     AuditRecord,
     read_audit,
 )
-from custom_components.companion_agent.engine.audit.redaction import is_secret_key, redact
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
+from custom_components.companion_agent.engine.redaction import is_secret_key, redact
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from custom_components.companion_agent.engine.audit.redaction import token_ref
 from custom_components.companion_agent.engine.errors import ConfirmationRefusedError
+from custom_components.companion_agent.engine.guard.confirmations.tokens import token_ref
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.tools.contract import (
     ToolContext,
@@ -125,6 +125,26 @@ async def test_no_cancels_and_the_model_is_told(rig: Rig) -> None:
     [notice] = rig.guard.confirmations.take_notices("conv-1")
     assert notice.status == "cancelled"
     assert [r["decision"] for r in await rig.records()] == ["confirm", "denied"]
+
+
+async def test_a_turn_asks_the_guard_once_for_its_answer_events_and_notices(rig: Rig) -> None:
+    """``before_turn``: the person's yes runs the call; the turn gets its event and notice."""
+    await rig.guard.execute(UNLOCK, CTX)
+    home = await rig.guard.confirmations.before_turn("yes", CTX, answerable=False)
+    assert (home.events, home.notices) == ((), ())
+    assert rig.house.calls == []
+    heard = await rig.guard.confirmations.before_turn("Yes, unlock it.", CTX)
+    assert rig.house.calls == [("unlock", "lock.front_door")]
+    [event] = heard.events
+    assert (event.tool_name, event.status, event.args) == (
+        "lock_unlock",
+        "completed",
+        {"entity_id": "lock.front_door"},
+    )
+    [notice] = heard.notices
+    assert notice.source == "confirmations"
+    assert json.loads(notice.text)["status"] == "executed"
+    assert rig.guard.confirmations.take_notices("conv-1") == []
 
 
 async def test_anything_else_leaves_the_call_waiting(rig: Rig) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from custom_components.companion_agent.engine.guard.consent import (
+from custom_components.companion_agent.engine.guard.confirmations.consent import (
     MAX_TOKENS,
     Consent,
     match_consent,

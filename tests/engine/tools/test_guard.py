@@ -11,8 +11,7 @@ import pytest
 
 from custom_components.companion_agent.engine.errors import ToolValidationError
 from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
-from custom_components.companion_agent.engine.guard.policy import PolicyRule
-from custom_components.companion_agent.engine.guard.targets import Target
+from custom_components.companion_agent.engine.guard.policy import PolicyRule, Target
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool, ToolRegistry

@@ -16,8 +16,8 @@ from typing import Literal, Protocol, Self
 from ..chars import valid_text
 from ..json_types import JSONObject, JSONValue
 from ..messages import ToolCallRequest
+from ..redaction import redact, scrub_text
 from ..tools.contract import ToolContext, ToolOutcome, parse_arguments
-from .redaction import redact, scrub_text
 
 AUDIT_VERSION = 1
 MAX_RAW_CHARS = 2000

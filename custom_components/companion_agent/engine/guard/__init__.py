@@ -1,1 +1,1 @@
-"""The guard: policy, held calls and their confirmations, the executor in front of the tools."""
+"""The guard, in the order a confirmed unlock reads: policy, confirmations/, executor (→ audit)."""

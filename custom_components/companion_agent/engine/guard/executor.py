@@ -1,7 +1,7 @@
 """The guard in front of the tools: check, decide, then run, hold or refuse each call.
 
 Only two paths run a call: ``GuardedExecutor.execute`` when the policy allows it, and a
-held call's own runner (``_run``, bound into its token by ``confirmations.hold``) when the
+held call's own runner (``_run``, bound into its token by ``Confirmations.hold``) when the
 person confirms. Every path leaves one audit record. ``Guard`` keeps what outlives a turn
 (held calls, idempotency, the audit sink, the host's rules) and builds each turn's executor.
 """
@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..audit.record import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
-from ..audit.redaction import redact
 from ..errors import ToolError, ToolValidationError
 from ..json_types import JSONObject
 from ..messages import ToolCallRequest
+from ..redaction import redact
 from ..tools.contract import (
     Policy,
     ToolContext,
@@ -26,13 +26,21 @@ from ..tools.contract import (
     ToolSuccess,
     canonical_arguments,
 )
+from ..tools.idempotency import IdempotencyCache, idempotency_key
 from ..tools.registry import RunReport, Tool, ToolRegistry, failure
 from ..tools.results import compact_json, json_or_text
-from .confirmations import Confirmations
-from .idempotency import IdempotencyCache, idempotency_key
-from .policy import GuardPolicy, PolicyRule, Verdict, profile_rules
-from .targets import NoTargets, StateProbe, Target, TargetResolver
-from .tokens import ConfirmationToken
+from .confirmations.held_calls import Confirmations
+from .confirmations.tokens import ConfirmationToken
+from .policy import (
+    GuardPolicy,
+    NoTargets,
+    PolicyRule,
+    StateProbe,
+    Target,
+    TargetResolver,
+    Verdict,
+    profile_rules,
+)
 
 LOGGER = logging.getLogger(__name__)
 

@@ -3,7 +3,8 @@
 Vendor quirks are normalised here and nowhere else: ``reasoning_content`` / ``reasoning``
 fields and ``<think>`` blocks become ``ThinkingDelta``; tool-call fragments are joined by
 index (or by id where a server sends no index); a missing ``finish_reason`` is inferred.
-The SDK retries only while opening the request, before the first token.
+The SDK retries only while opening the request, before the first token. Works on the
+``openai`` SDK's 2.x (httpx) and 3.x (httpx2) alike: see ``sdk_http``.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
-import httpx
 import openai
 from openai.types.chat import ChatCompletionChunk
 
+from .. import sdk_http
 from ..errors import LLMError
 from ..events import ThinkingDelta
 from ..messages import ChatMessage
 from ..tools.contract import ToolSpec
+from .done import DoneWatch
 from .stream import LLMItem, RoundEnd, ToolCallAccumulator
 from .think import ThinkSplitter
 from .wire import map_error, reasoning_text, to_wire, usage_of
@@ -51,12 +53,12 @@ class OpenAIChatModel:
     """Stream chat completions with tools from an OpenAI-compatible server."""
 
     def __init__(
-        self, settings: LLMSettings, *, http_client: httpx.AsyncClient | None = None
+        self, settings: LLMSettings, *, http_client: sdk_http.package.AsyncClient | None = None
     ) -> None:
         """Create the SDK client; pass the host's shared HTTP client where there is one."""
         self.settings = settings
         self._owns_http = http_client is None
-        self._timeout = httpx.Timeout(
+        self._timeout = openai.Timeout(
             connect=settings.connect_timeout,
             read=settings.chunk_timeout,
             write=10.0,
@@ -81,7 +83,7 @@ class OpenAIChatModel:
             async with asyncio.timeout(self.settings.connect_timeout * 3):
                 page = await self._client.models.list()
                 return [model.id async for model in page]
-        except (openai.OpenAIError, httpx.HTTPError, TimeoutError) as err:
+        except (openai.OpenAIError, sdk_http.package.HTTPError, TimeoutError) as err:
             raise map_error(err) from err
 
     async def stream_with_tools(
@@ -103,7 +105,7 @@ class OpenAIChatModel:
         finish_reason: str | None = None
         usage: dict[str, int] = {}
         error: LLMError | None = None
-        done = _DoneWatch()
+        done = DoneWatch()
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.settings.first_token_timeout) as budget:
@@ -129,7 +131,7 @@ class OpenAIChatModel:
                                     (fn.arguments or "") if fn else "",
                                 )
                             finish_reason = choice.finish_reason or finish_reason
-        except (openai.OpenAIError, httpx.HTTPError, TimeoutError) as err:
+        except (openai.OpenAIError, sdk_http.package.HTTPError, TimeoutError) as err:
             error = map_error(err)
             LOGGER.warning("Model stream failed: %s", error)
         if error is None and finish_reason is None and not done.seen:
@@ -179,50 +181,3 @@ class OpenAIChatModel:
             timeout=self._timeout,
             **extra,
         )
-
-
-class _DoneWatch:
-    """Notice the ``[DONE]`` event in a streamed response's bytes, as the SDK reads them.
-
-    The SDK consumes ``[DONE]`` silently; without it, a server that closed the stream
-    early cannot be told from one that finished without a ``finish_reason``.
-    """
-
-    MARK = b"data: [DONE]"
-
-    def __init__(self) -> None:
-        """Nothing seen yet."""
-        self.seen = False
-        self._tail = b""
-
-    def watch(self, response: httpx.Response) -> None:
-        """Wrap the response's byte stream (before anything was read from it)."""
-        stream = response.stream
-        if isinstance(stream, httpx.AsyncByteStream):
-            response.stream = _Watched(stream, self)
-
-    def feed(self, data: bytes) -> None:
-        """Look for the mark in ``data``, across chunk borders."""
-        window = self._tail + data
-        if self.MARK in window:
-            self.seen = True
-        self._tail = window[-len(self.MARK) :]
-
-
-class _Watched(httpx.AsyncByteStream):
-    """A byte stream that shows every chunk to a ``_DoneWatch`` on its way."""
-
-    def __init__(self, inner: httpx.AsyncByteStream, watch: _DoneWatch) -> None:
-        """Wrap ``inner``."""
-        self._inner = inner
-        self._watch = watch
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        """Yield the inner chunks, watched."""
-        async for chunk in self._inner:
-            self._watch.feed(chunk)
-            yield chunk
-
-    async def aclose(self) -> None:
-        """Close the inner stream."""
-        await self._inner.aclose()

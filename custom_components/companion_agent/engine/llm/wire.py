@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import httpx
 import openai
 from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
+from .. import sdk_http
 from ..errors import LLMAuthError, LLMConnectionError, LLMError
 from ..messages import AssistantMessage, ChatMessage, SystemMessage, UserMessage
 
@@ -41,9 +41,9 @@ def map_error(err: Exception) -> LLMError:
     match err:
         case openai.AuthenticationError() | openai.PermissionDeniedError():
             return LLMAuthError("the model server rejected the API key", status=err.status_code)
-        case openai.APITimeoutError() | httpx.TimeoutException() | TimeoutError():
+        case openai.APITimeoutError() | sdk_http.package.TimeoutException() | TimeoutError():
             return LLMConnectionError("the model server did not answer in time")
-        case openai.APIConnectionError() | httpx.TransportError():
+        case openai.APIConnectionError() | sdk_http.package.TransportError():
             return LLMConnectionError("the model server could not be reached")
         case openai.APIStatusError():
             retryable = err.status_code == 429 or err.status_code >= 500

@@ -18,6 +18,9 @@ a connect costs well under a millisecond) get a fresh connection per request by 
 
 Every call is bounded: ``timeout`` over each request, at most ``batch_size`` texts a
 request, ``MAX_BATCH`` texts a call, ``MAX_INPUT_CHARS`` a text.
+
+Its HTTP client is of the SDK's own package (httpx under openai 2.x, httpx2 under 3.x;
+see ``sdk_http``).
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
-import httpx
 import openai
 
+from .. import sdk_http
 from ..chars import valid_text
 from ..errors import EmbeddingError
 
@@ -124,20 +127,21 @@ class OpenAIEmbedder:
         keep_alive = settings.keep_alive
         if keep_alive is None:
             keep_alive = settings.base_url.startswith("https:")
-        self._http = httpx.AsyncClient(
-            transport=httpx.AsyncHTTPTransport(
+        http = sdk_http.package
+        self._http = http.AsyncClient(
+            transport=http.AsyncHTTPTransport(
                 socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-                limits=httpx.Limits(
+                limits=http.Limits(
                     max_connections=8, max_keepalive_connections=8 if keep_alive else 0
                 ),
             ),
-            timeout=httpx.Timeout(settings.timeout),
+            timeout=http.Timeout(settings.timeout),
         )
         self._client = openai.AsyncOpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key or "not-needed",
             max_retries=0,
-            timeout=httpx.Timeout(settings.timeout),
+            timeout=openai.Timeout(settings.timeout),
             http_client=self._http,
         )
 
@@ -194,7 +198,7 @@ class OpenAIEmbedder:
             raise EmbeddingError(
                 f"the embedding server answered HTTP {err.status_code}", retryable=retryable
             ) from err
-        except (openai.OpenAIError, httpx.HTTPError) as err:
+        except (openai.OpenAIError, sdk_http.package.HTTPError) as err:
             raise EmbeddingError(
                 f"the embedding server could not be reached ({type(err).__name__})",
                 retryable=True,

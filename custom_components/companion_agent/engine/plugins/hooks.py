@@ -17,7 +17,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 
-from ..turn.prompt import ContextSnippet
+from ..messages import ContextSnippet
 from .types import Hook, TurnContext
 
 LOGGER = logging.getLogger(__name__)

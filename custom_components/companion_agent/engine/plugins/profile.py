@@ -16,7 +16,6 @@ import voluptuous as vol
 
 from ..errors import ConfigFileError, PluginConfigError, ProfileConfigError
 from ..tools.contract import Policy
-from ..turn.loop import DEFAULT_MAX_ROUNDS
 from .config import TEXT, PluginConfig, array, of_type, read_toml, reporting, table, unique
 from .loader import PROFILES_DIR, LoadProblem, PluginCatalog
 
@@ -26,6 +25,8 @@ PROFILE_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 ACTION = re.compile(r"[^\s\[\]]{1,32}\Z")
 DEFAULT_PROFILE = "default"
+DEFAULT_MAX_ROUNDS = 6
+"""How many model calls one turn may make, unless the profile says otherwise."""
 DEFAULT_HOOK_TIMEOUT = 1.5
 DEFAULT_TURN_DEADLINE = 60.0
 FACE_TYPES = {

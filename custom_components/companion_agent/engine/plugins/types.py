@@ -12,14 +12,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from typing import Literal, Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..events import OutputItem, TurnOutcome
 from ..proactive.host import PresenceProbe, StateWatcher
 from ..tools.registry import Tool
 from .config import PluginConfig
+
+if TYPE_CHECKING:
+    import httpx  # the host's client: httpx2 under the same name on HA 2026.11 and later
 
 type PluginType = Literal["tool", "hook", "trigger", "transformer"]
 PLUGIN_TYPES: tuple[PluginType, ...] = ("tool", "hook", "trigger", "transformer")

@@ -9,10 +9,10 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from ..audit.redaction import scrub_text
 from ..errors import ToolContractError, ToolDependencyError, ToolError, ToolValidationError
 from ..json_types import JSONObject, JSONValue
 from ..messages import ToolCallRequest
+from ..redaction import scrub_text
 from .contract import (
     Policy,
     ToolContext,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 
-from ..audit.redaction import scrub_text
 from ..chars import valid_text
 from ..json_types import JSONObject, JSONValue
+from ..redaction import scrub_text
 from .contract import ToolFailure
 
 DEFAULT_MAX_RESULT_CHARS = 4000

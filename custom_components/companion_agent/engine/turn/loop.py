@@ -16,15 +16,14 @@ from dataclasses import dataclass, field
 
 from ..errors import LLMError
 from ..events import TextDelta, ThinkingDelta, ToolCallEvent, ToolStatus, TurnOutcome
-from ..guard.tokens import ConfirmationResult
 from ..llm import ChatModel, PartialToolCall, RoundEnd
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
+from ..plugins.profile import DEFAULT_MAX_ROUNDS
 from ..tools.contract import ToolContext, ToolOutcome, ToolSpec, parse_arguments
 from ..tools.registry import ToolExecutor, failure
 
 LOGGER = logging.getLogger(__name__)
 
-DEFAULT_MAX_ROUNDS = 6
 TOOL_CALL_CEILING = 120.0
 
 type LoopItem = TextDelta | ThinkingDelta | ToolCallEvent
@@ -245,16 +244,3 @@ def _cut_call_report(cut: PartialToolCall) -> tuple[ToolCallEvent, ToolMessage]:
         tool_id=cut.call_id, tool_name=cut.name, args={}, status="error", result=content
     )
     return event, ToolMessage(call_id=cut.call_id, content=content)
-
-
-def confirmed_event(result: ConfirmationResult) -> ToolCallEvent:
-    """Report a held call the person just approved (and its outcome) or declined."""
-    request = result.token.request
-    done = result.status == "executed" and result.outcome.kind == "success"
-    return ToolCallEvent(
-        tool_id=request.call_id,
-        tool_name=request.name,
-        args=parse_arguments(request.arguments) or {},
-        status="completed" if done else "error",
-        result=result.outcome.content,
-    )

@@ -20,13 +20,10 @@ import secrets
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from ..chars import LINE_BREAKS, fold_for_matching, safe_cut, strip_format, valid_text
-from ..messages import ChatMessage, SystemMessage, UserMessage
-
-if TYPE_CHECKING:
-    from ..plugins.profile import Profile
+from ..messages import ChatMessage, ContextSnippet, SystemMessage, UserMessage
+from ..plugins.profile import Profile
 
 CONTEXT_TAG = "memory context"
 CONTEXT_NOTICE = (
@@ -162,14 +159,6 @@ def language_name(tag: str) -> str:
     lowered = tag.lower()
     name = _LANGUAGES.get(lowered) or _LANGUAGES.get(lowered.split("-", maxsplit=1)[0])
     return f"{name} ({tag})" if name else tag
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ContextSnippet:
-    """One piece of reference text and the plugin it came from."""
-
-    source: str
-    text: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

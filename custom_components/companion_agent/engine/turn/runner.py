@@ -20,11 +20,11 @@ from dataclasses import dataclass, replace
 
 from ..chars import valid_text
 from ..events import SentenceOutput, TextDelta, TurnOutcome, TurnResult
+from ..guard.confirmations.tokens import ConfirmationResult
 from ..guard.executor import Guard
-from ..guard.targets import StateProbe, TargetResolver
-from ..guard.tokens import ConfirmationResult
+from ..guard.policy import StateProbe, TargetResolver
 from ..llm import ChatModel
-from ..messages import AssistantMessage
+from ..messages import AssistantMessage, ContextSnippet
 from ..pipeline import PipelineConfig, build_pipeline, join_speech, speakable
 from ..plugins import Hook, PluginSet, Profile, TurnContext
 from ..tools.contract import ToolContext
@@ -32,8 +32,8 @@ from ..tools.registry import Tool, ToolRegistry
 from .handle import Turn
 from .history import ConversationHistory, amend_in, store_in
 from .limits import RateLimiter, TurnLimits, within_budget
-from .loop import AgentCore, SpokenLines, TurnRecord, confirmed_event
-from .prompt import ContextSnippet, PromptBuilder, UserPromptBlock
+from .loop import AgentCore, SpokenLines, TurnRecord
+from .prompt import PromptBuilder, UserPromptBlock
 from .stored import Initiator, StoredTurn, as_heard
 from .usage import UsageCounters
 
@@ -216,22 +216,12 @@ class TurnRunner:
         executor = self.guard.executor(
             registry, profile.policy, resolver=request.host_targets, state=request.host_state
         )
-        confirmations = self.guard.confirmations
         proactive = request.initiator == "proactive"
-        reply = (
-            None  # the home's instruction never answers a held action: only the person can
-            if proactive
-            else await confirmations.answer(
-                request.text,
-                language=ctx.language,
-                user_id=ctx.user_id,
-                conversation_id=ctx.conversation_id,
-                trace_id=ctx.trace_id,
-            )
+        confirmations = await self.guard.confirmations.before_turn(
+            request.text, ctx, answerable=not proactive
         )
         cut = _cut_notice(request.said, request.text)
-        for confirmed in reply.results if reply is not None else ():
-            event = confirmed_event(confirmed)
+        for event in confirmations.events:
             record.events.append(event)
             turn.put(event)
         history = await request.history.load()
@@ -241,12 +231,10 @@ class TurnRunner:
         history = within_budget(history, self.limits.history_tokens)
         hooks = persona.plugins.hooks
         snippets = await hooks.before_turn(request.text, turn_ctx, request.host_hooks)
-        notices = tuple(
-            ContextSnippet(source="confirmations", text=notice.content)
-            for notice in confirmations.take_notices(ctx.conversation_id)
-        )
         block = UserPromptBlock(
-            text=request.text, context=(*notices, *snippets, *cut), proactive=proactive
+            text=request.text,
+            context=(*confirmations.notices, *snippets, *cut),
+            proactive=proactive,
         )
         messages = PromptBuilder(profile, extra_instructions=request.host_instructions).build(
             history, block

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, cast
 
-from ..audit.redaction import redact, scrub_text
 from ..events import TurnOutcome
 from ..json_types import JSONObject, JSONValue
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
+from ..redaction import redact, scrub_text
 from ..tools.results import truncate
 
 FORMAT_VERSION = 2

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
 BACKEND = "mem0"
-MEM0_REQUIREMENTS = ("mem0ai==2.2.1", "qdrant-client==1.20.0")
+MEM0_REQUIREMENTS = ("mem0ai>=2.2.1,<3", "qdrant-client>=1.20.0,<2")  # ranges, as for neo4j
 
 type Metadata = dict[str, object]
 type Item = Mapping[str, object]

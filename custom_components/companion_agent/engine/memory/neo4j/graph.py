@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 LOGGER = logging.getLogger(__name__)
 
-NEO4J_REQUIREMENT = "neo4j==6.4.1"
+NEO4J_REQUIREMENT = "neo4j>=6.4.1,<7"  # a range: HA installs it under its own pins
 BACKEND = "neo4j"
 BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
 

@@ -1,14 +1,17 @@
-"""Secret redaction for everything that leaves the engine as a record: audit, logs, errors, URLs."""
+"""Secret redaction for everything that leaves the engine as a record: audit, logs, errors, URLs.
+
+It sits beside ``chars`` at the bottom of the engine: the tools' errors, the stored turns and
+the audit log all pass through it, and the host masks URLs with it.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import re
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from ..json_types import JSONValue
+from .json_types import JSONValue
 
 REDACTED = "***"
 
@@ -82,11 +85,6 @@ def redact(value: JSONValue) -> JSONValue:
             return scrub_text(value)
         case _:
             return value
-
-
-def token_ref(token_id: str) -> str:
-    """Return the short hash under which a confirmation token may be logged."""
-    return hashlib.sha256(token_id.encode()).hexdigest()[:16]
 
 
 def redact_url(url: str) -> str:

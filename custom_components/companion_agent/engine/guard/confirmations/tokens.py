@@ -2,12 +2,13 @@
 
 ``TokenStore`` keeps the live tokens on the event loop, expires each on a timer (and by
 the clock, for hosts whose clock is not the loop's), and remembers closed ones for a while
-so a replay is named as one. What a token's end means is decided in ``confirmations``.
+so a replay is named as one. What a token's end means is decided in ``held_calls``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import secrets
 import time
 from collections import OrderedDict
@@ -15,10 +16,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..audit.redaction import token_ref
-from ..json_types import JSONObject
-from ..messages import ToolCallRequest
-from ..tools.contract import ToolContext, ToolOutcome, canonical_arguments
+from ...json_types import JSONObject
+from ...messages import ToolCallRequest
+from ...tools.contract import ToolContext, ToolOutcome, canonical_arguments
 
 DEFAULT_TTL = 60.0
 MAX_PER_OWNER = 8
@@ -30,7 +30,6 @@ type RefusalReason = Literal[
     "unknown", "used", "expired", "wrong_user", "wrong_conversation", "tampered"
 ]
 type HeldRun = Callable[[ConfirmationToken, ToolContext], Awaitable[ToolOutcome]]
-type NoticeStatus = Literal["executed", "failed", "cancelled", "expired"]
 
 REFUSALS: dict[RefusalReason, str] = {
     "unknown": "no such confirmation",
@@ -40,6 +39,11 @@ REFUSALS: dict[RefusalReason, str] = {
     "wrong_conversation": "this confirmation belongs to another conversation",
     "tampered": "the arguments do not match the action awaiting confirmation",
 }
+
+
+def token_ref(token_id: str) -> str:
+    """Return the short hash under which a confirmation token may be logged."""
+    return hashlib.sha256(token_id.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,15 +86,6 @@ class ConfirmationResult:
     status: Literal["executed", "cancelled"]
     token: ConfirmationToken
     outcome: ToolOutcome
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConfirmationNotice:
-    """A confirmation that ended, for the model to hear at the start of the next turn."""
-
-    status: NoticeStatus
-    token: ConfirmationToken
-    content: str
 
 
 class TokenStore:

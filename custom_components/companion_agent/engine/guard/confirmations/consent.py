@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-from ..chars import HAN
-from .consent_words import EN, LANGUAGES, ConsentWords
+from ...chars import HAN
+from .words import EN, LANGUAGES, ConsentWords
 
 type Consent = Literal["yes", "no", "other"]
 type _Phrase = tuple[str, ...]

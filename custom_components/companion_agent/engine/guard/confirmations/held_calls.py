@@ -3,57 +3,52 @@
 A risky call is not run: ``hold`` issues a token (``tokens.py``) bound to the tool, the
 arguments, the user and the conversation, with the call's own runner inside it. Only
 ``resolve`` (a service call, a dashboard, a phone) or ``answer`` (the person's next words,
-matched before any model runs) can run it, once, before it expires. Nothing the model says
-reaches this module. Every end of a token (run, declined, expired, refused) is audited,
-told to the host's listener, and queued as a notice for the model's next turn.
+matched by ``consent.py`` before any model runs) can run it, once, before it expires.
+Nothing the model says reaches this module. Every end of a token (run, declined, expired,
+refused) is audited, told to the host's listener, and queued (``notices.py``: all that
+the model hears of held calls) for its next turn; ``before_turn`` is all a turn asks.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal, NoReturn
 
-from ..audit.record import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
-from ..audit.redaction import token_ref
-from ..errors import ConfirmationRefusedError
-from ..json_types import JSONObject
-from ..messages import ToolCallRequest
-from ..tools.contract import ToolContext, ToolFailure, ToolOutcome, ToolPending
-from ..tools.results import compact_json, json_or_text
+from ...audit.record import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
+from ...errors import ConfirmationRefusedError
+from ...json_types import JSONObject
+from ...messages import ToolCallRequest
+from ...tools.contract import ToolContext, ToolFailure, ToolOutcome, ToolPending
 from .consent import Consent, match_consent
+from .notices import (
+    ConfirmationNotice,
+    NoticeQueue,
+    NoticeStatus,
+    TurnConfirmations,
+    declined_outcome,
+    pending_outcome,
+    turn_confirmations,
+)
 from .tokens import (
     DEFAULT_TTL,
     REFUSALS,
-    ConfirmationNotice,
     ConfirmationResult,
     ConfirmationToken,
     HeldRun,
-    NoticeStatus,
     RefusalReason,
     TokenStore,
+    token_ref,
 )
 
 LOGGER = logging.getLogger(__name__)
 
-MAX_NOTICES = 16
-MAX_CONVERSATIONS = 256
-
 type ConfirmationStatus = Literal["requested", "executed", "failed", "cancelled", "expired"]
 type ConfirmationListener = Callable[[ConfirmationToken, ConfirmationStatus], None]
 
-PENDING_INSTRUCTION = (
-    "Not done. Ask the person, in one short question, whether to do this. It runs only if "
-    "they answer yes themselves; nothing you say or call can confirm it. Do not say it is "
-    "done and do not call it again."
-)
-_ENDED_UNRUN: dict[NoticeStatus, str] = {
-    "expired": "nobody confirmed in time; the action was cancelled",
-    "cancelled": "the person declined; the action was cancelled",
-}
+_UNKNOWN_CALL = ToolCallRequest(call_id="", name="unknown", arguments="{}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,7 +74,7 @@ class Confirmations:
         self.tokens = TokenStore(self._expired, ttl=ttl, clock=clock)
         self._audit = NullAudit() if audit is None else audit
         self._listener = listener
-        self._notices: OrderedDict[str, list[ConfirmationNotice]] = OrderedDict()
+        self._notices = NoticeQueue()
 
     def hold(
         self,
@@ -97,12 +92,7 @@ class Confirmations:
         user and conversation shares one token, so one "yes" never runs it twice.
         """
         token = self.tokens.issue(request, ctx, action, run, names)
-        body: JSONObject = {"status": "pending_confirmation", "performed": False}
-        body |= {"action": action, "expires_in_seconds": round(token.expires_at - token.created_at)}
-        outcome = ToolPending(
-            content=compact_json(body | {"instruction": PENDING_INSTRUCTION}),
-            token_id=token.token_id,
-        )
+        outcome = pending_outcome(token, action)
         self._record(token, "confirm", outcome, ctx, reasons=reasons)
         self._notify(token, "requested")
         return outcome
@@ -140,11 +130,7 @@ class Confirmations:
         self.tokens.consume(token)
         ctx = token.ctx if trace_id is None else replace(token.ctx, trace_id=trace_id)
         if not approve:
-            body: JSONObject = {"status": "cancelled", "performed": False}
-            body |= {"reason": "the person declined", "action": token.action, "retryable": False}
-            declined = ToolFailure(
-                content=compact_json(body), category="cancelled", retryable=False
-            )
+            declined = declined_outcome(token)
             self._record(token, "denied", "cancelled", ctx, outcome_of=declined)
             self._notice(token, "cancelled", declined)
             return ConfirmationResult(status="cancelled", token=token, outcome=declined)
@@ -189,6 +175,26 @@ class Confirmations:
             results.append(result)
         return ConsentReply(verdict=verdict, results=tuple(results))
 
+    async def before_turn(
+        self, text: str, ctx: ToolContext, *, answerable: bool = True
+    ) -> TurnConfirmations:
+        """Answer the person's held calls with their words, then take what the model must hear.
+
+        ``answerable`` False (the home's own instruction starts the turn) answers nothing:
+        only the person can. The notices are taken either way.
+        """
+        reply = None
+        if answerable:
+            reply = await self.answer(
+                text,
+                language=ctx.language,
+                user_id=ctx.user_id,
+                conversation_id=ctx.conversation_id,
+                trace_id=ctx.trace_id,
+            )
+        answered = () if reply is None else reply.results
+        return turn_confirmations(answered, self.take_notices(ctx.conversation_id))
+
     def peek(self, token_id: str) -> ConfirmationToken | None:
         """Return a live token without consuming it."""
         return self.tokens.get(token_id)
@@ -204,7 +210,7 @@ class Confirmations:
     def take_notices(self, conversation_id: str) -> list[ConfirmationNotice]:
         """Return, once, what the model must hear about confirmations that ended."""
         self.tokens.live()
-        return self._notices.pop(conversation_id, [])
+        return self._notices.take(conversation_id)
 
     def close(self) -> None:
         """Stop the expiry timers; waiting calls are dropped unrun (the host unloads)."""
@@ -226,11 +232,7 @@ class Confirmations:
         trace_id: str | None,
     ) -> NoReturn:
         """Audit a refused confirmation under the presenter's user and conversation; raise."""
-        request = (
-            token.request
-            if token is not None
-            else ToolCallRequest(call_id="", name="unknown", arguments="{}")
-        )
+        request = _UNKNOWN_CALL if token is None else token.request
         where = conversation_id or (token.conversation_id if token is not None else "")
         ctx = ToolContext(conversation_id=where, user_id=user_id, trace_id=trace_id or "")
         ref = token_ref(token_id)
@@ -275,18 +277,7 @@ class Confirmations:
         self, token: ConfirmationToken, status: NoticeStatus, outcome: ToolOutcome | None
     ) -> None:
         """Queue what the model hears next turn (bounded); tell the host's listener."""
-        body: JSONObject = {"status": status, "performed": status == "executed"}
-        body["action"] = token.action
-        if status in _ENDED_UNRUN:
-            body["reason"] = _ENDED_UNRUN[status]
-        elif outcome is not None:
-            body["result"] = json_or_text(outcome.content)
-        queue = self._notices.setdefault(token.conversation_id, [])
-        self._notices.move_to_end(token.conversation_id)
-        queue.append(ConfirmationNotice(status=status, token=token, content=compact_json(body)))
-        del queue[:-MAX_NOTICES]
-        while len(self._notices) > MAX_CONVERSATIONS:
-            self._notices.popitem(last=False)
+        self._notices.add(token, status, outcome)
         self._notify(token, status)
 
     def _notify(self, token: ConfirmationToken, status: ConfirmationStatus) -> None:

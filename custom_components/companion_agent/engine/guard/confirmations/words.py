@@ -3,6 +3,8 @@
 Heads start an utterance; tails are the only words allowed after a head of the same
 polarity (politeness, the action's verbs and nouns). Phrases are separated by ``|``.
 Accents and case do not matter: the lists and the utterance are normalised alike.
+The lists are data held as typed constants, not a file read at run time: nothing to load
+on the event loop, nothing to be missing; a language is one more ``ConsentWords``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,21 @@
+"""Confirmations: held calls, their tokens, and the person's yes or no.
+
+``held_calls`` holds a risky call, runs or declines it on the person's word, expires it;
+``tokens`` binds it to the tool, arguments, user and conversation, single use, on a timer;
+``consent`` matches the person's answer against the word lists in ``words``; ``notices``
+is all that the model and the turn hear of it.
+"""
+
+from .held_calls import ConfirmationListener, Confirmations, ConfirmationStatus, ConsentReply
+from .notices import TurnConfirmations
+from .tokens import ConfirmationResult, ConfirmationToken
+
+__all__ = [
+    "ConfirmationListener",
+    "ConfirmationResult",
+    "ConfirmationStatus",
+    "ConfirmationToken",
+    "Confirmations",
+    "ConsentReply",
+    "TurnConfirmations",
+]

@@ -1,0 +1,1 @@
+"""Requirements: what Home Assistant installs for us, checked against its releases' pins."""
