@@ -20,9 +20,8 @@ from pytest_homeassistant_custom_component.typing import (
     WebSocketGenerator,
 )
 
-from tests.ha.conftest import make_entry
-from tests.ha.personakit import agents_by_title, write_profile
-from tests.support.llm_server import LLMServer
+from tests.ha.entries import SetupCompanion, agents_by_title, persona
+from tests.ha.user_files import write_profile
 
 CARD_PROFILE = """
     name = "Card"
@@ -53,7 +52,7 @@ def demo_lock() -> Iterator[None]:
 
 
 async def card_house(
-    hass: HomeAssistant, server: LLMServer, profile: str = CARD_PROFILE
+    hass: HomeAssistant, setup_companion: SetupCompanion, profile: str = CARD_PROFILE
 ) -> tuple[MockConfigEntry, str]:
     """Set up the demo lock (exposed) and one persona with the card profile and Assist."""
     assert await async_setup_component(hass, "conversation", {})
@@ -63,10 +62,7 @@ async def card_house(
     await hass.async_block_till_done()
     async_expose_entity(hass, conversation.DOMAIN, "lock.front_door", True)
     write_profile(hass, "card", profile)
-    entry = make_entry(server, llm_apis=[llm.LLM_API_ASSIST], profile="card")
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
+    entry = await setup_companion(persona(profile="card", llm_apis=[llm.LLM_API_ASSIST]))
     return entry, agents_by_title(hass, entry)["Companion"]
 
 

@@ -17,6 +17,7 @@ from pytest_homeassistant_custom_component.typing import (
 from custom_components.companion_agent.const import DOMAIN
 from custom_components.companion_agent.frontend.events import TurnStarted
 from custom_components.companion_agent.frontend.hub import MAX_QUEUED, async_publish
+from tests.ha.assist_turns import ask
 from tests.ha.cardkit import (
     CARD_PROFILE,
     PROMPT_MARKERS,
@@ -27,7 +28,8 @@ from tests.ha.cardkit import (
     user_token,
     write_face,
 )
-from tests.ha.memorykit import call, talk
+from tests.ha.entries import SetupCompanion
+from tests.ha.memories import call
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
@@ -43,10 +45,12 @@ def persona_id(hass: HomeAssistant, entity_id: str) -> str:
 
 
 async def test_a_connection_without_a_valid_token_cannot_subscribe(
-    hass: HomeAssistant, llm_server: LLMServer, hass_client_no_auth: ClientSessionGenerator
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    hass_client_no_auth: ClientSessionGenerator,
 ) -> None:
     """HA's WebSocket refuses the command before auth: the subscription needs a user."""
-    _entry, agent = await card_house(hass, llm_server)
+    _entry, agent = await card_house(hass, setup_companion)
     assert await async_setup_component(hass, "websocket_api", {})
     client = await hass_client_no_auth()
     async with client.ws_connect("/api/websocket") as ws:
@@ -57,10 +61,13 @@ async def test_a_connection_without_a_valid_token_cannot_subscribe(
 
 
 async def test_an_unknown_persona_is_not_found(
-    hass: HomeAssistant, llm_server: LLMServer, hass_ws_client: WebSocketGenerator
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    llm_server: LLMServer,
+    hass_ws_client: WebSocketGenerator,
 ) -> None:
     """Anything but a loaded persona's conversation entity is refused."""
-    await card_house(hass, llm_server)
+    await card_house(hass, setup_companion)
     client = await hass_ws_client(hass)
     for entity_id in ("conversation.nobody", "lock.front_door"):
         await client.send_json_auto_id(
@@ -72,10 +79,13 @@ async def test_an_unknown_persona_is_not_found(
 
 
 async def test_a_turn_reaches_the_card_as_typed_events_without_a_prompt(
-    hass: HomeAssistant, llm_server: LLMServer, hass_ws_client: WebSocketGenerator
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    llm_server: LLMServer,
+    hass_ws_client: WebSocketGenerator,
 ) -> None:
     """Snapshot, then turn start, each sentence with its emotion and gesture, and the end."""
-    _entry, agent = await card_house(hass, llm_server)
+    _entry, agent = await card_house(hass, setup_companion)
     card = await Card.open(hass, hass_ws_client, agent)
     snapshot = card.of("snapshot")[0]
     assert snapshot["persona"]["emotions"] == ["joy", "surprise", "think"]
@@ -83,7 +93,7 @@ async def test_a_turn_reaches_the_card_as_typed_events_without_a_prompt(
     assert snapshot["persona"]["name"] == "Companion"
     assert snapshot["emotion"] == "neutral"
     llm_server.script(Reply.text("[joy] Hello there! [wave] Nice to see you."))
-    await talk(hass, agent, "Hi")
+    await ask(hass, agent, "Hi")
     await card.until("turn_ended")
     assert card.kinds()[2:] == ["turn_started", "sentence", "emotion", "sentence", "turn_ended"]
     first, second = card.of("sentence")
@@ -98,10 +108,13 @@ async def test_a_turn_reaches_the_card_as_typed_events_without_a_prompt(
 
 
 async def test_a_non_admin_sees_only_their_own_held_action_and_the_households_memories(
-    hass: HomeAssistant, llm_server: LLMServer, hass_ws_client: WebSocketGenerator
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    llm_server: LLMServer,
+    hass_ws_client: WebSocketGenerator,
 ) -> None:
     """Anna's unlock reaches Anna's card only; memories are the household's, never a person's."""
-    _entry, agent = await card_house(hass, llm_server)
+    _entry, agent = await card_house(hass, setup_companion)
     anna, anna_token = await user_token(hass, "Anna")
     _ben, ben_token = await user_token(hass, "Ben")
     _admin, admin_token = await user_token(hass, "Root", admin=True)
@@ -126,7 +139,7 @@ async def test_a_non_admin_sees_only_their_own_held_action_and_the_households_me
         Reply.tool_calls(("call_unlock", "HassTurnOff", UNLOCK)),
         Reply.text("[think] Should I unlock the front door?"),
     )
-    await talk(hass, agent, "Unlock the front door", user_id=anna)
+    await ask(hass, agent, "Unlock the front door", user_id=anna)
     held = await cards["anna"].until("confirmation", status="requested")
     assert held["action"]["targets"][0]["entity_id"] == "lock.front_door"
     await cards["anna"].until("turn_ended")
@@ -151,10 +164,13 @@ async def test_a_non_admin_sees_only_their_own_held_action_and_the_households_me
 
 
 async def test_a_household_held_action_goes_to_administrators_only(
-    hass: HomeAssistant, llm_server: LLMServer, hass_ws_client: WebSocketGenerator
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    llm_server: LLMServer,
+    hass_ws_client: WebSocketGenerator,
 ) -> None:
     """A satellite's unlock with nobody signed in: admins may approve it, so they see it."""
-    _entry, agent = await card_house(hass, llm_server)
+    _entry, agent = await card_house(hass, setup_companion)
     _ben, ben_token = await user_token(hass, "Ben")
     _root, admin_token = await user_token(hass, "Root", admin=True)
     ben = await Card.open(hass, hass_ws_client, agent, ben_token)
@@ -163,7 +179,7 @@ async def test_a_household_held_action_goes_to_administrators_only(
         Reply.tool_calls(("call_unlock", "HassTurnOff", UNLOCK)),
         Reply.text("Should I unlock the front door?"),
     )
-    await talk(hass, agent, "Unlock the front door")
+    await ask(hass, agent, "Unlock the front door")
     held = await admin.until("confirmation", status="requested")
     assert held["token"]
     await ben.until("turn_ended")  # the household's turn itself is everyone's
@@ -173,10 +189,13 @@ async def test_a_household_held_action_goes_to_administrators_only(
 
 
 async def test_a_flood_is_bounded_and_the_card_is_told_what_it_missed(
-    hass: HomeAssistant, llm_server: LLMServer, hass_ws_client: WebSocketGenerator
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    llm_server: LLMServer,
+    hass_ws_client: WebSocketGenerator,
 ) -> None:
     """Far more events than the queue holds, at once: the newest arrive, the rest are counted."""
-    _entry, agent = await card_house(hass, llm_server)
+    _entry, agent = await card_house(hass, setup_companion)
     card = await Card.open(hass, hass_ws_client, agent)
     persona = persona_id(hass, agent)
     for n in range(MAX_QUEUED * 4):
@@ -189,10 +208,13 @@ async def test_a_flood_is_bounded_and_the_card_is_told_what_it_missed(
 
 
 async def test_memories_are_sent_again_when_changed_by_hand(
-    hass: HomeAssistant, llm_server: LLMServer, hass_ws_client: WebSocketGenerator
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    llm_server: LLMServer,
+    hass_ws_client: WebSocketGenerator,
 ) -> None:
     """Forgetting from the card (the forget action by id) updates every card's list."""
-    _entry, agent = await card_house(hass, llm_server)
+    _entry, agent = await card_house(hass, setup_companion)
     user, token = await user_token(hass, "Cleo")
     await call(
         hass, "remember", {"persona": agent, "text": "The cat is called Miso", "topic": "cat"}
@@ -207,13 +229,16 @@ async def test_memories_are_sent_again_when_changed_by_hand(
 
 
 async def test_a_profile_face_image_reaches_the_card_as_a_data_url(
-    hass: HomeAssistant, llm_server: LLMServer, hass_ws_client: WebSocketGenerator
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    llm_server: LLMServer,
+    hass_ws_client: WebSocketGenerator,
 ) -> None:
     """``[face] joy = ...`` in the profile: the snapshot carries the image, no URL to fetch."""
     image = b'<svg xmlns="http://www.w3.org/2000/svg"/>'
     write_face(hass, "joy.svg", image)
     profile = CARD_PROFILE.replace("[policy]", '[face]\n    joy = "faces/joy.svg"\n    [policy]')
-    _entry, agent = await card_house(hass, llm_server, profile)
+    _entry, agent = await card_house(hass, setup_companion, profile)
     card = await Card.open(hass, hass_ws_client, agent)
     faces = card.of("snapshot")[0]["persona"]["faces"]
     assert faces == {"joy": "data:image/svg+xml;base64," + base64.b64encode(image).decode()}

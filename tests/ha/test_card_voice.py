@@ -12,13 +12,14 @@ from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.typing import WebSocketGenerator
 
 from tests.ha.cardkit import Card
-from tests.ha.proactivekit import LOUNGE, TIMEOUT, Devices, devices, setup_companion, start_chat
-from tests.ha.test_speech_start import FIRST, SECOND, THIRD, Voice, pcm, run_pipeline, voice
+from tests.ha.pipeline_runs import start_text_run
+from tests.ha.start_chat import LOUNGE, TIMEOUT, Companion, Devices, start_chat
+from tests.ha.test_speech_start import FIRST, SECOND, THIRD, Voice, pcm, voice
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.wyoming_proxy import WyomingProxy
 
-__all__ = ["devices", "voice"]  # fixtures, imported to be found
+__all__ = ["voice"]  # a fixture, imported to be found
 BYTES_PER_SECOND = 22050 * 2  # en_US-joe-medium: 22.05 kHz, 16-bit mono
 
 
@@ -41,7 +42,7 @@ async def test_the_card_hears_each_sentence_as_its_audio_plays(
             arrived.append((event["text"], event["timing"], hass.loop.time()))
 
     listening = hass.async_create_task(listen())
-    flight = await run_pipeline(hass, voice, "Morning?")
+    flight = start_text_run(hass, voice.pipeline, "Morning?", timeout=TIMEOUT)
     audio = pcm([chunk async for chunk in flight.audio()])
     await flight.done()
     await asyncio.wait_for(listening, 15)
@@ -61,13 +62,12 @@ async def test_the_card_hears_each_sentence_as_its_audio_plays(
 async def test_speech_the_home_begins_reaches_every_card_as_heard(
     hass: HomeAssistant,
     llm_server: LLMServer,
-    proxy: WyomingProxy,
+    companion: Companion,
     devices: Devices,
     hass_ws_client: WebSocketGenerator,
 ) -> None:
     """start_chat on a media player, in our voice: the card hears it, in the voice's time."""
-    _entry, agent = await setup_companion(hass, llm_server, proxy)
-    card = await Card.open(hass, hass_ws_client, agent)
+    card = await Card.open(hass, hass_ws_client, companion.agent)
     llm_server.script(Reply.text("Dinner is ready. Come to the table."))
     await start_chat(hass, targets=[LOUNGE])
     await asyncio.wait_for(devices[LOUNGE].heard.done.wait(), TIMEOUT)

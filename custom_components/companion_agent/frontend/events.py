@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..engine.events import ToolStatus, TurnOutcome
-from ..engine.guard.confirmations import ConfirmationStatus
-from ..engine.guard.tokens import ConfirmationToken
+from ..engine.guard.confirmations import ConfirmationStatus, ConfirmationToken
 from ..engine.json_types import JSONObject, JSONValue
 
 MAX_TEXT = 600
