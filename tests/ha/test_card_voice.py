@@ -62,8 +62,8 @@ async def test_the_card_hears_each_sentence_as_its_audio_plays(
 async def test_speech_the_home_begins_reaches_every_card_as_heard(
     hass: HomeAssistant,
     llm_server: LLMServer,
+    devices: Devices,  # before the companion: it sets up Assist
     companion: Companion,
-    devices: Devices,
     hass_ws_client: WebSocketGenerator,
 ) -> None:
     """start_chat on a media player, in our voice: the card hears it, in the voice's time."""
