@@ -18,6 +18,8 @@ import { cardStyles } from "./styles";
 import type { CardEvent, CompanionCardConfig, ConfirmationEvent, Hass } from "./types";
 
 const TICK_MS = 250;
+/** How long after a subtitle the clock keeps ticking (its hold is far shorter). */
+const CLOCK_AFTER_MS = 60_000;
 const DOMAIN = "companion_agent";
 
 export function describeHeld(held: ConfirmationEvent, language: Language): string {
@@ -94,7 +96,7 @@ export class CompanionCard extends LitElement {
   override connectedCallback(): void {
     super.connectedCallback();
     this._timer = setInterval(() => {
-      this._now = Date.now();
+      if (this._clockMatters()) this._now = Date.now();
     }, TICK_MS);
     void this._subscribe();
   }
@@ -108,6 +110,13 @@ export class CompanionCard extends LitElement {
 
   protected override updated(changed: PropertyValues): void {
     if (changed.has("hass") || changed.has("_config")) void this._subscribe();
+  }
+
+  /** Say whether the time changes what the card shows (a turn, a subtitle, a countdown). */
+  private _clockMatters(): boolean {
+    const { held, subtitle, turn } = this._model;
+    const recent = subtitle !== undefined && Date.now() - subtitle.shownAt < CLOCK_AFTER_MS;
+    return held.length > 0 || recent || (turn !== undefined && turn.endedAt === undefined);
   }
 
   /** Take one event from the subscription. */

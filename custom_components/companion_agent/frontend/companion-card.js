@@ -58,23 +58,23 @@ var e = globalThis, t = e.ShadowRoot && (e.ShadyCSS === void 0 || e.ShadyCSS.nat
 		}
 		return n;
 	}
-}, g = (e, t) => !l(e, t), _ = {
+}, ae = (e, t) => !l(e, t), oe = {
 	attribute: !0,
 	type: String,
 	converter: h,
 	reflect: !1,
 	useDefault: !1,
-	hasChanged: g
+	hasChanged: ae
 };
 Symbol.metadata ??= Symbol("metadata"), f.litPropertyMetadata ??= /* @__PURE__ */ new WeakMap();
-var v = class extends HTMLElement {
+var g = class extends HTMLElement {
 	static addInitializer(e) {
 		this._$Ei(), (this.l ??= []).push(e);
 	}
 	static get observedAttributes() {
 		return this.finalize(), this._$Eh && [...this._$Eh.keys()];
 	}
-	static createProperty(e, t = _) {
+	static createProperty(e, t = oe) {
 		if (t.state && (t.attribute = !1), this._$Ei(), this.prototype.hasOwnProperty(e) && ((t = Object.create(t)).wrapped = !0), this.elementProperties.set(e, t), !t.noAccessor) {
 			let n = Symbol(), r = this.getPropertyDescriptor(e, n, t);
 			r !== void 0 && u(this.prototype, e, r);
@@ -100,7 +100,7 @@ var v = class extends HTMLElement {
 		};
 	}
 	static getPropertyOptions(e) {
-		return this.elementProperties.get(e) ?? _;
+		return this.elementProperties.get(e) ?? oe;
 	}
 	static _$Ei() {
 		if (this.hasOwnProperty(m("elementProperties"))) return;
@@ -187,7 +187,7 @@ var v = class extends HTMLElement {
 	requestUpdate(e, t, n, r = !1, i) {
 		if (e !== void 0) {
 			let a = this.constructor;
-			if (!1 === r && (i = this[e]), n ??= a.getPropertyOptions(e), !((n.hasChanged ?? g)(i, t) || n.useDefault && n.reflect && i === this._$Ej?.get(e) && !this.hasAttribute(a._$Eu(e, n)))) return;
+			if (!1 === r && (i = this[e]), n ??= a.getPropertyOptions(e), !((n.hasChanged ?? ae)(i, t) || n.useDefault && n.reflect && i === this._$Ej?.get(e) && !this.hasAttribute(a._$Eu(e, n)))) return;
 			this.C(e, t, n);
 		}
 		!1 === this.isUpdatePending && (this._$ES = this._$EP());
@@ -251,88 +251,88 @@ var v = class extends HTMLElement {
 	updated(e) {}
 	firstUpdated(e) {}
 };
-v.elementStyles = [], v.shadowRootOptions = { mode: "open" }, v[m("elementProperties")] = /* @__PURE__ */ new Map(), v[m("finalized")] = /* @__PURE__ */ new Map(), ie?.({ ReactiveElement: v }), (f.reactiveElementVersions ??= []).push("2.1.2");
+g.elementStyles = [], g.shadowRootOptions = { mode: "open" }, g[m("elementProperties")] = /* @__PURE__ */ new Map(), g[m("finalized")] = /* @__PURE__ */ new Map(), ie?.({ ReactiveElement: g }), (f.reactiveElementVersions ??= []).push("2.1.2");
 // node_modules/lit-html/lit-html.js
-var y = globalThis, b = (e) => e, x = y.trustedTypes, S = x ? x.createPolicy("lit-html", { createHTML: (e) => e }) : void 0, C = "$lit$", w = `lit$${Math.random().toFixed(9).slice(2)}$`, T = "?" + w, ae = `<${T}>`, E = document, D = () => E.createComment(""), O = (e) => e === null || typeof e != "object" && typeof e != "function", k = Array.isArray, oe = (e) => k(e) || typeof e?.[Symbol.iterator] == "function", A = "[ 	\n\f\r]", j = /<(?:(!--|\/[^a-zA-Z])|(\/?[a-zA-Z][^>\s]*)|(\/?$))/g, se = /-->/g, ce = />/g, M = RegExp(`>|${A}(?:([^\\s"'>=/]+)(${A}*=${A}*(?:[^ \t\n\f\r"'\`<>=]|("|')|))|$)`, "g"), le = /'/g, ue = /"/g, N = /^(?:script|style|textarea|title)$/i, P = (e) => (t, ...n) => ({
+var _ = globalThis, se = (e) => e, v = _.trustedTypes, ce = v ? v.createPolicy("lit-html", { createHTML: (e) => e }) : void 0, y = "$lit$", b = `lit$${Math.random().toFixed(9).slice(2)}$`, x = "?" + b, le = `<${x}>`, S = document, C = () => S.createComment(""), w = (e) => e === null || typeof e != "object" && typeof e != "function", T = Array.isArray, ue = (e) => T(e) || typeof e?.[Symbol.iterator] == "function", E = "[ 	\n\f\r]", D = /<(?:(!--|\/[^a-zA-Z])|(\/?[a-zA-Z][^>\s]*)|(\/?$))/g, O = /-->/g, k = />/g, A = RegExp(`>|${E}(?:([^\\s"'>=/]+)(${E}*=${E}*(?:[^ \t\n\f\r"'\`<>=]|("|')|))|$)`, "g"), j = /'/g, M = /"/g, N = /^(?:script|style|textarea|title)$/i, de = (e) => (t, ...n) => ({
 	_$litType$: e,
 	strings: t,
 	values: n
-}), F = P(1), I = P(2), L = Symbol.for("lit-noChange"), R = Symbol.for("lit-nothing"), z = /* @__PURE__ */ new WeakMap(), B = E.createTreeWalker(E, 129);
-function V(e, t) {
-	if (!k(e) || !e.hasOwnProperty("raw")) throw Error("invalid template strings array");
-	return S === void 0 ? t : S.createHTML(t);
+}), P = de(1), F = de(2), I = Symbol.for("lit-noChange"), L = Symbol.for("lit-nothing"), fe = /* @__PURE__ */ new WeakMap(), R = S.createTreeWalker(S, 129);
+function z(e, t) {
+	if (!T(e) || !e.hasOwnProperty("raw")) throw Error("invalid template strings array");
+	return ce === void 0 ? t : ce.createHTML(t);
 }
-var de = (e, t) => {
-	let n = e.length - 1, r = [], i, a = t === 2 ? "<svg>" : t === 3 ? "<math>" : "", o = j;
+var pe = (e, t) => {
+	let n = e.length - 1, r = [], i, a = t === 2 ? "<svg>" : t === 3 ? "<math>" : "", o = D;
 	for (let t = 0; t < n; t++) {
 		let n = e[t], s, c, l = -1, u = 0;
-		for (; u < n.length && (o.lastIndex = u, c = o.exec(n), c !== null);) u = o.lastIndex, o === j ? c[1] === "!--" ? o = se : c[1] === void 0 ? c[2] === void 0 ? c[3] !== void 0 && (o = M) : (N.test(c[2]) && (i = RegExp("</" + c[2], "g")), o = M) : o = ce : o === M ? c[0] === ">" ? (o = i ?? j, l = -1) : c[1] === void 0 ? l = -2 : (l = o.lastIndex - c[2].length, s = c[1], o = c[3] === void 0 ? M : c[3] === "\"" ? ue : le) : o === ue || o === le ? o = M : o === se || o === ce ? o = j : (o = M, i = void 0);
-		let d = o === M && e[t + 1].startsWith("/>") ? " " : "";
-		a += o === j ? n + ae : l >= 0 ? (r.push(s), n.slice(0, l) + C + n.slice(l) + w + d) : n + w + (l === -2 ? t : d);
+		for (; u < n.length && (o.lastIndex = u, c = o.exec(n), c !== null);) u = o.lastIndex, o === D ? c[1] === "!--" ? o = O : c[1] === void 0 ? c[2] === void 0 ? c[3] !== void 0 && (o = A) : (N.test(c[2]) && (i = RegExp("</" + c[2], "g")), o = A) : o = k : o === A ? c[0] === ">" ? (o = i ?? D, l = -1) : c[1] === void 0 ? l = -2 : (l = o.lastIndex - c[2].length, s = c[1], o = c[3] === void 0 ? A : c[3] === "\"" ? M : j) : o === M || o === j ? o = A : o === O || o === k ? o = D : (o = A, i = void 0);
+		let d = o === A && e[t + 1].startsWith("/>") ? " " : "";
+		a += o === D ? n + le : l >= 0 ? (r.push(s), n.slice(0, l) + y + n.slice(l) + b + d) : n + b + (l === -2 ? t : d);
 	}
-	return [V(e, a + (e[n] || "<?>") + (t === 2 ? "</svg>" : t === 3 ? "</math>" : "")), r];
-}, H = class e {
+	return [z(e, a + (e[n] || "<?>") + (t === 2 ? "</svg>" : t === 3 ? "</math>" : "")), r];
+}, B = class e {
 	constructor({ strings: t, _$litType$: n }, r) {
 		let i;
 		this.parts = [];
-		let a = 0, o = 0, s = t.length - 1, c = this.parts, [l, u] = de(t, n);
-		if (this.el = e.createElement(l, r), B.currentNode = this.el.content, n === 2 || n === 3) {
+		let a = 0, o = 0, s = t.length - 1, c = this.parts, [l, u] = pe(t, n);
+		if (this.el = e.createElement(l, r), R.currentNode = this.el.content, n === 2 || n === 3) {
 			let e = this.el.content.firstChild;
 			e.replaceWith(...e.childNodes);
 		}
-		for (; (i = B.nextNode()) !== null && c.length < s;) {
+		for (; (i = R.nextNode()) !== null && c.length < s;) {
 			if (i.nodeType === 1) {
-				if (i.hasAttributes()) for (let e of i.getAttributeNames()) if (e.endsWith(C)) {
-					let t = u[o++], n = i.getAttribute(e).split(w), r = /([.?@])?(.*)/.exec(t);
+				if (i.hasAttributes()) for (let e of i.getAttributeNames()) if (e.endsWith(y)) {
+					let t = u[o++], n = i.getAttribute(e).split(b), r = /([.?@])?(.*)/.exec(t);
 					c.push({
 						type: 1,
 						index: a,
 						name: r[2],
 						strings: n,
-						ctor: r[1] === "." ? pe : r[1] === "?" ? me : r[1] === "@" ? he : G
+						ctor: r[1] === "." ? he : r[1] === "?" ? ge : r[1] === "@" ? _e : U
 					}), i.removeAttribute(e);
-				} else e.startsWith(w) && (c.push({
+				} else e.startsWith(b) && (c.push({
 					type: 6,
 					index: a
 				}), i.removeAttribute(e));
 				if (N.test(i.tagName)) {
-					let e = i.textContent.split(w), t = e.length - 1;
+					let e = i.textContent.split(b), t = e.length - 1;
 					if (t > 0) {
-						i.textContent = x ? x.emptyScript : "";
-						for (let n = 0; n < t; n++) i.append(e[n], D()), B.nextNode(), c.push({
+						i.textContent = v ? v.emptyScript : "";
+						for (let n = 0; n < t; n++) i.append(e[n], C()), R.nextNode(), c.push({
 							type: 2,
 							index: ++a
 						});
-						i.append(e[t], D());
+						i.append(e[t], C());
 					}
 				}
 			} else if (i.nodeType === 8) {
-				if (i.data === T) c.push({
+				if (i.data === x) c.push({
 					type: 2,
 					index: a
 				});
 				else {
 					let e = -1;
-					for (; (e = i.data.indexOf(w, e + 1)) !== -1;) c.push({
+					for (; (e = i.data.indexOf(b, e + 1)) !== -1;) c.push({
 						type: 7,
 						index: a
-					}), e += w.length - 1;
+					}), e += b.length - 1;
 				}
 			}
 			a++;
 		}
 	}
 	static createElement(e, t) {
-		let n = E.createElement("template");
+		let n = S.createElement("template");
 		return n.innerHTML = e, n;
 	}
 };
-function U(e, t, n = e, r) {
-	if (t === L) return t;
-	let i = r === void 0 ? n._$Cl : n._$Co?.[r], a = O(t) ? void 0 : t._$litDirective$;
-	return i?.constructor !== a && (i?._$AO?.(!1), a === void 0 ? i = void 0 : (i = new a(e), i._$AT(e, n, r)), r === void 0 ? n._$Cl = i : (n._$Co ??= [])[r] = i), i !== void 0 && (t = U(e, i._$AS(e, t.values), i, r)), t;
+function V(e, t, n = e, r) {
+	if (t === I) return t;
+	let i = r === void 0 ? n._$Cl : n._$Co?.[r], a = w(t) ? void 0 : t._$litDirective$;
+	return i?.constructor !== a && (i?._$AO?.(!1), a === void 0 ? i = void 0 : (i = new a(e), i._$AT(e, n, r)), r === void 0 ? n._$Cl = i : (n._$Co ??= [])[r] = i), i !== void 0 && (t = V(e, i._$AS(e, t.values), i, r)), t;
 }
-var fe = class {
+var me = class {
 	constructor(e, t) {
 		this._$AV = [], this._$AN = void 0, this._$AD = e, this._$AM = t;
 	}
@@ -343,28 +343,28 @@ var fe = class {
 		return this._$AM._$AU;
 	}
 	u(e) {
-		let { el: { content: t }, parts: n } = this._$AD, r = (e?.creationScope ?? E).importNode(t, !0);
-		B.currentNode = r;
-		let i = B.nextNode(), a = 0, o = 0, s = n[0];
+		let { el: { content: t }, parts: n } = this._$AD, r = (e?.creationScope ?? S).importNode(t, !0);
+		R.currentNode = r;
+		let i = R.nextNode(), a = 0, o = 0, s = n[0];
 		for (; s !== void 0;) {
 			if (a === s.index) {
 				let t;
-				s.type === 2 ? t = new W(i, i.nextSibling, this, e) : s.type === 1 ? t = new s.ctor(i, s.name, s.strings, this, e) : s.type === 6 && (t = new ge(i, this, e)), this._$AV.push(t), s = n[++o];
+				s.type === 2 ? t = new H(i, i.nextSibling, this, e) : s.type === 1 ? t = new s.ctor(i, s.name, s.strings, this, e) : s.type === 6 && (t = new ve(i, this, e)), this._$AV.push(t), s = n[++o];
 			}
-			a !== s?.index && (i = B.nextNode(), a++);
+			a !== s?.index && (i = R.nextNode(), a++);
 		}
-		return B.currentNode = E, r;
+		return R.currentNode = S, r;
 	}
 	p(e) {
 		let t = 0;
 		for (let n of this._$AV) n !== void 0 && (n.strings === void 0 ? n._$AI(e[t]) : (n._$AI(e, n, t), t += n.strings.length - 2)), t++;
 	}
-}, W = class e {
+}, H = class e {
 	get _$AU() {
 		return this._$AM?._$AU ?? this._$Cv;
 	}
 	constructor(e, t, n, r) {
-		this.type = 2, this._$AH = R, this._$AN = void 0, this._$AA = e, this._$AB = t, this._$AM = n, this.options = r, this._$Cv = r?.isConnected ?? !0;
+		this.type = 2, this._$AH = L, this._$AN = void 0, this._$AA = e, this._$AB = t, this._$AM = n, this.options = r, this._$Cv = r?.isConnected ?? !0;
 	}
 	get parentNode() {
 		let e = this._$AA.parentNode, t = this._$AM;
@@ -377,7 +377,7 @@ var fe = class {
 		return this._$AB;
 	}
 	_$AI(e, t = this) {
-		e = U(this, e, t), O(e) ? e === R || e == null || e === "" ? (this._$AH !== R && this._$AR(), this._$AH = R) : e !== this._$AH && e !== L && this._(e) : e._$litType$ === void 0 ? e.nodeType === void 0 ? oe(e) ? this.k(e) : this._(e) : this.T(e) : this.$(e);
+		e = V(this, e, t), w(e) ? e === L || e == null || e === "" ? (this._$AH !== L && this._$AR(), this._$AH = L) : e !== this._$AH && e !== I && this._(e) : e._$litType$ === void 0 ? e.nodeType === void 0 ? ue(e) ? this.k(e) : this._(e) : this.T(e) : this.$(e);
 	}
 	O(e) {
 		return this._$AA.parentNode.insertBefore(e, this._$AB);
@@ -386,36 +386,36 @@ var fe = class {
 		this._$AH !== e && (this._$AR(), this._$AH = this.O(e));
 	}
 	_(e) {
-		this._$AH !== R && O(this._$AH) ? this._$AA.nextSibling.data = e : this.T(E.createTextNode(e)), this._$AH = e;
+		this._$AH !== L && w(this._$AH) ? this._$AA.nextSibling.data = e : this.T(S.createTextNode(e)), this._$AH = e;
 	}
 	$(e) {
-		let { values: t, _$litType$: n } = e, r = typeof n == "number" ? this._$AC(e) : (n.el === void 0 && (n.el = H.createElement(V(n.h, n.h[0]), this.options)), n);
+		let { values: t, _$litType$: n } = e, r = typeof n == "number" ? this._$AC(e) : (n.el === void 0 && (n.el = B.createElement(z(n.h, n.h[0]), this.options)), n);
 		if (this._$AH?._$AD === r) this._$AH.p(t);
 		else {
-			let e = new fe(r, this), n = e.u(this.options);
+			let e = new me(r, this), n = e.u(this.options);
 			e.p(t), this.T(n), this._$AH = e;
 		}
 	}
 	_$AC(e) {
-		let t = z.get(e.strings);
-		return t === void 0 && z.set(e.strings, t = new H(e)), t;
+		let t = fe.get(e.strings);
+		return t === void 0 && fe.set(e.strings, t = new B(e)), t;
 	}
 	k(t) {
-		k(this._$AH) || (this._$AH = [], this._$AR());
+		T(this._$AH) || (this._$AH = [], this._$AR());
 		let n = this._$AH, r, i = 0;
-		for (let a of t) i === n.length ? n.push(r = new e(this.O(D()), this.O(D()), this, this.options)) : r = n[i], r._$AI(a), i++;
+		for (let a of t) i === n.length ? n.push(r = new e(this.O(C()), this.O(C()), this, this.options)) : r = n[i], r._$AI(a), i++;
 		i < n.length && (this._$AR(r && r._$AB.nextSibling, i), n.length = i);
 	}
 	_$AR(e = this._$AA.nextSibling, t) {
 		for (this._$AP?.(!1, !0, t); e !== this._$AB;) {
-			let t = b(e).nextSibling;
-			b(e).remove(), e = t;
+			let t = se(e).nextSibling;
+			se(e).remove(), e = t;
 		}
 	}
 	setConnected(e) {
 		this._$AM === void 0 && (this._$Cv = e, this._$AP?.(e));
 	}
-}, G = class {
+}, U = class {
 	get tagName() {
 		return this.element.tagName;
 	}
@@ -423,47 +423,47 @@ var fe = class {
 		return this._$AM._$AU;
 	}
 	constructor(e, t, n, r, i) {
-		this.type = 1, this._$AH = R, this._$AN = void 0, this.element = e, this.name = t, this._$AM = r, this.options = i, n.length > 2 || n[0] !== "" || n[1] !== "" ? (this._$AH = Array(n.length - 1).fill(/* @__PURE__ */ new String()), this.strings = n) : this._$AH = R;
+		this.type = 1, this._$AH = L, this._$AN = void 0, this.element = e, this.name = t, this._$AM = r, this.options = i, n.length > 2 || n[0] !== "" || n[1] !== "" ? (this._$AH = Array(n.length - 1).fill(/* @__PURE__ */ new String()), this.strings = n) : this._$AH = L;
 	}
 	_$AI(e, t = this, n, r) {
 		let i = this.strings, a = !1;
-		if (i === void 0) e = U(this, e, t, 0), a = !O(e) || e !== this._$AH && e !== L, a && (this._$AH = e);
+		if (i === void 0) e = V(this, e, t, 0), a = !w(e) || e !== this._$AH && e !== I, a && (this._$AH = e);
 		else {
 			let r = e, o, s;
-			for (e = i[0], o = 0; o < i.length - 1; o++) s = U(this, r[n + o], t, o), s === L && (s = this._$AH[o]), a ||= !O(s) || s !== this._$AH[o], s === R ? e = R : e !== R && (e += (s ?? "") + i[o + 1]), this._$AH[o] = s;
+			for (e = i[0], o = 0; o < i.length - 1; o++) s = V(this, r[n + o], t, o), s === I && (s = this._$AH[o]), a ||= !w(s) || s !== this._$AH[o], s === L ? e = L : e !== L && (e += (s ?? "") + i[o + 1]), this._$AH[o] = s;
 		}
 		a && !r && this.j(e);
 	}
 	j(e) {
-		e === R ? this.element.removeAttribute(this.name) : this.element.setAttribute(this.name, e ?? "");
+		e === L ? this.element.removeAttribute(this.name) : this.element.setAttribute(this.name, e ?? "");
 	}
-}, pe = class extends G {
+}, he = class extends U {
 	constructor() {
 		super(...arguments), this.type = 3;
 	}
 	j(e) {
-		this.element[this.name] = e === R ? void 0 : e;
+		this.element[this.name] = e === L ? void 0 : e;
 	}
-}, me = class extends G {
+}, ge = class extends U {
 	constructor() {
 		super(...arguments), this.type = 4;
 	}
 	j(e) {
-		this.element.toggleAttribute(this.name, !!e && e !== R);
+		this.element.toggleAttribute(this.name, !!e && e !== L);
 	}
-}, he = class extends G {
+}, _e = class extends U {
 	constructor(e, t, n, r, i) {
 		super(e, t, n, r, i), this.type = 5;
 	}
 	_$AI(e, t = this) {
-		if ((e = U(this, e, t, 0) ?? R) === L) return;
-		let n = this._$AH, r = e === R && n !== R || e.capture !== n.capture || e.once !== n.once || e.passive !== n.passive, i = e !== R && (n === R || r);
+		if ((e = V(this, e, t, 0) ?? L) === I) return;
+		let n = this._$AH, r = e === L && n !== L || e.capture !== n.capture || e.once !== n.once || e.passive !== n.passive, i = e !== L && (n === L || r);
 		r && this.element.removeEventListener(this.name, this, n), i && this.element.addEventListener(this.name, this, e), this._$AH = e;
 	}
 	handleEvent(e) {
 		typeof this._$AH == "function" ? this._$AH.call(this.options?.host ?? this.element, e) : this._$AH.handleEvent(e);
 	}
-}, ge = class {
+}, ve = class {
 	constructor(e, t, n) {
 		this.element = e, this.type = 6, this._$AN = void 0, this._$AM = t, this.options = n;
 	}
@@ -471,18 +471,18 @@ var fe = class {
 		return this._$AM._$AU;
 	}
 	_$AI(e) {
-		U(this, e);
+		V(this, e);
 	}
-}, _e = y.litHtmlPolyfillSupport;
-_e?.(H, W), (y.litHtmlVersions ??= []).push("3.3.3");
-var ve = (e, t, n) => {
+}, ye = _.litHtmlPolyfillSupport;
+ye?.(B, H), (_.litHtmlVersions ??= []).push("3.3.3");
+var be = (e, t, n) => {
 	let r = n?.renderBefore ?? t, i = r._$litPart$;
 	if (i === void 0) {
 		let e = n?.renderBefore ?? null;
-		r._$litPart$ = i = new W(t.insertBefore(D(), e), e, void 0, n ?? {});
+		r._$litPart$ = i = new H(t.insertBefore(C(), e), e, void 0, n ?? {});
 	}
 	return i._$AI(e), i;
-}, K = globalThis, q = class extends v {
+}, W = globalThis, G = class extends g {
 	constructor() {
 		super(...arguments), this.renderOptions = { host: this }, this._$Do = void 0;
 	}
@@ -492,7 +492,7 @@ var ve = (e, t, n) => {
 	}
 	update(e) {
 		let t = this.render();
-		this.hasUpdated || (this.renderOptions.isConnected = this.isConnected), super.update(e), this._$Do = ve(t, this.renderRoot, this.renderOptions);
+		this.hasUpdated || (this.renderOptions.isConnected = this.isConnected), super.update(e), this._$Do = be(t, this.renderRoot, this.renderOptions);
 	}
 	connectedCallback() {
 		super.connectedCallback(), this._$Do?.setConnected(!0);
@@ -501,134 +501,134 @@ var ve = (e, t, n) => {
 		super.disconnectedCallback(), this._$Do?.setConnected(!1);
 	}
 	render() {
-		return L;
+		return I;
 	}
 };
-q._$litElement$ = !0, q.finalized = !0, K.litElementHydrateSupport?.({ LitElement: q });
-var ye = K.litElementPolyfillSupport;
-ye?.({ LitElement: q }), (K.litElementVersions ??= []).push("4.2.2");
+G._$litElement$ = !0, G.finalized = !0, W.litElementHydrateSupport?.({ LitElement: G });
+var xe = W.litElementPolyfillSupport;
+xe?.({ LitElement: G }), (W.litElementVersions ??= []).push("4.2.2");
 // src/face.ts
-var J = "M44 78 Q60 92 76 78", Y = "M42 76 Q60 98 78 76 Z", be = "M46 82 L74 82", xe = "M46 86 Q60 74 74 86", Se = "M52 80 a8 9 0 1 0 16 0 a8 9 0 1 0 -16 0", Ce = "M54 82 Q60 86 66 82", X = "M44 84 Q50 78 56 84 T68 84 T80 84", we = {
+var K = "M44 78 Q60 92 76 78", q = "M42 76 Q60 98 78 76 Z", J = "M46 82 L74 82", Se = "M46 86 Q60 74 74 86", Ce = "M52 80 a8 9 0 1 0 16 0 a8 9 0 1 0 -16 0", we = "M54 82 Q60 86 66 82", Y = "M44 84 Q50 78 56 84 T68 84 T80 84", Te = {
 	neutral: {
 		eyes: "round",
-		mouth: Ce
+		mouth: we
 	},
 	calm: {
 		eyes: "closed",
-		mouth: J
+		mouth: K
 	},
 	joy: {
 		eyes: "happy",
-		mouth: Y,
+		mouth: q,
 		blush: !0
 	},
 	happy: {
 		eyes: "happy",
-		mouth: J,
+		mouth: K,
 		blush: !0
 	},
 	excited: {
 		eyes: "wide",
-		mouth: Y,
+		mouth: q,
 		brows: [-12, 12]
 	},
 	proud: {
 		eyes: "happy",
-		mouth: J,
+		mouth: K,
 		brows: [-8, 8]
 	},
 	love: {
 		eyes: "heart",
-		mouth: J,
+		mouth: K,
 		blush: !0
 	},
 	shy: {
 		eyes: "side",
-		mouth: Ce,
+		mouth: we,
 		blush: !0
 	},
 	sad: {
 		eyes: "sad",
-		mouth: xe,
+		mouth: Se,
 		brows: [14, -14]
 	},
 	worried: {
 		eyes: "round",
-		mouth: X,
+		mouth: Y,
 		brows: [14, -14]
 	},
 	fear: {
 		eyes: "wide",
-		mouth: X,
+		mouth: Y,
 		brows: [18, -18]
 	},
 	angry: {
 		eyes: "angry",
-		mouth: xe,
+		mouth: Se,
 		brows: [-20, 20]
 	},
 	surprise: {
 		eyes: "wide",
-		mouth: Se,
+		mouth: Ce,
 		brows: [-6, 6]
 	},
 	surprised: {
 		eyes: "wide",
-		mouth: Se,
+		mouth: Ce,
 		brows: [-6, 6]
 	},
 	confused: {
 		eyes: "round",
-		mouth: X,
+		mouth: Y,
 		brows: [10, 0]
 	},
 	think: {
 		eyes: "side",
-		mouth: be,
+		mouth: J,
 		brows: [0, -10]
 	},
 	tired: {
 		eyes: "closed",
-		mouth: be
+		mouth: J
 	}
 };
-function Te(e) {
-	return we[e.toLowerCase()] ?? we.neutral;
-}
-function Ee(e, t) {
-	switch (t) {
-		case "happy": return I`<path class="eye" d="M${e - 7} 54 Q${e} 44 ${e + 7} 54" />`;
-		case "closed": return I`<path class="eye" d="M${e - 7} 52 Q${e} 57 ${e + 7} 52" />`;
-		case "wide": return I`<circle class="eye-fill" cx=${e} cy="50" r="7" /><circle class="glint" cx=${e + 2} cy="48" r="2" />`;
-		case "sad": return I`<circle class="eye-fill" cx=${e} cy="54" r="4.5" />`;
-		case "angry": return I`<path class="eye-fill" d="M${e - 6} 49 L${e + 6} 53 L${e + 5} 57 L${e - 5} 57 Z" />`;
-		case "heart": return I`<path class="heart" d="M${e} 58 l-6 -6 a3.5 3.5 0 0 1 6 -4 a3.5 3.5 0 0 1 6 4 Z" />`;
-		case "side": return I`<circle class="eye-fill" cx=${e + 3} cy="50" r="4.5" />`;
-		default: return I`<circle class="eye-fill blink" cx=${e} cy="52" r="5" />`;
-	}
+function Ee(e) {
+	return Te[e.toLowerCase()] ?? Te.neutral;
 }
 function De(e, t) {
-	return I`<path class="brow" d="M${e - 8} 38 L${e + 8} 38" transform="rotate(${t} ${e} 38)" />`;
+	switch (t) {
+		case "happy": return F`<path class="eye" d="M${e - 7} 54 Q${e} 44 ${e + 7} 54" />`;
+		case "closed": return F`<path class="eye" d="M${e - 7} 52 Q${e} 57 ${e + 7} 52" />`;
+		case "wide": return F`<circle class="eye-fill" cx=${e} cy="50" r="7" /><circle class="glint" cx=${e + 2} cy="48" r="2" />`;
+		case "sad": return F`<circle class="eye-fill" cx=${e} cy="54" r="4.5" />`;
+		case "angry": return F`<path class="eye-fill" d="M${e - 6} 49 L${e + 6} 53 L${e + 5} 57 L${e - 5} 57 Z" />`;
+		case "heart": return F`<path class="heart" d="M${e} 58 l-6 -6 a3.5 3.5 0 0 1 6 -4 a3.5 3.5 0 0 1 6 4 Z" />`;
+		case "side": return F`<circle class="eye-fill" cx=${e + 3} cy="50" r="4.5" />`;
+		default: return F`<circle class="eye-fill blink" cx=${e} cy="52" r="5" />`;
+	}
+}
+function X(e, t) {
+	return F`<path class="brow" d="M${e - 8} 38 L${e + 8} 38" transform="rotate(${t} ${e} 38)" />`;
 }
 function Oe(e, t, n, r) {
-	if (r) return F`<div class="face state-${t}" role="img" aria-label=${n}>
+	if (r) return P`<div class="face state-${t}" role="img" aria-label=${n}>
       <img class="face-image" src=${r} alt="" />
       ${ke(t)}
     </div>`;
-	let i = Te(e);
-	return F`<div class="face state-${t}" role="img" aria-label=${n}>
+	let i = Ee(e);
+	return P`<div class="face state-${t}" role="img" aria-label=${n}>
     <svg viewBox="0 0 120 120" aria-hidden="true" data-emotion=${e} data-eyes=${i.eyes}>
       <circle class="head" cx="60" cy="60" r="50" />
-      ${i.blush ? I`<ellipse class="blush" cx="34" cy="68" rx="7" ry="4" /><ellipse class="blush" cx="86" cy="68" rx="7" ry="4" />` : null}
-      ${i.brows ? I`${De(42, i.brows[0])}${De(78, i.brows[1])}` : null}
-      ${Ee(42, i.eyes)} ${Ee(78, i.eyes)}
+      ${i.blush ? F`<ellipse class="blush" cx="34" cy="68" rx="7" ry="4" /><ellipse class="blush" cx="86" cy="68" rx="7" ry="4" />` : null}
+      ${i.brows ? F`${X(42, i.brows[0])}${X(78, i.brows[1])}` : null}
+      ${De(42, i.eyes)} ${De(78, i.eyes)}
       <g class="mouth-wrap"><path class="mouth" d=${i.mouth} /></g>
     </svg>
     ${ke(t)}
   </div>`;
 }
 function ke(e) {
-	return e === "thinking" ? F`<div class="dots" aria-hidden="true"><span></span><span></span><span></span></div>` : e === "listening" ? F`<div class="ring" aria-hidden="true"></div>` : null;
+	return e === "thinking" ? P`<div class="dots" aria-hidden="true"><span></span><span></span><span></span></div>` : e === "listening" ? P`<div class="ring" aria-hidden="true"></div>` : null;
 }
 // src/strings.ts
 var Ae = {
@@ -767,7 +767,7 @@ var Pe = [
 		name: "show_memories",
 		selector: { boolean: {} }
 	}
-], Fe = class extends q {
+], Fe = class extends G {
 	constructor(...e) {
 		super(...e), this._label = (e) => Q(Z(this.hass?.locale?.language ?? this.hass?.language), e.name);
 	}
@@ -792,7 +792,7 @@ var Pe = [
 		}));
 	}
 	render() {
-		return F`<ha-form
+		return P`<ha-form
       .hass=${this.hass}
       .data=${this._config}
       .schema=${Pe}
@@ -1133,8 +1133,8 @@ var Ge = o`
       transition: none !important;
     }
   }
-`, Ke = 250, $ = "companion_agent";
-function qe(e, t) {
+`, Ke = 250, qe = 6e4, $ = "companion_agent";
+function Je(e, t) {
 	let n = e.action.targets, r = n.map((e) => e.name || e.entity_id || "").filter(Boolean);
 	return n.length && n.every((e) => e.action) ? n.map((e) => Q(t, "held_target", {
 		action: e.action ?? "",
@@ -1144,7 +1144,7 @@ function qe(e, t) {
 		targets: r.join(", ") || "?"
 	});
 }
-var Je = class extends q {
+var Ye = class extends G {
 	constructor(...e) {
 		super(...e), this._model = ze(), this._now = Date.now();
 	}
@@ -1193,7 +1193,7 @@ var Je = class extends q {
 	}
 	connectedCallback() {
 		super.connectedCallback(), this._timer = setInterval(() => {
-			this._now = Date.now();
+			this._clockMatters() && (this._now = Date.now());
 		}, Ke), this._subscribe();
 	}
 	disconnectedCallback() {
@@ -1201,6 +1201,10 @@ var Je = class extends q {
 	}
 	updated(e) {
 		(e.has("hass") || e.has("_config")) && this._subscribe();
+	}
+	_clockMatters() {
+		let { held: e, subtitle: t, turn: n } = this._model, r = t !== void 0 && Date.now() - t.shownAt < qe;
+		return e.length > 0 || r || n !== void 0 && n.endedAt === void 0;
 	}
 	handleEvent(e, t = Date.now()) {
 		this._model = Ve(this._model, e, t), this._now = t;
@@ -1252,13 +1256,13 @@ var Je = class extends q {
 	}
 	render() {
 		let e = this._config;
-		if (!e?.entity) return F`<ha-card><div class="card"><p>${this.t("no_entity")}</p></div></ha-card>`;
+		if (!e?.entity) return P`<ha-card><div class="card"><p>${this.t("no_entity")}</p></div></ha-card>`;
 		let t = this._model, n = this._now, r = We(t, n, e.satellite ? this.hass?.states[e.satellite]?.state : void 0), i = t.persona?.name ?? e.entity, a = t.emotion, o = t.persona?.faces[a] ?? t.persona?.faces.neutral, s = this.t("face", {
 			name: i,
 			state: this.t(r),
 			emotion: Ne(this.language, a)
 		});
-		return F`<ha-card>
+		return P`<ha-card>
       <div class="card" lang=${this.language}>
         <div class="top">
           ${Oe(a, r, s, o)}
@@ -1267,46 +1271,46 @@ var Je = class extends q {
             <span class="state">${this.t(r)} · ${Ne(this.language, a)}</span>
           </div>
         </div>
-        ${this._error ? F`<p class="error" role="alert">${this._error}</p>` : R}
-        ${t.missed ? F`<p class="note">${this.t("missed")}</p>` : R}
-        ${e.show_subtitles ? this._subtitles(i) : R}
-        ${e.show_tools ? this._tools() : R}
-        ${e.show_confirmations ? this._held(n) : R}
-        ${e.show_memories ? this._memories(i) : R}
+        ${this._error ? P`<p class="error" role="alert">${this._error}</p>` : L}
+        ${t.missed ? P`<p class="note">${this.t("missed")}</p>` : L}
+        ${e.show_subtitles ? this._subtitles(i) : L}
+        ${e.show_tools ? this._tools() : L}
+        ${e.show_confirmations ? this._held(n) : L}
+        ${e.show_memories ? this._memories(i) : L}
       </div>
     </ha-card>`;
 	}
 	_subtitles(e) {
 		let t = Ue(this._model, this._now);
-		return F`<div
+		return P`<div
       class="subtitle"
       role="log"
       aria-live="polite"
       aria-label=${this.t("subtitles", { name: e })}
     >
-      ${t ? F`${t.gestures.map((e) => F`<span class="gesture">${e}</span>`)}<span
+      ${t ? P`${t.gestures.map((e) => P`<span class="gesture">${e}</span>`)}<span
               class="line"
               >${t.text}</span
-            >` : R}
+            >` : L}
     </div>`;
 	}
 	_tools() {
 		let e = this._model.turn?.endedAt === void 0 ? this._model.tools : [];
-		return e.length ? F`<section>
+		return e.length ? P`<section>
       <h3>${this.t("tools")}</h3>
       <ul>
-        ${e.map((e) => F`<li class="tool">${e.name} · ${this.t(`status_${e.status}`)}</li>`)}
+        ${e.map((e) => P`<li class="tool">${e.name} · ${this.t(`status_${e.status}`)}</li>`)}
       </ul>
-    </section>` : R;
+    </section>` : L;
 	}
 	_held(e) {
 		let t = He(this._model, e);
-		return t.length ? F`<section>
+		return t.length ? P`<section>
       <h3>${this.t("held")}</h3>
       <ul>
         ${t.map((t) => {
-			let n = qe(t, this.language), r = Math.max(0, Math.round(t.expires_at - e / 1e3));
-			return F`<li class="held" data-id=${t.id}>
+			let n = Je(t, this.language), r = Math.max(0, Math.round(t.expires_at - e / 1e3));
+			return P`<li class="held" data-id=${t.id}>
             <span class="what">${n} <small>(${this.t("expires", { seconds: r })})</small></span>
             <button
               class="approve"
@@ -1325,12 +1329,12 @@ var Je = class extends q {
           </li>`;
 		})}
       </ul>
-    </section>` : R;
+    </section>` : L;
 	}
 	_memories(e) {
 		let t = this._model, n;
-		return n = t.memoryAvailable ? t.memories.length ? F`<ul>
-        ${t.memories.map((e) => F`<li class="memory" data-id=${e.id}>
+		return n = t.memoryAvailable ? t.memories.length ? P`<ul>
+        ${t.memories.map((e) => P`<li class="memory" data-id=${e.id}>
               <span class="text">${e.text}</span>
               <button
                 class="forget"
@@ -1340,14 +1344,14 @@ var Je = class extends q {
                 ${this.t("forget")}
               </button>
             </li>`)}
-      </ul>` : F`<p>${this.t("no_memories")}</p>` : F`<p>${this.t("memory_off")}</p>`, F`<section>
+      </ul>` : P`<p>${this.t("no_memories")}</p>` : P`<p>${this.t("memory_off")}</p>`, P`<section>
       <h3>${this.t("memories", { name: e })}</h3>
       ${n}
     </section>`;
 	}
 };
 if (!customElements.get("companion-card")) {
-	customElements.define("companion-card", Je);
+	customElements.define("companion-card", Ye);
 	let e = window;
 	e.customCards = e.customCards ?? [], e.customCards.push({
 		type: "companion-card",
@@ -1357,4 +1361,4 @@ if (!customElements.get("companion-card")) {
 		documentationURL: "https://github.com/companion-agent/companion_agent#the-companion-card"
 	});
 }
-export { Je as CompanionCard, qe as describeHeld };
+export { Ye as CompanionCard, Je as describeHeld };
