@@ -57,7 +57,6 @@ from .engine.speech import (
 )
 from .engine.speech.head_start import SpeechKey, Synthesis
 from .engine.turn.runner import FIRST_CLAUSE_CUT
-from .frontend.spoken import SpokenSentences
 from .repairs import (
     async_clear_missing_voice,
     async_report_bad_voice_file,
@@ -65,6 +64,7 @@ from .repairs import (
 )
 from .runtime import CompanionConfigEntry, add_per_subentry
 from .voice.embedded_piper import async_require_piper, voices_folder
+from .voice.sentence_timing import SpokenSentences
 from .voice.tts_voices import offered_voice, supported_voices, unknown_voice_error
 
 # Emotion tags are actions, never words; the rest of the text is cleaned for speech. The

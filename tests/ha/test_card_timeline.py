@@ -20,12 +20,12 @@ from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.frontend import timeline
 from custom_components.companion_agent.frontend.events import CardEvent
 from custom_components.companion_agent.frontend.hub import signal_card
-from custom_components.companion_agent.frontend.spoken import (
+from custom_components.companion_agent.frontend.timeline import TurnAudience, TurnTimeline
+from custom_components.companion_agent.voice.sentence_timing import (
     SpokenReport,
     SpokenSentences,
     signal_spoken,
 )
-from custom_components.companion_agent.frontend.timeline import TurnAudience, TurnTimeline
 
 VOICE = "tts.card_voice"
 SATELLITE = "assist_satellite.kitchen"

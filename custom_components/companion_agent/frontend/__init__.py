@@ -2,5 +2,5 @@
 
 ``resources`` serves ``companion-card.js`` and offers the ``companion_agent/subscribe``
 WebSocket command (``websocket``); ``hub`` carries typed ``events`` to each subscriber, as
-``timeline`` releases a turn's events when they are heard (``spoken``: from our voices).
+``timeline`` releases a turn's events when they are heard (``voice/sentence_timing``).
 """

@@ -9,19 +9,55 @@ from __future__ import annotations
 
 import base64
 import time
+from typing import Protocol, cast
 
+from homeassistant.components.conversation.const import DATA_COMPONENT as CONVERSATION_ENTITIES
+from homeassistant.config_entries import ConfigEntryState, ConfigSubentry
 from homeassistant.const import Platform
-from homeassistant.core import HomeAssistant
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 
 from ..const import DOMAIN, EMOTIONS, LOGGER
 from ..engine.json_types import JSONObject, JSONValue
 from ..engine.memory.types import HOUSEHOLD, MemoryScope
-from ..proactive.request import Speaker
+from ..engine.turn.runner import Persona
+from ..runtime import CompanionConfigEntry
 from .events import ConfirmationChanged, clip
 from .hub import Viewer, visible
 
 MAX_MEMORIES = 50
+
+
+class Speaker(Protocol):
+    """A persona's conversation entity: its entry, sub-entry and current persona."""
+
+    entry: CompanionConfigEntry
+    subentry: ConfigSubentry
+    entity_id: str
+
+    @property
+    def persona(self) -> Persona:
+        """Return the persona snapshot new turns use."""
+        ...
+
+
+@callback
+def async_find_persona(hass: HomeAssistant, entity_id: str) -> Speaker | None:
+    """Return the loaded persona behind a conversation entity of ours, or None."""
+    registered = er.async_get(hass).async_get(entity_id)
+    if (
+        registered is None
+        or registered.platform != DOMAIN
+        or registered.domain != Platform.CONVERSATION
+        or registered.config_subentry_id is None
+    ):
+        return None
+    component = hass.data.get(CONVERSATION_ENTITIES)
+    entity = component.get_entity(entity_id) if component is not None else None
+    entry = getattr(entity, "entry", None)
+    if entity is None or getattr(entry, "state", None) is not ConfigEntryState.LOADED:
+        return None
+    return cast(Speaker, entity)
 
 
 def persona_face(speaker: Speaker) -> JSONObject:

@@ -2,7 +2,7 @@
 
 Sentences reach the card as they are spoken, not as they are written. A turn that one of
 our voices speaks (the Assist pipeline's TTS is ours: ``voice/speech_start``) waits for
-that voice's stream to say when each sentence's audio begins (``spoken.py``); a sentence
+that voice's stream to say when each sentence's audio begins (``voice/sentence_timing``); a sentence
 the voice never reports in ``SPOKEN_WAIT`` seconds (it failed, or cut the text otherwise)
 goes out as written, and one the voice skipped goes out before the next one it reported.
 A turn no voice of ours carries (typed chat, another TTS) goes out as written. Tool calls,
@@ -37,10 +37,10 @@ from homeassistant.helpers.event import async_track_state_change_event
 from ..const import DOMAIN, EMOTIONS
 from ..engine.events import OutputItem, SentenceOutput, ToolCallEvent, TurnResult
 from ..engine.turn.handle import Turn
+from ..voice.sentence_timing import SpokenReport, signal_spoken, speech_key
 from ..voice.speech_start import async_pipeline_voice
 from .events import CardEvent, EmotionShown, SentenceSpoken, ToolCallShown, TurnEnded, TurnStarted
 from .hub import async_publish
-from .spoken import SpokenReport, signal_spoken, speech_key
 
 SPOKEN_WAIT = 15.0
 MAX_PENDING = 128

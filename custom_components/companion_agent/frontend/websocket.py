@@ -22,17 +22,21 @@ from homeassistant.components.websocket_api.decorators import (
 )
 from homeassistant.components.websocket_api.messages import event_message
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.dispatcher import async_dispatcher_connect
 
 from ..const import DOMAIN, signal_memory_changed
 from ..engine.json_types import JSONObject
-from ..proactive.request import Speaker
-from ..proactive.start_chat import async_find_speaker
 from .events import CardEvent, TurnEnded
 from .hub import CardSubscription, Viewer
-from .snapshot import current_emotion, held_actions, household_memories, persona_face
+from .snapshot import (
+    Speaker,
+    async_find_persona,
+    current_emotion,
+    held_actions,
+    household_memories,
+    persona_face,
+)
 
 COMMAND = f"{DOMAIN}/subscribe"
 
@@ -50,13 +54,8 @@ async def websocket_subscribe(
     hass: HomeAssistant, connection: ActiveConnection, msg: dict[str, Any]
 ) -> None:
     """Subscribe a card to one persona: a snapshot, then its events, for this user only."""
-    entity_id: str = msg["entity_id"]
-    if not entity_id.startswith("conversation."):
-        connection.send_error(msg["id"], ERR_NOT_FOUND, "not a companion persona")
-        return
-    try:
-        speaker = async_find_speaker(hass, entity_id)
-    except HomeAssistantError:
+    speaker = async_find_persona(hass, msg["entity_id"])
+    if speaker is None:
         connection.send_error(msg["id"], ERR_NOT_FOUND, "not a companion persona")
         return
     user = connection.user

@@ -1,4 +1,4 @@
-"""When each sentence of one of our TTS streams begins to be heard, for the card's subtitles.
+"""When each sentence of one of our TTS streams begins to be heard: the card follows it.
 
 A TTS stream hands its audio to HA as it is made, faster than it plays; the device plays
 it in real time. ``SpokenSentences`` keeps that player's clock: a chunk begins playing when
