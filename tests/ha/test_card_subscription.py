@@ -36,6 +36,13 @@ from tests.support.llm_server import LLMServer
 lock_only = pytest.fixture(autouse=True)(demo_lock)
 
 
+@pytest.fixture
+async def agent(hass: HomeAssistant, setup_companion: SetupCompanion) -> str:
+    """Set up the demo lock and the card profile's persona; return its agent."""
+    _entry, agent_id = await card_house(hass, setup_companion)
+    return agent_id
+
+
 def persona_id(hass: HomeAssistant, entity_id: str) -> str:
     """Return the persona subentry behind a conversation entity."""
     entry = er.async_get(hass).async_get(entity_id)
@@ -45,12 +52,9 @@ def persona_id(hass: HomeAssistant, entity_id: str) -> str:
 
 
 async def test_a_connection_without_a_valid_token_cannot_subscribe(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    hass_client_no_auth: ClientSessionGenerator,
+    hass: HomeAssistant, agent: str, hass_client_no_auth: ClientSessionGenerator
 ) -> None:
     """HA's WebSocket refuses the command before auth: the subscription needs a user."""
-    _entry, agent = await card_house(hass, setup_companion)
     assert await async_setup_component(hass, "websocket_api", {})
     client = await hass_client_no_auth()
     async with client.ws_connect("/api/websocket") as ws:
@@ -61,13 +65,9 @@ async def test_a_connection_without_a_valid_token_cannot_subscribe(
 
 
 async def test_an_unknown_persona_is_not_found(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    llm_server: LLMServer,
-    hass_ws_client: WebSocketGenerator,
+    hass: HomeAssistant, agent: str, hass_ws_client: WebSocketGenerator
 ) -> None:
     """Anything but a loaded persona's conversation entity is refused."""
-    await card_house(hass, setup_companion)
     client = await hass_ws_client(hass)
     for entity_id in ("conversation.nobody", "lock.front_door"):
         await client.send_json_auto_id(
@@ -79,13 +79,9 @@ async def test_an_unknown_persona_is_not_found(
 
 
 async def test_a_turn_reaches_the_card_as_typed_events_without_a_prompt(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    llm_server: LLMServer,
-    hass_ws_client: WebSocketGenerator,
+    hass: HomeAssistant, agent: str, llm_server: LLMServer, hass_ws_client: WebSocketGenerator
 ) -> None:
     """Snapshot, then turn start, each sentence with its emotion and gesture, and the end."""
-    _entry, agent = await card_house(hass, setup_companion)
     card = await Card.open(hass, hass_ws_client, agent)
     snapshot = card.of("snapshot")[0]
     assert snapshot["persona"]["emotions"] == ["joy", "surprise", "think"]
@@ -108,13 +104,9 @@ async def test_a_turn_reaches_the_card_as_typed_events_without_a_prompt(
 
 
 async def test_a_non_admin_sees_only_their_own_held_action_and_the_households_memories(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    llm_server: LLMServer,
-    hass_ws_client: WebSocketGenerator,
+    hass: HomeAssistant, agent: str, llm_server: LLMServer, hass_ws_client: WebSocketGenerator
 ) -> None:
     """Anna's unlock reaches Anna's card only; memories are the household's, never a person's."""
-    _entry, agent = await card_house(hass, setup_companion)
     anna, anna_token = await user_token(hass, "Anna")
     _ben, ben_token = await user_token(hass, "Ben")
     _admin, admin_token = await user_token(hass, "Root", admin=True)
@@ -164,13 +156,9 @@ async def test_a_non_admin_sees_only_their_own_held_action_and_the_households_me
 
 
 async def test_a_household_held_action_goes_to_administrators_only(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    llm_server: LLMServer,
-    hass_ws_client: WebSocketGenerator,
+    hass: HomeAssistant, agent: str, llm_server: LLMServer, hass_ws_client: WebSocketGenerator
 ) -> None:
     """A satellite's unlock with nobody signed in: admins may approve it, so they see it."""
-    _entry, agent = await card_house(hass, setup_companion)
     _ben, ben_token = await user_token(hass, "Ben")
     _root, admin_token = await user_token(hass, "Root", admin=True)
     ben = await Card.open(hass, hass_ws_client, agent, ben_token)
@@ -189,13 +177,9 @@ async def test_a_household_held_action_goes_to_administrators_only(
 
 
 async def test_a_flood_is_bounded_and_the_card_is_told_what_it_missed(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    llm_server: LLMServer,
-    hass_ws_client: WebSocketGenerator,
+    hass: HomeAssistant, agent: str, hass_ws_client: WebSocketGenerator
 ) -> None:
     """Far more events than the queue holds, at once: the newest arrive, the rest are counted."""
-    _entry, agent = await card_house(hass, setup_companion)
     card = await Card.open(hass, hass_ws_client, agent)
     persona = persona_id(hass, agent)
     for n in range(MAX_QUEUED * 4):
@@ -208,13 +192,9 @@ async def test_a_flood_is_bounded_and_the_card_is_told_what_it_missed(
 
 
 async def test_memories_are_sent_again_when_changed_by_hand(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    llm_server: LLMServer,
-    hass_ws_client: WebSocketGenerator,
+    hass: HomeAssistant, agent: str, hass_ws_client: WebSocketGenerator
 ) -> None:
     """Forgetting from the card (the forget action by id) updates every card's list."""
-    _entry, agent = await card_house(hass, setup_companion)
     user, token = await user_token(hass, "Cleo")
     await call(
         hass, "remember", {"persona": agent, "text": "The cat is called Miso", "topic": "cat"}
@@ -229,10 +209,7 @@ async def test_memories_are_sent_again_when_changed_by_hand(
 
 
 async def test_a_profile_face_image_reaches_the_card_as_a_data_url(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    llm_server: LLMServer,
-    hass_ws_client: WebSocketGenerator,
+    hass: HomeAssistant, setup_companion: SetupCompanion, hass_ws_client: WebSocketGenerator
 ) -> None:
     """``[face] joy = ...`` in the profile: the snapshot carries the image, no URL to fetch."""
     image = b'<svg xmlns="http://www.w3.org/2000/svg"/>'
