@@ -60,6 +60,7 @@ from .repairs import (
 )
 from .runtime import CompanionConfigEntry, add_per_subentry
 from .voice.embedded_piper import async_require_piper, voices_folder
+from .voice.sentence_timing import SpokenSentences
 from .voice.tts_audio import message_sentences, streamed_sentences, wav_stream, whole_wav
 from .voice.tts_voices import offered_voice, supported_voices, unknown_voice_error
 
@@ -141,14 +142,15 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         sentence already under way (a head start) plays without waiting for that check.
         """
         voice, speaker = self._requested_voice(request.options)
-        sentences = streamed_sentences(request.message_gen)
+        spoken = SpokenSentences(self.hass, self.entity_id)  # the card's subtitles follow it
+        sentences = spoken.texts(streamed_sentences(request.message_gen))
         heads = self.entry.runtime_data.engine.speech_starts
         synthesis = self._synthesis(voice, speaker)
         playback = self.entry.runtime_data.playback
         audio = heads.speak(
             self._speech_key(voice, speaker), sentences, synthesis, playback.async_report_duration
         )
-        return TTSAudioResponse("wav", wav_stream(self._guarded(audio, voice)))
+        return TTSAudioResponse("wav", wav_stream(self._guarded(spoken.audio(audio), voice)))
 
     def async_speak_ahead(self, text: str, trace_id: str) -> bool:
         """Start synthesising a turn's first sentence before HA's stream asks for it."""
