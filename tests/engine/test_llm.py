@@ -14,6 +14,7 @@ from custom_components.companion_agent.engine.llm import (
 )
 from custom_components.companion_agent.engine.llm.think import ThinkSplitter
 from custom_components.companion_agent.engine.messages import UserMessage
+from custom_components.companion_agent.engine.retry import NO_RETRY
 from tests.support.llm_script import ReasoningChunk, Reply, TextChunk, ToolCallChunk
 from tests.support.llm_server import LLMServer
 
@@ -103,7 +104,7 @@ async def test_wrong_key_is_an_auth_error(socket_enabled: None) -> None:
     """A rejected key raises LLMAuthError from list_models and ends a stream with it."""
     async with LLMServer(api_key="right") as server:
         model = OpenAIChatModel(
-            LLMSettings(base_url=server.url, model="test-model", api_key="wrong", max_retries=0)
+            LLMSettings(base_url=server.url, model="test-model", api_key="wrong", retry=NO_RETRY)
         )
         with pytest.raises(LLMAuthError):
             await model.list_models()
@@ -117,7 +118,7 @@ async def test_unreachable_server_is_a_connection_error(socket_enabled: None) ->
     """Nothing listening: a connection error, well inside the connect timeout."""
     async with LLMServer() as server:
         url = server.url
-    model = OpenAIChatModel(LLMSettings(base_url=url, model="m", max_retries=0, connect_timeout=1))
+    model = OpenAIChatModel(LLMSettings(base_url=url, model="m", retry=NO_RETRY, connect_timeout=1))
     with pytest.raises(LLMConnectionError):
         await model.list_models()
     await model.aclose()

@@ -203,9 +203,7 @@ async def test_a_server_refusing_tools_still_answers_and_is_remembered(
     llm_server: LLMServer, caplog: pytest.LogCaptureFixture, refusal: str
 ) -> None:
     """Tools refused (400 or 500): the same turn answers without them; no later turn sends them."""
-    model = OpenAIChatModel(
-        LLMSettings(base_url=llm_server.url, model="small", max_retries=2, chunk_timeout=5)
-    )
+    model = OpenAIChatModel(LLMSettings(base_url=llm_server.url, model="small", chunk_timeout=5))
     llm_server.refuse(Refusal.recorded(refusal))
     llm_server.script(Reply.text("No tools, but hello."), Reply.text("Still here."))
     with caplog.at_level(logging.WARNING):

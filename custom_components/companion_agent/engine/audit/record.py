@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, Protocol, Self
 
-from ..chars import valid_text
+from ..chars import clean_text, valid_text
 from ..json_types import JSONObject, JSONValue
 from ..messages import ToolCallRequest
 from ..redaction import redact, scrub_text
@@ -116,7 +116,7 @@ class AuditRecord:
         arguments: JSONValue = (
             redact(parsed, self.secret)
             if parsed is not None
-            else scrub_text(self.arguments[:MAX_RAW_CHARS])
+            else scrub_text(clean_text(self.arguments, MAX_RAW_CHARS))
         )
         out: JSONObject = {
             "v": AUDIT_VERSION,
@@ -155,11 +155,11 @@ def _redacted_detail(text: str) -> JSONValue:
     try:
         value: JSONValue = json.loads(text)
     except ValueError:
-        return scrub_text(text[:MAX_DETAIL_CHARS])
+        return scrub_text(clean_text(text, MAX_DETAIL_CHARS))
     cleaned = redact(value)
     if len(text) <= MAX_DETAIL_CHARS:
         return cleaned
-    return json.dumps(cleaned, ensure_ascii=False)[:MAX_DETAIL_CHARS]
+    return clean_text(json.dumps(cleaned, ensure_ascii=False), MAX_DETAIL_CHARS)
 
 
 class AuditSink(Protocol):

@@ -3,8 +3,9 @@
 Vendor quirks are normalised in this package and nowhere else: the request (a server that
 refuses ``stream_options`` or ``tools`` is asked again without them, and remembered), the
 chunks (``chunks.py`` reads every vendor's shape from the raw JSON), the round
-(``round.py``: thinking, calls written as text, loops, the end). The SDK retries only
-while opening the request, before the first token. Works on the ``openai`` SDK's 2.x
+(``round.py``: thinking, calls written as text, loops, the end). A request is retried
+(``MODEL_RETRY``) only while it is being opened, before the first token, inside the
+first-token deadline; the SDK's own retries are off. Works on the ``openai`` SDK's 2.x
 (httpx) and 3.x (httpx2) alike: see ``sdk_http``.
 """
 
@@ -22,6 +23,7 @@ from .. import sdk_http
 from ..errors import LLMError
 from ..messages import ChatMessage
 from ..redaction import redact_url
+from ..retry import RetryPolicy
 from ..tools.contract import ToolSpec
 from .done import DoneWatch
 from .round import RoundReader
@@ -30,13 +32,26 @@ from .wire import map_error, raw_chunk, rejected_option, to_wire, to_wire_withou
 
 LOGGER = logging.getLogger(__name__)
 
+_SDK_ERRORS = (openai.OpenAIError, sdk_http.package.HTTPError)
+
+
+def _worth_retrying(error: BaseException) -> bool:
+    """Say whether the server may answer a second try: no answer, 429 or a 5xx."""
+    return isinstance(error, _SDK_ERRORS) and map_error(error).retryable
+
+
+MODEL_RETRY = RetryPolicy(
+    attempts=3, first_delay=0.5, factor=2.0, max_delay=8.0, jitter=0.25, retryable=_worth_retrying
+)
+"""Three tries to open a request, 0.5 s then 1 s apart (less up to a quarter, at random)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LLMSettings:
     """Where the model lives and how long a voice turn may wait for it.
 
-    ``first_token_timeout`` bounds connecting, the SDK's retries and the first chunk
-    together; ``chunk_timeout`` bounds every gap between two chunks after that.
+    ``first_token_timeout`` bounds connecting, the ``retry`` policy's tries and the first
+    chunk together; ``chunk_timeout`` bounds every gap between two chunks after that.
     """
 
     base_url: str
@@ -47,7 +62,7 @@ class LLMSettings:
     connect_timeout: float = 3.0
     first_token_timeout: float = 8.0
     chunk_timeout: float = 10.0
-    max_retries: int = 2
+    retry: RetryPolicy = MODEL_RETRY
 
 
 class OpenAIChatModel:
@@ -72,7 +87,7 @@ class OpenAIChatModel:
         self._client = openai.AsyncOpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key or "not-needed",
-            max_retries=settings.max_retries,
+            max_retries=0,  # ``settings.retry`` decides, within the first-token deadline
             timeout=self._timeout,
             http_client=http_client,
         )
@@ -86,10 +101,14 @@ class OpenAIChatModel:
         """Return the model ids the server offers; raise ``LLMError`` when it cannot."""
         try:
             async with asyncio.timeout(self.settings.connect_timeout * 3):
-                page = await self._client.models.list()
-                return [model.id async for model in page]
-        except (openai.OpenAIError, sdk_http.package.HTTPError, TimeoutError) as err:
+                return await self.settings.retry.call(self._model_ids)
+        except (*_SDK_ERRORS, TimeoutError) as err:
             raise map_error(err) from err
+
+    async def _model_ids(self) -> list[str]:
+        """Ask for the server's models once."""
+        page = await self._client.models.list()
+        return [model.id async for model in page]
 
     async def stream_with_tools(
         self,
@@ -112,7 +131,9 @@ class OpenAIChatModel:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.settings.first_token_timeout) as budget:
-                stream = await self._open_accepted(messages, tools, response_format)
+                stream = await self.settings.retry.call(
+                    lambda: self._open_accepted(messages, tools, response_format)
+                )
                 done.watch(stream.response)
                 async with stream:
                     async for chunk in stream:
@@ -121,7 +142,7 @@ class OpenAIChatModel:
                             yield item
                         if reader.stopped is not None:
                             break
-        except (openai.OpenAIError, sdk_http.package.HTTPError, TimeoutError) as err:
+        except (*_SDK_ERRORS, TimeoutError) as err:
             error = map_error(err)
             LOGGER.warning("Model stream failed: %s", error)
         for item in reader.end(error, done=done.seen):
@@ -186,7 +207,7 @@ class OpenAIChatModel:
         tools: Sequence[ToolSpec],
         response_format: Mapping[str, object] | None = None,
     ) -> openai.AsyncStream[ChatCompletionChunk]:
-        """Send the request; the SDK retries only here, before the first token."""
+        """Send the request (once: the caller retries, before the first token)."""
         s = self.settings
         extra: dict[str, object] = {}
         if response_format is not None:

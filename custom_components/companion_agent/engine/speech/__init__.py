@@ -5,7 +5,7 @@ A Wyoming satellite's protocol is the ``satellite`` subpackage (its own face).
 
 from .audio_length import AudioProgress, heard_sentences, sentences_heard, spoken_seconds
 from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_piper
-from .head_start import SpeechHeadStarts, SpeechKey, Synthesis
+from .head_start import SpeechHeadStarts, SpeechKey, Synthesis, chunk_seconds
 from .info import AsrInfo, AsrModel, SatelliteInfo, SatelliteWakeWord, TtsInfo, TtsVoice
 from .sentence_marks import SPEECH_MARKS, SentenceMarks
 from .stt import Transcription, WyomingSTT
@@ -36,6 +36,7 @@ __all__ = [
     "WyomingSTT",
     "WyomingTTS",
     "check_piper",
+    "chunk_seconds",
     "heard_sentences",
     "list_voice_files",
     "sentences_heard",

@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ..chars import LINE_BREAKS, fold_for_matching, safe_cut, strip_format, valid_text
+from ..chars import LINE_BREAKS, cut_text, fold_for_matching, strip_format, valid_text
 from ..messages import ChatMessage, ContextSnippet, SystemMessage, UserMessage
 from ..plugins.profile import Profile
 
@@ -142,11 +142,7 @@ def item_text(text: str) -> str:
     pieces = [
         escape_labels(neutralise(piece)) for line in text.splitlines() if (piece := line.strip())
     ]
-    line = neutralise(LINE_BREAK_MARK.join(pieces))
-    if len(line) <= MAX_ITEM_CHARS:
-        return line
-    cut = safe_cut(line, MAX_ITEM_CHARS - 1, MAX_ITEM_CHARS // 2)
-    return line[:cut] + "…"
+    return cut_text(neutralise(LINE_BREAK_MARK.join(pieces)), MAX_ITEM_CHARS, marker="…")
 
 
 def _is_control(char: str) -> bool:
