@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from homeassistant.components import tts
 from homeassistant.components.assist_satellite import AssistSatelliteConfiguration
 from homeassistant.components.assist_satellite.const import DATA_COMPONENT as SATELLITES
 from homeassistant.core import HomeAssistant
@@ -21,9 +22,11 @@ from homeassistant.helpers import entity_registry as er
 from syrupy.assertion import SnapshotAssertion
 from wyoming.event import Event
 
+from custom_components.companion_agent.engine.speech import SPEECH_MARKS, SentenceMarks
 from custom_components.companion_agent.engine.speech.satellite.speaker import LEAD_SECONDS
 from custom_components.companion_agent.voice import satellite_connection
 from custom_components.companion_agent.voice.satellite_run import MAX_LISTEN_SECONDS
+from tests.ha.entries import entity_id
 from tests.ha.history_files import assistant_text, stored_turns
 from tests.ha.satellitekit import OnSatellite, wait_state
 from tests.support.asr_server import TEXT
@@ -318,3 +321,23 @@ async def test_only_a_satellite_that_answers_pings_is_pinged_and_dropped_when_si
     satellite.answers_ping = False  # and now silent: taken as gone
     await satellite.wait_connected(3)
     assert satellite.connections >= 3
+
+
+async def test_the_companions_voice_marks_where_each_sentence_begins(
+    hass: HomeAssistant, on_satellite: OnSatellite
+) -> None:
+    """A stream made where ``SPEECH_MARKS`` is set (a satellite's run) fills the marks."""
+    marks = SentenceMarks()
+    token = SPEECH_MARKS.set(marks)
+    try:
+        stream = tts.async_create_stream(
+            hass, entity_id(hass, on_satellite.entry, "tts"), options={"preferred_format": "wav"}
+        )
+        stream.async_set_message("It is sunny today. Take a hat with you.")
+    finally:
+        SPEECH_MARKS.reset(token)
+    audio = b"".join([chunk async for chunk in stream.async_stream_result()])
+    seconds = (len(audio) - 44) / (PIPER_RATE * 2)
+    assert len(marks.starts) == 2
+    assert marks.starts[0] == 0.0
+    assert 0.5 < marks.starts[1] < seconds - 0.5
