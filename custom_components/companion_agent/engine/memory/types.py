@@ -231,7 +231,10 @@ class RetrievedMemory:
     """What retrieval gathered for one turn, in the order it is shown to the model."""
 
     states: tuple[MemoryRecord, ...] = ()
+    """Conclusions found by relevance: the person's, then the household's."""
     details: tuple[MemoryHit, ...] = ()
     relations: tuple[Relation, ...] = ()
+    more_states: tuple[MemoryRecord, ...] = ()
+    """The person's other conclusions (those the graph names first), shown if room is left."""
     missed: tuple[str, ...] = field(default=())
     """Which parts did not answer within the budget (counted, never fatal)."""

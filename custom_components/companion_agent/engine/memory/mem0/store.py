@@ -9,7 +9,8 @@ demand (``MEM0_REQUIREMENTS``). See ``mem0_setup`` for telemetry, files and Qdra
 What differs from the embedded store: search is by vector only (mem0's BM25 needs
 fastembed, which downloads its model at run time, and its entity boost spaCy; neither is
 installed), so a query always finds the nearest records of its scopes that clear mem0's
-threshold; mem0 has no transactions, so an ``add`` that fails part way deletes what it
+threshold, and one whose embedding is late or fails finds nothing (the searches of one
+turn share one embedding request); mem0 has no transactions, so an ``add`` that fails part way deletes what it
 added, and supersede/rollback are metadata updates in sequence on the one worker thread;
 ``count`` has no graph figures (the graph is a separate ``GraphStore``). A store made while
 its backend was away opens at its first call after (tries ``REOPEN_AFTER`` s apart).
@@ -35,6 +36,8 @@ from ..bounds import MemoryBounds, PruneSchedule, ScopeKey
 from ..embeddings import Embedder, InputType
 from ..inputs import clean_scope, clean_text, state_memory
 from ..keywords import query_terms
+from ..query_vectors import QueryVectors
+from ..sqlite.prepared import EMBED_CHUNK
 from ..sqlite.graph import forget_where
 from ..types import (
     Forget,
@@ -89,6 +92,7 @@ class Mem0Store:
         self._last_created = datetime.min.replace(tzinfo=UTC)
         self._opening = asyncio.Lock()
         self._next_open = 0.0
+        self._queries = QueryVectors(embedder, timeout=settings.timeout)
 
     @classmethod
     async def create(
@@ -154,7 +158,9 @@ class Mem0Store:
         if not prepared:
             return []
         texts = [one.text for one in prepared]
-        vectors = await self.embedder.embed(texts, "passage")
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), EMBED_CHUNK):  # within every server's batch limit
+            vectors.extend(await self.embedder.embed(texts[start : start + EMBED_CHUNK], "passage"))
 
         def work(memory: Mem0Memory) -> list[MemoryRecord]:
             """Add each in turn (all or none), then read them back."""
@@ -196,11 +202,14 @@ class Mem0Store:
         extra: records.Metadata = {"kind": sorted(query.kinds)}
         if not query.include_history:
             extra["current"] = True
-        vectors = await self.embedder.embed([text], "query")
+        wait = self.settings.timeout if query.vector_wait is None else query.vector_wait
+        vector = await self._queries.vector(text, wait)
+        if vector is None:  # late or failed: mem0 searches by vector only
+            return []
 
         def work(memory: Mem0Memory) -> list[MemoryHit]:
             """Search each scope with this query's vector."""
-            self._prime("query", [text], vectors)
+            self._prime("query", [text], [vector])
             return calls.search(memory, text, scopes, extra, limit)
 
         return await self._call(work)
@@ -264,6 +273,7 @@ class Mem0Store:
         if self._closed:
             return
         self._closed = True
+        self._queries.close()
 
         def work() -> None:
             """Close what is open."""
