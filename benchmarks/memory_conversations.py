@@ -112,7 +112,9 @@ def _conversation(name: str, raw: dict[str, object]) -> Conversation:
             questions.append(
                 Question(text=str(row["question"]), evidence=evidence, category=category)
             )
-    return Conversation(name=name, speakers=speakers, turns=tuple(turns), questions=tuple(questions))
+    return Conversation(
+        name=name, speakers=speakers, turns=tuple(turns), questions=tuple(questions)
+    )
 
 
 def _speakers(raw: dict[str, object], sessions: dict[str, object]) -> tuple[str, str]:

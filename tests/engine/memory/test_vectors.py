@@ -118,7 +118,7 @@ def test_a_span_keeps_to_the_records_said_within_it() -> None:
     for numpy_module in (vectors.np, None):
         old, vectors.np = vectors.np, numpy_module
         try:
-            got = VectorCache().nearest([SCOPE], probe, 50, lambda s: stored, {"detail"}, span)
+            got = VectorCache().nearest([SCOPE], probe, 50, lambda s: stored, {"detail"}, span=span)
         finally:
             vectors.np = old
         assert got

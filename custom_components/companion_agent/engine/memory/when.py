@@ -117,9 +117,9 @@ def _month(text: str, now: datetime) -> TimeSpan | None:
         name, year = match.group(1).lower(), match.group(2)
         if name == "may" and not year and not _after_preposition(text, match.start()):
             continue  # "may" is far more often the verb
-        if len(name) == 3 and name != "may" and not year and not match.group(0).endswith("."):
-            if not _after_preposition(text, match.start()):
-                continue  # "mar", "jan" alone are too often other words
+        short = len(name) == 3 and name != "may" and not match.group(0).endswith(".")
+        if short and not year and not _after_preposition(text, match.start()):
+            continue  # "mar", "jan" alone are too often other words
         return _month_span(int(year) if year else None, _MONTHS[name.rstrip(".")], now)
     return None
 

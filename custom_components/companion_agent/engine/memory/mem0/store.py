@@ -10,8 +10,9 @@ What differs from the embedded store: search is by vector only (mem0's BM25 need
 fastembed, which downloads its model at run time, and its entity boost spaCy; neither is
 installed), so a query always finds the nearest records of its scopes that clear mem0's
 threshold, and one whose embedding is late or fails finds nothing (the searches of one
-turn share one embedding request); mem0 has no transactions, so an ``add`` that fails part way deletes what it
-added, and supersede/rollback are metadata updates in sequence on the one worker thread;
+turn share one embedding request); mem0 has no transactions, so an ``add`` that fails part
+way deletes what it added, and supersede/rollback are metadata updates in sequence on the
+one worker thread;
 ``count`` has no graph figures (the graph is a separate ``GraphStore``). A store made while
 its backend was away opens at its first call after (tries ``REOPEN_AFTER`` s apart).
 
@@ -37,8 +38,8 @@ from ..embeddings import Embedder, InputType
 from ..inputs import clean_scope, clean_text, state_memory
 from ..keywords import query_terms
 from ..query_vectors import QueryVectors
-from ..sqlite.prepared import EMBED_CHUNK
 from ..sqlite.graph import forget_where
+from ..sqlite.prepared import EMBED_CHUNK
 from ..types import (
     Forget,
     MemoryHit,

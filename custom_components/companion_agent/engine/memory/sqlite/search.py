@@ -121,7 +121,14 @@ class StoreSearch:
         )
         try:
             keyword_lists = await self._worker.run(
-                lambda db: self._keyword_rankings(db, query, scopes, expression, span, candidates)
+                lambda db: self._keyword_rankings(
+                    db,
+                    query=query,
+                    scopes=scopes,
+                    expression=expression,
+                    span=span,
+                    candidates=candidates,
+                )
             )
             vector = await probe if probe is not None else None
         finally:
@@ -133,7 +140,16 @@ class StoreSearch:
             """Rank by vectors when there is one, fuse, read the records back."""
             lists = list(keyword_lists)
             if packed is not None:
-                lists.extend(self._vector_rankings(db, query, scopes, packed, span, candidates))
+                lists.extend(
+                    self._vector_rankings(
+                        db,
+                        query=query,
+                        scopes=scopes,
+                        probe=packed,
+                        span=span,
+                        candidates=candidates,
+                    )
+                )
             fused = fuse([ranking for ranking, _ in lists], weights=[w for _, w in lists])
             found = records_sql.records(db, [rowid for rowid, _ in fused[:limit]])
             return [
@@ -147,6 +163,7 @@ class StoreSearch:
     def _keyword_rankings(
         self,
         db: sqlite3.Connection,
+        *,
         query: MemoryQuery,
         scopes: Sequence[MemoryScope],
         expression: str,
@@ -180,6 +197,7 @@ class StoreSearch:
     def _vector_rankings(
         self,
         db: sqlite3.Connection,
+        *,
         query: MemoryQuery,
         scopes: Sequence[MemoryScope],
         probe: bytes,
@@ -198,15 +216,13 @@ class StoreSearch:
         keys = [(scope.agent_id, scope.environment, scope.owner) for scope in scopes]
         spans: list[tuple[Span | None, float]] = [(None, self.settings.vectors)]
         if span is not None:
-            within = (span.start.timestamp(), span.end.timestamp())
-            spans.append((within, self.settings.vectors * self.settings.time))
-        return [
-            (
-                [rowid for rowid, _ in cache.nearest(keys, probe, candidates, load, query.kinds, s)],
-                weight,
-            )
-            for s, weight in spans
-        ]
+            seconds = (span.start.timestamp(), span.end.timestamp())
+            spans.append((seconds, self.settings.vectors * self.settings.time))
+        found: list[tuple[list[int], float]] = []
+        for within, weight in spans:
+            nearest = cache.nearest(keys, probe, candidates, load, query.kinds, span=within)
+            found.append(([rowid for rowid, _ in nearest], weight))
+        return found
 
     def close(self) -> None:
         """Cancel query embeddings still under way."""

@@ -103,6 +103,7 @@ class VectorCache:
         limit: int,
         load: VectorRows,
         kinds: Collection[str],
+        *,
         span: Span | None = None,
     ) -> list[tuple[int, float]]:
         """Return up to ``limit`` ``(rowid, cosine)`` pairs of ``kinds`` over ``scopes``.
