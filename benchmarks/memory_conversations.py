@@ -13,16 +13,27 @@ speaker, text, maybe a photo's caption) and questions naming the turns that hold
   Category 5 (adversarial: the answer is not in the conversation) is left out.
 
 Evidence ids that name no turn (a few in REALTALK) are dropped; a question left with none
-is skipped.
+is skipped. ``fill`` stores every turn as one memory, ``score`` asks every question as one
+search and scores its hits against the evidence.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from benchmarks.figures import percentile
+from custom_components.companion_agent.engine.memory.types import (
+    MemoryQuery,
+    MemoryScope,
+    MemoryStore,
+    NewMemory,
+)
 
 _SESSION = re.compile(r"session_(\d+)")
 _LOCOMO_TIME = "%I:%M %p on %d %B, %Y"
@@ -154,3 +165,79 @@ def _time(text: str) -> datetime:
         except ValueError:
             continue
     return datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Figures:
+    """Recall of one configuration over a set of questions."""
+
+    at5: float
+    at10: float
+    mrr: float
+    questions: int
+    p95_ms: float
+
+
+def memories(conversation: Conversation) -> list[NewMemory]:
+    """Return a conversation's turns as memories of its own persona."""
+    scope = MemoryScope(agent_id=conversation.name, environment="benchmark")
+    return [
+        NewMemory(
+            scope=scope,
+            text=turn.text,
+            source=f"{conversation.name}:session-{turn.session}",
+            at=turn.at,
+            names=(turn.speaker,),
+        )
+        for turn in conversation.turns
+    ]
+
+
+async def fill(store: MemoryStore, conversations: Sequence[Conversation]) -> dict[str, str]:
+    """Add every turn; return the dataset's turn id of each record id."""
+    ids: dict[str, str] = {}
+    for conversation in conversations:
+        batch = memories(conversation)
+        for start in range(0, len(batch), 250):
+            part = batch[start : start + 250]
+            stored = await store.add(part)
+            turns = conversation.turns[start : start + 250]
+            ids.update({r.id: t.id for r, t in zip(stored, turns, strict=True)})
+    return ids
+
+
+async def score(
+    store: MemoryStore, conversations: Sequence[Conversation], ids: dict[str, str]
+) -> Figures:
+    """Ask every question of its conversation; return recall@5, @10, MRR@10."""
+    at5 = at10 = mrr = 0.0
+    count = 0
+    samples: list[float] = []
+    for conversation in conversations:
+        scope = MemoryScope(agent_id=conversation.name, environment="benchmark")
+        for question in conversation.questions:
+            query = MemoryQuery(
+                text=question.text,
+                scopes=(scope,),
+                limit=10,
+                kinds=frozenset({"detail"}),
+                asked_at=conversation.asked_at,
+            )
+            started = time.perf_counter()
+            hits = await store.search(query)
+            samples.append((time.perf_counter() - started) * 1000)
+            found = [ids.get(hit.record.id, "") for hit in hits]
+            evidence = question.evidence
+            at5 += len(evidence & set(found[:5])) / len(evidence)
+            at10 += len(evidence & set(found[:10])) / len(evidence)
+            first = next((n for n, turn in enumerate(found[:10], 1) if turn in evidence), None)
+            mrr += 1 / first if first else 0.0
+            count += 1
+    count = max(count, 1)
+    return Figures(
+        at5=at5 / count,
+        at10=at10 / count,
+        mrr=mrr / count,
+        questions=count,
+        p95_ms=percentile(samples, 95) if len(samples) > 1 else 0.0,
+    )

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib.util
+import multiprocessing
 import random
 import socket
 import sqlite3
+import time
 from array import array
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -117,11 +119,13 @@ class CachedEmbedder:
         """The inner embedder is closed by its owner."""
 
 
-async def open_mem0(folder: Path, embeddings: EmbeddingSettings) -> MemoryStore | None:
+async def open_mem0(
+    folder: Path, embeddings: EmbeddingSettings, embedder: Embedder | None = None
+) -> MemoryStore | None:
     """Open the mem0 backend on local files under ``folder`` for the recall table.
 
-    None when ``mem0ai`` is not installed. The embedder is made here and lives as long as
-    the process (a benchmark's lifetime).
+    None when ``mem0ai`` is not installed. Unless ``embedder`` is given, the embedder is
+    made here and lives as long as the process (a benchmark's lifetime).
     """
     # Not ``import mem0`` here: importing it before the store sets MEM0_TELEMETRY and MEM0_DIR
     # would phone home and write ~/.mem0. The store imports it itself, with both set.
@@ -130,8 +134,33 @@ async def open_mem0(folder: Path, embeddings: EmbeddingSettings) -> MemoryStore 
     from custom_components.companion_agent.engine.memory.mem0.setup import Mem0Settings
     from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
 
-    embedder = OpenAIEmbedder(replace(embeddings, timeout=max(embeddings.timeout, 60.0)))
+    if embedder is None:
+        embedder = OpenAIEmbedder(replace(embeddings, timeout=max(embeddings.timeout, 60.0)))
     return await Mem0Store.create(Mem0Settings(folder=folder, timeout=60.0), embedder)
+
+
+def _spin(seconds: float) -> None:
+    """Keep one core busy for ``seconds`` (a load process)."""
+    ends = time.monotonic() + seconds
+    while time.monotonic() < ends:
+        pass
+
+
+@contextmanager
+def busy_loops(count: int, seconds: float = 1800.0) -> Iterator[None]:
+    """Run ``count`` processes that keep a core busy each, for at most ``seconds``."""
+    processes = [
+        multiprocessing.get_context("spawn").Process(target=_spin, args=(seconds,), daemon=True)
+        for _ in range(count)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        yield
+    finally:
+        for process in processes:
+            process.terminate()
+            process.join(5)
 
 
 class DiskCachedEmbedder:

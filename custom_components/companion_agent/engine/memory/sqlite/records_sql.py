@@ -200,6 +200,31 @@ def keyword_ranking(
     return [int(row[0]) for row in rows]
 
 
+def neighbours(db: sqlite3.Connection, rowids: Sequence[int]) -> list[int]:
+    """Return the details said just after and just before each of ``rowids``, in order.
+
+    Neighbours are of the same scope and conversation (``source``), current, each once.
+    """
+    found: dict[int, None] = {}
+    for rowid in rowids:
+        row = db.execute(
+            "SELECT agent_id, environment, owner, source FROM memories WHERE rowid = ?",
+            (rowid,),
+        ).fetchone()
+        if row is None or not row[3]:
+            continue
+        for compare, order in ((">", "ASC"), ("<", "DESC")):
+            near = db.execute(
+                "SELECT rowid FROM memories WHERE agent_id = ? AND environment = ? "
+                "AND owner = ? AND source = ? AND kind = 'detail' AND valid_until IS NULL "
+                f"AND rowid {compare} ? ORDER BY rowid {order} LIMIT 1",
+                (*row, rowid),
+            ).fetchone()
+            if near is not None and near[0] not in rowids:
+                found[int(near[0])] = None
+    return list(found)
+
+
 def vector_rows(
     db: sqlite3.Connection, scope: tuple[str, str, str], model: str, *, history: bool = False
 ) -> Iterable[tuple[int, str, bytes, float]]:

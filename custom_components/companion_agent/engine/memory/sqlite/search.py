@@ -51,11 +51,17 @@ class SearchSettings:
     """BM25 weight of the names the record is about (0: not searched)."""
     time: float = 1.0
     """Weight of each ranking restricted to the time the question names (0: none)."""
+    common_words: bool = False
+    """Search a question's function words too ("what", "the", "吗")."""
+    neighbours: float = 0.5
+    """Weight of the ranking of the turns said just after and before the best hits."""
+    hops: int = 10
+    """How many of the best hits lend their neighbours."""
 
     @classmethod
     def plain(cls) -> SearchSettings:
         """Return plain fusion: the record's own terms and its vector, equal weights."""
-        return cls(context=0.0, names=0.0, time=0.0)
+        return cls(context=0.0, names=0.0, time=0.0, common_words=True, neighbours=0.0)
 
 
 class StoreSearch:
@@ -108,7 +114,7 @@ class StoreSearch:
         text = clean_text(query.text)
         scopes = tuple(clean_scope(scope) for scope in query.scopes)
         limit = bounded(query.limit)
-        expression = match_expression(text)
+        expression = match_expression(text, common=self.settings.common_words)
         if expression is None or not scopes or not query.kinds:
             return []
         span = asked_about(text, query.asked_at) if self.settings.time > 0 else None
@@ -151,6 +157,10 @@ class StoreSearch:
                     )
                 )
             fused = fuse([ranking for ranking, _ in lists], weights=[w for _, w in lists])
+            if self.settings.neighbours > 0 and fused and "detail" in query.kinds:
+                best = [rowid for rowid, _ in fused[: self.settings.hops]]
+                lists.append((records_sql.neighbours(db, best), self.settings.neighbours))
+                fused = fuse([ranking for ranking, _ in lists], weights=[w for _, w in lists])
             found = records_sql.records(db, [rowid for rowid, _ in fused[:limit]])
             return [
                 MemoryHit(record=found[rowid], score=score, channel=found[rowid].kind)
