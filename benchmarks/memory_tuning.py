@@ -20,13 +20,10 @@ from custom_components.companion_agent.engine.memory.sqlite.store import (
 )
 
 VALUES: dict[str, tuple[float | bool, ...]] = {
-    "vectors": (0.0, 0.25, 0.5, 1.0),
-    "context": (0.0, 0.15, 0.3, 0.6),
-    "names": (0.0, 0.25, 0.5, 1.0),
-    "time": (0.0, 0.5, 1.0, 2.0),
-    "neighbours": (0.0, 0.25, 0.5, 1.0),
-    "hops": (3, 5, 10),
-    "common_words": (False, True),
+    "vectors": (0.25, 0.35, 0.5),
+    "context": (0.2, 0.3, 0.5),
+    "names": (2.0, 3.0, 4.0),
+    "time": (0.0, 0.5, 1.0),
 }
 
 

@@ -43,17 +43,17 @@ class SearchSettings:
 
     keywords: float = 1.0
     """Weight of the keyword ranking in the fusion."""
-    vectors: float = 1.0
+    vectors: float = 0.35
     """Weight of the vector ranking in the fusion."""
     context: float = 0.3
     """BM25 weight of the turn said before the record (0: not searched)."""
-    names: float = 0.5
+    names: float = 2.0
     """BM25 weight of the names the record is about (0: not searched)."""
     time: float = 1.0
     """Weight of each ranking restricted to the time the question names (0: none)."""
     common_words: bool = False
     """Search a question's function words too ("what", "the", "吗")."""
-    neighbours: float = 0.5
+    neighbours: float = 0.0
     """Weight of the ranking of the turns said just after and before the best hits."""
     hops: int = 10
     """How many of the best hits lend their neighbours."""
@@ -61,7 +61,7 @@ class SearchSettings:
     @classmethod
     def plain(cls) -> SearchSettings:
         """Return plain fusion: the record's own terms and its vector, equal weights."""
-        return cls(context=0.0, names=0.0, time=0.0, common_words=True, neighbours=0.0)
+        return cls(vectors=1.0, context=0.0, names=0.0, time=0.0, common_words=True)
 
 
 class StoreSearch:
