@@ -43,7 +43,7 @@ from custom_components.companion_agent.engine.turn.limits import TurnLimits  # n
 from custom_components.companion_agent.engine.turn.runner import TurnRunner  # noqa: E402
 from script.demo import configure, start_home_assistant  # noqa: E402
 from tests.support.llm_server import LLMServer  # noqa: E402
-from tests.support.turns import Conversations, persona  # noqa: E402
+from tests.support.turns import Conversations, persona, start  # noqa: E402
 
 RSS_TARGET = 0.05
 HA_EXPIRY = 2.0
@@ -75,7 +75,7 @@ async def engine_wave(
     talk = Conversations(folder)
     who = persona(model)
     started = [
-        runner.start(who, talk.request(f"turn {n}", conversation_id=f"c{n}", trace_id=f"t{n}"))
+        start(runner, who, talk.request(f"turn {n}", conversation_id=f"c{n}", trace_id=f"t{n}"))
         for n in range(turns)
     ]
 
@@ -84,7 +84,7 @@ async def engine_wave(
         turn = started[index]
         cancel_after = chance.randint(1, 6) if chance.random() < 0.1 else None
         taken = 0
-        async for _item in turn.items:
+        async for _item in turn.items():
             taken += 1
             if cancel_after is not None and taken >= cancel_after:
                 turn.cancel("soak")

@@ -5,7 +5,7 @@ in-process model (one every millisecond, endlessly) through the whole runner: gu
 output pipeline, history in a real temporary folder. The host takes items and cancels
 after a random number of them, as a person speaking over the answer would. Two figures:
 
-- ``items``: from ``turn.cancel()`` until the host's ``async for`` over ``turn.items`` ends;
+- ``items``: from ``turn.cancel()`` until the host's ``async for`` over ``turn.items()`` ends;
 - ``model``: from ``turn.cancel()`` until the model's stream has been closed.
 
 Target: p95 ≤ 50 ms for both.
@@ -30,7 +30,7 @@ from custom_components.companion_agent.engine.messages import ChatMessage
 from custom_components.companion_agent.engine.tools.contract import ToolSpec
 from custom_components.companion_agent.engine.turn.limits import TurnLimits
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
-from tests.support.turns import Conversations, persona
+from tests.support.turns import Conversations, persona, start
 
 TARGET_P95_MS = 50.0
 WORDS = "The kitchen light is on, the heating is at twenty degrees and the door is locked. "
@@ -70,9 +70,9 @@ async def bench(turns: int, folder: Path) -> bool:
     model_ms: list[float] = []
     for n in range(turns):
         model = EndlessModel()
-        turn = runner.start(persona(model), talk.request("Status?", conversation_id=f"c{n}"))
+        turn = start(runner, persona(model), talk.request("Status?", conversation_id=f"c{n}"))
         stop_after = chance.randint(1, 40)
-        stream = turn.items
+        stream = turn.items()
         cancelled = 0.0
         async for taken, _item in aenumerate(stream):
             if taken + 1 == stop_after:

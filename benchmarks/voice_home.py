@@ -21,16 +21,10 @@ from pathlib import Path
 from homeassistant.components.assist_pipeline.pipeline import (
     KEY_ASSIST_PIPELINE,
     Pipeline,
-    PipelineEvent,
-    PipelineEventType,
-    PipelineInput,
-    PipelineRun,
-    PipelineStage,
 )
 from homeassistant.components.tts.const import DATA_COMPONENT
 from homeassistant.const import CONF_HOST, CONF_PORT
-from homeassistant.core import Context, HomeAssistant
-from homeassistant.helpers import chat_session
+from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 
@@ -43,41 +37,17 @@ from custom_components.companion_agent.const import (
 from custom_components.companion_agent.engine.errors import SpeechError
 from custom_components.companion_agent.engine.speech import AudioChunk, WyomingTTS
 from custom_components.companion_agent.engine.speech.head_start import SpeechKey, Synthesis
-from custom_components.companion_agent.engine.turn import runner as turn_runner
 from custom_components.companion_agent.engine.turn.handle import Turn
+from custom_components.companion_agent.engine.turn.request import TurnRequest
 from custom_components.companion_agent.runtime import CompanionRuntime
 from custom_components.companion_agent.tts import CompanionTtsEntity
 from script.demo import configure
+from tests.ha.pipeline_runs import TextRun, start_text_run
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 
 PIPER = Path(__file__).resolve().parents[1] / ".peers" / "piper"
 TIMEOUT = 30.0
-
-
-@dataclass
-class Flight:
-    """One pipeline run: its events, when HA opened its TTS stream, its task."""
-
-    speaking: asyncio.Event = field(default_factory=asyncio.Event)
-    run: PipelineRun | None = None
-    task: asyncio.Task[None] | None = None
-
-    def note(self, event: PipelineEvent) -> None:
-        """Note when HA opens the TTS stream (or ends the run without one)."""
-        opened = event.type is PipelineEventType.INTENT_PROGRESS and (event.data or {}).get(
-            "tts_start_streaming"
-        )
-        if opened or event.type in (PipelineEventType.TTS_END, PipelineEventType.RUN_END):
-            self.speaking.set()
-
-    async def audio(self) -> AsyncIterator[bytes]:
-        """Yield HA's TTS stream as a satellite fetches it, once it is opened."""
-        await asyncio.wait_for(self.speaking.wait(), TIMEOUT)
-        assert self.run is not None
-        assert self.run.tts_stream is not None
-        async for chunk in self.run.tts_stream.async_stream_result():
-            yield chunk
 
 
 @dataclass
@@ -103,27 +73,9 @@ class Bench:
             chunks.append(TextChunk(word, hold=hold))
         self.server.script(Reply(chunks=tuple(chunks)))
 
-    def start(self, pipeline: Pipeline, text: str) -> Flight:
+    def start(self, pipeline: Pipeline, text: str) -> TextRun:
         """Start a text pipeline run (intent → tts), as HA's websocket API does."""
-        flight = Flight()
-        run = flight.run = PipelineRun(
-            self.hass,
-            context=Context(),
-            pipeline=pipeline,
-            start_stage=PipelineStage.INTENT,
-            end_stage=PipelineStage.TTS,
-            event_callback=flight.note,
-            tts_audio_output={"preferred_format": "wav"},  # Piper's own format
-        )
-
-        async def execute() -> None:
-            with chat_session.async_get_chat_session(self.hass) as session:
-                pipeline_input = PipelineInput(run=run, session=session, intent_input=text)
-                await pipeline_input.validate()
-                await pipeline_input.execute()
-
-        flight.task = asyncio.create_task(execute())
-        return flight
+        return start_text_run(self.hass, pipeline, text, timeout=TIMEOUT)
 
     async def piper_alone(self, text: str) -> float:
         """Return seconds from asking Piper for ``text`` alone to its first audio (median of 3)."""
@@ -253,7 +205,7 @@ async def set_up(hass: HomeAssistant, server: LLMServer, port: int, voice: str) 
         theirs=pipelines[1],
     )  # fmt: skip
     runtime: CompanionRuntime = entry.runtime_data
-    heads = runtime.speech_starts
+    heads = runtime.engine.speech_starts
     head_start = heads.start
 
     def timed_start(key: SpeechKey, trace_id: str, synthesis: Synthesis) -> bool:
@@ -278,14 +230,14 @@ async def set_up(hass: HomeAssistant, server: LLMServer, port: int, voice: str) 
         return client
 
     entity._async_wyoming = timed_probe  # type: ignore[method-assign]
-    runner = runtime.runner
-    start = runner.start
+    engine = runtime.engine
+    start = engine.start_turn
 
-    def start_and_keep(persona: turn_runner.Persona, request: turn_runner.TurnRequest) -> Turn:
+    def start_and_keep(request: TurnRequest) -> Turn:
         """Start a turn and keep its handle, to cancel it as a barge-in would."""
-        turn = start(persona, request)
+        turn = start(request)
         bench.turns[:] = [turn]
         return turn
 
-    runner.start = start_and_keep  # type: ignore[method-assign]
+    engine.start_turn = start_and_keep  # type: ignore[method-assign]
     return bench

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 
 from homeassistant.const import EVENT_HOMEASSISTANT_STOP, Platform
@@ -18,7 +19,6 @@ from .agent.confirmations import async_fire_confirmation
 from .agent.health import ServerHealth
 from .config_flow import entry_title
 from .const import (
-    AUDIT_FILE,
     CONF_ASLEEP_ENTITY,
     CONF_BASE_URL,
     CONF_CONFIRM_TTL,
@@ -31,27 +31,27 @@ from .const import (
     LOGGER,
     STORAGE_FOLDER,
 )
-from .engine.audit.log import AuditLog, Tee
+from .engine.engine import Engine, EngineSettings, TurnLimits
 from .engine.errors import LLMAuthError
-from .engine.guard.confirmations import Confirmations
-from .engine.guard.executor import Guard
-from .engine.plugins import HostServices, load_library
+from .engine.plugins import HostServices
 from .engine.redaction import redact_url
-from .engine.turn.limits import TurnLimits
-from .engine.turn.runner import TurnRunner
-from .engine.turn.usage import UsageCounters
 from .guard_rules import DEFAULT_RULES
-from .memory.setup import async_close_memory, async_setup_memory
+from .memory.setup import async_memory_config, async_memory_started
 from .proactive.home_state import HassPresence, HassStateWatcher
-from .repairs import async_clear_entry_issues, async_report_bad_history, async_sync_load_problems
-from .runtime import CompanionConfigEntry, CompanionRuntime, build_model, library_roots
+from .proactive.request import SPEAKER_ENTITY
+from .repairs import (
+    async_clear_entry_issues,
+    async_report_bad_history,
+    async_report_bad_memory_file,
+    async_sync_load_problems,
+)
+from .runtime import CompanionConfigEntry, CompanionRuntime, library_roots, llm_settings
 from .services import async_setup_services
 from .voice.pipelines import async_watch_pipelines
 from .voice.playback import PlaybackWatcher
 
 PLATFORMS = (Platform.CONVERSATION, Platform.SENSOR, Platform.STT, Platform.TODO, Platform.TTS)
 PRUNE_INTERVAL = timedelta(hours=24)
-TURN_GRACE = 5.0
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 
@@ -72,60 +72,56 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         and redact_url(entry.data[CONF_BASE_URL]) != entry.data[CONF_BASE_URL]
     ):
         hass.config_entries.async_update_entry(entry, title=safe)  # no secrets in titles
-    model = build_model(hass, entry.data, entry.options)
-    health = ServerHealth(hass, entry, model.settings)
+    model = llm_settings(entry.data, entry.options)
+    health = ServerHealth(hass, entry, model)
     error = await health.async_check()
     health.async_observe(error, reauth=False)
     if isinstance(error, LLMAuthError):
         raise ConfigEntryAuthFailed(str(error)) from error
     entry.async_on_unload(health.async_stop)
-    library = await hass.async_add_executor_job(load_library, library_roots(hass))
     data_dir = Path(hass.config.path(STORAGE_FOLDER))
-    audit = AuditLog(data_dir / AUDIT_FILE)
-    usage = UsageCounters()
-    guard = Guard(
-        confirmations=Confirmations(
-            ttl=float(entry.options.get(CONF_CONFIRM_TTL, DEFAULT_CONFIRM_TTL)),
-            audit=Tee(audit, usage),
-            listener=lambda token, status: async_fire_confirmation(hass, entry, token, status),
-        ),
-        audit=Tee(audit, usage),
-        rules=DEFAULT_RULES,
-    )
-    entry.runtime_data = CompanionRuntime(
-        runner=TurnRunner(
-            guard,
-            usage,
-            TurnLimits(
+    http = get_async_client(hass)
+    engine = Engine(
+        EngineSettings(
+            model=model,
+            http=http,
+            data_dir=data_dir,
+            library_roots=library_roots(hass),
+            host=HostServices(
+                data_root=data_dir / "data",
+                time_zone=dt_util.get_default_time_zone(),
+                http=http,
+                presence=HassPresence(hass, entry.options.get(CONF_ASLEEP_ENTITY)),
+                states=HassStateWatcher(hass),
+                speakers=SPEAKER_ENTITY,
+            ),
+            rules=DEFAULT_RULES,
+            confirm_ttl=float(entry.options.get(CONF_CONFIRM_TTL, DEFAULT_CONFIRM_TTL)),
+            limits=TurnLimits(
                 turns_per_minute=int(
                     entry.options.get(CONF_TURNS_PER_MINUTE, DEFAULT_TURNS_PER_MINUTE)
                 )
             ),
-        ),
-        audit=audit,
-        health=health,
-        playback=PlaybackWatcher(hass),
-        model=model,
-        library=library,
-        host=HostServices(
-            data_root=data_dir / "data",
-            time_zone=dt_util.get_default_time_zone(),
-            http=get_async_client(hass),
-            presence=HassPresence(hass, entry.options.get(CONF_ASLEEP_ENTITY)),
-            states=HassStateWatcher(hass),
-        ),
-        data_dir=data_dir,
-        on_bad_history=lambda path, moved: async_report_bad_history(hass, path, moved),
+            memory=await async_memory_config(hass, entry),
+            on_confirmation=lambda token, status: async_fire_confirmation(
+                hass, entry, token, status
+            ),
+            on_model_round=health.async_observe,
+            on_bad_history=partial(async_report_bad_history, hass),
+            on_bad_memory_file=partial(async_report_bad_memory_file, hass),
+        )
+    )
+    entry.runtime_data = CompanionRuntime(
+        engine=engine, health=health, playback=PlaybackWatcher(hass)
     )
     entry.async_on_unload(entry.runtime_data.playback.async_stop)
-    await async_setup_memory(hass, entry)
-    entry.async_on_unload(entry.runtime_data.speech_starts.close)
-    async_sync_load_problems(hass, entry.runtime_data.problems)
+    async_memory_started(hass, entry, await engine.start())
+    async_sync_load_problems(hass, engine.problems)
     retention = timedelta(days=entry.options.get(CONF_RETENTION_DAYS, DEFAULT_RETENTION_DAYS))
 
     async def _async_prune(_now: object = None) -> None:
         """Delete conversations nobody has spoken in for longer than the retention."""
-        removed = await entry.runtime_data.prune(retention.total_seconds())
+        removed = await engine.prune(retention.total_seconds())
         if removed:
             LOGGER.debug("Pruned %d idle conversations", removed)
 
@@ -134,8 +130,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
 
     async def _async_flush_on_stop(_event: Event) -> None:
         """Write what is still in memory before Home Assistant stops."""
-        await entry.runtime_data.flush()
-        await async_close_memory(entry)
+        await engine.stop()
 
     entry.async_on_unload(
         hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STOP, _async_flush_on_stop)
@@ -156,12 +151,7 @@ async def async_unload_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
     if unloaded:
         if entry.disabled_by is not None:
             async_clear_entry_issues(hass, entry.entry_id)
-        runtime = entry.runtime_data
-        await runtime.runner.drain(TURN_GRACE)
-        runtime.runner.guard.confirmations.close()
-        await runtime.flush()
-        await async_close_memory(entry)
-        await runtime.audit.close()
+        await entry.runtime_data.engine.close()
     return unloaded
 
 

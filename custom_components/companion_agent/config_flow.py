@@ -299,7 +299,7 @@ def persona_schema(hass: HomeAssistant, entry: CompanionConfigEntry, is_new: boo
     apis = [SelectOptionDict(label=api.name, value=api.id) for api in llm.async_get_apis(hass)]
     profiles = [
         SelectOptionDict(label=profile.name, value=profile.id)
-        for profile in entry.runtime_data.library.profiles
+        for profile in entry.runtime_data.engine.library.profiles
     ]
     fields: dict[vol.Marker, object] = {}
     if is_new:

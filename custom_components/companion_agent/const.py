@@ -34,7 +34,6 @@ DEFAULT_FIRST_TOKEN_TIMEOUT = 8
 CONF_TURNS_PER_MINUTE = "turns_per_minute"
 CONF_ASLEEP_ENTITY = "asleep_entity"
 DEFAULT_TURNS_PER_MINUTE = 20
-AUDIT_FILE = "audit.jsonl"
 SERVICE_CONFIRM_ACTION = "confirm_action"
 EVENT_CONFIRMATION = f"{DOMAIN}_confirmation"
 SIGNAL_USAGE = f"{DOMAIN}_usage"
@@ -96,9 +95,7 @@ CONF_EMBEDDINGS_KEY = "embeddings_key"
 MEMORY_SECRETS = frozenset({CONF_NEO4J_PASSWORD, CONF_MEM0_API_KEY, CONF_EMBEDDINGS_KEY})
 CONF_MEMORY_ENVIRONMENT = "memory_environment"
 """Entry data only (no form): tests set ``test`` so they never touch production memories."""
-MEMORY_FILE = "memory.db"
 MEMORY_OUTBOX_FILE = "memory_outbox.db"
-MEMORY_WINDOWS_FOLDER = "recent"
 SERVICE_REMEMBER = "remember"
 SERVICE_FORGET = "forget"
 SERVICE_EXPORT_MEMORIES = "export_memories"

@@ -11,11 +11,10 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.helpers.dispatcher import async_dispatcher_connect, async_dispatcher_send
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
-from homeassistant.util.ulid import ulid_now
 
 from .agent.chat_stream import ChatLogStream
 from .agent.personas import build_persona
-from .agent.spoken import async_spoken_lines
+from .agent.turn_request import async_turn_request
 from .const import (
     CONF_MODEL,
     CONF_PROMPT,
@@ -33,9 +32,8 @@ from .const import (
 from .engine.events import SentenceOutput
 from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
-from .engine.turn.runner import Persona, TurnRequest
+from .engine.turn.request import Persona
 from .ha_tools import HassTurnTools
-from .memory.setup import turn_memory
 from .proactive.briefing import HomeBriefing
 from .proactive.speak import async_speak_for_trigger
 from .runtime import CompanionConfigEntry, add_per_subentry
@@ -156,38 +154,20 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             return err.as_conversation_result()
         runtime = self.entry.runtime_data
         system = chat_log.content[0]
-        house = HassTurnTools(self.hass, chat_log.llm_api)
         user_id = user_input.context.user_id
-        history_id = runtime.follow_ups.history_id(
-            chat_log.conversation_id, user_input.satellite_id, self.hass.loop.time()
-        )
-        window, memory = turn_memory(
-            self.entry,
+        request = await async_turn_request(
+            self.hass,
+            persona,
             self.subentry.subentry_id,
-            user_id,
-            persona.profile,
-            follows_up=history_id != chat_log.conversation_id,
-        )
-        request = TurnRequest(
-            text=user_input.text,
-            context=ToolContext(
-                conversation_id=chat_log.conversation_id,
-                user_id=user_id,
-                trace_id=ulid_now(),
-                language=user_input.language,
-                agent_id=self.subentry.subentry_id,
-            ),
-            history=runtime.conversation_store(self.subentry.subentry_id).get(history_id),
-            lines=await async_spoken_lines(self.hass, user_input.language),
+            user_input.text,
+            conversation_id=chat_log.conversation_id,
+            language=user_input.language,
+            user_id=user_id,
             device_id=user_input.device_id,
-            host_instructions=system.content
-            if isinstance(system, conversation.SystemContent)
-            else "",
-            host_tools=house.tools(),
-            host_targets=house,
-            host_state=house,
-            host_hooks=(HomeBriefing(self.hass, user_id), *memory),
-            window=window,
+            satellite_id=user_input.satellite_id,
+            instructions=system.content if isinstance(system, conversation.SystemContent) else "",
+            house=HassTurnTools(self.hass, chat_log.llm_api),
+            hooks=(HomeBriefing(self.hass, user_id),),
         )
         LOGGER.debug(
             "Turn %s: persona %s, profile %s",
@@ -195,7 +175,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             self.subentry.title,
             persona.profile.id,
         )
-        turn = runtime.runner.start(persona, request)
+        turn = runtime.engine.start_turn(request)
         runtime.playback.async_watch(turn, user_input.satellite_id, user_input.device_id)
         head_start = async_head_start(self.hass, user_input.context, turn)
 
@@ -205,7 +185,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             head_start(sentence)
             self._async_sentence(sentence, request.context)
 
-        stream = ChatLogStream(turn.items, on_sentence=_on_sentence)
+        stream = ChatLogStream(turn.items(), on_sentence=_on_sentence)
         try:
             async for _content in chat_log.async_add_delta_content_stream(
                 self.entity_id, stream.deltas()

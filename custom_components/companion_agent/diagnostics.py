@@ -48,13 +48,4 @@ async def async_get_config_entry_diagnostics(
         return settings
     runtime = entry.runtime_data
     server["reachable"] = runtime.health.reachable
-    return {
-        **settings,
-        "profiles": sorted(profile.id for profile in runtime.library.profiles),
-        "plugins": sorted(runtime.library.catalog.plugins),
-        "problems": [str(problem) for problem in runtime.problems],
-        "usage": runtime.runner.usage.snapshot(),
-        "pending_confirmations": runtime.runner.guard.confirmations.pending_count(),
-        "open_conversations": {pid: len(store) for pid, store in runtime.conversations.items()},
-        "memory": await runtime.memory.figures() if runtime.memory else None,
-    }
+    return {**settings, **await runtime.engine.figures()}

@@ -47,11 +47,14 @@ from .const import (
     MEMORY_MEM0,
     STORAGE_FOLDER,
 )
-from .engine.memory.mem0.setup import MEM0_REQUIREMENTS
-from .engine.memory.mem0.store import Mem0Store
-from .engine.memory.neo4j.graph import NEO4J_REQUIREMENT, Neo4jGraph
+from .engine.memory.backends import (
+    MEM0_REQUIREMENTS,
+    NEO4J_REQUIREMENT,
+    check_graph,
+    check_mem0,
+)
 from .engine.redaction import scrub_text
-from .memory.setup import embedder_for, mem0_settings, neo4j_settings
+from .memory.setup import memory_config, neo4j_settings
 
 CHECK_TIMEOUT = 5.0
 NEO4J_SCHEMES = {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}
@@ -113,16 +116,10 @@ async def _mem0_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str 
         await async_process_requirements(hass, DOMAIN, list(MEM0_REQUIREMENTS))
     except RequirementsNotFound:
         return "requirements_failed"
-    embedder = embedder_for(options)
-    if embedder is None:
+    config = memory_config(options)
+    if config.embeddings is None:
         return None
-    folder = Path(hass.config.path(STORAGE_FOLDER))
-    store = Mem0Store(mem0_settings(options, folder), embedder)
-    try:
-        check = await store.check()
-    finally:
-        await store.close()
-        await embedder.aclose()
+    check = await check_mem0(config, Path(hass.config.path(STORAGE_FOLDER)))
     if not check.ok:
         LOGGER.debug("mem0 check failed: %s", scrub_text(check.detail))
         return "mem0_unreachable"
@@ -135,11 +132,7 @@ async def _neo4j_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str
         await async_process_requirements(hass, DOMAIN, [NEO4J_REQUIREMENT])
     except RequirementsNotFound:
         return "requirements_failed"
-    graph = Neo4jGraph(neo4j_settings(options))
-    try:
-        check = await graph.check()
-    finally:
-        await graph.close()
+    check = await check_graph(neo4j_settings(options))
     if not check.ok:
         LOGGER.debug("Neo4j check failed: %s", scrub_text(check.detail))
         return "neo4j_auth" if check.problem == "auth" else "neo4j_unreachable"

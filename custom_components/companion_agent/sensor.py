@@ -81,12 +81,12 @@ class UsageSensor(SensorEntity):
     @property
     def native_value(self) -> int:
         """Return the running total."""
-        return int(getattr(self._entry.runtime_data.runner.usage.total, self._field))
+        return int(getattr(self._entry.runtime_data.engine.usage.total, self._field))
 
     @property
     def extra_state_attributes(self) -> dict[str, object]:
         """Break the total down by tool and by user."""
-        snapshot = self._entry.runtime_data.runner.usage.snapshot()
+        snapshot = self._entry.runtime_data.engine.usage.snapshot()
         attributes: dict[str, object] = {}
         for group, label in (("tools", "by_tool"), ("users", "by_user")):
             values = snapshot.get(group)

@@ -21,11 +21,10 @@ from .const import (
     SERVICE_START_CHAT,
     signal_library_reloaded,
 )
-from .engine.plugins import load_library
 from .memory.services import async_setup_memory_services
 from .proactive.start_chat import async_handle_start_chat
 from .repairs import async_sync_load_problems
-from .runtime import library_roots, loaded_entries
+from .runtime import loaded_entries
 
 
 @callback
@@ -36,11 +35,9 @@ def async_setup_services(hass: HomeAssistant) -> None:
         """Reload plugins and profiles; running turns keep what they started with."""
         entries = loaded_entries(hass)
         for entry in entries:
-            runtime = entry.runtime_data
-            runtime.library = await hass.async_add_executor_job(
-                load_library, library_roots(hass), runtime.library
-            )
-            async_sync_load_problems(hass, runtime.problems)
+            engine = entry.runtime_data.engine
+            await engine.reload()
+            async_sync_load_problems(hass, engine.problems)
             async_dispatcher_send(hass, signal_library_reloaded(entry.entry_id))
 
     async def confirm(call: ServiceCall) -> ServiceResponse:

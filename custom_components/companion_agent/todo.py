@@ -24,9 +24,14 @@ from homeassistant.helpers.dispatcher import async_dispatcher_connect, async_dis
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import DOMAIN, LOGGER, SUBENTRY_CONVERSATION, signal_memory_changed
-from .engine.memory.companion import CompanionMemory
-from .engine.memory.instructions import instruction_topic
-from .engine.memory.types import HOUSEHOLD, Forget, MemoryRecord, MemoryScope
+from .engine.memory import (
+    HOUSEHOLD,
+    CompanionMemory,
+    Forget,
+    MemoryRecord,
+    MemoryScope,
+    instruction_topic,
+)
 from .runtime import CompanionConfigEntry, add_per_subentry
 
 SCAN_INTERVAL = timedelta(minutes=1)
@@ -39,7 +44,7 @@ async def async_setup_entry(
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add one memory list per persona (none when memory is off)."""
-    if entry.runtime_data.memory is not None:
+    if entry.runtime_data.engine.memory is not None:
         add_per_subentry(entry, SUBENTRY_CONVERSATION, PersonaMemoryList, async_add_entities)
 
 
@@ -66,7 +71,7 @@ class PersonaMemoryList(TodoListEntity):
     @property
     def memory(self) -> CompanionMemory:
         """Return the entry's memory (the list exists only while it does)."""
-        memory = self.entry.runtime_data.memory
+        memory = self.entry.runtime_data.engine.memory
         if memory is None:
             raise ServiceValidationError(translation_domain=DOMAIN, translation_key="memory_off")
         return memory
@@ -87,7 +92,7 @@ class PersonaMemoryList(TodoListEntity):
 
     async def async_update(self) -> None:
         """Read the persona's current household conclusions (never a person's own)."""
-        memory = self.entry.runtime_data.memory
+        memory = self.entry.runtime_data.engine.memory
         if memory is None:
             return
         try:

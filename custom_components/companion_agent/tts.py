@@ -45,18 +45,18 @@ from .engine.errors import (
     VoiceFileError,
 )
 from .engine.events import SentenceOutput, TextDelta
-from .engine.pipeline import PipelineConfig, build_pipeline
+from .engine.pipeline import FIRST_CLAUSE_CUT, PipelineConfig, build_pipeline
 from .engine.speech import (
     AudioChunk,
     EmbeddedPiper,
     PiperVoiceFolder,
+    SpeechKey,
+    Synthesis,
     Synthesizer,
     TtsInfo,
     TtsVoice,
     WyomingTTS,
 )
-from .engine.speech.head_start import SpeechKey, Synthesis
-from .engine.turn.runner import FIRST_CLAUSE_CUT
 from .repairs import (
     async_clear_missing_voice,
     async_report_bad_voice_file,
@@ -148,7 +148,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         """
         voice, speaker = self._requested_voice(request.options)
         sentences = _sentences(_deltas(request.message_gen))
-        heads = self.entry.runtime_data.speech_starts
+        heads = self.entry.runtime_data.engine.speech_starts
         synthesis = self._synthesis(voice, speaker)
         playback = self.entry.runtime_data.playback
         audio = heads.speak(
@@ -160,7 +160,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         """Start synthesising a turn's first sentence before HA's stream asks for it."""
         key = SpeechKey.of(self.speech_voice, text)
         synthesis = self._synthesis(self._voice, self._speaker)
-        return self.entry.runtime_data.speech_starts.start(key, trace_id, synthesis)
+        return self.entry.runtime_data.engine.speech_starts.start(key, trace_id, synthesis)
 
     def _speech_key(self, voice: str, speaker: str | None) -> str:
         """Return the head-start key of ``voice`` (and ``speaker``) spoken by this entity."""

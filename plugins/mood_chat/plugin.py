@@ -53,7 +53,7 @@ class MoodChatPlugin(TriggerPlugin, HookPlugin):
         super().__init__(context)
         config = context.config
         self.targets = config.texts("targets")
-        if (target := bad_speaker(self.targets)) is not None:
+        if (target := bad_speaker(self.targets, context.speakers)) is not None:
             raise config.error("targets", f"{target!r} is not an assist_satellite or media_player")
         self.instruction = config.text("instruction")
         minutes = config.number("check_minutes")

@@ -40,7 +40,7 @@ class StateChatPlugin(TriggerPlugin):
         self.to_state = config.text("to_state")
         self.instruction = config.text("instruction")
         self.targets = config.texts("targets")
-        if (target := bad_speaker(self.targets)) is not None:
+        if (target := bad_speaker(self.targets, context.speakers)) is not None:
             raise config.error("targets", f"{target!r} is not an assist_satellite or media_player")
         cooldown = config.integer("cooldown_seconds")
         if cooldown < 0:

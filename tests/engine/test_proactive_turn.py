@@ -15,7 +15,7 @@ from custom_components.companion_agent.engine.turn.prompt import PROACTIVE_OPENI
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-from tests.support.turns import Conversations, finish, persona, run
+from tests.support.turns import Conversations, finish, persona, run, start
 
 
 def user_messages(server: LLMServer, request: int) -> list[str]:
@@ -55,7 +55,7 @@ async def test_a_turn_cancelled_before_its_task_ran_is_still_stored_and_ends(
 ) -> None:
     """cancel() right after start(): the result comes (interrupted), no model call is made."""
     talk = Conversations(tmp_path)
-    turn = TurnRunner().start(persona(chat_model), talk.request("Hello?"))
+    turn = start(TurnRunner(), persona(chat_model), talk.request("Hello?"))
     turn.cancel("the device could not play it")
 
     finished = await finish(turn)

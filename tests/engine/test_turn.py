@@ -16,7 +16,14 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from custom_components.companion_agent.engine.events import TextDelta, ToolCallEvent, TurnOutcome
+from custom_components.companion_agent.engine.events import (
+    Heard,
+    Interrupted,
+    Played,
+    TextDelta,
+    ToolCallEvent,
+    TurnOutcome,
+)
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.messages import (
@@ -36,7 +43,7 @@ from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
-from tests.support.turns import PROFILE, Conversations, finish, persona, run
+from tests.support.turns import PROFILE, Conversations, finish, persona, run, start
 
 SLOW = 0.05
 
@@ -115,8 +122,8 @@ async def test_cancel_mid_sentence_stores_only_what_was_shown(
     llm_server.script(slow_text("The weather ", "today is ", "sunny and ", "warm. Later ", "rain."))
     runner = TurnRunner()
     who = persona(chat_model, hooks=[listener])
-    turn = runner.start(who, talk.request("Weather?"))
-    items = turn.items
+    turn = start(runner, who, talk.request("Weather?"))
+    items = turn.items()
     seen: list[str] = []
     async for item in items:
         if isinstance(item, TextDelta):
@@ -126,7 +133,7 @@ async def test_cancel_mid_sentence_stores_only_what_was_shown(
             break
     after_cancel = [i async for i in items]
     result = await turn.result
-    assert after_cancel == []
+    assert after_cancel == [Interrupted(reason="the person spoke")]  # why the items ended
     assert result.outcome == "interrupted"
     assert result.reason == "the person spoke"
     assert result.shown.rstrip() == "The weather today is"
@@ -150,17 +157,19 @@ async def test_cancel_lets_a_running_tool_finish_and_records_it(
     log: list[str] = []
     gate, started = asyncio.Event(), asyncio.Event()
     llm_server.script(Reply.tool_calls(("call_1", "get_time", "{}")), Reply.text("It is noon."))
-    turn = TurnRunner().start(
-        persona(chat_model), talk.request("Time?", tools=[clock_tool(log, gate, started)])
+    turn = start(
+        TurnRunner(),
+        persona(chat_model),
+        talk.request("Time?", tools=[clock_tool(log, gate, started)]),
     )
-    items = turn.items
+    items = turn.items()
     async for item in items:
         if isinstance(item, ToolCallEvent) and item.status == "running":
             break
     async with asyncio.timeout(5):
         await started.wait()
     turn.cancel("the person spoke")
-    assert [i async for i in items] == []
+    assert [i async for i in items] == [Interrupted(reason="the person spoke")]
     gate.set()
     result = await turn.result
     assert result.outcome == "interrupted"
@@ -178,10 +187,10 @@ async def test_cancel_takes_effect_before_any_further_item(
     """Items already queued but not taken are dropped: the host never sees them."""
     chunks = (TextChunk("One. Two. "), TextChunk("Three. "), TextChunk("Four.", 5.0))
     llm_server.script(Reply(chunks=chunks))
-    turn = TurnRunner().start(persona(chat_model), talk.request("Count"))
+    turn = start(TurnRunner(), persona(chat_model), talk.request("Count"))
     await asyncio.sleep(0.3)  # "One. Two. Three." has arrived and waits in the queue
     turn.cancel()
-    assert [i async for i in turn.items] == []
+    assert [i async for i in turn.items()] == [Interrupted(reason="cancelled")]
     result = await turn.result
     assert result.outcome == "interrupted"
     assert result.shown == ""
@@ -197,9 +206,12 @@ async def test_deadline_ends_the_turn_with_a_spoken_line(
     """A model that stalls past the turn's deadline: timed_out, and the person hears why."""
     llm_server.script(Reply(chunks=(TextChunk("Let me ", 0.0), TextChunk("think.", 5.0))))
     who = persona(chat_model, profile=replace(PROFILE, turn_deadline=0.5))
-    started = time.monotonic()
-    done = await run(TurnRunner(), who, talk.request("Hard question"))
-    assert time.monotonic() - started < 3
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    turn = start(TurnRunner(), who, talk.request("Hard question"))
+    assert started <= turn.deadline - 0.5 <= loop.time()  # the deadline the host can see
+    done = await finish(turn)
+    assert turn.deadline <= loop.time() < turn.deadline + 2.5  # ...is when the turn ended
     assert done.result.outcome == "timed_out"
     assert done.text == "Let me\nSorry, that took too long, so I stopped."
     assert done.sentences[-1].tts_text == "Sorry, that took too long, so I stopped."
@@ -217,13 +229,39 @@ async def test_played_runs_after_playback_once(
     listener = Listener()
     who = persona(chat_model, hooks=[listener])
     llm_server.script(Reply.text("Hello there."))
-    turn = TurnRunner().start(who, talk.request("Hi"))
+    turn = start(TurnRunner(), who, talk.request("Hi"))
     turn.played()  # before the turn ended: runs when it ends
     done = await finish(turn)
     turn.played()
     await who.plugins.hooks.drain(5)
     assert done.result.spoken == "Hello there."
     assert listener.log == ["after complete: Hello there.", "played complete: Hello there."]
+
+
+async def test_played_while_the_turn_streams_is_an_item_in_its_place(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """Audio done before the text (a tool round ahead): a Played item, then the rest."""
+    listener = Listener()
+    who = persona(chat_model, hooks=[listener])
+    llm_server.script(slow_text("Hello. ", "More ", "later."))
+    turn = start(TurnRunner(), who, talk.request("Hi"))
+    items = turn.items()
+    first = await anext(items)
+    turn.played()
+    turn.played()  # once
+    rest = [item async for item in items]
+    played = [index for index, item in enumerate(rest) if isinstance(item, Played)]
+    assert isinstance(first, TextDelta)
+    assert played == [0]  # right after what the host had taken
+    assert rest[0] == Played(heard=Heard.everything())
+    assert any(isinstance(item, TextDelta) and "later" in item.text for item in rest[1:])
+    await turn.result
+    await who.plugins.hooks.drain(5)
+    assert listener.log == [
+        "after complete: Hello. More later.",
+        "played complete: Hello. More later.",
+    ]
 
 
 async def test_played_never_runs_for_a_silent_turn(
@@ -233,7 +271,7 @@ async def test_played_never_runs_for_a_silent_turn(
     listener = Listener()
     who = persona(chat_model, hooks=[listener])
     llm_server.script(Reply.text("🎉"))
-    turn = TurnRunner().start(who, talk.request("Party!"))
+    turn = start(TurnRunner(), who, talk.request("Party!"))
     done = await finish(turn)
     turn.played()
     await who.plugins.hooks.drain(5)
@@ -325,11 +363,12 @@ async def test_held_call_approved_after_100_other_conversations_runs_once(
     (token,) = runner.guard.confirmations.tokens.live()
     for number in range(100):
         await run(runner, persona(chat_model), talk.request("Hi", conversation_id=f"c{number}"))
-    result = await runner.confirm(token.token_id, approve=True, user_id="alice")
+    confirmations = runner.guard.confirmations
+    result = await confirmations.resolve(token.token_id, approve=True, user_id="alice")
     assert result.status == "executed"
     assert log == ["start", "end"]
     with pytest.raises(Exception, match="already used"):
-        await runner.confirm(token.token_id, approve=True, user_id="alice")
+        await confirmations.resolve(token.token_id, approve=True, user_id="alice")
     assert log == ["start", "end"]
 
 
@@ -363,7 +402,7 @@ async def test_a_cancel_while_the_turn_is_stored_still_ends_it(
     """Cancelled while storing: the turn is still stored whole and its result still comes."""
     history = SlowHistory()
     llm_server.script(Reply.text("Done."))
-    turn = TurnRunner().start(persona(chat_model), replace(talk.request("Go"), history=history))
+    turn = start(TurnRunner(), persona(chat_model), replace(talk.request("Go"), history=history))
     async with asyncio.timeout(5):
         await history.entered.wait()
     turn.cancel("too late")
@@ -380,9 +419,9 @@ async def test_cancel_listeners_hear_a_cancel_once_and_a_finished_turn_never(
     """What must stop with a turn (its audio) hears the cancel, once, with its reason."""
     heard: list[str] = []
     llm_server.script(Reply(chunks=(TextChunk("One. "), TextChunk("Two.", 5.0))))
-    turn = TurnRunner().start(persona(chat_model), talk.request("Count"))
+    turn = start(TurnRunner(), persona(chat_model), talk.request("Count"))
     turn.on_cancel(heard.append)
-    items = turn.items
+    items = turn.items()
     await anext(items)  # the turn is under way
     turn.cancel("the person spoke")
     turn.cancel("again")
@@ -391,7 +430,7 @@ async def test_cancel_listeners_hear_a_cancel_once_and_a_finished_turn_never(
     assert heard == ["the person spoke"]
 
     llm_server.script(Reply.text("Done."))
-    finished = TurnRunner().start(persona(chat_model), talk.request("Again"))
+    finished = start(TurnRunner(), persona(chat_model), talk.request("Again"))
     finished.on_cancel(heard.append)
     await finish(finished)
     finished.cancel("after the end")
@@ -403,14 +442,14 @@ async def test_a_turn_cancelled_before_it_ran_still_ends(
 ) -> None:
     """A cancel in the same breath as the start: the result comes, the items end."""
     llm_server.script(Reply.text("Hello."))
-    turn = TurnRunner().start(persona(chat_model), talk.request("Hi"))
+    turn = start(TurnRunner(), persona(chat_model), talk.request("Hi"))
     turn.cancel("the person spoke")
     result = await asyncio.wait_for(turn.result, 5)
     assert result.outcome == "interrupted"
-    assert [item async for item in turn.items] == []
+    assert [item async for item in turn.items()] == [Interrupted(reason="the person spoke")]
 
 
-async def test_heard_only_marks_the_finished_turn_interrupted_after_its_sentences(
+async def test_heard_first_marks_the_finished_turn_interrupted_after_its_sentences(
     llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
 ) -> None:
     """Spoken over after its first sentence: the stored turn keeps that sentence, marked."""
@@ -418,15 +457,15 @@ async def test_heard_only_marks_the_finished_turn_interrupted_after_its_sentence
     who = persona(chat_model, hooks=[listener])
     llm_server.script(Reply.text("It is *sunny*. Take a hat. And water."))
     runner = TurnRunner()
-    turn = runner.start(who, talk.request("Weather?"))
-    turn.heard_only(1)  # the turn still runs: ignored
+    turn = start(runner, who, talk.request("Weather?"))
+    turn.played(Heard.first(1))  # the turn still runs: ignored
     done = await finish(turn)
     assert [s.tts_text for s in done.sentences] == ["It is sunny.", "Take a hat.", "And water."]
     assert turn.first_spoken_at is not None
 
-    turn.heard_only(3)  # all three heard: nothing to amend
-    turn.heard_only(1)
-    turn.heard_only(0)  # once per turn
+    turn.played(Heard.first(3))  # all three heard: nothing to amend
+    turn.played(Heard.first(1))
+    turn.played(Heard.first(0))  # once per turn
     await runner.drain(5)
     await talk.store.flush()
 
@@ -438,15 +477,15 @@ async def test_heard_only_marks_the_finished_turn_interrupted_after_its_sentence
     assert listener.log == ["after complete: It is *sunny*. Take a hat. And water."]
 
 
-async def test_heard_only_nothing_keeps_no_text(
+async def test_heard_first_none_keeps_no_text(
     llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
 ) -> None:
     """Spoken over before any sentence could be heard: the stored turn keeps no text."""
     llm_server.script(Reply.text("One. Two."))
     runner = TurnRunner()
-    turn = runner.start(persona(chat_model), talk.request("Count"))
+    turn = start(runner, persona(chat_model), talk.request("Count"))
     await finish(turn)
-    turn.heard_only(0)
+    turn.played(Heard.first(0))
     await runner.drain(5)
     messages = await talk.store.get("conv-1").load()
     assert messages[-1] == AssistantMessage(
@@ -459,8 +498,8 @@ async def test_a_cancel_for_a_failed_device_stores_the_turn_as_failed(
 ) -> None:
     """The host could not deliver the answer: stored as failed, so the next turn knows."""
     llm_server.script(slow_text("Hello ", "there. ", "More."))
-    turn = TurnRunner().start(persona(chat_model), talk.request("Hi"))
-    async for item in turn.items:
+    turn = start(TurnRunner(), persona(chat_model), talk.request("Hi"))
+    async for item in turn.items():
         if isinstance(item, TextDelta):
             turn.cancel("the speaker is gone", failed=True)
     result = await turn.result
@@ -471,18 +510,18 @@ async def test_a_cancel_for_a_failed_device_stores_the_turn_as_failed(
     assert messages[-1].content.endswith("[you could not finish this answer]")
 
 
-async def test_undelivered_marks_the_finished_turn_failed_with_nothing_heard(
+async def test_heard_undelivered_marks_the_finished_turn_failed_with_nothing_heard(
     llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
 ) -> None:
     """Its audio failed after the turn ended: stored as failed, so the next turn knows."""
     llm_server.script(Reply.text("One. Two."))
     runner = TurnRunner()
-    turn = runner.start(persona(chat_model), talk.request("Count"))
-    turn.undelivered()  # still running: ignored
+    turn = start(runner, persona(chat_model), talk.request("Count"))
+    turn.played(Heard.undelivered())  # still running: ignored
     done = await finish(turn)
     assert done.result.outcome == "complete"
-    turn.undelivered()
-    turn.heard_only(0)  # once per turn: the first word stands
+    turn.played(Heard.undelivered())
+    turn.played(Heard.first(0))  # once per turn: the first word stands
     await runner.drain(5)
     await talk.store.flush()
     (stored,) = await talk.store.get("conv-1").turns()

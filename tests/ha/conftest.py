@@ -2,24 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 import pytest
-from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API
+from homeassistant.components.assist_satellite import AssistSatelliteEntityFeature
+from homeassistant.config_entries import ConfigEntryState, ConfigSubentryData
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.companion_agent.const import (
-    CONF_BASE_URL,
-    CONF_MEMORY_ENVIRONMENT,
-    CONF_MODEL,
-    CONF_PROFILE,
-    DOMAIN,
-    SUBENTRY_CONVERSATION,
+from tests.ha.entries import (
+    SetupCompanion,
+    SetupPersonas,
+    agents_by_title,
+    async_load,
+    companion_entry,
+    persona,
+)
+from tests.ha.speakers import SpeakerPlayer, SpeakingSatellite, setup_speakers
+from tests.ha.start_chat import (
+    ATTIC,
+    CONVERSE,
+    HALL,
+    KITCHEN,
+    LOUNGE,
+    Companion,
+    Devices,
+    async_setup_speaking_companion,
 )
 from tests.support.llm_server import LLMServer
+from tests.support.wyoming_proxy import WyomingProxy
 
 
 @pytest.fixture(autouse=True)
@@ -29,45 +43,72 @@ async def auto_setup(hass: HomeAssistant, enable_custom_integrations: None, tmp_
     assert await async_setup_component(hass, "homeassistant", {})
 
 
-def make_personas_entry(
-    server: LLMServer, personas: dict[str, str], *, llm_apis: list[str] | None = None
-) -> MockConfigEntry:
-    """Return an entry for the local server with one subentry per ``title: profile``."""
-    extra: dict[str, object] = {CONF_LLM_HASS_API: llm_apis} if llm_apis else {}
-    return MockConfigEntry(
-        domain=DOMAIN,
-        title="test-model",
-        data={
-            CONF_BASE_URL: server.url,
-            CONF_API_KEY: "",
-            CONF_MODEL: "test-model",
-            CONF_MEMORY_ENVIRONMENT: "test",
-        },
-        subentries_data=[
-            {
-                "subentry_type": SUBENTRY_CONVERSATION,
-                "data": {CONF_PROFILE: profile, **extra},
-                "title": title,
-                "unique_id": None,
-            }
-            for title, profile in personas.items()
-        ],
-    )
+@pytest.fixture
+def setup_companion(hass: HomeAssistant, llm_server: LLMServer) -> SetupCompanion:
+    """Return a function that sets up our entry, with any sub-entries, on the local server."""
 
+    async def set_up(
+        *subentries: ConfigSubentryData, options: Mapping[str, object] | None = None
+    ) -> MockConfigEntry:
+        """Set up HA's conversation component and the entry; it must load."""
+        assert await async_setup_component(hass, "conversation", {})
+        entry = companion_entry(llm_server.url, *(subentries or [persona()]), options=options)
+        return await async_load(hass, entry)
 
-def make_entry(
-    server: LLMServer, *, llm_apis: list[str] | None = None, profile: str = "default"
-) -> MockConfigEntry:
-    """Return an entry for the local server with one persona subentry."""
-    return make_personas_entry(server, {"Companion": profile}, llm_apis=llm_apis)
+    return set_up
 
 
 @pytest.fixture
-async def setup_entry(hass: HomeAssistant, llm_server: LLMServer) -> MockConfigEntry:
-    """Set up HA's conversation component and our entry against the local server."""
-    assert await async_setup_component(hass, "conversation", {})
-    entry = make_entry(llm_server, llm_apis=[llm.LLM_API_ASSIST])
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
-    return entry
+def setup_personas(hass: HomeAssistant, setup_companion: SetupCompanion) -> SetupPersonas:
+    """Return a function that sets up one persona per ``title: profile``."""
+
+    async def set_up(
+        personas: Mapping[str, str], *, options: Mapping[str, object] | None = None
+    ) -> tuple[MockConfigEntry, dict[str, str]]:
+        """Set up the entry and find each persona's agent."""
+        subentries = (persona(title, profile) for title, profile in personas.items())
+        entry = await setup_companion(*subentries, options=options)
+        return entry, agents_by_title(hass, entry)
+
+    return set_up
+
+
+@pytest.fixture
+async def one_persona(setup_personas: SetupPersonas) -> tuple[MockConfigEntry, str]:
+    """Set up one persona, Ada, on the default profile; return the entry and Ada's agent."""
+    entry, agents = await setup_personas({"Ada": "default"})
+    return entry, agents["Ada"]
+
+
+@pytest.fixture
+async def setup_entry(setup_companion: SetupCompanion) -> MockConfigEntry:
+    """Set up our entry with one persona that may control the house through Assist."""
+    return await setup_companion(persona(llm_apis=[llm.LLM_API_ASSIST]))
+
+
+@pytest.fixture
+async def devices(hass: HomeAssistant) -> Devices:
+    """Load a conversing satellite, an announcing one, a media player and a silent one."""
+    hass.config.internal_url = "http://homeassistant.test:8123"
+    assert await async_setup_component(hass, "assist_pipeline", {})
+    found: Devices = {
+        KITCHEN: SpeakingSatellite("kitchen", CONVERSE),
+        HALL: SpeakingSatellite("hall", AssistSatelliteEntityFeature.ANNOUNCE),
+        LOUNGE: SpeakerPlayer("lounge"),
+        ATTIC: SpeakerPlayer("attic", reports_state=False),
+    }
+    satellites = [d for d in found.values() if isinstance(d, SpeakingSatellite)]
+    players = [d for d in found.values() if isinstance(d, SpeakerPlayer)]
+    await setup_speakers(hass, satellites, players)
+    return found
+
+
+@pytest.fixture
+async def companion(
+    hass: HomeAssistant, setup_companion: SetupCompanion, proxy: WyomingProxy
+) -> AsyncIterator[Companion]:
+    """Set up one persona with a Piper voice (through the proxy); unload it at the end."""
+    speaking = await async_setup_speaking_companion(hass, setup_companion, proxy)
+    yield speaking
+    if speaking.entry.state is ConfigEntryState.LOADED:
+        assert await hass.config_entries.async_unload(speaking.entry.entry_id)

@@ -16,7 +16,7 @@ from custom_components.companion_agent.const import (
     DOMAIN,
     SUBENTRY_CONVERSATION,
 )
-from tests.ha.conftest import make_entry
+from tests.ha.entries import companion_entry, persona
 from tests.support.llm_server import LLMServer
 
 
@@ -87,7 +87,7 @@ async def test_unknown_model(hass: HomeAssistant, llm_server: LLMServer) -> None
 
 async def test_reconfigure_updates_the_entry(hass: HomeAssistant, llm_server: LLMServer) -> None:
     """Reconfigure checks the server again and stores the new settings."""
-    entry = make_entry(llm_server)
+    entry = companion_entry(llm_server.url, persona())
     entry.add_to_hass(hass)
     result = await entry.start_reconfigure_flow(hass)
     assert result["step_id"] == "reconfigure"
@@ -108,7 +108,7 @@ async def test_reconfigure_updates_the_entry(hass: HomeAssistant, llm_server: LL
 async def test_reauth_stores_the_new_key(hass: HomeAssistant, socket_enabled: None) -> None:
     """A rejected key starts reauth at setup; a good key fixes the entry."""
     async with LLMServer(api_key="good") as server:
-        entry = make_entry(server)
+        entry = companion_entry(server.url, persona())
         entry.add_to_hass(hass)
         assert not await hass.config_entries.async_setup(entry.entry_id)
         flows = hass.config_entries.flow.async_progress()
@@ -184,6 +184,7 @@ async def test_options_flow_sets_waits_retention_and_pace(
         "memory_backend": "embedded",
         "memory_neo4j": False,
     }
-    assert setup_entry.runtime_data.model.settings.first_token_timeout == 5
-    assert setup_entry.runtime_data.runner.limits.turns_per_minute == 3
-    assert setup_entry.runtime_data.runner.guard.confirmations.tokens.ttl == 120
+    settings = setup_entry.runtime_data.engine.settings  # the engine takes them as given
+    assert settings.model.first_token_timeout == 5
+    assert settings.limits.turns_per_minute == 3
+    assert settings.confirm_ttl == 120

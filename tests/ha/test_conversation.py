@@ -5,14 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.helpers import chat_session
 from homeassistant.helpers import entity_registry as er
 from pytest_homeassistant_custom_component.common import MockConfigEntry
+from syrupy.assertion import SnapshotAssertion
+from syrupy.filters import props
 
 from custom_components.companion_agent.const import DOMAIN
+from tests.ha.entries import SetupCompanion, async_load, companion_entry, persona
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
@@ -61,19 +65,21 @@ async def test_setup_and_unload(hass: HomeAssistant, setup_entry: MockConfigEntr
 
 async def test_setup_loads_when_server_is_down(hass: HomeAssistant, socket_enabled: None) -> None:
     """An unreachable server does not hold the agents back (tests/reliability has the rest)."""
-    from tests.ha.conftest import make_entry
-
     async with LLMServer() as server:
-        entry = make_entry(server)
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
+        entry = companion_entry(server.url, persona())
+    await async_load(hass, entry)
     assert entry.state is ConfigEntryState.LOADED
 
 
 async def test_streamed_turn_with_a_tool(
-    hass: HomeAssistant, setup_entry: MockConfigEntry, llm_server: LLMServer
+    hass: HomeAssistant,
+    setup_entry: MockConfigEntry,
+    llm_server: LLMServer,
+    freezer: FrozenDateTimeFactory,
+    snapshot: SnapshotAssertion,
 ) -> None:
     """Speech equals the streamed text; the tool call and its result are logged once."""
+    freezer.move_to("2026-03-02 12:00:00+00:00")
     agent_id = agent_entity_id(hass, setup_entry)
     llm_server.script(
         Reply.tool_calls(("call_1", "get_current_time", "{}")),
@@ -88,26 +94,13 @@ async def test_streamed_turn_with_a_tool(
     assert streamed == "It is noon. Time for lunch?"
     assert result.response.speech["plain"]["speech"] == streamed
     assert result.continue_conversation is True
-
-    calls = [
-        call
-        for c in content
-        if isinstance(c, conversation.AssistantContent)
-        for call in c.tool_calls or []
-    ]
-    assert [(c.id, c.tool_name, c.external) for c in calls] == [
-        ("call_1", "get_current_time", True)
-    ]
-    results = [c for c in content if isinstance(c, conversation.ToolResultContent)]
-    assert len(results) == 1
-    assert results[0].tool_call_id == "call_1"
-    assert results[0].tool_result["status"] == "completed"
-    assert "datetime" in str(results[0].tool_result["result"])
-
+    # The system prompt names the date: the snapshots start after it, as HA core's do.
+    assert content[1:] == snapshot(name="chat_log", exclude=props("created"))
+    assert deltas == snapshot(name="deltas", exclude=props("created"))
     second = llm_server.requests[1]["messages"]
     assert isinstance(second, list)
     assert second[0]["role"] == "system"
-    assert [m["role"] for m in second[1:]] == ["user", "assistant", "tool"]
+    assert second[1:] == snapshot(name="second_request")
 
 
 async def test_turns_are_stored_and_sent_as_history(
@@ -183,18 +176,10 @@ async def test_diagnostics_redact_the_key(
 
 
 async def test_actions_become_events_and_the_emotion_sensor(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
 ) -> None:
     """Tags leave the text, fire companion_agent_action events and set the emotion sensor."""
-    from homeassistant.setup import async_setup_component
-
-    from tests.ha.conftest import make_entry
-
-    assert await async_setup_component(hass, "conversation", {})
-    entry = make_entry(llm_server, profile="baoqiao")
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
+    entry = await setup_companion(persona(profile="baoqiao"))
     events: list[Mapping[str, object]] = []
     hass.bus.async_listen(
         "companion_agent_action", callback(lambda event: events.append(event.data))

@@ -18,10 +18,14 @@ from homeassistant.helpers import chat_session, llm
 from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
+from syrupy.assertion import SnapshotAssertion
+from syrupy.filters import props
 
-from custom_components.companion_agent.const import AUDIT_FILE, CONF_CONFIRM_TTL, DOMAIN
+from custom_components.companion_agent.const import CONF_CONFIRM_TTL, DOMAIN
 from custom_components.companion_agent.engine.audit.log import read_audit
-from tests.ha.conftest import make_entry
+from custom_components.companion_agent.engine.engine import AUDIT_FILE
+from tests.ha.entries import SetupCompanion, async_load, entity_id, persona
+from tests.support.chat_requests import user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
@@ -44,47 +48,28 @@ def demo_devices() -> Iterator[None]:
 
 
 async def build_house(
-    hass: HomeAssistant, server: LLMServer, options: dict[str, object] | None = None
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    options: dict[str, object] | None = None,
 ) -> MockConfigEntry:
     """Set up HA's demo lock, light and cover, expose a few, and the companion with Assist."""
     assert await async_setup_component(hass, "conversation", {})
-    demo = MockConfigEntry(domain="demo")
-    demo.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(demo.entry_id)
-    await hass.async_block_till_done()
-    for entity_id in EXPOSED:
-        async_expose_entity(hass, conversation.DOMAIN, entity_id, True)
-    entry = make_entry(server, llm_apis=[llm.LLM_API_ASSIST])
-    entry.add_to_hass(hass)
-    if options:
-        hass.config_entries.async_update_entry(entry, options=options)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
-    return entry
+    await async_load(hass, MockConfigEntry(domain="demo"))
+    for exposed in EXPOSED:
+        async_expose_entity(hass, conversation.DOMAIN, exposed, True)
+    return await setup_companion(persona(llm_apis=[llm.LLM_API_ASSIST]), options=options)
 
 
 @pytest.fixture
-async def house(hass: HomeAssistant, llm_server: LLMServer) -> MockConfigEntry:
+async def house(hass: HomeAssistant, setup_companion: SetupCompanion) -> MockConfigEntry:
     """Return the companion set up in a house with demo devices."""
-    return await build_house(hass, llm_server)
+    return await build_house(hass, setup_companion)
 
 
 async def add_shopping_list(hass: HomeAssistant) -> None:
     """Set up HA's shopping list and expose its to-do entity to Assist."""
-    shopping = MockConfigEntry(domain="shopping_list")
-    shopping.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(shopping.entry_id)
-    await hass.async_block_till_done()
+    await async_load(hass, MockConfigEntry(domain="shopping_list"))
     async_expose_entity(hass, conversation.DOMAIN, "todo.shopping_list", True)
-
-
-def agent(hass: HomeAssistant, entry: MockConfigEntry) -> str:
-    """Return the entry's conversation agent."""
-    return next(
-        e.entity_id
-        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-        if e.domain == "conversation"
-    )
 
 
 async def say(
@@ -102,7 +87,7 @@ async def say(
             session.conversation_id,
             context or Context(),
             language="en",
-            agent_id=agent(hass, entry),
+            agent_id=entity_id(hass, entry, "conversation"),
         )
         with conversation.async_get_chat_log(hass, session) as chat_log:
             return result, list(chat_log.content)
@@ -131,14 +116,7 @@ def audit(hass: HomeAssistant) -> list[Mapping[str, object]]:
 
 async def flush_audit(entry: MockConfigEntry) -> None:
     """Wait for the audit writer."""
-    await entry.runtime_data.audit.flush()
-
-
-def user_message(server: LLMServer, request: int) -> str:
-    """Return the last user message the model received in one request."""
-    messages = server.requests[request]["messages"]
-    assert isinstance(messages, list)
-    return str([m for m in messages if m["role"] == "user"][-1]["content"])
+    await entry.runtime_data.engine.flush()
 
 
 async def ask_to_unlock(
@@ -186,7 +164,10 @@ async def test_light_runs_at_once_and_is_audited(
 
 
 async def test_unlock_waits_then_yes_runs_it_once(
-    hass: HomeAssistant, house: MockConfigEntry, llm_server: LLMServer
+    hass: HomeAssistant,
+    house: MockConfigEntry,
+    llm_server: LLMServer,
+    snapshot: SnapshotAssertion,
 ) -> None:
     """Unlock is held; the person's "yes" runs it once, before the model speaks again."""
     events: list[Mapping[str, object]] = []
@@ -199,9 +180,10 @@ async def test_unlock_waits_then_yes_runs_it_once(
     assert state(hass, "lock.front_door") == "unlocked"
     assert tool_results(content)[-1] == ("HassTurnOff", "completed")
     assert [e["status"] for e in events] == ["requested", "executed"]
-    told = user_message(llm_server, 2)
+    told = user_text(llm_server.requests[2])
     assert '"status":"executed"' in told.replace(" ", "")
     assert result.response.speech["plain"]["speech"] == "Done, the front door is unlocked."
+    assert content[1:] == snapshot(exclude=props("created"))
 
     llm_server.script(Reply.text("Anything else?"))
     await say(hass, house, "yes", conversation_id)
@@ -223,21 +205,21 @@ async def test_no_cancels(
     await say(hass, house, "no", conversation_id)
     assert state(hass, "lock.front_door") == "locked"
     assert [e["status"] for e in events] == ["requested", "cancelled"]
-    assert '"status":"cancelled"' in user_message(llm_server, 2).replace(" ", "")
+    assert '"status":"cancelled"' in user_text(llm_server.requests[2]).replace(" ", "")
 
 
 async def test_silence_past_the_ttl_cancels_and_the_model_is_told(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
 ) -> None:
     """A held call expires; the next turn tells the model, and "yes" no longer runs it."""
-    entry = await build_house(hass, llm_server, {CONF_CONFIRM_TTL: 0.2})
+    entry = await build_house(hass, setup_companion, {CONF_CONFIRM_TTL: 0.2})
     events: list[Mapping[str, object]] = []
     conversation_id = await ask_to_unlock(hass, entry, llm_server, events)
     await asyncio.sleep(0.3)
     llm_server.script(Reply.text("That request timed out."))
     await say(hass, entry, "yes", conversation_id)
     assert state(hass, "lock.front_door") == "locked"
-    assert '"status":"expired"' in user_message(llm_server, 2).replace(" ", "")
+    assert '"status":"expired"' in user_text(llm_server.requests[2]).replace(" ", "")
     assert [e["status"] for e in events] == ["requested", "expired"]
 
 
@@ -454,9 +436,9 @@ async def test_first_turn_briefing_names_the_person_and_open_todos(
     llm_server.script(Reply.text("Hello!"), Reply.text("Sure."))
     context = Context(user_id=hass_admin_user.id)
     result, _content = await say(hass, house, "Good morning", context=context)
-    first = user_message(llm_server, 0)
+    first = user_text(llm_server.requests[0])
     assert first.startswith("[memory context ")
     assert f"The person speaking is {hass_admin_user.name}." in first
     assert "Shopping List: 1 open." in first
     await say(hass, house, "Thanks", result.conversation_id, context=context)
-    assert "[memory context" not in user_message(llm_server, 1)
+    assert "[memory context" not in user_text(llm_server.requests[1])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from homeassistant.core import HomeAssistant
 
-from tests.ha.personakit import system_text, tool_names
+from tests.support.chat_requests import system_text, tool_names
 from tests.support.llm_server import LLMServer
 
 ROOT = Path(__file__).resolve().parents[2]

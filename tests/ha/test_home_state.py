@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 from homeassistant.core import HomeAssistant
-from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import CONF_ASLEEP_ENTITY
 from custom_components.companion_agent.engine.proactive import Presence
-from tests.ha.conftest import make_entry
-from tests.support.llm_server import LLMServer
+from tests.ha.entries import SetupCompanion
 
 
 async def test_presence_follows_zone_home_people_and_the_asleep_option(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, setup_companion: SetupCompanion
 ) -> None:
     """zone.home counts first; without it a person at home counts; the option means asleep."""
-    entry: MockConfigEntry = make_entry(llm_server)
-    entry.add_to_hass(hass)
-    hass.config_entries.async_update_entry(
-        entry, options={CONF_ASLEEP_ENTITY: "input_boolean.sleeping"}
-    )
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    probe = entry.runtime_data.host.presence
+    entry = await setup_companion(options={CONF_ASLEEP_ENTITY: "input_boolean.sleeping"})
+    probe = entry.runtime_data.engine.settings.host.presence
     assert probe is not None
 
     hass.states.async_set("person.anna", "not_home")

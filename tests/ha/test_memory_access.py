@@ -7,22 +7,11 @@ from typing import cast
 import pytest
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import Unauthorized
-from homeassistant.setup import async_setup_component
 from homeassistant.util.json import JsonObjectType
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import DOMAIN
-from tests.ha.memorykit import add_person, call, row, rows
-from tests.ha.personakit import setup_personas
-from tests.support.llm_server import LLMServer
-
-
-@pytest.fixture
-async def persona(hass: HomeAssistant, llm_server: LLMServer) -> tuple[MockConfigEntry, str]:
-    """Set up one persona; return the entry and its conversation entity."""
-    assert await async_setup_component(hass, "conversation", {})
-    entry, agents = await setup_personas(hass, llm_server, {"Ada": "default"})
-    return entry, agents["Ada"]
+from tests.ha.memories import add_person, call, row, rows
 
 
 async def as_user(
@@ -41,10 +30,10 @@ async def as_user(
 
 
 async def test_a_non_admin_reaches_only_their_own_and_the_households_memories(
-    hass: HomeAssistant, persona: tuple[MockConfigEntry, str]
+    hass: HomeAssistant, one_persona: tuple[MockConfigEntry, str]
 ) -> None:
     """Bob cannot read, forget, roll back or write Alice's memories; Alice can hers."""
-    _entry, ada = persona
+    _entry, ada = one_persona
     alice, alice_person = await add_person(hass, "Alice")
     bob, _bob_person = await add_person(hass, "Bob")
     assert not (await hass.auth.async_get_user(bob)).is_admin  # type: ignore[union-attr]

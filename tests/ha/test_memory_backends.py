@@ -7,7 +7,6 @@ import json
 import pytest
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
-from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import DOMAIN
@@ -15,37 +14,37 @@ from custom_components.companion_agent.engine.memory.mem0 import store as mem0_s
 from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
 from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jGraph
 from custom_components.companion_agent.engine.memory.types import Relation
-from tests.ha.conftest import make_personas_entry
-from tests.ha.memorykit import call, last_user_message, memory_of, rows, settled, talk
-from tests.ha.personakit import agents_by_title
+from tests.ha.assist_turns import ask
+from tests.ha.entries import SetupCompanion, agents_by_title, persona
+from tests.ha.memories import call, memory_of, rows, settled
+from tests.support.chat_requests import last_user_message
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
+
+MEM0 = {"memory_backend": "mem0", "embeddings_model": "test-embed"}
 
 
 def entry_persona(entry: MockConfigEntry) -> str:
     """Return the entry's only persona's subentry id."""
-    (persona,) = entry.subentries
-    return persona
+    (only,) = entry.subentries
+    return only
+
+
+def unreachable_issue(hass: HomeAssistant, entry: MockConfigEntry) -> ir.IssueEntry | None:
+    """Return the entry's memory_unreachable repair issue, if it is raised."""
+    return ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}")
 
 
 async def test_relations_go_to_neo4j_and_come_back_for_a_mentioned_entity(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    falkordb: str,
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion, falkordb: str
 ) -> None:
     """Extraction merges relations into the Bolt graph; a later turn naming one sees them."""
-    assert await async_setup_component(hass, "conversation", {})
-    entry = make_personas_entry(llm_server, {"Ada": "default"})
-    entry.add_to_hass(hass)
-    hass.config_entries.async_update_entry(
-        entry, options={"memory_backend": "embedded", "memory_neo4j": True, "neo4j_uri": falkordb}
+    entry = await setup_companion(
+        persona("Ada"),
+        options={"memory_backend": "embedded", "memory_neo4j": True, "neo4j_uri": falkordb},
     )
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
     assert isinstance(memory_of(entry).graph, Neo4jGraph)
-    assert (
-        ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}") is None
-    )
+    assert unreachable_issue(hass, entry) is None
     agent = agents_by_title(hass, entry)["Ada"]
     llm_server.script_structured(
         Reply.text(
@@ -57,96 +56,71 @@ async def test_relations_go_to_neo4j_and_come_back_for_a_mentioned_entity(
             )
         )
     )
-    await talk(hass, agent, "My sister Ann moved to Oslo.")
+    await ask(hass, agent, "My sister Ann moved to Oslo.")
     await settled(entry)
     memory = memory_of(entry)
     scope = memory.scope(entry_persona(entry), None)
     relation = Relation(subject="Ann", predicate="lives in", object="Oslo")
     assert await memory.graph.neighbourhood([scope], ["ann"]) == [relation]  # type: ignore[union-attr]
-    await talk(hass, agent, "Is it cold where Ann lives?")
+    await ask(hass, agent, "Is it cold where Ann lives?")
     assert '(memory) relation: "Ann" "lives in" "Oslo"' in last_user_message(llm_server)
 
 
 async def test_mem0_on_local_qdrant_remembers_through_turns(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
 ) -> None:
     """mem0 (Qdrant in files, the server's embeddings) takes an instruction and gives it back."""
-    assert await async_setup_component(hass, "conversation", {})
-    entry = make_personas_entry(llm_server, {"Ada": "default"})
-    entry.add_to_hass(hass)
-    hass.config_entries.async_update_entry(
-        entry,
-        options={
-            "memory_backend": "mem0",
-            "embeddings_url": llm_server.url,
-            "embeddings_model": "test-embed",
-        },
+    entry = await setup_companion(
+        persona("Ada"), options={**MEM0, "embeddings_url": llm_server.url}
     )
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
     memory = memory_of(entry)
     assert isinstance(memory.store, Mem0Store)
-    assert (
-        ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}") is None
-    )
+    assert unreachable_issue(hass, entry) is None
     agent = agents_by_title(hass, entry)["Ada"]
-    await talk(hass, agent, "From now on, call me Captain.")
+    await ask(hass, agent, "From now on, call me Captain.")
     await settled(entry)
-    await talk(hass, agent, "What do you call me?")
+    await ask(hass, agent, "What do you call me?")
     assert '"From now on, call me Captain."' in last_user_message(llm_server)
     assert await hass.config_entries.async_unload(entry.entry_id)
 
 
 async def test_unreachable_graph_raises_a_repair_and_the_turn_answers(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
 ) -> None:
     """A Neo4j that does not answer at setup raises a repair issue; memory stays on."""
-    assert await async_setup_component(hass, "conversation", {})
-    entry = make_personas_entry(llm_server, {"Ada": "default"})
-    entry.add_to_hass(hass)
-    hass.config_entries.async_update_entry(
-        entry, options={"memory_neo4j": True, "neo4j_uri": "bolt://127.0.0.1:9"}
+    entry = await setup_companion(
+        persona("Ada"), options={"memory_neo4j": True, "neo4j_uri": "bolt://127.0.0.1:9"}
     )
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
-    issue = ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}")
+    issue = unreachable_issue(hass, entry)
     assert issue is not None
     assert "neo4j" in (issue.translation_placeholders or {})["detail"]
     llm_server.script(Reply.text("Hello."))
-    result = await talk(hass, agents_by_title(hass, entry)["Ada"], "Hi Ann")
+    result = await ask(hass, agents_by_title(hass, entry)["Ada"], "Hi Ann")
     assert result.response.speech["plain"]["speech"] == "Hello."
     assert memory_of(entry).retrieval.snapshot()["missed_graph"] == 1
 
 
 async def test_mem0_away_at_startup_keeps_memory_on_and_catches_up(
-    hass: HomeAssistant, llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    setup_companion: SetupCompanion,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """mem0 with its embedding server down at startup: a repair; the write reaches it later.
 
     Turns answer meanwhile, and the instruction waits on disk until the server is back.
     """
     monkeypatch.setattr(mem0_store, "REOPEN_AFTER", 0.0)
-    assert await async_setup_component(hass, "conversation", {})
-    entry = make_personas_entry(llm_server, {"Ada": "default"})
-    entry.add_to_hass(hass)
-    hass.config_entries.async_update_entry(
-        entry,
-        options={
-            "memory_backend": "mem0",
-            "embeddings_url": llm_server.url,
-            "embeddings_model": "test-embed",
-        },
-    )
     llm_server.embeddings_down = True
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
+    entry = await setup_companion(
+        persona("Ada"), options={**MEM0, "embeddings_url": llm_server.url}
+    )
     memory = memory_of(entry)
     assert isinstance(memory.store, Mem0Store)
-    issue = ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}")
-    assert issue is not None
+    assert unreachable_issue(hass, entry) is not None
     agent = agents_by_title(hass, entry)["Ada"]
     llm_server.script(Reply.text("Sure, Captain."))
-    result = await talk(hass, agent, "From now on, call me Captain.")
+    result = await ask(hass, agent, "From now on, call me Captain.")
     assert result.response.speech["plain"]["speech"] == "Sure, Captain."
     assert (await memory.outbox.figures())["waiting"] >= 1
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
-from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.components.diagnostics import (
     get_diagnostics_for_config_entry,
 )
@@ -20,7 +19,7 @@ from custom_components.companion_agent.engine.memory.embeddings import Embedding
 from custom_components.companion_agent.engine.memory.mem0.setup import Mem0Settings
 from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jSettings
 from custom_components.companion_agent.engine.redaction import scrub_text
-from tests.ha.conftest import make_personas_entry
+from tests.ha.entries import async_load, companion_entry, persona
 from tests.support.llm_server import LLMServer
 
 SECRETS = ("hunter2", "qdrant-key-7f3a", "embed-key-91c2", "neo-pw-5e6d")
@@ -60,26 +59,20 @@ async def test_memory_options_secrets_stay_out_of_diagnostics_issues_and_log(
     (Libraries such as openai log the URLs they were given at DEBUG; HA logs them at
     WARNING unless told otherwise. What is checked here is everything of ours.)
     """
-    assert await async_setup_component(hass, "conversation", {})
-    entry = make_personas_entry(llm_server, {"Ada": "default"})
-    entry.add_to_hass(hass)
-    hass.config_entries.async_update_entry(
-        entry,
-        options={
-            "memory_backend": "mem0",
-            "mem0_url": "http://admin:hunter2@127.0.0.1:9",
-            "mem0_api_key": "qdrant-key-7f3a",
-            "embeddings_url": "http://u:embed-key-91c2@127.0.0.1:9/v1",
-            "embeddings_model": "test-embed",
-            "embeddings_key": "embed-key-91c2",
-            "memory_neo4j": False,
-            "neo4j_uri": "bolt://neo4j:neo-pw-5e6d@127.0.0.1:9",
-            "neo4j_password": "neo-pw-5e6d",
-        },
-    )
+    options = {
+        "memory_backend": "mem0",
+        "mem0_url": "http://admin:hunter2@127.0.0.1:9",
+        "mem0_api_key": "qdrant-key-7f3a",
+        "embeddings_url": "http://u:embed-key-91c2@127.0.0.1:9/v1",
+        "embeddings_model": "test-embed",
+        "embeddings_key": "embed-key-91c2",
+        "memory_neo4j": False,
+        "neo4j_uri": "bolt://neo4j:neo-pw-5e6d@127.0.0.1:9",
+        "neo4j_password": "neo-pw-5e6d",
+    }
+    entry = companion_entry(llm_server.url, persona("Ada"), options=options)
     with caplog.at_level(logging.DEBUG, logger="custom_components.companion_agent"):
-        assert await hass.config_entries.async_setup(entry.entry_id)
-        await hass.async_block_till_done()
+        await async_load(hass, entry)
         diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, entry)
     issue = ir.async_get(hass).async_get_issue(DOMAIN, f"memory_unreachable_{entry.entry_id}")
     assert issue is not None

@@ -5,34 +5,30 @@ from __future__ import annotations
 from typing import cast
 
 import pytest
-from homeassistant.config_entries import ConfigEntryState
+from homeassistant.config_entries import ConfigEntryState, ConfigFlowResult
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
-from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
-from tests.ha.memorykit import add_person, call, memory_of, rows
-from tests.ha.personakit import setup_personas
+from tests.ha.entries import entity_id
+from tests.ha.memories import add_person, call, memory_of, rows
 from tests.support.llm_server import LLMServer
 
 
-@pytest.fixture
-async def persona(hass: HomeAssistant, llm_server: LLMServer) -> tuple[MockConfigEntry, str]:
-    """Set up one persona; return the entry and its conversation entity."""
-    assert await async_setup_component(hass, "conversation", {})
+@pytest.fixture(autouse=True)
+async def todo_component(hass: HomeAssistant) -> None:
+    """Set up HA's to-do component, which shows each persona's memory list."""
     assert await async_setup_component(hass, "todo", {})
-    entry, agents = await setup_personas(hass, llm_server, {"Ada": "default"})
-    return entry, agents["Ada"]
 
 
-def memory_list(hass: HomeAssistant, entry: MockConfigEntry) -> str:
-    """Return the persona's memory list entity."""
-    return next(
-        e.entity_id
-        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-        if e.domain == "todo"
+async def open_memory_step(hass: HomeAssistant, entry: MockConfigEntry) -> ConfigFlowResult:
+    """Open the options flow and pass its first step unchanged; return the memory step."""
+    flow = await hass.config_entries.options.async_init(entry.entry_id)
+    return await hass.config_entries.options.async_configure(
+        flow["flow_id"],
+        {"confirm_ttl": 60, "retention_days": 30, "first_token_timeout": 8, "turns_per_minute": 20},
     )
 
 
@@ -52,13 +48,13 @@ async def todo(hass: HomeAssistant, service: str, data: dict[str, object]) -> No
 
 
 async def test_memory_list_shows_prunes_adds_and_renames_household_conclusions(
-    hass: HomeAssistant, persona: tuple[MockConfigEntry, str]
+    hass: HomeAssistant, one_persona: tuple[MockConfigEntry, str]
 ) -> None:
     """Items are the household's conclusions; delete forgets, add remembers, rename supersedes.
 
     A person's own conclusion is never an item: every HA user sees a to-do list.
     """
-    entry, agent = persona
+    entry, agent = one_persona
     _alice, person = await add_person(hass, "Alice")
     await call(
         hass, "remember", {"persona": agent, "person": person, "text": "Oat milk", "topic": "milk"}
@@ -66,7 +62,7 @@ async def test_memory_list_shows_prunes_adds_and_renames_household_conclusions(
     await call(hass, "remember", {"persona": agent, "text": "Tea at four", "topic": "tea"})
     await call(hass, "remember", {"persona": agent, "text": "The wifi is Ferret."})  # a detail
     await hass.async_block_till_done()
-    listing = memory_list(hass, entry)
+    listing = entity_id(hass, entry, "todo")
     assert await items(hass, listing) == ["Tea at four"]
     assert hass.states.get(listing).state == "1"  # type: ignore[union-attr]
 
@@ -94,15 +90,11 @@ async def test_memory_list_shows_prunes_adds_and_renames_household_conclusions(
 
 
 async def test_options_memory_step_checks_servers(
-    hass: HomeAssistant, persona: tuple[MockConfigEntry, str], llm_server: LLMServer
+    hass: HomeAssistant, one_persona: tuple[MockConfigEntry, str], llm_server: LLMServer
 ) -> None:
     """Bad Neo4j and embeddings settings show form errors; a working endpoint is saved."""
-    entry, _agent = persona
-    flow = await hass.config_entries.options.async_init(entry.entry_id)
-    flow = await hass.config_entries.options.async_configure(
-        flow["flow_id"],
-        {"confirm_ttl": 60, "retention_days": 30, "first_token_timeout": 8, "turns_per_minute": 20},
-    )
+    entry, _agent = one_persona
+    flow = await open_memory_step(hass, entry)
     assert flow["step_id"] == "memory"
     flow = await hass.config_entries.options.async_configure(
         flow["flow_id"],
@@ -132,19 +124,15 @@ async def test_options_memory_step_checks_servers(
     await hass.async_block_till_done()
     assert entry.options["embeddings_url"] == llm_server.url
     assert entry.state is ConfigEntryState.LOADED
-    assert entry.runtime_data.memory is not None
+    assert entry.runtime_data.engine.memory is not None
 
 
 async def test_options_memory_step_for_mem0_needs_embeddings(
-    hass: HomeAssistant, persona: tuple[MockConfigEntry, str], llm_server: LLMServer
+    hass: HomeAssistant, one_persona: tuple[MockConfigEntry, str], llm_server: LLMServer
 ) -> None:
     """mem0 without an embeddings endpoint is refused in the form; with one it is saved."""
-    entry, _agent = persona
-    flow = await hass.config_entries.options.async_init(entry.entry_id)
-    flow = await hass.config_entries.options.async_configure(
-        flow["flow_id"],
-        {"confirm_ttl": 60, "retention_days": 30, "first_token_timeout": 8, "turns_per_minute": 20},
-    )
+    entry, _agent = one_persona
+    flow = await open_memory_step(hass, entry)
     flow = await hass.config_entries.options.async_configure(
         flow["flow_id"], {"memory_backend": "mem0", "memory_neo4j": False}
     )

@@ -16,19 +16,11 @@ from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 
 from custom_components.companion_agent.const import DOMAIN, SERVICE_RELOAD
+from tests.ha.assist_turns import ask, speech
+from tests.ha.entries import SetupPersonas
 from tests.ha.gates import GATES, Gate
-from tests.ha.personakit import (
-    ask,
-    messages,
-    setup_personas,
-    speech,
-    system_text,
-    tool_names,
-    user_folder,
-    user_text,
-    write_plugin,
-    write_profile,
-)
+from tests.ha.user_files import user_folder, write_plugin, write_profile
+from tests.support.chat_requests import messages, system_text, tool_names, user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
@@ -189,20 +181,14 @@ def clean_gates() -> Iterator[None]:
     GATES.clear()
 
 
-@pytest.fixture(autouse=True)
-async def conversation_component(hass: HomeAssistant) -> None:
-    """Set up HA's conversation component, which the agents plug into."""
-    assert await async_setup_component(hass, "conversation", {})
-
-
 async def test_two_personas_answer_with_their_own_prompts_plugins_and_diaries(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, setup_personas: SetupPersonas
 ) -> None:
     """宝巧, Ashford and the default persona: own system prompt, tools and memory space."""
     write_diary(hass, "baoqiao", "答应明天提醒买猫粮")
     write_diary(hass, "butler", "The silver wants polishing")
     entry, agents = await setup_personas(
-        hass, llm_server, {"宝巧": "baoqiao", "Ashford": "butler", "Companion": "default"}
+        {"宝巧": "baoqiao", "Ashford": "butler", "Companion": "default"}
     )
     llm_server.script(
         Reply.text("晚上好呀！"), Reply.text("Good evening."), Reply.text("Hello there.")
@@ -244,7 +230,7 @@ async def test_two_personas_answer_with_their_own_prompts_plugins_and_diaries(
 
 
 async def test_memory_context_from_a_user_hook_plugin_lands_in_the_user_message(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, setup_personas: SetupPersonas
 ) -> None:
     """A user plugin and profile from HA's config folder feed [memory context], per turn."""
     write_plugin(hass, "notes", NOTES_MANIFEST, NOTES_CODE)
@@ -262,7 +248,7 @@ async def test_memory_context_from_a_user_hook_plugin_lands_in_the_user_message(
         fact = "The cat is called Mochi."
         """,
     )
-    _, agents = await setup_personas(hass, llm_server, {"Pip": "home"})
+    _, agents = await setup_personas({"Pip": "home"})
     llm_server.script(Reply.text("Your cat is Mochi."), Reply.text("You are welcome."))
 
     first = await ask(hass, agents["Pip"], "What is my cat called?")
@@ -290,7 +276,7 @@ async def test_memory_context_from_a_user_hook_plugin_lands_in_the_user_message(
 
 
 async def test_broken_plugin_and_profile_raise_repairs_until_fixed_and_reloaded(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, setup_personas: SetupPersonas
 ) -> None:
     """Bad files become repair issues naming file and key; the rest answers; reload heals."""
     plugin_toml = write_plugin(hass, "greeter", GREETER_MANIFEST + 'colour = "red"\n', GREETER_CODE)
@@ -305,7 +291,7 @@ async def test_broken_plugin_and_profile_raise_repairs_until_fixed_and_reloaded(
     )
     grumpy_text = 'persona = "You are Grumpy, a curmudgeon."\n'
     grumpy = write_profile(hass, "grumpy", grumpy_text + 'temper = "short"\n')
-    _, agents = await setup_personas(hass, llm_server, {"Host": "host", "Grumpy": "grumpy"})
+    _, agents = await setup_personas({"Host": "host", "Grumpy": "grumpy"})
 
     issues = our_issues(hass)
     assert sorted(
@@ -346,7 +332,9 @@ async def test_broken_plugin_and_profile_raise_repairs_until_fixed_and_reloaded(
     assert "You are Grumpy, a curmudgeon." in system_text(grumpy_body)
 
 
-async def test_reload_applies_to_new_turns_only(hass: HomeAssistant, llm_server: LLMServer) -> None:
+async def test_reload_applies_to_new_turns_only(
+    hass: HomeAssistant, llm_server: LLMServer, setup_personas: SetupPersonas
+) -> None:
     """A turn that started before a reload finishes, every round, on its old snapshot."""
     gate = gate_for("gate")
     write_plugin(hass, "gate", manifest("gate", "hook"), gated_hook("on_before_turn"))
@@ -360,7 +348,7 @@ async def test_reload_applies_to_new_turns_only(hass: HomeAssistant, llm_server:
         enabled = ["datetime", "gate"]
         """,
     )
-    _, agents = await setup_personas(hass, llm_server, {"Mood": "mood"})
+    _, agents = await setup_personas({"Mood": "mood"})
     llm_server.script(
         Reply.tool_calls(("call_1", "get_current_time", "{}")),
         Reply.text("Version one answered."),
@@ -392,13 +380,13 @@ async def test_reload_applies_to_new_turns_only(hass: HomeAssistant, llm_server:
 
 
 async def test_reload_does_not_close_plugins_under_a_running_turn(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, setup_personas: SetupPersonas
 ) -> None:
     """The running turn's plugins are closed only after the turn is done with them."""
     gate = gate_for("holder")
     write_plugin(hass, "holder", manifest("holder", "tool", "plugin:HolderPlugin"), HOLDER_CODE)
     profile = write_profile(hass, "keeper", '[plugins]\nenabled = ["holder"]\n')
-    entry, agents = await setup_personas(hass, llm_server, {"Keeper": "keeper"})
+    entry, agents = await setup_personas({"Keeper": "keeper"})
     llm_server.script(Reply.tool_calls(("call_1", "hold", "{}")), Reply.text("Held."))
 
     running = asyncio.create_task(ask(hass, agents["Keeper"], "Hold on."))
@@ -415,7 +403,7 @@ async def test_reload_does_not_close_plugins_under_a_running_turn(
 
 
 async def test_reload_without_a_loaded_entry_is_refused(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, setup_personas: SetupPersonas
 ) -> None:
     """The service says plainly that nothing is loaded, before and after an entry's life."""
     assert await async_setup_component(hass, DOMAIN, {})
@@ -424,7 +412,7 @@ async def test_reload_without_a_loaded_entry_is_refused(
     assert before.value.translation_domain == DOMAIN
     assert before.value.translation_key == "not_loaded"
 
-    entry, _ = await setup_personas(hass, llm_server, {"Companion": "default"})
+    entry, _ = await setup_personas({"Companion": "default"})
     await reload(hass)
     assert await hass.config_entries.async_unload(entry.entry_id)
     with pytest.raises(ServiceValidationError) as after:
@@ -433,7 +421,7 @@ async def test_reload_without_a_loaded_entry_is_refused(
 
 
 async def test_slow_before_turn_hook_is_cut_and_the_turn_answers(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, setup_personas: SetupPersonas
 ) -> None:
     """A hook past the profile's hook_timeout is cancelled; the fast hook's text still lands."""
     gate = gate_for("slow")
@@ -448,7 +436,7 @@ async def test_slow_before_turn_hook_is_cut_and_the_turn_answers(
         enabled = ["slow", "notes"]
         """,
     )
-    _, agents = await setup_personas(hass, llm_server, {"Hasty": "hasty"})
+    _, agents = await setup_personas({"Hasty": "hasty"})
     llm_server.script(Reply.text("Here I am."))
 
     result = await asyncio.wait_for(ask(hass, agents["Hasty"], "Are you there?"), TIMEOUT)
@@ -462,13 +450,13 @@ async def test_slow_before_turn_hook_is_cut_and_the_turn_answers(
 
 
 async def test_after_turn_hook_does_not_delay_the_answer(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, setup_personas: SetupPersonas
 ) -> None:
     """The answer comes back while on_after_turn is still waiting; it then gets the answer."""
     gate = gate_for("linger")
     write_plugin(hass, "linger", manifest("linger", "hook"), gated_hook("on_after_turn"))
     write_profile(hass, "patient", '[plugins]\nenabled = ["linger"]\n')
-    _, agents = await setup_personas(hass, llm_server, {"Patient": "patient"})
+    _, agents = await setup_personas({"Patient": "patient"})
     llm_server.script(Reply.text("Right away."))
 
     result = await asyncio.wait_for(ask(hass, agents["Patient"], "Quick!"), TIMEOUT)

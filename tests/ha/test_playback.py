@@ -8,10 +8,10 @@ tests drive its state with ``hass.states.async_set``, the same state changes a r
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import timedelta
-from pathlib import Path
+from typing import NamedTuple
 
+import pytest
 from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.components.assist_satellite.entity import AssistSatelliteState
@@ -23,12 +23,14 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.util import dt as dt_util
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
-from custom_components.companion_agent.const import DOMAIN
 from custom_components.companion_agent.engine.speech.audio_length import spoken_seconds
 from custom_components.companion_agent.voice.playback import WATCH_TIMEOUT
+from tests.ha.assist_turns import speech
+from tests.ha.entries import SetupPersonas
 from tests.ha.gates import GATES, Gate
-from tests.ha.personakit import setup_personas, speech, write_plugin, write_profile
-from tests.support.llm_script import Reply, TextChunk
+from tests.ha.history_files import assistant_text, stored_turns
+from tests.ha.user_files import write_plugin, write_profile
+from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
 TIMEOUT = 10.0
@@ -72,15 +74,22 @@ def add_satellite(hass: HomeAssistant) -> tuple[str, str]:
     return device.id, entity.entity_id
 
 
-async def setup_listener(
-    hass: HomeAssistant, server: LLMServer
-) -> tuple[MockConfigEntry, str, Gate]:
-    """Set up one persona with the listening hook plugin; return the entry, agent and gate."""
+class Listener(NamedTuple):
+    """One persona whose hook plugin notes each played answer at ``gate``."""
+
+    entry: MockConfigEntry
+    agent: str
+    gate: Gate
+
+
+@pytest.fixture
+async def listener(hass: HomeAssistant, setup_personas: SetupPersonas) -> Listener:
+    """Set up one persona with the listening hook plugin."""
     GATES["listener"] = gate = Gate()
     write_plugin(hass, "listener", LISTENER_MANIFEST, LISTENER_CODE)
     write_profile(hass, "heard", '[plugins]\nenabled = ["listener"]\n')
-    entry, agents = await setup_personas(hass, server, {"Heard": "heard"})
-    return entry, agents["Heard"], gate
+    entry, agents = await setup_personas({"Heard": "heard"})
+    return Listener(entry, agents["Heard"], gate)
 
 
 def converse(
@@ -106,21 +115,12 @@ def converse(
     )
 
 
-def stored_turns(hass: HomeAssistant, entry: MockConfigEntry) -> list[dict[str, object]]:
-    """Return every stored turn of the entry's persona, read from disk."""
-    folder = Path(hass.config.path(DOMAIN)) / "conversations"
-    turns: list[dict[str, object]] = []
-    for path in folder.rglob("*.json"):
-        turns.extend(json.loads(path.read_text("utf-8"))["turns"])
-    return turns
-
-
 async def test_answer_played_on_the_satellite_runs_the_playback_hook_once(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, listener: Listener
 ) -> None:
     """Responding, then idle: on_after_playback gets the answer once, and the turn is let go."""
     device_id, satellite = add_satellite(hass)
-    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    entry, agent_id, gate = listener
     watcher = entry.runtime_data.playback
     llm_server.script(Reply.text("The oven is on."))
 
@@ -144,11 +144,14 @@ async def test_answer_played_on_the_satellite_runs_the_playback_hook_once(
 
 
 async def test_listening_again_after_a_finished_answer_is_a_follow_up_not_a_barge_in(
-    hass: HomeAssistant, llm_server: LLMServer, freezer: FrozenDateTimeFactory
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    listener: Listener,
+    freezer: FrozenDateTimeFactory,
 ) -> None:
     """Continued conversation: listening once the answer's audio had time to end: played."""
     device_id, satellite = add_satellite(hass)
-    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    entry, agent_id, gate = listener
     llm_server.script(Reply.text("Which room?"))
 
     hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
@@ -160,12 +163,13 @@ async def test_listening_again_after_a_finished_answer_is_a_follow_up_not_a_barg
 
     assert gate.log == ["played: Which room?"]
     assert await hass.config_entries.async_unload(entry.entry_id)  # writes the history
-    assert [turn["outcome"] for turn in stored_turns(hass, entry)] == ["complete"]
+    assert [turn["outcome"] for turn in stored_turns(hass)] == ["complete"]
 
 
 async def spoken_over_after(
     hass: HomeAssistant,
     llm_server: LLMServer,
+    listener: Listener,
     freezer: FrozenDateTimeFactory,
     seconds: float,
     *,
@@ -173,7 +177,7 @@ async def spoken_over_after(
 ) -> tuple[MockConfigEntry, Gate]:
     """Play a finished three-sentence answer, then listen again ``seconds`` after responding."""
     device_id, satellite = add_satellite(hass)
-    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    entry, agent_id, gate = listener
     watcher = entry.runtime_data.playback
     llm_server.script(Reply.text(LONG_ANSWER))
     hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
@@ -185,58 +189,60 @@ async def spoken_over_after(
     hass.states.async_set(satellite, AssistSatelliteState.LISTENING)
     await hass.async_block_till_done(wait_background_tasks=True)
     assert dict(watcher.watching) == {}
-    await entry.runtime_data.flush()
+    await entry.runtime_data.engine.flush()
     return entry, gate
 
 
-def said(turn: dict[str, object]) -> str:
-    """Return the assistant text of one stored turn."""
-    messages = turn["messages"]
-    assert isinstance(messages, list)
-    return "".join(str(m["content"]) for m in messages if m["role"] == "assistant")
-
-
 async def test_listening_again_long_before_the_audio_could_end_is_a_barge_in(
-    hass: HomeAssistant, llm_server: LLMServer, freezer: FrozenDateTimeFactory
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    listener: Listener,
+    freezer: FrozenDateTimeFactory,
 ) -> None:
     """Spoken over half a second in: stored interrupted with the sentences that had begun."""
-    entry, gate = await spoken_over_after(hass, llm_server, freezer, 0.5)
-    (turn,) = stored_turns(hass, entry)
+    entry, gate = await spoken_over_after(hass, llm_server, listener, freezer, 0.5)
+    (turn,) = stored_turns(hass)
     assert turn["outcome"] == "interrupted"
-    assert said(turn) == "It is sunny. Take a hat."  # the fastest voice was in the second
+    assert assistant_text(turn) == "It is sunny. Take a hat."  # the fastest voice was in the second
     assert gate.log == []  # spoken over: not played to its end
     assert await hass.config_entries.async_unload(entry.entry_id)
 
 
 async def test_an_exact_length_tells_a_barge_in_the_estimate_would_miss(
-    hass: HomeAssistant, llm_server: LLMServer, freezer: FrozenDateTimeFactory
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    listener: Listener,
+    freezer: FrozenDateTimeFactory,
 ) -> None:
     """Three seconds of a ten-second answer: a barge-in, though a fast voice could be done."""
-    entry, gate = await spoken_over_after(hass, llm_server, freezer, 3.0, length=10.0)
-    (turn,) = stored_turns(hass, entry)
+    entry, gate = await spoken_over_after(hass, llm_server, listener, freezer, 3.0, length=10.0)
+    (turn,) = stored_turns(hass)
     assert turn["outcome"] == "interrupted"
-    assert said(turn) == "It is sunny. Take a hat."
+    assert assistant_text(turn) == "It is sunny. Take a hat."
     assert gate.log == []
     assert await hass.config_entries.async_unload(entry.entry_id)
 
 
 async def test_without_an_exact_length_three_seconds_is_a_follow_up(
-    hass: HomeAssistant, llm_server: LLMServer, freezer: FrozenDateTimeFactory
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    listener: Listener,
+    freezer: FrozenDateTimeFactory,
 ) -> None:
     """The same three seconds with only the estimate: the fastest voice is done, so played."""
-    entry, gate = await spoken_over_after(hass, llm_server, freezer, 3.0)
-    assert [turn["outcome"] for turn in stored_turns(hass, entry)] == ["complete"]
-    assert [said(turn) for turn in stored_turns(hass, entry)] == [LONG_ANSWER]
+    entry, gate = await spoken_over_after(hass, llm_server, listener, freezer, 3.0)
+    assert [turn["outcome"] for turn in stored_turns(hass)] == ["complete"]
+    assert [assistant_text(turn) for turn in stored_turns(hass)] == [LONG_ANSWER]
     assert gate.log == [f"played: {LONG_ANSWER}"]
     assert await hass.config_entries.async_unload(entry.entry_id)
 
 
 async def test_idle_without_responding_is_not_played(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, listener: Listener
 ) -> None:
     """A pipeline that ends without speech (processing → idle) is forgotten, not played."""
     _, satellite = add_satellite(hass)
-    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    entry, agent_id, gate = listener
     llm_server.script(Reply.text("Done."))
 
     hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
@@ -251,11 +257,11 @@ async def test_idle_without_responding_is_not_played(
 
 
 async def test_person_speaking_over_the_answer_cancels_the_turn(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, listener: Listener
 ) -> None:
     """Listening again mid-answer: the turn stops, is stored interrupted with what was shown."""
     _, satellite = add_satellite(hass)
-    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    entry, agent_id, gate = listener
     full = "First I will tell you a very long story about the weather in the hills tonight."
     llm_server.script(Reply.text(full, chunk_size=2, delay=0.05))
     shown: list[str] = []
@@ -288,13 +294,11 @@ async def test_person_speaking_over_the_answer_cancels_the_turn(
         hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
         hass.states.async_set(satellite, AssistSatelliteState.LISTENING)
         result = await asyncio.wait_for(running, TIMEOUT)
-    await entry.runtime_data.flush()
+    await entry.runtime_data.engine.flush()
 
-    (turn,) = stored_turns(hass, entry)
+    (turn,) = stored_turns(hass)
     assert turn["outcome"] == "interrupted"
-    messages = turn["messages"]
-    assert isinstance(messages, list)
-    said = "".join(str(m["content"]) for m in messages if m["role"] == "assistant")
+    said = assistant_text(turn)
     assert said == "".join(shown)
     assert full.startswith(said)
     assert len(said) < len(full)
@@ -307,10 +311,10 @@ async def test_person_speaking_over_the_answer_cancels_the_turn(
 
 
 async def test_turn_without_a_satellite_is_not_watched(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, listener: Listener
 ) -> None:
     """A typed turn (no device, no satellite) or one from a device without a satellite."""
-    entry, agent_id, _ = await setup_listener(hass, llm_server)
+    entry, agent_id, _ = listener
     owner = MockConfigEntry(domain="test_phone")
     owner.add_to_hass(hass)
     phone = dr.async_get(hass).async_get_or_create(
@@ -326,11 +330,11 @@ async def test_turn_without_a_satellite_is_not_watched(
 
 
 async def test_a_new_turn_replaces_the_watched_one_and_unload_unsubscribes(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, listener: Listener
 ) -> None:
     """One turn per satellite; after unload no listener is left and states change nothing."""
     _, satellite = add_satellite(hass)
-    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    entry, agent_id, gate = listener
     baseline = hass.bus.async_listeners().get(EVENT_STATE_CHANGED, 0)
     watcher = entry.runtime_data.playback
     llm_server.script(Reply.text("One."), Reply.text("Two."))
@@ -352,11 +356,11 @@ async def test_a_new_turn_replaces_the_watched_one_and_unload_unsubscribes(
 
 
 async def test_watched_turn_is_dropped_after_the_timeout(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, listener: Listener
 ) -> None:
     """A satellite that never reports the end of playback does not hold its turn forever."""
     _, satellite = add_satellite(hass)
-    entry, agent_id, gate = await setup_listener(hass, llm_server)
+    entry, agent_id, gate = listener
     llm_server.script(Reply.text("Still here."))
     baseline = hass.bus.async_listeners().get(EVENT_STATE_CHANGED, 0)
 
@@ -377,14 +381,14 @@ async def test_watched_turn_is_dropped_after_the_timeout(
 
 
 async def test_a_new_turn_on_the_satellite_cancels_the_one_still_running(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, listener: Listener
 ) -> None:
     """Barge-in by a new turn: the older, still running turn stops and is stored interrupted."""
     _, satellite = add_satellite(hass)
-    entry, agent_id, _ = await setup_listener(hass, llm_server)
+    entry, agent_id, _ = listener
     long = "This answer never gets past its first words."
     rest = asyncio.Event()
-    held = Reply(chunks=(TextChunk("This answer "), TextChunk(long[12:], hold=rest)))
+    held = Reply.held("This answer ", long[12:], until=rest)
     llm_server.script(held, Reply.text("Yes?"))
 
     first = converse(hass, agent_id, "Tell me everything.", satellite_id=satellite)
@@ -394,15 +398,13 @@ async def test_a_new_turn_on_the_satellite_cancels_the_one_still_running(
         converse(hass, agent_id, "Stop.", satellite_id=satellite), TIMEOUT
     )
     await asyncio.wait_for(first, TIMEOUT)  # ends at once, not after the whole answer
-    await entry.runtime_data.flush()
+    await entry.runtime_data.engine.flush()
 
     assert speech(second) == "Yes?"
-    turns = {str(turn["user"]): turn for turn in stored_turns(hass, entry)}
+    turns = {str(turn["user"]): turn for turn in stored_turns(hass)}
     assert turns["Stop."]["outcome"] == "complete"
     assert turns["Tell me everything."]["outcome"] == "interrupted"
-    rows = turns["Tell me everything."]["messages"]
-    assert isinstance(rows, list)
-    said = "".join(str(row["content"]) for row in rows if row["role"] == "assistant")
+    said = assistant_text(turns["Tell me everything."])
     assert len(said) < len(long)
     rest.set()
     assert await hass.config_entries.async_unload(entry.entry_id)

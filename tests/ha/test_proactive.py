@@ -19,33 +19,32 @@ from homeassistant.components.assist_pipeline.pipeline import (
     async_get_pipeline,
 )
 from homeassistant.components.assist_satellite.entity import AssistSatelliteState
-from homeassistant.core import Context, Event, HomeAssistant
+from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.setup import async_setup_component
 
-from custom_components.companion_agent.const import DOMAIN, EVENT_SPOKE
-from tests.ha.personakit import messages, speech, user_text, write_profile
-from tests.ha.proactivekit import (
+from custom_components.companion_agent.const import DOMAIN
+from tests.ha.assist_turns import speech
+from tests.ha.entries import VOICE, SetupCompanion
+from tests.ha.history_files import assistant_text, stored_turns
+from tests.ha.speakers import SpeakingSatellite
+from tests.ha.start_chat import (
     HALL,
     KITCHEN,
     LOUNGE,
     TIMEOUT,
-    VOICE,
+    Companion,
     Devices,
-    assistant_text,
-    devices,
-    setup_companion,
-    spoke_events,
+    SpokeEvents,
+    async_setup_speaking_companion,
     start_chat,
-    stored_turns,
 )
-from tests.ha.speakers import SpeakingSatellite
-from tests.support.llm_script import Reply, TextChunk
+from tests.ha.user_files import write_profile
+from tests.support.chat_requests import messages, user_text
+from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
 from tests.support.wyoming_proxy import WyomingProxy
-
-__all__ = ["devices"]  # a fixture, imported to be found (the peers come from conftest.py)
 
 BLUEPRINT = (
     Path(__file__).resolve().parents[2]
@@ -61,9 +60,9 @@ async def test_a_satellite_starts_a_conversation_and_hears_it_before_the_model_f
     llm_server: LLMServer,
     proxy: WyomingProxy,
     devices: Devices,
+    companion: Companion,
 ) -> None:
     """start_conversation with a streaming URL: the first audio plays while the rest is held."""
-    entry, agent = await setup_companion(hass, llm_server, proxy)
     kitchen = devices[KITCHEN]
     rest = asyncio.Event()
     held_at_first_audio: list[bool] = []
@@ -75,15 +74,11 @@ async def test_a_satellite_starts_a_conversation_and_hears_it_before_the_model_f
         rest.set()
 
     watcher = hass.async_create_task(note_first_audio())
-    llm_server.script(
-        Reply(
-            chunks=(TextChunk("Good evening! The"), TextChunk(" stars are out tonight.", hold=rest))
-        )
-    )
-    events = spoke_events(hass)
+    llm_server.script(Reply.held("Good evening! The", " stars are out tonight.", until=rest))
+    events = SpokeEvents(hass)
 
     (chat,) = await start_chat(
-        hass, targets=[KITCHEN], instruction="Tell them the stars are out.", persona=agent
+        hass, targets=[KITCHEN], instruction="Tell them the stars are out.", persona=companion.agent
     )
     await watcher
     await hass.async_block_till_done()
@@ -95,29 +90,25 @@ async def test_a_satellite_starts_a_conversation_and_hears_it_before_the_model_f
     assert chat["outcome"] == "complete"
     (event,) = events
     assert event.data["target"] == KITCHEN
-    assert event.data["entity_id"] == agent
+    assert event.data["entity_id"] == companion.agent
     assert event.data["persona"] == "Companion"
     assert event.data["source"] == "service"
     assert event.data["text"] == chat["text"]
     asked = user_text(llm_server.requests[-1])
     assert asked.startswith("[Nobody has spoken")
     assert asked.endswith("Tell them the stars are out.")
-    assert await hass.config_entries.async_unload(entry.entry_id)
+    assert await hass.config_entries.async_unload(companion.entry.entry_id)
     (turn,) = stored_turns(hass)
     assert turn["initiator"] == "proactive"
     assert turn["user"] == "Tell them the stars are out."
 
 
 async def test_a_satellite_that_cannot_converse_announces_and_history_marks_it_proactive(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
+    hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:
     """announce for a satellite without START_CONVERSATION; the next turn sees it as the home's."""
-    entry, _ = await setup_companion(hass, llm_server, proxy)
     llm_server.script(Reply.text("The laundry is done."), Reply.text("Again: laundry."))
-    events = spoke_events(hass)
+    events = SpokeEvents(hass)
 
     await start_chat(hass, targets=[HALL], topic="the laundry")
     await start_chat(hass, targets=[HALL], instruction="Remind them again.")
@@ -130,24 +121,17 @@ async def test_a_satellite_that_cannot_converse_announces_and_history_marks_it_p
     assert len(users) == 2
     assert all(text.startswith("[Nobody has spoken") for text in users)
     assert users[0].endswith("Talk about: the laundry")
-    assert await hass.config_entries.async_unload(entry.entry_id)
 
 
 async def test_the_person_speaking_over_a_proactive_answer_cancels_it_and_keeps_what_was_said(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
+    hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:
     """The satellite listens again mid-answer: the turn stops, only what was said is kept."""
-    entry, _ = await setup_companion(hass, llm_server, proxy)
     kitchen = devices[KITCHEN]
     assert isinstance(kitchen, SpeakingSatellite)
     rest = asyncio.Event()
-    llm_server.script(
-        Reply(chunks=(TextChunk("Hello there. A"), TextChunk(" long story follows.", hold=rest)))
-    )
-    events = spoke_events(hass)
+    llm_server.script(Reply.held("Hello there. A", " long story follows.", until=rest))
+    events = SpokeEvents(hass)
 
     call = hass.async_create_task(start_chat(hass, targets=[KITCHEN]))
     await asyncio.wait_for(kitchen.heard.first_audio.wait(), TIMEOUT)
@@ -161,7 +145,7 @@ async def test_the_person_speaking_over_a_proactive_answer_cancels_it_and_keeps_
     assert chat["text"] == "Hello there."
     (event,) = events  # the event says it was cut, and what could be heard
     assert (event.data["outcome"], event.data["text"]) == ("interrupted", "Hello there.")
-    assert await hass.config_entries.async_unload(entry.entry_id)
+    assert await hass.config_entries.async_unload(companion.entry.entry_id)
     (turn,) = stored_turns(hass)
     assert turn["outcome"] == "interrupted"
     said = assistant_text(turn)  # written up to the interruption: the rest never came
@@ -170,13 +154,9 @@ async def test_the_person_speaking_over_a_proactive_answer_cancels_it_and_keeps_
 
 
 async def test_bad_targets_and_personas_are_refused_with_translated_errors(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
+    hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:
     """A light, a missing entity, an unknown persona: each a ServiceValidationError."""
-    entry, _ = await setup_companion(hass, llm_server, proxy)
     hass.states.async_set("light.desk", "on")
     hass.states.async_set("media_player.radio", "idle", {"supported_features": 0})
     cases: dict[str, dict[str, object]] = {
@@ -191,14 +171,11 @@ async def test_bad_targets_and_personas_are_refused_with_translated_errors(
             await hass.services.async_call(DOMAIN, "start_chat", data, blocking=True)
         assert caught.value.translation_key == key
     assert llm_server.requests == []
-    assert await hass.config_entries.async_unload(entry.entry_id)
 
 
+@pytest.mark.usefixtures("devices")
 async def test_a_person_coming_home_makes_the_state_chat_trigger_speak_on_the_satellite(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy, setup_companion: SetupCompanion
 ) -> None:
     """person.anna → home: the trigger asks, start_chat runs, the satellite speaks."""
     write_profile(
@@ -213,19 +190,11 @@ async def test_a_person_coming_home_makes_the_state_chat_trigger_speak_on_the_sa
         """,
     )
     hass.states.async_set("person.anna", "not_home", {"friendly_name": "Anna"})
-    entry, _ = await setup_companion(hass, llm_server, proxy, profile="greeter")
+    greeter = await async_setup_speaking_companion(hass, setup_companion, proxy, "greeter")
     llm_server.script(Reply.text("Welcome home, Anna!"))
-    spoke = asyncio.Event()
-    events: list[Event] = []
-
-    def note(event: Event) -> None:
-        """Collect the event and wake the test."""
-        events.append(event)
-        spoke.set()
-
-    hass.bus.async_listen(EVENT_SPOKE, note)
+    events = SpokeEvents(hass)
     hass.states.async_set("person.anna", "home", {"friendly_name": "Anna"})
-    await asyncio.wait_for(spoke.wait(), TIMEOUT)
+    await asyncio.wait_for(events.arrived.wait(), TIMEOUT)
 
     (event,) = events
     assert event.data["source"] == "state_chat"
@@ -237,17 +206,14 @@ async def test_a_person_coming_home_makes_the_state_chat_trigger_speak_on_the_sa
     hass.states.async_set("person.anna", "home", {"friendly_name": "Anna", "x": 1})
     await hass.async_block_till_done()
     assert len(llm_server.requests) == 1  # still home is no new arrival
-    assert await hass.config_entries.async_unload(entry.entry_id)
+    assert await hass.config_entries.async_unload(greeter.entry.entry_id)
 
 
 async def test_a_device_that_fails_to_play_raises_and_the_turn_is_stopped(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
+    hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:
     """A satellite whose announce fails: a translated error, and nothing is left watched."""
-    entry, _ = await setup_companion(hass, llm_server, proxy)
+    entry = companion.entry
     hall = devices[HALL]
     assert isinstance(hall, SpeakingSatellite)
 
@@ -262,22 +228,17 @@ async def test_a_device_that_fails_to_play_raises_and_the_turn_is_stopped(
 
     assert caught.value.translation_key == "cannot_speak"
     assert dict(entry.runtime_data.playback.watching) == {}
-    assert await hass.config_entries.async_unload(entry.entry_id)
 
 
 async def test_the_blueprint_makes_an_automation_that_speaks_first(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
+    hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:
     """The shipped blueprint: its trigger input fires, start_chat runs, the satellite speaks."""
     folder = Path(hass.config.path("blueprints", "automation", "companion_agent"))
     await hass.async_add_executor_job(lambda: folder.mkdir(parents=True))
     await hass.async_add_executor_job(shutil.copy, BLUEPRINT, folder / BLUEPRINT.name)
-    entry, _ = await setup_companion(hass, llm_server, proxy)
     llm_server.script(Reply.text("The washing machine is done."))
-    events = spoke_events(hass)
+    events = SpokeEvents(hass)
     assert await async_setup_component(
         hass,
         "automation",
@@ -303,17 +264,12 @@ async def test_the_blueprint_makes_an_automation_that_speaks_first(
 
     assert [e.data["text"] for e in events] == ["The washing machine is done."]
     assert user_text(llm_server.requests[-1]).endswith("Tell them the washing is done.")
-    assert await hass.config_entries.async_unload(entry.entry_id)
 
 
 async def test_the_persons_answer_on_the_satellite_continues_the_proactive_history(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
+    hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:
     """After start_conversation, the satellite's next turn sees what the companion said."""
-    entry, agent = await setup_companion(hass, llm_server, proxy)
     llm_server.script(Reply.text("Shall I dim the lights?"), Reply.text("Done, enjoy."))
     await start_chat(hass, targets=[KITCHEN], instruction="Offer to dim the lights.")
 
@@ -324,7 +280,7 @@ async def test_the_persons_answer_on_the_satellite_continues_the_proactive_histo
             None,
             Context(),
             language="en",
-            agent_id=agent,
+            agent_id=companion.agent,
             satellite_id=KITCHEN,
         ),
         TIMEOUT,
@@ -337,11 +293,11 @@ async def test_the_persons_answer_on_the_satellite_continues_the_proactive_histo
     users = [str(m["content"]) for m in sent if m["role"] == "user"]
     assert users[0].endswith("Offer to dim the lights.")
     assert users[-1] == "Yes please."
-    assert await hass.config_entries.async_unload(entry.entry_id)
 
 
+@pytest.mark.usefixtures("devices")
 async def test_mood_chat_speaks_on_its_own_when_someone_is_home(
-    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy, devices: Devices
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy, setup_companion: SetupCompanion
 ) -> None:
     """A short look interval, no quiet hours, Anna home: the companion starts a chat itself."""
     write_profile(
@@ -359,18 +315,10 @@ async def test_mood_chat_speaks_on_its_own_when_someone_is_home(
     )
     hass.states.async_set("person.anna", "home")
     llm_server.script(Reply.text("How is your afternoon going?"))
-    spoke = asyncio.Event()
-    events: list[Event] = []
-
-    def note(event: Event) -> None:
-        """Collect the event and wake the test."""
-        events.append(event)
-        spoke.set()
-
-    hass.bus.async_listen(EVENT_SPOKE, note)
-    entry, _ = await setup_companion(hass, llm_server, proxy, profile="chatty")
-    await asyncio.wait_for(spoke.wait(), TIMEOUT)
-    assert await hass.config_entries.async_unload(entry.entry_id)
+    events = SpokeEvents(hass)
+    chatty = await async_setup_speaking_companion(hass, setup_companion, proxy, "chatty")
+    await asyncio.wait_for(events.arrived.wait(), TIMEOUT)
+    assert await hass.config_entries.async_unload(chatty.entry.entry_id)
 
     assert [(e.data["source"], e.data["text"]) for e in events] == [
         ("mood_chat", "How is your afternoon going?")
@@ -379,18 +327,19 @@ async def test_mood_chat_speaks_on_its_own_when_someone_is_home(
 
 
 @pytest.mark.parametrize("target", [HALL, KITCHEN, LOUNGE])
+@pytest.mark.usefixtures("devices")
 async def test_a_voice_server_down_while_speaking_first_is_a_clear_error_and_the_turn_is_kept(
     hass: HomeAssistant,
     llm_server: LLMServer,
     piper: PiperPeer,
-    devices: Devices,
+    setup_companion: SetupCompanion,
     target: str,
 ) -> None:
     """The voice's server stops before start_chat: a translated error, the turn kept, no hang."""
     async with WyomingProxy(piper.host, piper.port) as gone:
-        entry, _ = await setup_companion(hass, llm_server, gone)
+        entry = (await async_setup_speaking_companion(hass, setup_companion, gone)).entry
     llm_server.script(Reply.text("The laundry is done. Hang it up."))
-    events = spoke_events(hass)
+    events = SpokeEvents(hass)
 
     with pytest.raises(HomeAssistantError) as caught:
         await asyncio.wait_for(
@@ -416,17 +365,13 @@ async def test_a_voice_server_down_while_speaking_first_is_a_clear_error_and_the
 
 
 async def test_a_satellite_speaks_first_with_the_voice_of_its_own_pipeline(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
+    hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:
     """The satellite's pipeline select names a pipeline: its TTS, language and voice speak."""
-    entry, agent = await setup_companion(hass, llm_server, proxy)
     (own,) = hass.states.async_entity_ids("tts")
     await hass.data[KEY_ASSIST_PIPELINE].pipeline_store.async_create_item(
         {
-            "conversation_engine": agent,
+            "conversation_engine": companion.agent,
             "conversation_language": "en",
             "language": "en",
             "name": "Kitchen voice",
@@ -455,18 +400,13 @@ async def test_a_satellite_speaks_first_with_the_voice_of_its_own_pipeline(
     assert kitchen.heard.voices[1][0] == tts.async_resolve_engine(hass, preferred.tts_engine)
     assert kitchen.heard.voices[1][2].get("voice") == preferred.tts_voice
     assert hall.heard.voices == []
-    assert await hass.config_entries.async_unload(entry.entry_id)
 
 
 async def test_hostile_start_chat_calls_are_refused_or_made_harmless(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
+    hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:
     """Too long, a persona that is not ours, a dead satellite: refused; controls: defused."""
-    entry, _ = await setup_companion(hass, llm_server, proxy)
-    voice = next(s for s in entry.subentries.values() if s.subentry_type == "tts")
+    voice = next(s for s in companion.entry.subentries.values() if s.subentry_type == "tts")
     hass.states.async_set("assist_satellite.garage", "unavailable")
     refused: list[tuple[dict[str, object], str | None]] = [
         ({"targets": [LOUNGE], "instruction": "x" * 2001}, None),
@@ -492,4 +432,3 @@ async def test_hostile_start_chat_calls_are_refused_or_made_harmless(
     asked = user_text(llm_server.requests[-1])
     assert not any(char in asked for char in "\x00\x1b\u202e")
     assert "[memory context]" not in asked
-    assert await hass.config_entries.async_unload(entry.entry_id)

@@ -11,34 +11,19 @@ from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
 from custom_components.companion_agent.engine.speech.audio_length import spoken_seconds
 from custom_components.companion_agent.voice.playback import FALLBACK_MARGIN
-from tests.ha.proactivekit import (
-    ATTIC,
-    LOUNGE,
-    TIMEOUT,
-    Devices,
-    devices,
-    setup_companion,
-    spoke_events,
-    start_chat,
-)
+from tests.ha.start_chat import ATTIC, LOUNGE, TIMEOUT, Companion, Devices, SpokeEvents, start_chat
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-from tests.support.wyoming_proxy import WyomingProxy
-
-__all__ = ["devices"]  # a fixture, imported to be found (the peers come from conftest.py)
 
 
 async def test_a_media_player_announces_the_stream_and_played_comes_once_it_goes_idle(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
+    hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:
     """play_media with announce and the stream URL; playing → idle fires the event once."""
-    entry, _ = await setup_companion(hass, llm_server, proxy)
+    entry = companion.entry
     lounge = devices[LOUNGE]
     llm_server.script(Reply.text("Dinner is ready. Come to the table."))
-    events = spoke_events(hass)
+    events = SpokeEvents(hass)
 
     await start_chat(hass, targets=[LOUNGE])
     await asyncio.wait_for(lounge.heard.done.wait(), TIMEOUT)
@@ -51,20 +36,16 @@ async def test_a_media_player_announces_the_stream_and_played_comes_once_it_goes
     async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=60))
     await hass.async_block_till_done()
     assert len(events) == 1  # the fallback never fires after a real end
-    assert await hass.config_entries.async_unload(entry.entry_id)
 
 
 async def test_a_media_player_that_reports_nothing_is_played_after_the_estimated_length(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
+    hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:
     """No state change: played once the spoken text's length plus the margin has passed."""
-    entry, _ = await setup_companion(hass, llm_server, proxy)
+    entry = companion.entry
     text = "The post has arrived."
     llm_server.script(Reply.text(text))
-    events = spoke_events(hass)
+    events = SpokeEvents(hass)
 
     await start_chat(hass, targets=[ATTIC])
     await asyncio.wait_for(devices[ATTIC].heard.done.wait(), TIMEOUT)
@@ -79,19 +60,15 @@ async def test_a_media_player_that_reports_nothing_is_played_after_the_estimated
 
     assert [e.data["text"] for e in events] == [text]
     assert dict(entry.runtime_data.playback.watching) == {}
-    assert await hass.config_entries.async_unload(entry.entry_id)
 
 
 async def test_a_reported_exact_length_replaces_the_estimate(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    proxy: WyomingProxy,
-    devices: Devices,
+    hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:
     """A TTS that knows the audio lasts 120 s: not played at the estimate, played after 120 s."""
-    entry, _ = await setup_companion(hass, llm_server, proxy)
+    entry = companion.entry
     llm_server.script(Reply.text("A short line."))
-    events = spoke_events(hass)
+    events = SpokeEvents(hass)
 
     (chat,) = await start_chat(hass, targets=[ATTIC])
     entry.runtime_data.playback.async_report_duration(str(chat["trace_id"]), 120.0)
@@ -103,4 +80,3 @@ async def test_a_reported_exact_length_replaces_the_estimate(
     await hass.async_block_till_done()
 
     assert [e.data["text"] for e in events] == ["A short line."]
-    assert await hass.config_entries.async_unload(entry.entry_id)

@@ -11,24 +11,23 @@ import pytest
 from homeassistant import config_entries
 from homeassistant.components import stt
 from homeassistant.components.stt.const import DATA_COMPONENT
-from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_PORT
+from homeassistant.const import CONF_HOST, CONF_PORT
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
-from homeassistant.helpers import entity_registry as er
 from pytest_homeassistant_custom_component.common import MockConfigEntry
+from syrupy.assertion import SnapshotAssertion
 
 from custom_components.companion_agent.const import (
-    CONF_BASE_URL,
     CONF_LANGUAGES,
     CONF_MODEL,
-    DOMAIN,
     SUBENTRY_STT,
 )
 from custom_components.companion_agent.stt import CompanionSttEntity
+from tests.ha.entries import SetupCompanion, speech_to_text, stt_entity
 from tests.ha.test_tts import closed_port
 from tests.support.asr_server import TEXT, Behaviour, ScriptedAsrServer
-from tests.support.llm_server import LLMServer
 from tests.support.whisper import WhisperPeer
+from tests.support.wyoming_events import wire_form
 
 
 def metadata(language: str = "en") -> stt.SpeechMetadata:
@@ -51,43 +50,15 @@ async def silence(chunks: int = 10) -> AsyncIterator[bytes]:
 
 async def setup_stt(
     hass: HomeAssistant,
-    server: LLMServer,
+    setup_companion: SetupCompanion,
     host: str,
     port: int,
     *,
-    model: str = "tiny",
     languages: tuple[str, ...] = ("en", "zh"),
 ) -> CompanionSttEntity:
-    """Set up an entry whose only sub-entry is an STT model; return its entity."""
-    entry = MockConfigEntry(
-        domain=DOMAIN,
-        title="test-model",
-        data={CONF_BASE_URL: server.url, CONF_API_KEY: "", CONF_MODEL: "test-model"},
-        subentries_data=[
-            {
-                "subentry_type": SUBENTRY_STT,
-                "data": {
-                    CONF_HOST: host,
-                    CONF_PORT: port,
-                    CONF_MODEL: model,
-                    CONF_LANGUAGES: list(languages),
-                },
-                "title": f"scripted ({model})",
-                "unique_id": None,
-            }
-        ],
-    )
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
-    (entity_id,) = [
-        e.entity_id
-        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-        if e.domain == "stt"
-    ]
-    entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
-    assert isinstance(entity, CompanionSttEntity)
-    return entity
+    """Set up an entry whose only sub-entry is the ``tiny`` STT model there; return its entity."""
+    entry = await setup_companion(speech_to_text(host, port, "tiny", languages=languages))
+    return stt_entity(hass, entry)
 
 
 async def start_flow(hass: HomeAssistant, entry: MockConfigEntry, host: str, port: int) -> str:
@@ -173,27 +144,29 @@ async def test_the_subentry_flow_says_cannot_connect(
     ("asked", "sent"), [("en", "en"), ("en-US", "en"), ("zh-Hans", "zh"), ("fr", None)]
 )
 async def test_the_audio_goes_out_with_the_servers_language_and_the_text_comes_back(
-    hass: HomeAssistant, llm_server: LLMServer, asked: str, sent: str | None
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    snapshot: SnapshotAssertion,
+    asked: str,
+    sent: str | None,
 ) -> None:
     async with ScriptedAsrServer() as server:
-        entity = await setup_stt(hass, llm_server, server.host, server.port)
+        entity = await setup_stt(hass, setup_companion, server.host, server.port)
+        described = len(server.events)  # the entity asked for the server's info at setup
 
         result = await entity.async_process_audio_stream(metadata(asked), silence())
 
     assert result == stt.SpeechResult(TEXT, stt.SpeechResultState.SUCCESS)
-    transcribe, start = server.events[:2]
-    assert transcribe.type == "transcribe"
+    transcribe = server.events[described]
     assert transcribe.data.get("language") == sent
-    assert transcribe.data["name"] == "tiny"
-    assert (start.data["rate"], start.data["width"], start.data["channels"]) == (16000, 2, 1)
-    assert sum(len(e.payload or b"") for e in server.events if e.type == "audio-chunk") == 3200
+    assert wire_form(server.events[described:]) == snapshot  # 16 kHz mono, 10 ms chunks
 
 
 async def test_a_refused_connection_is_a_failed_result_and_a_warning(
-    hass: HomeAssistant, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
+    hass: HomeAssistant, setup_companion: SetupCompanion, caplog: pytest.LogCaptureFixture
 ) -> None:
     port = closed_port()
-    entity = await setup_stt(hass, llm_server, "127.0.0.1", port)
+    entity = await setup_stt(hass, setup_companion, "127.0.0.1", port)
 
     with caplog.at_level(logging.WARNING):
         result = await entity.async_process_audio_stream(metadata(), silence())
@@ -203,10 +176,10 @@ async def test_a_refused_connection_is_a_failed_result_and_a_warning(
 
 
 async def test_a_server_that_closes_mid_stream_is_a_failed_result(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, setup_companion: SetupCompanion
 ) -> None:
     async with ScriptedAsrServer(behaviour="close") as server:
-        entity = await setup_stt(hass, llm_server, server.host, server.port)
+        entity = await setup_stt(hass, setup_companion, server.host, server.port)
 
         result = await entity.async_process_audio_stream(metadata(), silence(100))
 
@@ -215,10 +188,10 @@ async def test_a_server_that_closes_mid_stream_is_a_failed_result(
 
 
 async def test_reconfigure_moves_the_model_to_another_server_checked_live(
-    hass: HomeAssistant, llm_server: LLMServer, socket_enabled: None
+    hass: HomeAssistant, setup_companion: SetupCompanion, socket_enabled: None
 ) -> None:
     async with ScriptedAsrServer() as old, ScriptedAsrServer() as new:
-        entity = await setup_stt(hass, llm_server, old.host, old.port)
+        entity = await setup_stt(hass, setup_companion, old.host, old.port)
         entry = entity.entry
         subentry_id = entity.subentry.subentry_id
         result = await hass.config_entries.subentries.async_init(
@@ -261,11 +234,11 @@ async def test_reconfigure_moves_the_model_to_another_server_checked_live(
 
 @pytest.mark.parametrize("behaviour", ["stream", "stream_only"])
 async def test_a_server_streaming_its_transcript_gives_the_whole_text(
-    hass: HomeAssistant, llm_server: LLMServer, behaviour: Behaviour
+    hass: HomeAssistant, setup_companion: SetupCompanion, behaviour: Behaviour
 ) -> None:
     """transcript-chunk events, with or without a final transcript: the pipeline gets it all."""
     async with ScriptedAsrServer(behaviour=behaviour) as server:
-        entity = await setup_stt(hass, llm_server, server.host, server.port)
+        entity = await setup_stt(hass, setup_companion, server.host, server.port)
 
         result = await entity.async_process_audio_stream(metadata("en-GB"), silence())
 
@@ -274,12 +247,12 @@ async def test_a_server_streaming_its_transcript_gives_the_whole_text(
 
 
 async def test_a_model_listing_no_languages_offers_ha_language_and_sends_none(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, setup_companion: SetupCompanion
 ) -> None:
     """No languages known: the entity offers HA's, and lets the server choose."""
     hass.config.language = "zh-Hans"
     async with ScriptedAsrServer() as server:
-        entity = await setup_stt(hass, llm_server, server.host, server.port, languages=())
+        entity = await setup_stt(hass, setup_companion, server.host, server.port, languages=())
 
         assert entity.supported_languages == ["zh-Hans"]
         result = await entity.async_process_audio_stream(metadata("zh-Hans"), silence())

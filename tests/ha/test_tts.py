@@ -13,18 +13,16 @@ from homeassistant.components import tts
 from homeassistant.components.tts.const import DATA_COMPONENT
 from homeassistant.components.tts.entity import TTSAudioRequest
 from homeassistant.config_entries import SubentryFlowResult
-from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_PORT
+from homeassistant.const import CONF_HOST, CONF_PORT
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers import issue_registry as ir
 from pytest_homeassistant_custom_component.common import MockConfigEntry
+from syrupy.assertion import SnapshotAssertion
 
 from custom_components.companion_agent.const import (
-    CONF_BASE_URL,
     CONF_LANGUAGES,
-    CONF_MODEL,
     CONF_SPEAKER,
     CONF_VOICE,
     DOMAIN,
@@ -32,11 +30,11 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.repairs import async_report_missing_voice
 from custom_components.companion_agent.tts import CompanionTtsEntity
-from tests.support.llm_server import LLMServer
+from tests.ha.entries import VOICE, SetupCompanion, tts_entity, wyoming_voice
 from tests.support.piper import PiperPeer
+from tests.support.wyoming_events import wire_form
 from tests.support.wyoming_proxy import WyomingProxy
 
-VOICE = "en_US-joe-medium"
 ADVERTISED_NOT_INSTALLED = "en_US-lessac-medium"
 MESSY = (
     "## Hello **there**! 🎉 I found [the docs](https://example.com/docs) and "
@@ -54,38 +52,18 @@ def closed_port() -> int:
 
 
 async def setup_voice(
-    hass: HomeAssistant, server: LLMServer, host: str, port: int, voice: str = VOICE
+    hass: HomeAssistant, setup_companion: SetupCompanion, host: str, port: int, voice: str = VOICE
 ) -> CompanionTtsEntity:
-    """Set up an entry whose only sub-entry is a TTS voice; return its entity."""
-    entry = MockConfigEntry(
-        domain=DOMAIN,
-        title="test-model",
-        data={CONF_BASE_URL: server.url, CONF_API_KEY: "", CONF_MODEL: "test-model"},
-        subentries_data=[
-            {
-                "subentry_type": SUBENTRY_TTS,
-                "data": {
-                    CONF_HOST: host,
-                    CONF_PORT: port,
-                    CONF_VOICE: voice,
-                    CONF_LANGUAGES: ["en_US"],
-                },
-                "title": voice,
-                "unique_id": None,
-            }
-        ],
-    )
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
-    (entity_id,) = [
-        e.entity_id
-        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-        if e.domain == "tts"
-    ]
-    entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
-    assert isinstance(entity, CompanionTtsEntity)
-    return entity
+    """Set up an entry whose only sub-entry is a Wyoming voice; return its entity."""
+    return tts_entity(hass, await setup_companion(wyoming_voice(host, port, voice)))
+
+
+@pytest.fixture
+async def piper_tts(
+    hass: HomeAssistant, setup_companion: SetupCompanion, proxy: WyomingProxy
+) -> CompanionTtsEntity:
+    """Set up Piper's voice behind the recording proxy; return its entity."""
+    return await setup_voice(hass, setup_companion, proxy.host, proxy.port)
 
 
 async def choose(hass: HomeAssistant, menu: SubentryFlowResult, option: str) -> SubentryFlowResult:
@@ -178,24 +156,26 @@ async def test_the_subentry_flow_says_cannot_connect(
 
 
 async def test_streamed_text_reaches_piper_as_clean_sentences_and_comes_back_as_wav(
-    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+    hass: HomeAssistant,
+    proxy: WyomingProxy,
+    piper_tts: CompanionTtsEntity,
+    snapshot: SnapshotAssertion,
 ) -> None:
-    entity = await setup_voice(hass, llm_server, proxy.host, proxy.port)
-    assert entity.async_supports_streaming_input()
+    assert piper_tts.async_supports_streaming_input()
 
-    parts = await stream(entity, MESSY)
+    parts = await stream(piper_tts, MESSY)
 
     assert wav_format(parts[0]) == (22050, 2, 1, 0)  # streaming: no frame count
     assert len(parts[0]) == 44  # the header alone, before any PCM
     assert sum(len(part) for part in parts[1:]) > 22050  # over half a second of speech
     assert proxy.texts == CLEAN
     await proxy.wait_idle()  # the socket is closed once the stream ends
+    assert wire_form(proxy.sent) == snapshot
 
 
 async def test_a_sentence_is_spoken_before_the_rest_of_the_text_arrives(
-    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+    hass: HomeAssistant, proxy: WyomingProxy, piper_tts: CompanionTtsEntity
 ) -> None:
-    entity = await setup_voice(hass, llm_server, proxy.host, proxy.port)
     rest = asyncio.Event()
 
     async def reply() -> AsyncGenerator[str]:
@@ -203,7 +183,7 @@ async def test_a_sentence_is_spoken_before_the_rest_of_the_text_arrives(
         await rest.wait()
         yield " is on."
 
-    response = await entity.async_stream_tts_audio(
+    response = await piper_tts.async_stream_tts_audio(
         TTSAudioRequest(language="en_US", options={}, message_gen=reply())
     )
     data = response.data_gen
@@ -275,10 +255,9 @@ async def test_the_subentry_flow_asks_for_a_speaker_when_the_voice_has_several(
 
 
 async def test_a_cancelled_stream_closes_the_socket(
-    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+    hass: HomeAssistant, proxy: WyomingProxy, piper_tts: CompanionTtsEntity
 ) -> None:
-    entity = await setup_voice(hass, llm_server, proxy.host, proxy.port)
-    response = await entity.async_stream_tts_audio(
+    response = await piper_tts.async_stream_tts_audio(
         TTSAudioRequest(language="en_US", options={}, message_gen=chunks(MESSY))
     )
     data = response.data_gen
@@ -291,13 +270,12 @@ async def test_a_cancelled_stream_closes_the_socket(
 
 
 async def test_the_media_source_streams_a_wav_of_the_whole_message(
-    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+    hass: HomeAssistant, proxy: WyomingProxy, piper_tts: CompanionTtsEntity
 ) -> None:
-    entity = await setup_voice(hass, llm_server, proxy.host, proxy.port)
     media_id = tts.generate_media_source_id(
         hass,
         MESSY,
-        engine=entity.entity_id,
+        engine=piper_tts.entity_id,
         language="en_US",
         options={tts.ATTR_PREFERRED_FORMAT: "wav"},  # as piper sends it: no ffmpeg
         cache=False,
@@ -312,11 +290,13 @@ async def test_the_media_source_streams_a_wav_of_the_whole_message(
 
 
 async def test_the_whole_message_makes_one_complete_wav(
-    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+    hass: HomeAssistant,
+    proxy: WyomingProxy,
+    piper_tts: CompanionTtsEntity,
+    snapshot: SnapshotAssertion,
 ) -> None:
-    entity = await setup_voice(hass, llm_server, proxy.host, proxy.port)
 
-    extension, data = await entity.async_get_tts_audio(MESSY, "en_US", {})
+    extension, data = await piper_tts.async_get_tts_audio(MESSY, "en_US", {})
 
     assert extension == "wav"
     assert data is not None
@@ -325,12 +305,13 @@ async def test_the_whole_message_makes_one_complete_wav(
     assert frames > 22050
     assert len(data) == 44 + frames * width
     assert proxy.texts == CLEAN
+    assert wire_form(proxy.sent) == snapshot
 
 
 async def test_a_refused_connection_raises_a_translated_error(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, setup_companion: SetupCompanion
 ) -> None:
-    entity = await setup_voice(hass, llm_server, "127.0.0.1", closed_port())
+    entity = await setup_voice(hass, setup_companion, "127.0.0.1", closed_port())
 
     with pytest.raises(HomeAssistantError) as raised:
         await stream(entity, "Hello there.")
@@ -342,9 +323,9 @@ async def test_a_refused_connection_raises_a_translated_error(
 
 @pytest.mark.parametrize("voice", ["xx_XX-nobody-low", ADVERTISED_NOT_INSTALLED])
 async def test_a_voice_the_server_lacks_raises_a_repair_issue(
-    hass: HomeAssistant, llm_server: LLMServer, piper: PiperPeer, voice: str
+    hass: HomeAssistant, setup_companion: SetupCompanion, piper: PiperPeer, voice: str
 ) -> None:
-    entity = await setup_voice(hass, llm_server, piper.host, piper.port, voice)
+    entity = await setup_voice(hass, setup_companion, piper.host, piper.port, voice)
 
     with pytest.raises(HomeAssistantError) as raised:
         await stream(entity, "Hello there.")
@@ -360,9 +341,9 @@ async def test_a_voice_the_server_lacks_raises_a_repair_issue(
 
 
 async def test_the_voice_issue_goes_once_the_voice_speaks_again(
-    hass: HomeAssistant, llm_server: LLMServer, piper: PiperPeer
+    hass: HomeAssistant, setup_companion: SetupCompanion, piper: PiperPeer
 ) -> None:
-    entity = await setup_voice(hass, llm_server, piper.host, piper.port)
+    entity = await setup_voice(hass, setup_companion, piper.host, piper.port)
     issue_id = f"tts_voice_{entity.subentry.subentry_id}"
     async_report_missing_voice(
         hass, entity.entry.entry_id, entity.subentry.subentry_id, VOICE, "127.0.0.1:1"

@@ -11,20 +11,16 @@ import pytest
 from homeassistant import config_entries
 from homeassistant.components.tts.const import DATA_COMPONENT
 from homeassistant.components.tts.entity import TTSAudioRequest
-from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
-from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.requirements import RequirementsNotFound
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import (
-    CONF_BASE_URL,
     CONF_ENGINE,
     CONF_LANGUAGES,
-    CONF_MODEL,
     CONF_VOICE,
     DOMAIN,
     ENGINE_EMBEDDED,
@@ -33,8 +29,8 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.engine.speech import LoadedPiperVoice
 from custom_components.companion_agent.tts import CompanionTtsEntity
+from tests.ha.entries import SetupCompanion, embedded_voice, tts_entity
 from tests.ha.test_tts import CLEAN, MESSY, choose, chunks, stream, wav_format
-from tests.support.llm_server import LLMServer
 from tests.support.piper_voice import JOE, JOE_DATA, install_voice
 
 OTHER = "en_US-other-medium"  # the joe voice under a second name
@@ -78,37 +74,12 @@ def install_broken_voice(folder: Path, name: str) -> None:
 
 
 async def setup_embedded(
-    hass: HomeAssistant, server: LLMServer, voice: str = JOE
+    hass: HomeAssistant, setup_companion: SetupCompanion, voice: str = JOE
 ) -> CompanionTtsEntity:
     """Set up an entry whose only sub-entry is an embedded voice; return its entity."""
-    entry = MockConfigEntry(
-        domain=DOMAIN,
-        title="test-model",
-        data={CONF_BASE_URL: server.url, CONF_API_KEY: "", CONF_MODEL: "test-model"},
-        subentries_data=[
-            {
-                "subentry_type": SUBENTRY_TTS,
-                "data": {
-                    CONF_ENGINE: ENGINE_EMBEDDED,
-                    CONF_VOICE: voice,
-                    CONF_LANGUAGES: ["en_US"],
-                },
-                "title": f"{voice} (embedded)",
-                "unique_id": None,
-            }
-        ],
-    )
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
+    entry = await setup_companion(embedded_voice(voice))
     await hass.async_block_till_done(wait_background_tasks=True)  # the voice is loaded
-    (entity_id,) = [
-        e.entity_id
-        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-        if e.domain == "tts"
-    ]
-    entity = hass.data[DATA_COMPONENT].get_entity(entity_id)
-    assert isinstance(entity, CompanionTtsEntity)
-    return entity
+    return tts_entity(hass, entry)
 
 
 async def start_embedded_flow(hass: HomeAssistant, entry: MockConfigEntry) -> dict[str, object]:
@@ -197,10 +168,10 @@ async def test_fake_installer_failure_aborts_the_flow_and_points_to_wyoming(
 
 
 async def test_fake_installer_failure_makes_the_entity_say_piper_is_unavailable(
-    hass: HomeAssistant, llm_server: LLMServer, voices: Path
+    hass: HomeAssistant, setup_companion: SetupCompanion, voices: Path
 ) -> None:
     with patch(INSTALLER, side_effect=RequirementsNotFound(DOMAIN, [PIPER_REQUIREMENT])):
-        entity = await setup_embedded(hass, llm_server)
+        entity = await setup_embedded(hass, setup_companion)
         with pytest.raises(HomeAssistantError) as raised:
             await stream(entity, "Hello there.")
 
@@ -208,9 +179,9 @@ async def test_fake_installer_failure_makes_the_entity_say_piper_is_unavailable(
 
 
 async def test_streamed_text_reaches_embedded_piper_as_clean_sentences(
-    hass: HomeAssistant, llm_server: LLMServer, voices: Path, heard: Heard
+    hass: HomeAssistant, setup_companion: SetupCompanion, voices: Path, heard: Heard
 ) -> None:
-    entity = await setup_embedded(hass, llm_server)
+    entity = await setup_embedded(hass, setup_companion)
 
     parts = await stream(entity, MESSY)
 
@@ -222,9 +193,9 @@ async def test_streamed_text_reaches_embedded_piper_as_clean_sentences(
 
 
 async def test_the_whole_message_makes_one_wav_with_embedded_piper(
-    hass: HomeAssistant, llm_server: LLMServer, voices: Path, heard: Heard
+    hass: HomeAssistant, setup_companion: SetupCompanion, voices: Path, heard: Heard
 ) -> None:
-    entity = await setup_embedded(hass, llm_server)
+    entity = await setup_embedded(hass, setup_companion)
 
     extension, data = await entity.async_get_tts_audio(MESSY, "en_US", {})
 
@@ -237,9 +208,9 @@ async def test_the_whole_message_makes_one_wav_with_embedded_piper(
 
 
 async def test_a_cancelled_stream_hands_embedded_piper_nothing_more(
-    hass: HomeAssistant, llm_server: LLMServer, voices: Path, heard: Heard
+    hass: HomeAssistant, setup_companion: SetupCompanion, voices: Path, heard: Heard
 ) -> None:
-    entity = await setup_embedded(hass, llm_server)
+    entity = await setup_embedded(hass, setup_companion)
     response = await entity.async_stream_tts_audio(
         TTSAudioRequest(language="en_US", options={}, message_gen=chunks(MESSY))
     )
@@ -255,9 +226,9 @@ async def test_a_cancelled_stream_hands_embedded_piper_nothing_more(
 
 
 async def test_a_missing_voice_file_raises_a_repair_issue_until_it_is_back(
-    hass: HomeAssistant, llm_server: LLMServer, folder: Path
+    hass: HomeAssistant, setup_companion: SetupCompanion, folder: Path
 ) -> None:
-    entity = await setup_embedded(hass, llm_server, OTHER)
+    entity = await setup_embedded(hass, setup_companion, OTHER)
     issue_id = f"tts_voice_{entity.subentry.subentry_id}"
     assert ir.async_get(hass).async_get_issue(DOMAIN, issue_id) is not None  # found at setup
 
@@ -278,10 +249,10 @@ async def test_a_missing_voice_file_raises_a_repair_issue_until_it_is_back(
 
 
 async def test_a_request_may_pick_another_folder_voice(
-    hass: HomeAssistant, llm_server: LLMServer, voices: Path, heard: Heard
+    hass: HomeAssistant, setup_companion: SetupCompanion, voices: Path, heard: Heard
 ) -> None:
     install_voice(voices, OTHER)
-    entity = await setup_embedded(hass, llm_server)
+    entity = await setup_embedded(hass, setup_companion)
     assert entity.supported_options == ["voice", "speaker"]
     offered = entity.async_get_supported_voices("en_US")
     assert offered is not None

@@ -22,16 +22,15 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.repairs import async_report_missing_voice
 from custom_components.companion_agent.tts import CompanionTtsEntity
+from tests.ha.entries import VOICE, SetupCompanion
 from tests.ha.test_tts import (
     ADVERTISED_NOT_INSTALLED,
-    VOICE,
     choose,
     closed_port,
     setup_voice,
     stream,
     wav_format,
 )
-from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
 from tests.support.piper_voice import install_voice
 from tests.support.wyoming_proxy import WyomingProxy
@@ -68,9 +67,9 @@ def entity_of(hass: HomeAssistant, entity: CompanionTtsEntity) -> CompanionTtsEn
 
 
 async def test_reconfiguring_moves_the_voice_to_another_server_checked_live(
-    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+    hass: HomeAssistant, setup_companion: SetupCompanion, proxy: WyomingProxy
 ) -> None:
-    entity = await setup_voice(hass, llm_server, "127.0.0.1", closed_port())
+    entity = await setup_voice(hass, setup_companion, "127.0.0.1", closed_port())
     result = await reconfigure(hass, entity, "server")
     assert result["step_id"] == "server"
     schema = result["data_schema"]
@@ -100,9 +99,9 @@ async def test_reconfiguring_moves_the_voice_to_another_server_checked_live(
 
 
 async def test_reconfiguring_a_server_voice_to_embedded_piper(
-    hass: HomeAssistant, llm_server: LLMServer, piper: PiperPeer
+    hass: HomeAssistant, setup_companion: SetupCompanion, piper: PiperPeer
 ) -> None:
-    entity = await setup_voice(hass, llm_server, piper.host, piper.port)
+    entity = await setup_voice(hass, setup_companion, piper.host, piper.port)
     await hass.async_add_executor_job(
         install_voice, Path(hass.config.path("companion_agent", "voices"))
     )
@@ -124,9 +123,9 @@ async def test_reconfiguring_a_server_voice_to_embedded_piper(
 
 
 async def test_the_entity_offers_the_servers_voices_as_options(
-    hass: HomeAssistant, llm_server: LLMServer, piper: PiperPeer
+    hass: HomeAssistant, setup_companion: SetupCompanion, piper: PiperPeer
 ) -> None:
-    entity = await setup_voice(hass, llm_server, piper.host, piper.port)
+    entity = await setup_voice(hass, setup_companion, piper.host, piper.port)
     await hass.async_block_till_done(wait_background_tasks=True)  # it has asked the server
 
     assert entity.supported_options == [tts.ATTR_VOICE, "speaker"]
@@ -141,10 +140,12 @@ async def test_the_entity_offers_the_servers_voices_as_options(
 
 
 async def test_a_request_speaks_with_the_voice_it_asks_for(
-    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+    hass: HomeAssistant, setup_companion: SetupCompanion, proxy: WyomingProxy
 ) -> None:
     # the sub-entry's own voice is not installed: only the requested one can speak
-    entity = await setup_voice(hass, llm_server, proxy.host, proxy.port, ADVERTISED_NOT_INSTALLED)
+    entity = await setup_voice(
+        hass, setup_companion, proxy.host, proxy.port, ADVERTISED_NOT_INSTALLED
+    )
     issue_id = f"tts_voice_{entity.subentry.subentry_id}"
     server = f"{proxy.host}:{proxy.port}"
     async_report_missing_voice(
@@ -170,9 +171,9 @@ async def test_a_request_speaks_with_the_voice_it_asks_for(
 
 
 async def test_an_unknown_voice_or_speaker_is_a_clear_error(
-    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy
+    hass: HomeAssistant, setup_companion: SetupCompanion, proxy: WyomingProxy
 ) -> None:
-    entity = await setup_voice(hass, llm_server, proxy.host, proxy.port)
+    entity = await setup_voice(hass, setup_companion, proxy.host, proxy.port)
 
     with pytest.raises(ServiceValidationError) as raised:
         await entity.async_get_tts_audio("Hi.", "en_US", {tts.ATTR_VOICE: "xx_XX-nobody-low"})

@@ -23,34 +23,24 @@ from homeassistant.components.assist_pipeline.pipeline import (
     async_update_pipeline,
 )
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
-from homeassistant.components.stt.const import DATA_COMPONENT as STT_COMPONENT
-from homeassistant.const import (
-    CONF_API_KEY,
-    CONF_HOST,
-    CONF_LLM_HASS_API,
-    CONF_PORT,
-    Platform,
-)
+from homeassistant.const import Platform
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from wyoming.audio import AudioChunk, AudioChunkConverter
 
-from custom_components.companion_agent.const import (
-    CONF_BASE_URL,
-    CONF_LANGUAGES,
-    CONF_MODEL,
-    CONF_PROFILE,
-    CONF_VOICE,
-    DOMAIN,
-    SUBENTRY_CONVERSATION,
-    SUBENTRY_STT,
-    SUBENTRY_TTS,
+from tests.ha.entries import (
+    SetupCompanion,
+    async_load,
+    entity_id,
+    persona,
+    speech_to_text,
+    stt_entity,
+    wyoming_voice,
 )
-from custom_components.companion_agent.stt import CompanionSttEntity
 from tests.ha.test_stt import metadata
+from tests.support.chat_requests import user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
@@ -60,6 +50,7 @@ from tests.support.whisper import words as words_of
 COMMAND = "Turn on the kitchen light."
 ANSWER = "The kitchen light is on now."
 KITCHEN = "light.kitchen_lights"
+WHISPER = "faster-whisper (model)"  # as the flow names the peer's model, by its path
 
 
 @pytest.fixture(autouse=True)
@@ -74,62 +65,10 @@ def only_demo_lights() -> Iterator[None]:
 
 async def set_up_house(hass: HomeAssistant) -> None:
     """Set up HA's demo lights, expose the kitchen's to Assist, and turn it off."""
-    demo = MockConfigEntry(domain="demo")
-    demo.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(demo.entry_id)
-    await hass.async_block_till_done()
+    await async_load(hass, MockConfigEntry(domain="demo"))
     async_expose_entity(hass, conversation.DOMAIN, KITCHEN, True)
     await hass.services.async_call("light", "turn_off", {"entity_id": KITCHEN}, blocking=True)
     assert hass.states.get(KITCHEN).state == "off"  # type: ignore[union-attr]
-
-
-def companion(server: LLMServer, piper: PiperPeer, whisper: WhisperPeer) -> MockConfigEntry:
-    """Return an entry with a persona that controls HA, a piper voice and a whisper model."""
-    return MockConfigEntry(
-        domain=DOMAIN,
-        title="test-model",
-        data={CONF_BASE_URL: server.url, CONF_API_KEY: "", CONF_MODEL: "test-model"},
-        subentries_data=[
-            {
-                "subentry_type": SUBENTRY_CONVERSATION,
-                "data": {CONF_PROFILE: "default", CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]},
-                "title": "Companion",
-                "unique_id": None,
-            },
-            {
-                "subentry_type": SUBENTRY_TTS,
-                "data": {
-                    CONF_HOST: piper.host,
-                    CONF_PORT: piper.port,
-                    CONF_VOICE: piper.voice,
-                    CONF_LANGUAGES: ["en_US"],
-                },
-                "title": piper.voice,
-                "unique_id": None,
-            },
-            {
-                "subentry_type": SUBENTRY_STT,
-                "data": {
-                    CONF_HOST: whisper.host,
-                    CONF_PORT: whisper.port,
-                    CONF_MODEL: whisper.model,
-                    CONF_LANGUAGES: ["en"],
-                },
-                "title": "faster-whisper (model)",
-                "unique_id": None,
-            },
-        ],
-    )
-
-
-def entity_of(hass: HomeAssistant, entry: MockConfigEntry, domain: str) -> str:
-    """Return the entry's one entity of ``domain``."""
-    (entity_id,) = [
-        e.entity_id
-        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-        if e.domain == domain
-    ]
-    return entity_id
 
 
 def pcm_at_16k(wav_stream: bytes) -> bytes:
@@ -147,16 +86,26 @@ def event_data(events: list[PipelineEvent], kind: PipelineEventType) -> dict[str
 
 
 async def test_a_spoken_command_turns_on_the_light_and_the_spoken_answer_is_heard(
-    hass: HomeAssistant, llm_server: LLMServer, piper: PiperPeer, whisper: WhisperPeer
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    setup_companion: SetupCompanion,
+    piper: PiperPeer,
+    whisper: WhisperPeer,
 ) -> None:
-    assert await async_setup_component(hass, "conversation", {})
     assert await async_setup_component(hass, "assist_pipeline", {})
     await set_up_house(hass)
-    entry = companion(llm_server, piper, whisper)
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
-    stt_id, tts_id = entity_of(hass, entry, "stt"), entity_of(hass, entry, "tts")
+    entry = await setup_companion(
+        persona(llm_apis=[llm.LLM_API_ASSIST]),
+        wyoming_voice(piper.host, piper.port, piper.voice),
+        speech_to_text(
+            whisper.host,
+            whisper.port,
+            whisper.model,
+            languages=["en"],
+            title="faster-whisper (model)",
+        ),
+    )
+    stt_id, tts_id = entity_id(hass, entry, "stt"), entity_id(hass, entry, "tts")
     pipeline = await async_create_default_pipeline(
         hass, stt_engine_id=stt_id, tts_engine_id=tts_id, pipeline_name="Companion"
     )
@@ -165,7 +114,7 @@ async def test_a_spoken_command_turns_on_the_light_and_the_spoken_answer_is_hear
     await async_update_pipeline(
         hass,
         pipeline,
-        conversation_engine=entity_of(hass, entry, "conversation"),
+        conversation_engine=entity_id(hass, entry, "conversation"),
         conversation_language="en",
     )
     llm_server.script(
@@ -189,10 +138,7 @@ async def test_a_spoken_command_turns_on_the_light_and_the_spoken_answer_is_hear
     heard = event_data(events, PipelineEventType.STT_END)["stt_output"]
     assert isinstance(heard, dict)
     assert words_of(heard["text"]) == words_of(COMMAND)
-    messages = llm_server.requests[0]["messages"]
-    assert isinstance(messages, list)
-    user_messages = [m for m in messages if m["role"] == "user"]
-    assert words_of(str(user_messages[-1]["content"]))[-5:] == words_of(COMMAND)
+    assert words_of(user_text(llm_server.requests[0]))[-5:] == words_of(COMMAND)
     assert hass.states.get(KITCHEN).state == "on"  # type: ignore[union-attr]
     answer = event_data(events, PipelineEventType.INTENT_END)["intent_output"]
     assert isinstance(answer, dict)
@@ -203,9 +149,9 @@ async def test_a_spoken_command_turns_on_the_light_and_the_spoken_answer_is_hear
     assert stream is not None
     wav = b"".join([part async for part in stream.async_stream_result()])
 
-    entity = hass.data[STT_COMPONENT].get_entity(stt_id)
-    assert isinstance(entity, CompanionSttEntity)
-    echo = await entity.async_process_audio_stream(metadata("en"), pieces(pcm_at_16k(wav)))
+    echo = await stt_entity(hass, entry).async_process_audio_stream(
+        metadata("en"), pieces(pcm_at_16k(wav))
+    )
 
     assert echo.result is stt.SpeechResultState.SUCCESS
     assert words_of(echo.text or "") == words_of(ANSWER)

@@ -103,7 +103,7 @@ async def report(hass: HomeAssistant, entry_id: str, agent_id: str) -> dict[str,
     result = await conversation.async_converse(
         hass, QUESTION, None, Context(), language="zh-CN", agent_id=agent_id
     )
-    library = entry.runtime_data.library
+    library = entry.runtime_data.engine.library
     modules = {
         name: str(getattr(module, "__file__", None))
         for name, module in sys.modules.items()

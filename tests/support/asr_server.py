@@ -7,10 +7,11 @@ Tests that use it for a feature rather than a fault say ``fake`` in their names.
 
 import asyncio
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
 from wyoming.event import Event, async_read_event, async_write_event
+
+from tests.support.loopback_server import LoopbackServer
 
 type Behaviour = Literal["answer", "stream", "stream_only", "early", "close", "stall", "error"]
 
@@ -33,7 +34,7 @@ INFO = {
 
 
 @dataclass
-class ScriptedAsrServer:
+class ScriptedAsrServer(LoopbackServer):
     """Answer each connection as ``behaviour`` says; record the events it received.
 
     ``answer``: the transcript after audio-stop. ``stream``: transcript-start, one
@@ -46,56 +47,14 @@ class ScriptedAsrServer:
 
     behaviour: Behaviour = "answer"
     after_chunks: int = 2
-    host: str = "127.0.0.1"
-    port: int = 0
     events: list[Event] = field(default_factory=list)
     chunks: int = 0
     got_audio_stop: asyncio.Event = field(default_factory=asyncio.Event)
-    _open: int = 0
-    _idle: asyncio.Event = field(default_factory=asyncio.Event)
-    _server: asyncio.Server | None = None
-
-    async def __aenter__(self) -> Self:
-        """Start listening on an ephemeral port."""
-        self._idle.set()
-        self._server = await asyncio.start_server(self._handle, self.host, 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop listening and close every connection."""
-        assert self._server is not None
-        self._server.close()
-        self._server.close_clients()
-        await self._server.wait_closed()
 
     @property
     def types(self) -> list[str]:
         """Return the types of the events received, in order."""
         return [event.type for event in self.events]
-
-    async def wait_idle(self) -> None:
-        """Wait until no client connection is open."""
-        await self._idle.wait()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Serve one connection as the behaviour says."""
-        self._open += 1
-        self._idle.clear()
-        try:
-            await self._serve(reader, writer)
-        except ConnectionError:
-            pass
-        finally:
-            writer.transport.abort()
-            self._open -= 1
-            if self._open == 0:
-                self._idle.set()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Read events and answer them."""

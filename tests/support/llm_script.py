@@ -64,6 +64,12 @@ class Reply:
         return cls(chunks=tuple(TextChunk(piece, delay) for piece in pieces))
 
     @classmethod
+    def held(cls, first: str, held: str, *rest: str, until: asyncio.Event) -> Self:
+        """Build a text reply: ``first`` at once, ``held`` and ``rest`` once ``until`` is set."""
+        after = tuple(TextChunk(text) for text in rest)
+        return cls(chunks=(TextChunk(first), TextChunk(held, hold=until), *after))
+
+    @classmethod
     def tool_calls(
         cls, *calls: tuple[str, str, str], split: int = 3, interleave: bool = True
     ) -> Self:

@@ -2,17 +2,19 @@
 
 Traffic is forwarded event by event, as it comes: client-to-server so a fault can aim at one
 sentence's text, server-to-client so the audio the server sent can be compared with what a
-client made of it. ``journal`` (a list a test may share with its own notes) records each
-sentence's text as it goes to the server.
+client made of it. ``sent`` keeps every event the client sent, as the server got it;
+``journal`` (a list a test may share with its own notes) records each sentence's text as it
+goes to the server.
 """
 
 import asyncio
 import contextlib
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Literal, Self
+from typing import Literal
 
-from wyoming.event import async_read_event, async_write_event
+from wyoming.event import Event, async_read_event, async_write_event
+
+from tests.support.loopback_server import LoopbackServer
 
 type FaultAction = Literal["drop", "stall"]
 
@@ -29,45 +31,26 @@ class _Fault:
     times: int
 
 
-class WyomingProxy:
+class WyomingProxy(LoopbackServer):
     """Forward connections on 127.0.0.1:<port> to ``host``:``port``; record what was sent."""
 
     def __init__(self, host: str, port: int) -> None:
         """Prepare a proxy to the server at ``host``:``port``."""
         self.target = (host, port)
-        self.host = "127.0.0.1"
-        self.port = 0
         self.connections = 0
-        self.event_types: list[str] = []
+        self.sent: list[Event] = []
         self.texts: list[str] = []
         self.voices: list[str | None] = []  # the voice each synthesize(-start) asked for
         self.audio: list[bytes] = []
         self.journal: list[str] = []
         self.stalled = asyncio.Event()
         self._asked = asyncio.Event()
-        self._open = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
         self._faults: list[_Fault] = []
-        self._server: asyncio.Server | None = None
 
-    async def __aenter__(self) -> Self:
-        """Start listening on an ephemeral port."""
-        self._server = await asyncio.start_server(self._handle, self.host, 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop listening and close every connection."""
-        assert self._server is not None
-        self._server.close()
-        self._server.close_clients()
-        await self._server.wait_closed()
+    @property
+    def event_types(self) -> list[str]:
+        """Return the types of the events the client sent, in order."""
+        return [event.type for event in self.sent]
 
     def fault(self, text: str, action: FaultAction, *, times: int = 1) -> None:
         """Drop or stall the connection instead of forwarding ``text`` (the next ``times``)."""
@@ -79,10 +62,6 @@ class WyomingProxy:
             self._asked.clear()
             await self._asked.wait()
 
-    async def wait_idle(self) -> None:
-        """Wait until no client connection is open."""
-        await self._idle.wait()
-
     def _take_fault(self, text: str) -> FaultAction | None:
         """Return the action due for ``text`` and count it, or None."""
         for fault in self._faults:
@@ -91,11 +70,9 @@ class WyomingProxy:
                 return fault.action
         return None
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve one client connection until either side ends it or a fault does."""
         self.connections += 1
-        self._open += 1
-        self._idle.clear()
         upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
         downstream = asyncio.create_task(_copy(upstream_reader, writer, self.audio))
         try:
@@ -109,7 +86,7 @@ class WyomingProxy:
                     with contextlib.suppress(ConnectionError):
                         await reader.read()  # until the client gives up
                     break
-                self.event_types.append(event.type)
+                self.sent.append(event)
                 if event.type in _VOICE_EVENTS:
                     self.voices.append(_voice_name(event.data.get("voice")))
                 if isinstance(text, str):
@@ -117,17 +94,11 @@ class WyomingProxy:
                     self.journal.append(f"piper asked: {text}")
                     self._asked.set()
                 await async_write_event(event, upstream_writer)
-        except ConnectionError:
-            pass
         finally:
             downstream.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await downstream
             upstream_writer.transport.abort()
-            writer.transport.abort()
-            self._open -= 1
-            if self._open == 0:
-                self._idle.set()
 
 
 async def _copy(

@@ -7,12 +7,8 @@ from homeassistant.core import HomeAssistant, ServiceCall, callback
 from homeassistant.exceptions import ServiceValidationError
 
 from ..const import DOMAIN, EVENT_CONFIRMATION
+from ..engine.engine import ConfirmationResult, ConfirmationStatus, ConfirmationToken
 from ..engine.errors import ConfirmationRefusedError
-from ..engine.guard.confirmations import (
-    ConfirmationResult,
-    ConfirmationStatus,
-    ConfirmationToken,
-)
 from ..engine.json_types import JSONObject
 from ..runtime import loaded_entries
 
@@ -41,14 +37,14 @@ async def async_confirm_action(hass: HomeAssistant, call: ServiceCall) -> JSONOb
     approve: bool = call.data["approve"]
     entries = loaded_entries(hass)
     owner = next(
-        (e for e in entries if e.runtime_data.runner.guard.confirmations.peek(token_id)),
+        (e for e in entries if e.runtime_data.engine.pending_confirmation(token_id)),
         entries[0],
     )
-    runner = owner.runtime_data.runner
-    token = runner.guard.confirmations.peek(token_id)
+    engine = owner.runtime_data.engine
+    token = engine.pending_confirmation(token_id)
     user_id = await _acting_user(hass, call, token)
     try:
-        result = await runner.confirm(token_id, approve=approve, user_id=user_id)
+        result = await engine.confirm(token_id, approve=approve, user_id=user_id)
     except ConfirmationRefusedError as err:
         raise ServiceValidationError(
             translation_domain=DOMAIN, translation_key=f"confirmation_{err.reason}"

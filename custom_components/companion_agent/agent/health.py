@@ -14,7 +14,6 @@ disabling or removing the entry removes it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -26,10 +25,8 @@ from homeassistant.helpers.httpx_client import get_async_client
 
 from ..const import DOMAIN, ISSUE_SERVER_UNREACHABLE, LOGGER
 from ..engine.errors import LLMAuthError, LLMConnectionError, LLMError
-from ..engine.llm import ChatModel, LLMItem, LLMSettings, OpenAIChatModel, RoundEnd
-from ..engine.messages import ChatMessage
+from ..engine.llm import LLMSettings, OpenAIChatModel
 from ..engine.redaction import redact_url
-from ..engine.tools.contract import ToolSpec
 
 CHECK_INTERVAL = timedelta(minutes=1)
 CHECK_TIMEOUT = 10.0
@@ -61,10 +58,6 @@ class ServerHealth:
         self.reachable: bool | None = False if issue is not None and issue.active else None
         self._unsub_checks: CALLBACK_TYPE | None = None
         self._stopped = False
-
-    def watch(self, model: ChatModel) -> WatchedModel:
-        """Return ``model`` reporting how each of its rounds ended."""
-        return WatchedModel(model, self)
 
     async def async_check(self) -> LLMError | None:
         """Ask the server for its models; return what went wrong, if anything."""
@@ -148,21 +141,3 @@ class ServerHealth:
         if self._unsub_checks is not None:
             self._unsub_checks()
             self._unsub_checks = None
-
-
-class WatchedModel:
-    """A chat model whose every round tells ``ServerHealth`` whether the server answered."""
-
-    def __init__(self, model: ChatModel, health: ServerHealth) -> None:
-        """Wrap ``model``."""
-        self._model = model
-        self._health = health
-
-    async def stream_with_tools(
-        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
-    ) -> AsyncIterator[LLMItem]:
-        """Stream the round unchanged, noting how it ended."""
-        async for item in self._model.stream_with_tools(messages, tools):
-            if isinstance(item, RoundEnd):
-                self._health.async_observe(item.error)
-            yield item

@@ -11,7 +11,7 @@ from homeassistant.helpers.translation import async_get_translations
 from homeassistant.util.language import matches
 
 from ..const import DOMAIN
-from ..engine.turn.loop import SpokenLines
+from ..engine.turn.request import SpokenLines
 
 SHIPPED_LANGUAGES = ("en", "zh-Hans")
 FALLBACK_LANGUAGE = "en"

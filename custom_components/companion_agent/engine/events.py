@@ -61,7 +61,60 @@ class SentenceOutput:
     actions: tuple[str, ...] = ()
 
 
-type OutputItem = TextDelta | ThinkingDelta | ToolCallEvent | SentenceOutput
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heard:
+    """How much of a turn's audio reached the person: what a host tells ``Turn.played``.
+
+    ``Heard.everything()``: it all played; ``Heard.first(n)``: the person spoke over it
+    after ``n`` sentences; ``Heard.undelivered()``: none of it reached them (the speech or
+    the device failed).
+    """
+
+    sentences: int | None = None
+    """How many sentences were heard before the person spoke over them; None: every one."""
+    delivered: bool = True
+
+    @classmethod
+    def everything(cls) -> Heard:
+        """Return: the whole answer was played."""
+        return cls()
+
+    @classmethod
+    def first(cls, sentences: int) -> Heard:
+        """Return: the person spoke over the answer after its first ``sentences`` sentences."""
+        return cls(sentences=max(0, sentences))
+
+    @classmethod
+    def undelivered(cls) -> Heard:
+        """Return: the answer's audio never reached the person."""
+        return cls(sentences=0, delivered=False)
+
+
+EVERYTHING_HEARD = Heard()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Interrupted:
+    """The turn was cancelled: the last item its host takes, and why.
+
+    ``outcome`` is ``interrupted`` (the person spoke over it, or the host gave up) or
+    ``failed`` (the host could not deliver the answer).
+    """
+
+    kind: Literal["interrupted"] = "interrupted"
+    reason: str
+    outcome: Literal["interrupted", "failed"] = "interrupted"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Played:
+    """The turn's audio finished while the turn still streamed, with what was heard."""
+
+    kind: Literal["played"] = "played"
+    heard: Heard = EVERYTHING_HEARD
+
+
+type OutputItem = TextDelta | ThinkingDelta | ToolCallEvent | SentenceOutput | Interrupted | Played
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

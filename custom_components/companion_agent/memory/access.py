@@ -15,8 +15,7 @@ from homeassistant.auth.permissions.const import POLICY_CONTROL, POLICY_READ
 from homeassistant.core import HomeAssistant, ServiceCall
 from homeassistant.exceptions import Unauthorized, UnknownUser
 
-from ..engine.memory.companion import CompanionMemory
-from ..engine.memory.types import HOUSEHOLD, MemoryScope
+from ..engine.memory import HOUSEHOLD, CompanionMemory, MemoryScope
 
 
 async def async_caller_owner(hass: HomeAssistant, call: ServiceCall) -> str | None:

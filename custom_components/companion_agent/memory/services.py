@@ -29,8 +29,7 @@ from ..const import (
     signal_memory_changed,
 )
 from ..engine.errors import MemoryInputError
-from ..engine.memory.companion import CompanionMemory
-from ..engine.memory.types import HOUSEHOLD, Forget, MemoryRecord, MemoryScope
+from ..engine.memory import HOUSEHOLD, CompanionMemory, Forget, MemoryRecord, MemoryScope
 from ..runtime import CompanionConfigEntry, loaded_entries
 from .access import async_caller_owner, async_may_touch, check_admin, check_owner
 
@@ -81,9 +80,9 @@ def _persona_ids(entry: CompanionConfigEntry) -> list[str]:
 
 def _memory(entry: CompanionConfigEntry) -> CompanionMemory:
     """Return the entry's memory, or the translated error when it is off."""
-    if entry.runtime_data.memory is None:
+    if entry.runtime_data.engine.memory is None:
         raise _error("memory_off")
-    return entry.runtime_data.memory
+    return entry.runtime_data.engine.memory
 
 
 def _owner(hass: HomeAssistant, person: str | None) -> str:
@@ -164,9 +163,9 @@ async def _entries_for(
     theirs or the household's; none raises ``Unauthorized`` (another's, or no such id).
     """
     entries = [
-        (entry, entry.runtime_data.memory)
+        (entry, entry.runtime_data.engine.memory)
         for entry in loaded_entries(hass)
-        if entry.runtime_data.memory is not None
+        if entry.runtime_data.engine.memory is not None
     ]
     record_id = call.data.get("id")
     if limit is None or not record_id:

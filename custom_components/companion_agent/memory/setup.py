@@ -1,20 +1,16 @@
-"""Memory for an entry: the backend its options name, and each turn's window and hook.
+"""Memory for an entry: the backend its options name, installed first, and its repair issues.
 
-The embedded store (one SQLite file, ``<config>/companion_agent/memory.db``) is the
-default, with its own graph; mem0 (on Qdrant: files in ``<config>/companion_agent/mem0/``
-or a server) needs an embeddings endpoint; a Neo4j graph can go on top of either. mem0 and
-the Neo4j driver are installed on demand (``async_process_requirements``, not manifest
-requirements). A backend that cannot be reached at setup, or a requirement that fails to
-install, raises a repair issue; turns answer either way (writes wait in the outbox, reads
-that miss are counted). Memory is closed, bounded, at unload and HA stop.
+The engine opens memory (``engine/memory/backends.py``: the embedded SQLite store by
+default, mem0 on Qdrant, a Neo4j graph on top of either). mem0 and the Neo4j driver are
+installed here on demand, with HA's requirement installer (``async_process_requirements``,
+not manifest requirements), before the engine's settings are built. A requirement that
+fails to install, or a backend that cannot be reached at setup, raises a repair issue;
+turns answer either way (writes wait in the outbox, reads that miss are counted).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import replace
-from functools import partial
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from homeassistant.core import HomeAssistant, callback
@@ -38,173 +34,73 @@ from ..const import (
     ISSUE_MEMORY_UNREACHABLE,
     LOGGER,
     MEMORY_EMBEDDED,
-    MEMORY_FILE,
     MEMORY_MEM0,
     MEMORY_OUTBOX_FILE,
-    MEMORY_WINDOWS_FOLDER,
 )
-from ..engine.errors import CompanionError, MemoryBackendError, MemoryStoreError
-from ..engine.llm import OpenAIChatModel
-from ..engine.memory.answers import JsonAnswers
-from ..engine.memory.companion import CompanionMemory, MemorySettings
-from ..engine.memory.embeddings import EmbeddingSettings, OpenAIEmbedder
-from ..engine.memory.hook import MemoryHook
-from ..engine.memory.mem0.setup import MEM0_REQUIREMENTS, Mem0Settings
-from ..engine.memory.mem0.store import Mem0Store
-from ..engine.memory.neo4j.graph import NEO4J_REQUIREMENT, Neo4jGraph, Neo4jSettings
-from ..engine.memory.outbox import MemoryOutbox
-from ..engine.memory.sqlite.store import EmbeddedStore
-from ..engine.memory.types import GraphStore, MemoryStore
-from ..engine.memory.window import RecentWindow
-from ..engine.plugins import Hook, Profile
+from ..engine.engine import MemoryProblem
+from ..engine.memory.backends import EmbeddingSettings, MemoryConfig, Neo4jSettings
 from ..engine.redaction import scrub_text
-from ..repairs import async_report_bad_memory_file
 from ..runtime import CompanionConfigEntry
 
-MEMORY_CLOSE_GRACE = 5.0
-MEM0_FOLDER = "mem0"
-MEMORY_MODEL_TIMEOUT = 30.0
 
+async def async_memory_config(
+    hass: HomeAssistant, entry: CompanionConfigEntry
+) -> MemoryConfig | None:
+    """Return the memory the entry's options name, its requirements installed.
 
-async def async_setup_memory(hass: HomeAssistant, entry: CompanionConfigEntry) -> None:
-    """Open the entry's memory; a backend that fails raises a repair issue, never setup."""
-    runtime = entry.runtime_data
-    options = entry.options
-    data_dir = runtime.data_dir
+    None when a requirement could not be installed: memory is off, a repair issue says why.
+    """
+    config = memory_config(entry.options, entry_id=entry.entry_id, data=entry.data)
     try:
-        store, graph = await _async_open_backend(
-            hass, options, data_dir, partial(async_report_bad_memory_file, hass)
-        )
+        if config.requirements:
+            await async_process_requirements(hass, DOMAIN, list(config.requirements))
     except RequirementsNotFound as err:
         _async_issue(hass, entry, ISSUE_MEMORY_REQUIREMENTS, str(err.requirements))
-        return
-    except (CompanionError, OSError) as err:
-        _async_issue(hass, entry, ISSUE_MEMORY_UNREACHABLE, str(err))
-        return
-    answers: dict[str, JsonAnswers] = {}
+        return None
+    return config
 
-    def answers_for(name: str | None) -> JsonAnswers:
-        """Return the extractor of one memory model (the entry's model when None)."""
-        model_name = name or runtime.model.settings.model
-        if model_name not in answers:
-            settings = replace(
-                runtime.model.settings,
-                model=model_name,
-                first_token_timeout=MEMORY_MODEL_TIMEOUT,
-                chunk_timeout=MEMORY_MODEL_TIMEOUT,
-                max_retries=0,  # the outbox retries, with backoff
-            )
-            model = OpenAIChatModel(settings, http_client=runtime.host.http)
-            answers[model_name] = JsonAnswers(model)
-        return answers[model_name]
 
-    memory = CompanionMemory(
-        store,
-        MemoryOutbox(
-            data_dir / f"{entry.entry_id}.{MEMORY_OUTBOX_FILE}",
-            on_corrupt=partial(async_report_bad_memory_file, hass),
-        ),
-        windows=data_dir / MEMORY_WINDOWS_FOLDER,
-        answers_for=answers_for,
-        graph=graph,
-        settings=MemorySettings(
-            environment=str(entry.data.get(CONF_MEMORY_ENVIRONMENT, "production")),
-            window_tokens=runtime.runner.limits.history_tokens,
-        ),
-    )
-    runtime.memory = memory
-    memory.start()
-    if problem := await _async_unreachable(memory):
-        _async_issue(hass, entry, ISSUE_MEMORY_UNREACHABLE, problem)
+@callback
+def async_memory_started(
+    hass: HomeAssistant, entry: CompanionConfigEntry, problem: MemoryProblem | None
+) -> None:
+    """Raise or clear the entry's memory issues after the engine opened its memory."""
+    if problem is not None:
+        _async_issue(hass, entry, ISSUE_MEMORY_UNREACHABLE, problem.detail)
+        if not problem.opened:
+            return
     else:
         ir.async_delete_issue(hass, DOMAIN, f"{ISSUE_MEMORY_UNREACHABLE}_{entry.entry_id}")
     ir.async_delete_issue(hass, DOMAIN, f"{ISSUE_MEMORY_REQUIREMENTS}_{entry.entry_id}")
 
 
-async def async_close_memory(entry: CompanionConfigEntry) -> None:
-    """Let the outbox drain a little, write the windows, close the store (bounded)."""
-    memory = entry.runtime_data.memory
-    if memory is None:
-        return
-    entry.runtime_data.memory = None
-    await memory.close(MEMORY_CLOSE_GRACE)
-
-
-def turn_memory(
-    entry: CompanionConfigEntry,
-    persona_id: str,
-    user_id: str | None,
-    profile: Profile,
-    *,
-    follows_up: bool = False,
-) -> tuple[RecentWindow | None, tuple[Hook, ...]]:
-    """Return one turn's rolling window and memory hook (nothing when memory is off).
-
-    A turn that ``follows_up`` a conversation the home started keeps that conversation's
-    history instead of the window.
-    """
-    memory = entry.runtime_data.memory
-    if memory is None:
-        return None, ()
-    scope = memory.scope(persona_id, user_id)
-    model = profile.models.memory
-    window = None if follows_up else memory.window(scope, model)
-    return window, (MemoryHook(memory, scope, model),)
-
-
-async def _async_open_backend(
-    hass: HomeAssistant,
+def memory_config(
     options: Mapping[str, Any],
-    data_dir: Path,
-    on_corrupt: Callable[[Path, Path], None],
-) -> tuple[MemoryStore, GraphStore | None]:
-    """Open the store (and graph) the options name; install what they need first."""
+    *,
+    entry_id: str = "",
+    data: Mapping[str, Any] | None = None,
+) -> MemoryConfig:
+    """Return the memory the options name (the outbox file is the entry's own)."""
     backend = options.get(CONF_MEMORY_BACKEND, MEMORY_EMBEDDED)
-    graph: GraphStore | None = None
-    if options.get(CONF_MEMORY_GRAPH):
-        await async_process_requirements(hass, DOMAIN, [NEO4J_REQUIREMENT])
-        graph = Neo4jGraph(neo4j_settings(options))
-    embedder = embedder_for(options)
-    if backend == MEMORY_MEM0:
-        if embedder is None:
-            raise MemoryBackendError(
-                "it needs an embeddings endpoint", backend=MEMORY_MEM0, problem="invalid_config"
-            )
-        await async_process_requirements(hass, DOMAIN, list(MEM0_REQUIREMENTS))
-        settings = mem0_settings(options, data_dir)
-        try:
-            mem0 = await Mem0Store.create(settings, embedder)
-        except MemoryStoreError as err:
-            if not err.retryable:
-                raise
-            LOGGER.warning("mem0 is not reachable yet (%s); it opens when it answers", err)
-            mem0 = Mem0Store(settings, embedder)  # writes wait in the outbox meanwhile
-        return mem0, graph
-    store = await EmbeddedStore.create(
-        data_dir / MEMORY_FILE, embedder=embedder, on_corrupt=on_corrupt
+    return MemoryConfig(
+        backend="mem0" if backend == MEMORY_MEM0 else "embedded",
+        embeddings=embedding_settings(options),
+        qdrant_url=options.get(CONF_MEM0_URL) or None,
+        qdrant_api_key=options.get(CONF_MEM0_API_KEY) or None,
+        graph=neo4j_settings(options) if options.get(CONF_MEMORY_GRAPH) else None,
+        environment=str((data or {}).get(CONF_MEMORY_ENVIRONMENT, "production")),
+        outbox_file=f"{entry_id}.{MEMORY_OUTBOX_FILE}",
     )
-    return store, graph or store.graph
 
 
-def embedder_for(options: Mapping[str, Any]) -> OpenAIEmbedder | None:
+def embedding_settings(options: Mapping[str, Any]) -> EmbeddingSettings | None:
     """Return the embeddings endpoint the options name, if any (E5 models told apart)."""
     if not (url := options.get(CONF_EMBEDDINGS_URL)):
         return None
-    return OpenAIEmbedder(
-        EmbeddingSettings.for_model(
-            url,
-            options.get(CONF_EMBEDDINGS_MODEL) or "text-embedding-3-small",
-            api_key=options.get(CONF_EMBEDDINGS_KEY) or None,
-        )
-    )
-
-
-def mem0_settings(options: Mapping[str, Any], data_dir: Path) -> Mem0Settings:
-    """Return mem0's settings: Qdrant on a server the options name, else in files."""
-    return Mem0Settings(
-        folder=data_dir / MEM0_FOLDER,
-        qdrant_url=options.get(CONF_MEM0_URL) or None,
-        qdrant_api_key=options.get(CONF_MEM0_API_KEY) or None,
+    return EmbeddingSettings.for_model(
+        url,
+        options.get(CONF_EMBEDDINGS_MODEL) or "text-embedding-3-small",
+        api_key=options.get(CONF_EMBEDDINGS_KEY) or None,
     )
 
 
@@ -215,23 +111,6 @@ def neo4j_settings(options: Mapping[str, Any]) -> Neo4jSettings:
         user=options.get(CONF_NEO4J_USER) or None,
         password=options.get(CONF_NEO4J_PASSWORD) or None,
     )
-
-
-async def _async_unreachable(memory: CompanionMemory) -> str | None:
-    """Say what does not answer at setup (the store, the graph), or None when all do."""
-    try:
-        await memory.store.count()
-    except Exception as err:  # any failure of a backend is reported, never raised
-        return f"{type(err).__name__}: {err}"
-    if isinstance(memory.store, Mem0Store):
-        check = await memory.store.check()
-        if not check.ok:
-            return f"{check.backend}: {check.problem}"
-    if isinstance(memory.graph, Neo4jGraph):
-        check = await memory.graph.check()
-        if not check.ok:
-            return f"{check.backend}: {check.problem}"
-    return None
 
 
 @callback

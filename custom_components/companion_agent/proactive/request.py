@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Protocol
 
 from homeassistant.config_entries import ConfigSubentry
 
-from ..engine.turn.runner import Persona
+from ..engine.turn.request import Persona
 from ..runtime import CompanionConfigEntry
 
 DEFAULT_INSTRUCTION = "Start a short, friendly conversation with the person."
+SATELLITE = "assist_satellite"
+MEDIA_PLAYER = "media_player"
+TARGET_DOMAINS = (SATELLITE, MEDIA_PLAYER)
+SPEAKER_ENTITY = re.compile(rf"({'|'.join(TARGET_DOMAINS)})\.[a-z0-9_]+")
+"""The entity id of something that can speak: an Assist satellite or a media player (what
+trigger plugins may name as targets; handed to the engine as the host's rule)."""
 
 
 class Speaker(Protocol):

@@ -26,21 +26,23 @@ from homeassistant.const import ATTR_ENTITY_ID, ATTR_SUPPORTED_FEATURES
 from homeassistant.core import HomeAssistant, callback, split_entity_id
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import entity_registry as er
-from homeassistant.util.ulid import ulid_now
 
-from ..agent.spoken import async_spoken_lines
-from ..const import DOMAIN, EVENT_SPOKE, HOST_PROMPT, LOGGER
-from ..engine.events import SentenceOutput, TurnResult
+from ..agent.turn_request import async_turn_request
+from ..const import DOMAIN, EVENT_SPOKE, LOGGER
+from ..engine.events import Heard, SentenceOutput, TurnResult
 from ..engine.plugins import ProactiveRequest
-from ..engine.tools.contract import ToolContext
 from ..engine.turn.handle import Turn
-from ..engine.turn.runner import TurnRequest
-from .request import Chat, ChatRequest, Speaker, instruction_text
+from .request import (
+    MEDIA_PLAYER,
+    SATELLITE,
+    TARGET_DOMAINS,
+    Chat,
+    ChatRequest,
+    Speaker,
+    instruction_text,
+)
 from .voice import async_audio_seconds, async_voice_for
 
-SATELLITE = "assist_satellite"
-MEDIA_PLAYER = "media_player"
-TARGET_DOMAINS = (SATELLITE, MEDIA_PLAYER)
 PLAY_TIMEOUT = 300.0
 FOLLOW_UP_PROMPT = (
     "You started this conversation yourself, unasked, following this instruction from the "
@@ -112,32 +114,26 @@ async def _async_speak(
 ) -> Chat:
     """Run one proactive turn into a TTS stream and have ``target`` play it."""
     runtime = speaker.entry.runtime_data
-    engine, tts_language, options = async_voice_for(hass, speaker.entry, target)
+    tts_engine, tts_language, options = async_voice_for(hass, speaker.entry, target)
     language = hass.config.language
     persona_id = speaker.subentry.subentry_id
     conversation_id = f"{DOMAIN}.proactive.{target}"  # one running history per device
     registry_entry = er.async_get(hass).async_get(target)
     try:
-        stream = tts.async_create_stream(hass, engine, language=tts_language, options=options)
+        stream = tts.async_create_stream(hass, tts_engine, language=tts_language, options=options)
     except HomeAssistantError as err:
         raise _cannot_speak(target, err) from err
-    turn = runtime.runner.start(
-        speaker.persona,
-        TurnRequest(
-            text=request.instruction,
-            initiator="proactive",
-            context=ToolContext(
-                conversation_id=conversation_id,
-                user_id=None,
-                trace_id=ulid_now(),
-                language=language,
-                agent_id=persona_id,
-            ),
-            history=runtime.conversation_store(persona_id).get(conversation_id),
-            lines=await async_spoken_lines(hass, language),
+    turn = runtime.engine.start_turn(
+        await async_turn_request(
+            hass,
+            speaker.persona,
+            persona_id,
+            request.instruction,
+            conversation_id=conversation_id,
+            language=language,
             device_id=registry_entry.device_id if registry_entry else None,
-            host_instructions=HOST_PROMPT,
-        ),
+            initiator="proactive",
+        )
     )
     LOGGER.debug("Turn %s: %s speaks first on %s", turn.trace_id, request.source, target)
     # The device may say it has played (idle, no longer playing) before the stream is known
@@ -169,13 +165,13 @@ async def _async_speak(
         runtime.playback.async_forget(turn)
         turn.cancel("the device could not play it", failed=True)
         await turn.result
-        turn.undelivered()  # the turn had finished before its audio failed: stored as failed
+        turn.played(Heard.undelivered())  # it had finished before its audio failed: failed
         raise _cannot_speak(target, err) from err
     delivered.set_result(True)
     if satellite:
         runtime.playback.async_played(turn)  # the satellite's service returns once played
         if _features(hass, target) & AssistSatelliteEntityFeature.START_CONVERSATION:
-            runtime.follow_ups.started(target, conversation_id, hass.loop.time())
+            runtime.engine.expect_answer(target, conversation_id)
     result = await turn.result
     return Chat(target=target, trace_id=turn.trace_id, text=result.spoken, outcome=result.outcome)
 
@@ -186,7 +182,7 @@ async def _speech(turn: Turn) -> AsyncGenerator[str]:
     Each ends with a line break: a TTS that divides sentences itself speaks it at once
     instead of waiting for the next word.
     """
-    async for item in turn.items:
+    async for item in turn.items():
         if isinstance(item, SentenceOutput) and item.tts_text:
             yield f"{item.tts_text}\n"
 

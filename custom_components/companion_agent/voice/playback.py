@@ -42,9 +42,9 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.event import async_call_later, async_track_state_change_event
 
 from ..const import LOGGER
-from ..engine.events import TurnResult
+from ..engine.events import Heard, TurnResult
 from ..engine.pipeline import join_speech
-from ..engine.speech.audio_length import heard_sentences, spoken_seconds
+from ..engine.speech import heard_sentences, spoken_seconds
 from ..engine.turn.handle import Turn
 
 WATCH_TIMEOUT = 300.0
@@ -111,7 +111,7 @@ class PlaybackWatcher:
     ) -> None:
         """Follow the media player that plays the turn; fall back on its estimated length."""
         watch = self._start(entity_id, _Watch(turn=turn, kind="media_player", on_heard=on_heard))
-        turn.result.add_done_callback(lambda _done: self._arm_fallback(entity_id, watch))
+        turn.on_finished(lambda _result: self._arm_fallback(entity_id, watch))
 
     @callback
     def async_played(self, turn: Turn) -> None:
@@ -147,7 +147,7 @@ class PlaybackWatcher:
     def _start(self, device: str, watch: _Watch) -> _Watch:
         """Replace the device's watch (cancelling its turn if it still runs); follow it."""
         older = self._watches.get(device)
-        if older is not None and not older.turn.result.done():
+        if older is not None and older.turn.finished is None:
             LOGGER.debug("Turn %s: replaced on %s", older.turn.trace_id, device)
             older.turn.cancel(NEWER_TURN_REASON)
         self._forget(device)
@@ -193,7 +193,7 @@ class PlaybackWatcher:
                 self._forget(satellite)
             case AssistSatelliteState.LISTENING:
                 turn = watch.turn
-                if not turn.result.done():
+                if turn.finished is None:
                     LOGGER.debug("Turn %s: barge-in on %s", turn.trace_id, satellite)
                     turn.cancel(BARGE_IN_REASON)
                     self._tell(watch)  # its result says interrupted, with what was said
@@ -206,6 +206,8 @@ class PlaybackWatcher:
     def _listened(self, satellite: str, watch: _Watch, at: float) -> None:
         """Take a finished turn's satellite listening again: a follow-up, or a barge-in."""
         turn = watch.turn
+        result = turn.finished
+        assert result is not None  # only a finished turn is listened after
         begun = [t for t in (turn.first_spoken_at, watch.responded_at) if t is not None]
         sentences = [sentence.tts_text for sentence in turn.spoken]
         heard = heard_sentences(sentences, at - min(begun), watch.duration) if begun else None
@@ -214,25 +216,25 @@ class PlaybackWatcher:
             return
         LOGGER.debug("Turn %s: spoken over on %s (%d heard)", turn.trace_id, satellite, heard)
         self._forget(satellite)
-        turn.heard_only(heard)
+        turn.played(Heard.first(heard))
         on_heard, watch.on_heard = watch.on_heard, None
         if on_heard is not None:
             spoken = join_speech(turn.spoken[:heard])
-            on_heard(replace(turn.result.result(), outcome="interrupted", spoken=spoken))
+            on_heard(replace(result, outcome="interrupted", spoken=spoken))
 
     def _media_player_changed(self, player: str, watch: _Watch, new: State) -> None:
         """Follow a media player: playing, then anything else once the turn is done."""
         if new.state == MediaPlayerState.PLAYING:
             watch.responded_at = new.last_changed_timestamp
-        elif watch.responded_at is not None and watch.turn.result.done():
+        elif watch.responded_at is not None and watch.turn.finished is not None:
             self._play(player, watch)
         # leaving ``playing`` while the text still streams is a gap between sentences
 
     def _arm_fallback(self, player: str, watch: _Watch) -> None:
         """Once the turn is done, call it played after its estimated (or reported) length."""
-        if self._watches.get(player) is not watch:
+        result = watch.turn.finished
+        if self._watches.get(player) is not watch or result is None:
             return
-        result = watch.turn.result.result()
         if not result.spoken:
             self._forget(player)  # nothing was said: nothing will be played
             return
@@ -264,10 +266,10 @@ class PlaybackWatcher:
         on_heard, watch.on_heard = watch.on_heard, None
         if on_heard is None:
             return
-        if watch.turn.result.done():
-            on_heard(watch.turn.result.result())
+        if (result := watch.turn.finished) is not None:
+            on_heard(result)
         else:
-            watch.turn.result.add_done_callback(lambda done: on_heard(done.result()))
+            watch.turn.on_finished(on_heard)
 
     def _on_timeout(self, device: str, watch: _Watch) -> Callable[[object], None]:
         """Return the callback that drops a turn watched for too long."""

@@ -55,7 +55,7 @@ def async_head_start(hass: HomeAssistant, context: Context, turn: Turn) -> Sente
             return
         started = True
         if voice.async_speak_ahead(sentence.tts_text, turn.trace_id):
-            heads = voice.entry.runtime_data.speech_starts
+            heads = voice.entry.runtime_data.engine.speech_starts
             turn.on_cancel(lambda _reason: heads.drop_turn(turn.trace_id))
 
     return _on_sentence

@@ -15,10 +15,8 @@ from custom_components.companion_agent.engine.memory.types import (
     MemoryStore,
     NewMemory,
 )
+from tests.engine.memory import ANNA, BEN, HOME
 
-ANNA = MemoryScope.for_turn("nova", "anna")
-BEN = MemoryScope.for_turn("nova", "ben")
-HOME = MemoryScope(agent_id="nova")
 OTHER_PERSONA = MemoryScope.for_turn("sage", "anna")
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 

@@ -28,11 +28,9 @@ from custom_components.companion_agent.engine.memory.types import (
     NewMemory,
     Relation,
 )
+from tests.engine.memory import ANNA, HOME, found
 from tests.support.embeddings import SLOW_MACHINE
 from tests.support.llm_server import LLMServer
-
-HOME = MemoryScope(agent_id="nova")
-ANNA = MemoryScope.for_turn("nova", "anna")
 
 
 @pytest.fixture
@@ -43,9 +41,17 @@ async def store(tmp_path: Path) -> AsyncIterator[EmbeddedStore]:
     await opened.close()
 
 
-async def found(store: EmbeddedStore, text: str, scope: MemoryScope = HOME) -> list[str]:
-    """Return the texts found for ``text``, best first."""
-    return [h.record.text for h in await store.search(MemoryQuery(text=text, scopes=(scope,)))]
+@pytest.fixture
+async def vector_store(tmp_path: Path, embedder: OpenAIEmbedder) -> AsyncIterator[EmbeddedStore]:
+    """Open an embedded store in tmp_path that ranks by vector alone."""
+    opened = await EmbeddedStore.create(
+        tmp_path / "memory.db",
+        embedder=embedder,
+        rankings=frozenset({"vector"}),
+        query_timeout=SLOW_MACHINE,
+    )
+    yield opened
+    await opened.close()
 
 
 async def add(store: EmbeddedStore, *texts: str, scope: MemoryScope = HOME) -> None:
@@ -298,30 +304,18 @@ async def test_a_slow_query_embedding_gives_way_to_keywords(
         await embedder.aclose()
 
 
-async def test_history_search_finds_retired_states_by_vector(
-    tmp_path: Path, embedder: OpenAIEmbedder
-) -> None:
+async def test_history_search_finds_retired_states_by_vector(vector_store: EmbeddedStore) -> None:
     """Test that include_history reaches superseded records through vectors as well."""
-    store = await EmbeddedStore.create(
-        tmp_path / "memory.db",
-        embedder=embedder,
-        rankings=frozenset({"vector"}),
-        query_timeout=SLOW_MACHINE,
-    )
-    try:
-        for text in ("Anna drinks green tea", "Anna switched to black coffee"):
-            await store.supersede(NewMemory(scope=ANNA, kind="state", topic="drink", text=text))
-        query = MemoryQuery(text="What does Anna drink?", scopes=(ANNA,))
-        assert [h.record.text for h in await store.search(query)] == [
-            "Anna switched to black coffee"
-        ]
-        history = await store.search(replace(query, include_history=True))
-        assert sorted(h.record.text for h in history) == [
-            "Anna drinks green tea",
-            "Anna switched to black coffee",
-        ]
-    finally:
-        await store.close()
+    store = vector_store
+    for text in ("Anna drinks green tea", "Anna switched to black coffee"):
+        await store.supersede(NewMemory(scope=ANNA, kind="state", topic="drink", text=text))
+    query = MemoryQuery(text="What does Anna drink?", scopes=(ANNA,))
+    assert [h.record.text for h in await store.search(query)] == ["Anna switched to black coffee"]
+    history = await store.search(replace(query, include_history=True))
+    assert sorted(h.record.text for h in history) == [
+        "Anna drinks green tea",
+        "Anna switched to black coffee",
+    ]
 
 
 async def test_rollback_walks_back_one_step_at_a_time(store: EmbeddedStore) -> None:
@@ -352,25 +346,17 @@ async def test_sqlite_never_runs_on_the_event_loop_thread(store: EmbeddedStore) 
 
 
 async def test_a_memory_added_after_a_search_is_found_by_vector(
-    tmp_path: Path, embedder: OpenAIEmbedder
+    vector_store: EmbeddedStore,
 ) -> None:
     """Test that the vector cache takes in new memories (no stale cache after a search)."""
-    store = await EmbeddedStore.create(
-        tmp_path / "memory.db",
-        embedder=embedder,
-        rankings=frozenset({"vector"}),
-        query_timeout=SLOW_MACHINE,
-    )
+    store = vector_store
     question = "Which animal lives with me?"
-    try:
-        await add(store, "The dentist appointment is on Friday")
-        assert await found(store, question) == ["The dentist appointment is on Friday"]
-        await add(store, "My tabby cat sleeps on the sofa all day")
-        assert (await found(store, question))[0] == "My tabby cat sleeps on the sofa all day"
-        await store.forget(Forget(agent_id="nova"))
-        assert await found(store, question) == []
-    finally:
-        await store.close()
+    await add(store, "The dentist appointment is on Friday")
+    assert await found(store, question) == ["The dentist appointment is on Friday"]
+    await add(store, "My tabby cat sleeps on the sofa all day")
+    assert (await found(store, question))[0] == "My tabby cat sleeps on the sofa all day"
+    await store.forget(Forget(agent_id="nova"))
+    assert await found(store, question) == []
 
 
 async def test_backfill_gives_vectors_to_memories_stored_without(

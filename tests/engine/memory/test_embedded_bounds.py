@@ -16,10 +16,9 @@ from custom_components.companion_agent.engine.memory.types import (
     NewMemory,
     Relation,
 )
+from tests.engine.memory import ANNA, HOME, found
 from tests.support.embeddings import SLOW_MACHINE
 
-HOME = MemoryScope(agent_id="nova")
-ANNA = MemoryScope.for_turn("nova", "anna")
 SMALL = MemoryBounds(details=3, summaries=2, retired_per_topic=2, relations=3, check_every=1)
 WORDS = ("apple", "banana", "cherry", "damson", "elder", "fig", "grape", "hazel")
 
@@ -36,11 +35,6 @@ async def add(store: EmbeddedStore, *texts: str, scope: MemoryScope = HOME) -> N
     """Add detail memories, one add each."""
     for text in texts:
         await store.add([NewMemory(scope=scope, text=text)])
-
-
-async def found(store: EmbeddedStore, text: str, scope: MemoryScope = HOME) -> list[str]:
-    """Return the texts a search in ``scope`` finds for ``text``."""
-    return [h.record.text for h in await store.search(MemoryQuery(text=text, scopes=(scope,)))]
 
 
 def rows(path: Path, table: str) -> int:

@@ -10,10 +10,8 @@ from custom_components.companion_agent.engine.memory.types import (
     MemoryScope,
     Relation,
 )
+from tests.engine.memory import ANNA, BEN, HOME
 
-ANNA = MemoryScope.for_turn("nova", "anna")
-BEN = MemoryScope.for_turn("nova", "ben")
-HOME = MemoryScope(agent_id="nova")
 OTHER_PERSONA = MemoryScope.for_turn("sage", "anna")
 
 CHAIN = GraphFacts(

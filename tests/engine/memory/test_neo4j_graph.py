@@ -11,12 +11,10 @@ from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jGra
 from custom_components.companion_agent.engine.memory.types import (
     Forget,
     GraphFacts,
-    MemoryScope,
     Relation,
 )
+from tests.engine.memory import ANNA, HOME
 
-ANNA = MemoryScope.for_turn("nova", "anna")
-HOME = MemoryScope(agent_id="nova")
 HOSTILE = (
     "O'Brien",
     "'); MATCH (n) DETACH DELETE n //",

@@ -7,12 +7,17 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
+from custom_components.companion_agent.engine.memory.answers import JsonAnswers
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
 from custom_components.companion_agent.engine.memory.hook import MemoryHook
 from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.types import MemoryScope
+from custom_components.companion_agent.engine.memory.summaries import SessionSummaries
+from custom_components.companion_agent.engine.memory.types import MemoryScope, NewMemory
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
+from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.engine.memory_tiers.conftest import make_memory
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -92,3 +97,33 @@ async def test_idle_window_is_summarised_and_a_bad_answer_costs_only_it(
     assert memory.summaries.failed == 1
     assert len([r for r in await store.export([ALICE]) if r.kind == "summary"]) == 1
     await memory.close(grace=1.0)
+
+
+@pytest.mark.timeout(30)  # the old code held the loop for ever: fail, never hang
+async def test_settled_returns_when_it_runs_before_a_finished_summary_is_unlisted(
+    llm_server: LLMServer, chat_model: OpenAIChatModel
+) -> None:
+    """A summary that has just finished still counts as listed; ``settled`` must not spin.
+
+    The sink schedules ``settled`` to run eagerly in the same loop pass in which the
+    summary's task finishes, before the task's own done callbacks: with finished tasks
+    awaited, ``settled`` never yielded again and held the event loop for ever.
+    """
+    loop = asyncio.get_running_loop()
+    waited: list[asyncio.Task[None]] = []
+
+    async def sink(memory: NewMemory) -> None:
+        """Take the summary, then have ``settled`` start in the same pass as the task ends."""
+        loop.call_soon(lambda: waited.append(asyncio.eager_task_factory(loop, summaries.settled())))
+
+    summaries = SessionSummaries(sink)
+    llm_server.script_structured(Reply.text(SUMMARY))
+    stored = [StoredTurn(user=f"Tell me about topic {i}.", time=float(i + 1)) for i in range(2)]
+    summaries.overflowed(ALICE, stored, JsonAnswers(chat_model, timeout=5))
+    for _ in range(200):
+        if waited:
+            break
+        await asyncio.sleep(0.01)
+    assert summaries.made == 1
+    async with asyncio.timeout(2):
+        await waited[0]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+
+import pytest
 
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
@@ -22,6 +25,8 @@ from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.turns import Conversations, persona, run
+
+type AskAlice = Callable[[str], Awaitable[str]]
 
 ALICE = MemoryScope(agent_id="p1", owner="user:alice", environment="test")
 HOME = ALICE.household
@@ -44,12 +49,14 @@ async def turn(memory: CompanionMemory, tmp_path: Path, model: OpenAIChatModel, 
     return done.text
 
 
+@pytest.fixture
+def ask_alice(memory: CompanionMemory, tmp_path: Path, chat_model: OpenAIChatModel) -> AskAlice:
+    """Return a function that runs one turn of alice's with ``memory`` as a host hook."""
+    return partial(turn, memory, tmp_path, chat_model)
+
+
 async def test_memories_enter_the_block_as_quoted_data(
-    memory: CompanionMemory,
-    store: EmbeddedStore,
-    llm_server: LLMServer,
-    chat_model: OpenAIChatModel,
-    tmp_path: Path,
+    ask_alice: AskAlice, store: EmbeddedStore, llm_server: LLMServer
 ) -> None:
     """Conclusions come first, then details, each a quoted string inside the block."""
     await store.supersede(
@@ -58,7 +65,7 @@ async def test_memories_enter_the_block_as_quoted_data(
     await store.add([NewMemory(scope=ALICE, text="Alice drinks coffee at seven.")])
     await store.add([NewMemory(scope=replace(ALICE, owner="user:bob"), text="Bob coffee secret")])
     llm_server.script(Reply.text("Black, as always."))
-    await turn(memory, tmp_path, chat_model, "How do I take my coffee?")
+    await ask_alice("How do I take my coffee?")
 
     sent = user_message(llm_server.requests[0])
     block, words = sent.split("\n\n", 1)
@@ -72,11 +79,7 @@ async def test_memories_enter_the_block_as_quoted_data(
 
 
 async def test_injected_memory_is_quoted_and_defused(
-    memory: CompanionMemory,
-    store: EmbeddedStore,
-    llm_server: LLMServer,
-    chat_model: OpenAIChatModel,
-    tmp_path: Path,
+    ask_alice: AskAlice, store: EmbeddedStore, llm_server: LLMServer
 ) -> None:
     """A stored order stays one quoted item inside the block; a fake closing tag is defused."""
     await store.add(
@@ -88,7 +91,7 @@ async def test_injected_memory_is_quoted_and_defused(
         ]
     )
     llm_server.script(Reply.text("The door stays as it is."))
-    await turn(memory, tmp_path, chat_model, "Is the door ok?")
+    await ask_alice("Is the door ok?")
 
     sent = user_message(llm_server.requests[0])
     opening, item, closing = sent.split("\n\n", 1)[0].splitlines()
@@ -102,20 +105,16 @@ async def test_injected_memory_is_quoted_and_defused(
 
 
 async def test_lasting_instruction_is_written_before_the_turn_ends(
-    memory: CompanionMemory,
-    store: EmbeddedStore,
-    llm_server: LLMServer,
-    chat_model: OpenAIChatModel,
-    tmp_path: Path,
+    ask_alice: AskAlice, store: EmbeddedStore, llm_server: LLMServer
 ) -> None:
     """ "From now on…" is a conclusion once the turn is done; a later one supersedes it."""
     llm_server.script(Reply.text("Sure, Bob."))
-    await turn(memory, tmp_path, chat_model, "From now on, call me Bob.")
+    await ask_alice("From now on, call me Bob.")
     states = await store.current_states([ALICE])
     assert [(s.topic, s.text) for s in states] == [("call me", "From now on, call me Bob.")]
 
     llm_server.script(Reply.text("好的。"))
-    await turn(memory, tmp_path, chat_model, "from now on call me Robert")
+    await ask_alice("from now on call me Robert")
     history = [r for r in await store.export([ALICE]) if r.kind == "state"]
     assert [(r.text, r.current) for r in history] == [
         ("From now on, call me Bob.", False),

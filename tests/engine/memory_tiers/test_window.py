@@ -19,11 +19,11 @@ from custom_components.companion_agent.engine.messages import (
     ToolCallRequest,
     ToolMessage,
 )
-from custom_components.companion_agent.engine.turn.runner import TurnRequest, TurnRunner
+from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-from tests.support.turns import Conversations, persona, run
+from tests.support.turns import Ask, Conversations, persona, run
 
 SCOPE = MemoryScope(agent_id="p1", owner="user:alice", environment="test")
 
@@ -73,7 +73,7 @@ async def test_window_crosses_conversations_and_owners(
     windows = WindowFiles(tmp_path / "windows")
     me = persona(chat_model)
 
-    def request(text: str, conversation_id: str, owner: str) -> TurnRequest:
+    def request(text: str, conversation_id: str, owner: str) -> Ask:
         scope = replace(SCOPE, owner=owner)
         return replace(
             talk.request(text, conversation_id=conversation_id),

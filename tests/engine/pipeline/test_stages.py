@@ -9,7 +9,10 @@ from typing import cast
 import pytest
 
 from custom_components.companion_agent.engine.events import (
+    Heard,
+    Interrupted,
     OutputItem,
+    Played,
     SentenceOutput,
     TextDelta,
     ThinkingDelta,
@@ -58,7 +61,14 @@ def sentence(text: str, actions: tuple[str, ...] = ()) -> SentenceOutput:
 def test_unknown_and_structured_items_pass_untouched_in_order(stage: Stage) -> None:
     """Items a stage does not transform come out as the very same objects, in order."""
     custom = cast(OutputItem, Custom())
-    items: list[OutputItem] = [ThinkingDelta(text="hmm"), CALL, custom, DONE]
+    items: list[OutputItem] = [
+        ThinkingDelta(text="hmm"),
+        CALL,
+        custom,
+        DONE,
+        Played(heard=Heard.first(2)),
+        Interrupted(reason="the person spoke"),
+    ]
     out = run(stage, items)
     assert len(out) == len(items)
     assert all(got is want for got, want in zip(out, items, strict=True))

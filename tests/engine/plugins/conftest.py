@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 from custom_components.companion_agent.engine.plugins import HostServices
 
 NOW = datetime(2026, 2, 3, 9, 30, tzinfo=UTC)
+SPEAKERS = re.compile(r"(assist_satellite|media_player)\.[a-z0-9_]+")
+"""A host whose speakers are named as Home Assistant names them."""
 
 
 @pytest.fixture
@@ -30,4 +33,5 @@ def host(tmp_path: Path, http: httpx.AsyncClient) -> HostServices:
         time_zone=ZoneInfo("Asia/Shanghai"),
         http=http,
         clock=lambda: NOW,
+        speakers=SPEAKERS,
     )

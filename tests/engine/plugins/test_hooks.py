@@ -13,7 +13,7 @@ from custom_components.companion_agent.engine.plugins import (
     TurnContext,
 )
 
-from .hookkit import CTX, Scripted, context
+from .scripted_hooks import CTX, Scripted, context
 
 LATER = TurnContext(conversation_id="conv-1", profile_id="test")
 

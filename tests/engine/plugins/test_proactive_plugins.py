@@ -220,6 +220,18 @@ async def test_a_bad_trigger_setting_is_reported_against_its_file_and_key(
     assert plugins.get(plugin) is None
 
 
+async def test_a_host_that_cannot_tell_speakers_apart_takes_any_target(
+    tmp_path: Path, host: HostServices
+) -> None:
+    """Which ids can speak is the host's rule: without one, no target is refused."""
+    profile = (
+        '[plugins]\nenabled = ["mood_chat"]\n[plugins.mood_chat]\ntargets = ["light.kitchen"]\n'
+    )
+    plugins = activate(tmp_path, replace(host, speakers=None), profile)
+    assert plugins.problems == ()
+    assert plugins.get("mood_chat") is not None
+
+
 async def test_one_quiet_hour_alone_names_the_missing_one(
     tmp_path: Path, host: HostServices
 ) -> None:

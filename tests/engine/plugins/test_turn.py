@@ -16,11 +16,12 @@ from custom_components.companion_agent.engine.plugins import (
     builtin_roots,
     load_library,
 )
-from custom_components.companion_agent.engine.turn.runner import Persona, TurnRunner
+from custom_components.companion_agent.engine.turn.request import Persona
+from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.support.llm_server import LLMServer
 from tests.support.turns import Conversations, run
 
-from .hookkit import Scripted
+from .scripted_hooks import Scripted
 
 
 def default_profile() -> Profile:

@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,10 +24,10 @@ from custom_components.companion_agent.engine.speech import (
     VoiceFile,
     list_voice_files,
 )
+from tests.engine.speech import ONE_SENTENCE_AT_A_TIME, SENTENCES, recorded
 from tests.support.piper_voice import JOE, JOE_DATA, install_voice
 
 ROOT = Path(__file__).resolve().parents[3]
-SENTENCES = ("Good morning.", "The kettle is on.", "See you soon.")
 # one sentence, so one ONNX run of many seconds of speech: only terminating the run stops it
 LONG = "And then " + ", and then ".join(f"the number {n} came along" for n in range(30)) + "."
 
@@ -103,13 +103,6 @@ def voice(counting: CountingPiper) -> RecordingVoice:
     return loaded
 
 
-async def recorded(sentences: Iterable[str], log: list[tuple[str, int]]) -> AsyncIterator[str]:
-    """Yield ``sentences``, logging ("pulled", i) as each one is taken."""
-    for index, sentence in enumerate(sentences):
-        log.append(("pulled", index))
-        yield sentence
-
-
 async def test_each_sentence_is_spoken_separately_and_in_order(voice: RecordingVoice) -> None:
     log: list[tuple[str, int]] = []
     chunks: list[AudioChunk] = []
@@ -121,15 +114,7 @@ async def test_each_sentence_is_spoken_separately_and_in_order(voice: RecordingV
         chunks.append(chunk)
 
     # one chunk per sentence, each before the next is taken; the blank one is never spoken
-    assert log == [
-        ("pulled", 0),
-        ("audio", 0),
-        ("pulled", 1),
-        ("pulled", 2),
-        ("audio", 1),
-        ("pulled", 3),
-        ("audio", 2),
-    ]
+    assert log == ONE_SENTENCE_AT_A_TIME
     assert voice.texts == list(SENTENCES)
     assert {(c.rate, c.width, c.channels) for c in chunks} == {(22050, 2, 1)}
     assert all(len(c.audio) > 22050 // 2 for c in chunks)  # a quarter second at least

@@ -17,6 +17,7 @@ from custom_components.companion_agent.engine.errors import (
 )
 from custom_components.companion_agent.engine.speech import AsrModel, Transcription, WyomingSTT
 from custom_components.companion_agent.engine.speech.info import AsrInfo, parse_asr_info
+from tests.engine.speech import settled
 from tests.support.asr_server import INFO, TEXT, Behaviour, ScriptedAsrServer
 from tests.support.piper import PiperPeer
 from tests.support.whisper import WhisperPeer, pieces, spoken, words
@@ -35,15 +36,6 @@ async def endless(size: int = 3200) -> AsyncIterator[bytes]:
     while True:
         yield bytes(size)
         await asyncio.sleep(0.01)
-
-
-async def settled(before: set[asyncio.Task[object]]) -> set[asyncio.Task[object]]:
-    """Return the tasks beyond ``before`` still alive after they had a moment to finish."""
-    for _ in range(100):
-        if not (extra := asyncio.all_tasks() - before):
-            break
-        await asyncio.sleep(0.01)
-    return extra
 
 
 @pytest.fixture

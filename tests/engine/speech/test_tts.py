@@ -5,7 +5,6 @@ import io
 import socket
 import time
 import wave
-from collections.abc import AsyncIterator
 from contextlib import aclosing
 
 import pytest
@@ -16,18 +15,11 @@ from custom_components.companion_agent.engine.errors import (
     SpeechVoiceNotFoundError,
 )
 from custom_components.companion_agent.engine.speech import AudioChunk, WyomingTTS
+from tests.engine.speech import ONE_SENTENCE_AT_A_TIME, SENTENCES, recorded, settled
 from tests.support.piper import PiperPeer
 from tests.support.wyoming_proxy import FaultAction, WyomingProxy
 
-SENTENCES = ("Good morning.", "The kettle is on.", "See you soon.")
 ADVERTISED_NOT_INSTALLED = "en_US-lessac-medium"
-
-
-async def recorded(sentences: tuple[str, ...], log: list[tuple[str, int]]) -> AsyncIterator[str]:
-    """Yield ``sentences``, logging ("pulled", i) as each one is taken."""
-    for index, sentence in enumerate(sentences):
-        log.append(("pulled", index))
-        yield sentence
 
 
 async def speak(tts: WyomingTTS, sentences: tuple[str, ...]) -> list[AudioChunk]:
@@ -72,15 +64,7 @@ async def test_each_sentence_is_heard_before_the_next_is_sent(
         chunks.append(chunk)
 
     # the blank one (pulled as 1) is never sent and never numbered
-    assert log == [
-        ("pulled", 0),
-        ("audio", 0),
-        ("pulled", 1),
-        ("pulled", 2),
-        ("audio", 1),
-        ("pulled", 3),
-        ("audio", 2),
-    ]
+    assert log == ONE_SENTENCE_AT_A_TIME
     assert proxy.texts == list(SENTENCES)
     assert wire in proxy.event_types
     assert ("synthesize-start" in proxy.event_types) is (wire == "synthesize-chunk")
@@ -181,15 +165,6 @@ async def test_a_sentence_that_fails_twice_is_skipped(proxy: WyomingProxy) -> No
     assert spoken(chunks) == [0, 2]
     assert proxy.texts == [SENTENCES[0], SENTENCES[2]]
     assert proxy.connections == 3
-
-
-async def settled(before: set[asyncio.Task[object]]) -> set[asyncio.Task[object]]:
-    """Return the tasks beyond ``before`` still alive after they had a moment to finish."""
-    for _ in range(100):
-        if not (extra := asyncio.all_tasks() - before):
-            break
-        await asyncio.sleep(0.01)
-    return extra
 
 
 async def test_cancelling_closes_the_socket_at_once(proxy: WyomingProxy) -> None:

@@ -8,7 +8,6 @@ away. The port never changes, so an entry pointed at it sees one server go down 
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
 from typing import Self
 from urllib.parse import urlsplit
 
@@ -50,12 +49,7 @@ class SwitchablePort:
         self._listener = await asyncio.start_server(self._relay, "127.0.0.1", 0)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         """Cut everything and stop listening."""
         self.down()
         if self._listener is not None:

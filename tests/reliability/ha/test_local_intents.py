@@ -18,7 +18,7 @@ from pytest_homeassistant_custom_component.typing import (
 )
 
 from custom_components.companion_agent.const import DOMAIN
-from tests.ha.conftest import make_entry
+from tests.ha.entries import async_load, companion_entry, persona
 from tests.ha.test_conversation import agent_entity_id
 from tests.support.llm_server import LLMServer
 
@@ -176,14 +176,12 @@ async def test_pipelines_there_before_setup_are_checked_and_removal_clears_them(
     """With Assist already running, setup finds the pipeline; a reload keeps one issue."""
     await set_up_assist(hass)
     ws = await hass_ws_client(hass)
-    entry = make_entry(llm_server, llm_apis=[llm.LLM_API_ASSIST])
+    entry = companion_entry(llm_server.url, persona(llm_apis=[llm.LLM_API_ASSIST]))
     entity_id = "conversation.companion"  # what HA names the persona "Companion"
     pipeline_id = await create_pipeline(ws, "Kitchen", entity_id, local=True)
     assert our_issue_ids(hass) == []  # no agent of ours yet
 
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
+    await async_load(hass, entry)
     assert agent_entity_id(hass, entry) == entity_id
     assert our_issue_ids(hass) == [f"local_intents_{pipeline_id}"]
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntryDisabler, ConfigEntryState
-from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, STATE_UNAVAILABLE
+from homeassistant.const import CONF_API_KEY, STATE_UNAVAILABLE
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers import llm
@@ -22,11 +22,11 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 from custom_components.companion_agent.agent.health import CHECK_INTERVAL, unreachable_issue_id
 from custom_components.companion_agent.const import (
     CONF_BASE_URL,
+    CONF_MEMORY_ENVIRONMENT,
     CONF_MODEL,
-    CONF_PROFILE,
     DOMAIN,
-    SUBENTRY_CONVERSATION,
 )
+from tests.ha.entries import async_load, companion_entry, persona
 from tests.ha.test_conversation import agent_entity_id, converse
 from tests.reliability.ha.switchable_port import SwitchablePort
 from tests.support.lines import ENGLISH
@@ -38,28 +38,13 @@ LOGGER_NAME = "custom_components.companion_agent"
 
 def entry_for(url: str, *, api_key: str = "") -> MockConfigEntry:
     """Return an entry for the server at ``url`` with one persona that may control the house."""
-    return MockConfigEntry(
-        domain=DOMAIN,
-        title="test-model",
-        data={CONF_BASE_URL: url, CONF_API_KEY: api_key, CONF_MODEL: "test-model"},
-        subentries_data=[
-            {
-                "subentry_type": SUBENTRY_CONVERSATION,
-                "data": {CONF_PROFILE: "default", CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]},
-                "title": "Companion",
-                "unique_id": None,
-            }
-        ],
-    )
+    return companion_entry(url, persona(llm_apis=[llm.LLM_API_ASSIST]), api_key=api_key)
 
 
 async def set_up(hass: HomeAssistant, url: str) -> MockConfigEntry:
     """Set up HA's conversation component and an entry for ``url``; it must load."""
     assert await async_setup_component(hass, "conversation", {})
-    entry = entry_for(url)
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
+    entry = await async_load(hass, entry_for(url))
     assert entry.state is ConfigEntryState.LOADED
     return entry
 
@@ -106,10 +91,7 @@ async def test_entry_loads_and_answers_while_the_server_is_down(
 
 
 async def test_issue_after_a_minute_down_and_gone_when_the_server_answers_again(
-    hass: HomeAssistant,
-    socket_enabled: None,
-    llm_server: LLMServer,
-    caplog: pytest.LogCaptureFixture,
+    hass: HomeAssistant, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Still down at the next check: the issue. The server back on that port: the issue goes."""
     async with SwitchablePort() as port:
@@ -141,10 +123,7 @@ async def test_issue_after_a_minute_down_and_gone_when_the_server_answers_again(
 
 
 async def test_a_turn_notices_the_server_going_and_coming_back(
-    hass: HomeAssistant,
-    socket_enabled: None,
-    llm_server: LLMServer,
-    caplog: pytest.LogCaptureFixture,
+    hass: HomeAssistant, llm_server: LLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A server lost while running is noticed by a turn; the next good turn clears the issue."""
     async with SwitchablePort() as port:
@@ -217,6 +196,7 @@ async def test_diagnostics_of_an_entry_that_is_not_loaded(
         CONF_BASE_URL: url,
         CONF_API_KEY: "**REDACTED**",
         CONF_MODEL: "test-model",
+        CONF_MEMORY_ENVIRONMENT: "test",
     }
     assert diagnostics["server"] == {"base_url": url, "model": "test-model"}
     personas = diagnostics["personas"]

@@ -6,6 +6,7 @@ from homeassistant.components import conversation
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.core import HomeAssistant
 
+from tests.ha.entries import SetupCompanion
 from tests.ha.test_guard import build_house, demo_devices, say
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -14,11 +15,11 @@ __all__ = ["demo_devices"]
 
 
 async def test_a_call_on_an_unexposed_light_changes_nothing(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
 ) -> None:
     """The kitchen lights are not exposed (HA exposes lights by default; this one is taken off):
     the call fails and the light stays on."""
-    house = await build_house(hass, llm_server)
+    house = await build_house(hass, setup_companion)
     async_expose_entity(hass, conversation.DOMAIN, "light.kitchen_lights", False)
     before = hass.states.get("light.kitchen_lights")
     assert before is not None

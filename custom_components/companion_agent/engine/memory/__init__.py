@@ -1,6 +1,9 @@
 """Memory: who remembers what, the stores behind one protocol, the three tiers, the outbox."""
 
+from .companion import CompanionMemory, MemorySettings
+from .instructions import instruction_topic
 from .types import (
+    HOUSEHOLD,
     Forget,
     GraphFacts,
     GraphStore,
@@ -15,6 +18,8 @@ from .types import (
 )
 
 __all__ = [
+    "HOUSEHOLD",
+    "CompanionMemory",
     "Forget",
     "GraphFacts",
     "GraphStore",
@@ -23,7 +28,9 @@ __all__ = [
     "MemoryQuery",
     "MemoryRecord",
     "MemoryScope",
+    "MemorySettings",
     "MemoryStore",
     "NewMemory",
     "Relation",
+    "instruction_topic",
 ]

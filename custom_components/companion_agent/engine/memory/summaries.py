@@ -103,8 +103,12 @@ class SessionSummaries:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     async def settled(self) -> None:
-        """Wait until no summary is being made."""
-        while tasks := list(self._tasks.values()):
+        """Wait until no summary is being made.
+
+        Only unfinished tasks are awaited: a finished one stays listed until its done
+        callback runs, and awaiting finished tasks never yields to the loop that runs it.
+        """
+        while tasks := [task for task in self._tasks.values() if not task.done()]:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     def _idle(self, scope: MemoryScope, turns: TurnSource, answers: JsonAnswers) -> None:
@@ -132,7 +136,12 @@ class SessionSummaries:
             self._done_until.popitem(last=False)
         task = asyncio.create_task(self._summarise(scope, fresh, answers), name="memory summary")
         self._tasks[scope] = task
-        task.add_done_callback(lambda _t: self._tasks.pop(scope, None))
+        task.add_done_callback(lambda done: self._forget_task(scope, done))
+
+    def _forget_task(self, scope: MemoryScope, task: asyncio.Task[None]) -> None:
+        """Drop a finished summary task from the running ones (not a newer one of its scope)."""
+        if self._tasks.get(scope) is task:
+            del self._tasks[scope]
 
     async def _summarise(
         self, scope: MemoryScope, turns: Sequence[StoredTurn], answers: JsonAnswers

@@ -29,13 +29,14 @@ from dataclasses import dataclass
 from .action_tags import ActionTags
 from .actions_extractor import actions_extractor
 from .boundaries import BoundaryScanner
-from .config import DEFAULT_CONFIG, PipelineConfig
+from .config import DEFAULT_CONFIG, FIRST_CLAUSE_CUT, PipelineConfig
 from .display_processor import display_processor
 from .sentence_divider import sentence_divider
 from .stage import Stage, StageFunction, chain
 from .tts_filter import join_speech, speakable, tts_filter
 
 __all__ = [
+    "FIRST_CLAUSE_CUT",
     "ActionTags",
     "BoundaryScanner",
     "OutputPipeline",

@@ -6,6 +6,12 @@ from dataclasses import dataclass
 
 MIN_SENTENCE_CHARS = 8
 
+FIRST_CLAUSE_CUT = True
+"""Whether a reply's first sentence may end at a comma (``faster_first_response``).
+
+Kept on a measured gain: ``benchmarks/voice.py`` (README, figures). A voice that speaks the
+turn's first sentence ahead must cut the same way, so it shares this value."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PipelineConfig:

@@ -184,6 +184,7 @@ def _context(enabled: EnabledPlugin, profile: Profile, host: HostServices) -> Pl
         clock=host.clock,
         presence=host.presence,
         states=host.states,
+        speakers=host.speakers,
     )
 
 

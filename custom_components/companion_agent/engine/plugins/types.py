@@ -7,6 +7,7 @@ it as ``cls(context)``; the constructor must not do I/O (it runs on the event lo
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,9 @@ class PluginContext:
     """What the host hands a plugin: its settings, a data folder, time and HTTP.
 
     ``presence`` and ``states`` are there when the host can tell who is home and follow its
-    entities' states (Home Assistant can); a plugin must cope with None.
+    entities' states (Home Assistant can); a plugin must cope with None. ``speakers`` is what
+    the host's ids of devices that can speak look like (Home Assistant: satellites and
+    media players); None: the host cannot tell, any id may be one.
     """
 
     plugin_id: str
@@ -49,6 +52,7 @@ class PluginContext:
     clock: Callable[[], datetime] = field(default=utc_now)
     presence: PresenceProbe | None = None
     states: StateWatcher | None = None
+    speakers: re.Pattern[str] | None = None
 
     def now(self) -> datetime:
         """Return the current time in the host's time zone."""
@@ -65,6 +69,8 @@ class HostServices:
     clock: Callable[[], datetime] = field(default=utc_now)
     presence: PresenceProbe | None = None
     states: StateWatcher | None = None
+    speakers: re.Pattern[str] | None = None
+    """What the host's ids of devices that can speak look like; None: any id."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,9 +19,6 @@ from .host import Presence
 
 type HoldReason = Literal["quiet hours", "nobody home", "asleep", "low mood", "rate limit"]
 
-SPEAKER = re.compile(r"(assist_satellite|media_player)\.[a-z0-9_]+")
-"""The entity id of something that can speak: an Assist satellite or a media player."""
-
 
 class QuietHoursError(ValueError):
     """One end of the quiet hours is not a time of day; ``end`` says which."""
@@ -32,9 +29,15 @@ class QuietHoursError(ValueError):
         self.end = end
 
 
-def bad_speaker(targets: Sequence[str]) -> str | None:
-    """Return the first target that is not an Assist satellite or media player id, if any."""
-    return next((target for target in targets if not SPEAKER.fullmatch(target)), None)
+def bad_speaker(targets: Sequence[str], speakers: re.Pattern[str] | None) -> str | None:
+    """Return the first target that is not the id of a device that can speak, if any.
+
+    ``speakers`` is what the host's speaker ids look like (``PluginContext.speakers``);
+    None accepts any id.
+    """
+    if speakers is None:
+        return None
+    return next((target for target in targets if not speakers.fullmatch(target)), None)
 
 
 def parse_clock(text: str) -> time:

@@ -1,6 +1,8 @@
 """Speech: Wyoming and in-process Piper text-to-speech, one sentence at a time; Wyoming STT."""
 
+from .audio_length import heard_sentences, spoken_seconds
 from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_piper
+from .head_start import SpeechHeadStarts, SpeechKey, Synthesis
 from .info import AsrInfo, AsrModel, TtsInfo, TtsVoice
 from .stt import Transcription, WyomingSTT
 from .synthesizer import AudioChunk, Synthesizer
@@ -14,6 +16,9 @@ __all__ = [
     "EmbeddedPiper",
     "LoadedPiperVoice",
     "PiperVoiceFolder",
+    "SpeechHeadStarts",
+    "SpeechKey",
+    "Synthesis",
     "Synthesizer",
     "Transcription",
     "TtsInfo",
@@ -22,5 +27,7 @@ __all__ = [
     "WyomingSTT",
     "WyomingTTS",
     "check_piper",
+    "heard_sentences",
     "list_voice_files",
+    "spoken_seconds",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..chars import is_wide
-from ..messages import AssistantMessage, ChatMessage, ToolMessage, UserMessage
+from ..messages import AssistantMessage, ChatMessage, ContextSnippet, ToolMessage, UserMessage
 
 WINDOW = 60.0
 MAX_KEYS = 1024
@@ -89,3 +89,20 @@ def within_budget(history: Sequence[ChatMessage], budget: int) -> list[ChatMessa
         total -= sum(message_tokens(message) for message in history[cut:start])
         cut = start
     return list(history[cut:])
+
+
+def pace_keys(user_id: str | None, device_id: str | None) -> tuple[str, ...]:
+    """Return whose pace a turn counts against: its person and its device, as known."""
+    keys = (
+        *((f"user:{user_id}",) if user_id else ()),
+        *((f"device:{device_id}",) if device_id else ()),
+    )
+    return keys or ("anonymous",)
+
+
+def cut_notice(said: int, text: str) -> tuple[ContextSnippet, ...]:
+    """Tell the model the person's words were cut to the limit, if they were."""
+    if said <= len(text):
+        return ()
+    note = f"The person's message had {said} characters; only the first {len(text)} are shown."
+    return (ContextSnippet(source="input", text=note),)

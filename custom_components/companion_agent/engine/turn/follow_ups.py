@@ -1,9 +1,10 @@
-"""``FollowUps``: the person's answer to a conversation the companion started continues its history.
+"""``FollowUps``: the person's answer to a conversation the companion started continues it.
 
-``assist_satellite.start_conversation`` opens a new HA conversation for the person's answer,
-with an id the companion cannot choose. So when a satellite has just played a proactive
-turn, the next turn that satellite brings within ``FOLLOW_UP_WINDOW`` seconds reads (and
-adds to) the proactive turn's history, and so do the later turns of that HA conversation.
+A host that asks the person something on a satellite may not choose the id of the
+conversation the answer opens (Home Assistant's ``assist_satellite.start_conversation``
+opens a new one). So when a satellite has just played a proactive turn, the next turn that
+satellite brings within ``FOLLOW_UP_WINDOW`` seconds reads (and adds to) the proactive
+turn's history, and so do the later turns of that new conversation.
 """
 
 from __future__ import annotations

@@ -1,0 +1,79 @@
+"""Text pipeline runs (intent → tts) started as HA's websocket API starts them.
+
+The run's TTS stream is read the way a satellite reads it: once HA says it is open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from homeassistant.components.assist_pipeline.pipeline import (  # requirements_test.txt
+    Pipeline,
+    PipelineEvent,
+    PipelineEventType,
+    PipelineInput,
+    PipelineRun,
+    PipelineStage,
+)
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import chat_session
+
+
+@dataclass
+class TextRun:
+    """One pipeline run in flight: its events, its task, and its TTS audio."""
+
+    timeout: float
+    events: list[PipelineEvent] = field(default_factory=list)
+    speaking: asyncio.Event = field(default_factory=asyncio.Event)
+    run: PipelineRun | None = None
+    task: asyncio.Task[None] | None = None
+
+    def note(self, event: PipelineEvent) -> None:
+        """Keep the event; note when HA opens the TTS stream (or ends the run without one)."""
+        self.events.append(event)
+        opened = event.type is PipelineEventType.INTENT_PROGRESS and (event.data or {}).get(
+            "tts_start_streaming"
+        )
+        if opened or event.type in (PipelineEventType.TTS_END, PipelineEventType.RUN_END):
+            self.speaking.set()
+
+    async def audio(self) -> AsyncIterator[bytes]:
+        """Yield the run's TTS stream as a satellite fetches it, once HA opens it."""
+        await asyncio.wait_for(self.speaking.wait(), self.timeout)
+        assert self.run is not None
+        assert self.run.tts_stream is not None
+        async for chunk in self.run.tts_stream.async_stream_result():
+            yield chunk
+
+    async def done(self) -> None:
+        """Wait for the run to end."""
+        assert self.task is not None
+        await asyncio.wait_for(self.task, self.timeout)
+
+
+def start_text_run(
+    hass: HomeAssistant, pipeline: Pipeline, text: str, *, timeout: float
+) -> TextRun:
+    """Start a text pipeline run of ``text``; WAV out, as Piper makes it (no ffmpeg here)."""
+    flight = TextRun(timeout=timeout)
+    run = flight.run = PipelineRun(
+        hass,
+        context=Context(),
+        pipeline=pipeline,
+        start_stage=PipelineStage.INTENT,
+        end_stage=PipelineStage.TTS,
+        event_callback=flight.note,
+        tts_audio_output={"preferred_format": "wav"},
+    )
+
+    async def execute() -> None:
+        with chat_session.async_get_chat_session(hass) as session:
+            pipeline_input = PipelineInput(run=run, session=session, intent_input=text)
+            await pipeline_input.validate()
+            await pipeline_input.execute()
+
+    flight.task = asyncio.create_task(execute())
+    return flight

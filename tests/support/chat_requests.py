@@ -1,0 +1,49 @@
+"""What a chat request to the local model server carried: its messages, prompt and tools."""
+
+from __future__ import annotations
+
+from tests.support.llm_server import LLMServer
+
+type Body = dict[str, object]
+type Message = dict[str, object]
+
+
+def messages(body: Body) -> list[Message]:
+    """Return the chat messages of one request to the model server."""
+    raw = body["messages"]
+    assert isinstance(raw, list)
+    return [message for message in raw if isinstance(message, dict)]
+
+
+def system_text(body: Body) -> str:
+    """Return the system prompt of a request; it must come first."""
+    first = messages(body)[0]
+    assert first["role"] == "system"
+    return str(first["content"])
+
+
+def user_text(body: Body) -> str:
+    """Return the last user message of a request: the one this turn added."""
+    users = [m for m in messages(body) if m["role"] == "user"]
+    return str(users[-1]["content"])
+
+
+def tool_names(body: Body) -> set[str]:
+    """Return the names of the tools a request offers the model."""
+    tools = body.get("tools")
+    names: set[str] = set()
+    for tool in tools if isinstance(tools, list) else []:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict):
+            names.add(str(function["name"]))
+    return names
+
+
+def last_user_message(server: LLMServer) -> str:
+    """Return the user message the last chat request added."""
+    return user_text(server.requests[-1])
+
+
+def all_messages(server: LLMServer) -> str:
+    """Return every message of the last chat request as one string."""
+    return str(server.requests[-1]["messages"])
