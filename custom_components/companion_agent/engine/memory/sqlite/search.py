@@ -47,7 +47,7 @@ class SearchSettings:
     """Weight of the vector ranking in the fusion."""
     context: float = 0.3
     """BM25 weight of the turn said before the record (0: not searched)."""
-    names: float = 2.0
+    names: float = 3.0
     """BM25 weight of the names the record is about (0: not searched)."""
     time: float = 1.0
     """Weight of each ranking restricted to the time the question names (0: none)."""
