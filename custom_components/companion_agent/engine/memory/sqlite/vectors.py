@@ -18,6 +18,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 try:
     import numpy as np
@@ -62,6 +63,8 @@ class _ScopeMatrix:
     rows: object
     """A numpy float32 matrix (n × dim) or, without numpy, a list of arrays."""
     pending: list[VectorRow] = field(default_factory=list)
+    arrays: Any = None
+    """numpy arrays of ``kinds`` and ``times``, made at the first search (numpy only)."""
     """Rows added since, joined to ``rows`` at the next search."""
 
 
@@ -201,26 +204,37 @@ def _top(
     """Return the ``limit`` best ``(rowid, cosine)`` of ``kinds`` (rows and probe normalised)."""
     if not matrix.rowids:
         return []
-    wanted = [kind in kinds for kind in matrix.kinds]
-    if span is not None:
-        wanted = [w and span[0] <= t < span[1] for w, t in zip(wanted, matrix.times, strict=True)]
     if np is not None and isinstance(matrix.rows, np.ndarray):
         # einsum, not the BLAS matmul: BLAS spreads this small product over every core,
         # and on a busy machine that waits for them (p95 ×40 measured); einsum stays on
         # this thread at well under a millisecond for 10 k rows.
         scores = np.einsum("ij,j->i", matrix.rows, np.frombuffer(probe.tobytes(), np.float32))
-        scores[~np.array(wanted, dtype=bool)] = -np.inf
+        scores[~_mask(matrix, kinds, span)] = -np.inf
         best = (
             np.argpartition(-scores, limit)[:limit] if len(scores) > limit else range(len(scores))
         )
         return [(matrix.rowids[i], float(scores[i])) for i in best if scores[i] != -np.inf]
     assert isinstance(matrix.rows, list)
+    wanted = [kind in kinds for kind in matrix.kinds]
+    if span is not None:
+        wanted = [w and span[0] <= t < span[1] for w, t in zip(wanted, matrix.times, strict=True)]
     scored = (
         (rowid, math.fsum(a * b for a, b in zip(row, probe, strict=True)))
         for rowid, row, keep in zip(matrix.rowids, matrix.rows, wanted, strict=True)
         if keep
     )
     return heapq.nlargest(limit, scored, key=lambda pair: pair[1])
+
+
+def _mask(matrix: _ScopeMatrix, kinds: Collection[str], span: Span | None) -> Any:
+    """Return the numpy mask of the rows of ``kinds`` said within ``span`` (arrays kept)."""
+    if matrix.arrays is None:
+        matrix.arrays = (np.asarray(matrix.kinds), np.asarray(matrix.times, dtype=np.float64))
+    kind_array, time_array = matrix.arrays
+    mask = np.isin(kind_array, list(kinds))
+    if span is not None:
+        mask &= (time_array >= span[0]) & (time_array < span[1])
+    return mask
 
 
 def fuse(
