@@ -178,9 +178,9 @@ class Figures:
     p95_ms: float
 
 
-def memories(conversation: Conversation) -> list[NewMemory]:
-    """Return a conversation's turns as memories of its own persona."""
-    scope = MemoryScope(agent_id=conversation.name, environment="benchmark")
+def memories(conversation: Conversation, scope: MemoryScope | None = None) -> list[NewMemory]:
+    """Return a conversation's turns as memories of ``scope`` (else of its own persona)."""
+    scope = scope or MemoryScope(agent_id=conversation.name, environment="benchmark")
     return [
         NewMemory(
             scope=scope,

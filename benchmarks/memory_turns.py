@@ -17,6 +17,7 @@ from pathlib import Path
 
 from benchmarks.figures import percentile
 from benchmarks.memory_conversations import Conversation
+from benchmarks.memory_conversations import memories as memories_of
 from custom_components.companion_agent.engine.memory.embeddings import (
     Embedder,
     EmbeddingSettings,
@@ -75,17 +76,8 @@ async def _one_size(
     held: list[Conversation] = []
     for number, conversation in enumerate(conversations):
         scope = PERSON if number % 2 == 0 else PERSON.household
-        turns = conversation.turns[: size - len(memories)]
-        memories.extend(
-            NewMemory(
-                scope=scope,
-                text=turn.text,
-                source=f"{conversation.name}:session-{turn.session}",
-                at=turn.at,
-                names=(turn.speaker,),
-            )
-            for turn in turns
-        )
+        turns = memories_of(conversation, scope)[: size - len(memories)]
+        memories.extend(turns)
         if len(turns) == len(conversation.turns):
             held.append(conversation)
         if len(memories) >= size:

@@ -156,13 +156,14 @@ async def test_a_slow_request_costs_only_its_chunk_and_the_backfill_embeds_it(
 ) -> None:
     """An add past 256 memories embeds in chunks; the stalled chunk is embedded later."""
     embedder = OpenAIEmbedder(EmbeddingSettings(base_url=llm_server.url, model="hash", timeout=1.0))
-    store = await EmbeddedStore.create(tmp_path / "memory.db", embedder=embedder)
+    store = await EmbeddedStore.create(tmp_path / "memory.db", embedder=embedder, backfill=False)
     store.backfill.backoff = store.backfill.pause = 0.05
     try:
         llm_server.embeddings_stall, llm_server.stall_seconds = 1, 3.0
         await store.add([said(f"memory number {n}", MAY) for n in range(300)])
         without = await asyncio.to_thread(_unembedded, store.path)
         assert without == EMBED_CHUNK  # the first request stalled; the other chunks came
+        store.backfill.start()  # as the store does at open
         async with asyncio.timeout(SLOW_MACHINE):
             await store.backfill.caught_up.wait()
         assert await asyncio.to_thread(_unembedded, store.path) == 0
@@ -265,7 +266,8 @@ async def test_connections_are_kept_alive_unless_the_server_stalls_on_them(
         async with asyncio.timeout(SLOW_MACHINE):
             while not embedder.connections.decided:  # noqa: ASYNC110 - a probe of its own
                 await asyncio.sleep(0.05)
-        assert embedder.connections.keep_alive is (not stalls)
+        choice = embedder.connections
+        assert choice.keep_alive is (not stalls), (choice.reused, choice.fresh)
         await embedder.embed(["another question"], "query")
     finally:
         await embedder.aclose()

