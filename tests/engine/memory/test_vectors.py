@@ -110,17 +110,15 @@ def test_fuse_adds_reciprocal_ranks() -> None:
     assert dict(weighted)[1] == pytest.approx(3 / 61 + 1 / 62)
 
 
-def test_a_span_keeps_to_the_records_said_within_it() -> None:
+def test_a_span_keeps_to_the_records_said_within_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Test that with a span only records said within it come back, with and without numpy."""
     stored = rows(100)
     probe = pack([1.0] * 8)
     span = (3600.0 * 10, 3600.0 * 20)
-    for numpy_module in (vectors.np, None):
-        old, vectors.np = vectors.np, numpy_module
-        try:
-            got = VectorCache().nearest([SCOPE], probe, 50, lambda s: stored, {"detail"}, span=span)
-        finally:
-            vectors.np = old
+    with_numpy = VectorCache().nearest([SCOPE], probe, 50, lambda s: stored, {"detail"}, span=span)
+    monkeypatch.setattr(vectors, "np", None)
+    without = VectorCache().nearest([SCOPE], probe, 50, lambda s: stored, {"detail"}, span=span)
+    for got in (with_numpy, without):
         assert got
         assert {rowid for rowid, _ in got} <= set(range(10, 20))
 

@@ -1,4 +1,4 @@
-"""A memory made ready to insert: checked and cut at the boundary, segmented, embedded."""
+"""Vectors and rows at the store's boundary: a memory made ready to insert, with its vector."""
 
 from __future__ import annotations
 
@@ -6,14 +6,11 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
-from ...chars import valid_text
-from ...errors import EmbeddingError, MemoryInputError
+from ...errors import EmbeddingError
 from ..embeddings import Embedder
-from ..inputs import MAX_FIELD_CHARS, clean_scope, clean_text
-from ..keywords import fold, segment
-from ..types import MemoryKind, MemoryScope, NewMemory
+from ..inputs import CheckedMemory
+from ..keywords import segment
 from .vectors import pack
 
 LOGGER = logging.getLogger(__name__)
@@ -25,43 +22,31 @@ ADD_EMBEDDING = 30.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PreparedMemory:
-    """A memory checked and cut at the boundary, ready to insert."""
+class PreparedMemory(CheckedMemory):
+    """A memory checked and cut at the boundary, with its row id, terms and vector."""
 
     id: str
-    scope: MemoryScope
-    text: str
     terms: str
-    names: str
+    name_terms: str = ""
     """The segmented names the memory is about."""
-    kind: MemoryKind
-    topic: str | None
-    topic_key: str | None
-    source: str
-    at: datetime
     vector: bytes | None = None
     vector_model: str | None = None
 
 
-def prepare(memory: NewMemory) -> PreparedMemory:
-    """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
-    text = clean_text(memory.text)
-    if not text:
-        raise MemoryInputError("a memory needs some text")
-    topic = clean_text(memory.topic, MAX_FIELD_CHARS) if memory.topic else None
-    if memory.kind == "state" and not topic:
-        raise MemoryInputError("a state memory needs a topic")
+def prepare(checked: CheckedMemory) -> PreparedMemory:
+    """Return a checked memory with a new row id and its text segmented for FTS5."""
     return PreparedMemory(
         id=uuid.uuid4().hex,
-        scope=clean_scope(memory.scope),
-        text=text,
-        terms=segment(text),
-        names=segment(" ".join(valid_text(name)[:MAX_FIELD_CHARS] for name in memory.names[:16])),
-        kind=memory.kind,
-        topic=topic or None,
-        topic_key=" ".join(fold(topic).split()) if topic else None,
-        source=valid_text(memory.source)[:MAX_FIELD_CHARS],
-        at=memory.at or datetime.now(UTC),
+        terms=segment(checked.text),
+        name_terms=segment(" ".join(checked.names)),
+        scope=checked.scope,
+        text=checked.text,
+        kind=checked.kind,
+        topic=checked.topic,
+        topic_key=checked.topic_key,
+        source=checked.source,
+        at=checked.at,
+        names=checked.names,
     )
 
 

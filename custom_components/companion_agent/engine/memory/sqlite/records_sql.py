@@ -108,7 +108,7 @@ def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> int
     assert rowid is not None
     db.execute(
         "INSERT INTO memory_terms (rowid, terms, context, names) VALUES (?, ?, ?, ?)",
-        (rowid, memory.terms, _context(db, memory, rowid), memory.names),
+        (rowid, memory.terms, _context(db, memory, rowid), memory.name_terms),
     )
     return rowid
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..embeddings import Embedder
-from ..inputs import clean_scope, clean_text
+from ..inputs import clean_scope, memory_text
 from ..keywords import match_expression
 from ..query_vectors import QueryVectors
 from ..types import MemoryHit, MemoryQuery, MemoryScope, bounded
@@ -124,7 +124,7 @@ class StoreSearch:
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
         """Return at most ``query.limit`` records matching ``query.text``, best first."""
-        text = clean_text(query.text)
+        text = memory_text(query.text)
         scopes = tuple(clean_scope(scope) for scope in query.scopes)
         limit = bounded(query.limit)
         expression = match_expression(text, common=self.settings.common_words)

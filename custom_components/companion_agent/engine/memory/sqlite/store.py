@@ -23,10 +23,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ...errors import CorruptionReporter, EmbeddingError, MemoryInputError
+from ...errors import CorruptionReporter, EmbeddingError
+from .. import types as memory_types
 from ..bounds import MemoryBounds, PruneSchedule
 from ..embeddings import Embedder
-from ..inputs import clean_scope, state_memory
+from ..inputs import MAX_BATCH, checked_memories, clean_scope
 from ..types import (
     Forget,
     MemoryHit,
@@ -46,12 +47,11 @@ from .worker import MAX_PENDING, SQLiteWorker
 
 LOGGER = logging.getLogger(__name__)
 
-MAX_BATCH = 500
 QUERY_TIMEOUT = 1.5
-__all__ = ["RANKINGS", "EmbeddedStore", "Ranking", "SearchSettings"]
+__all__ = ["MAX_BATCH", "RANKINGS", "EmbeddedStore", "Ranking", "SearchSettings"]
 
 
-class EmbeddedStore:
+class EmbeddedStore(memory_types.MemoryStore):
     """Memories in one SQLite file, searched by keyword and (with an embedder) by vector."""
 
     def __init__(
@@ -155,9 +155,7 @@ class EmbeddedStore:
 
         Every ``bounds.check_every`` adds, the scopes written since are pruned to their bounds.
         """
-        if len(memories) > MAX_BATCH:
-            raise MemoryInputError(f"{len(memories)} memories at once, at most {MAX_BATCH}")
-        prepared = [prepare(memory) for memory in memories]
+        prepared = [prepare(memory) for memory in checked_memories(memories)]
         if not prepared:
             return []
         prepared = await with_vectors(prepared, self.embedder)
@@ -182,11 +180,6 @@ class EmbeddedStore:
             return [found[rowid] for rowid in rowids]
 
         return await self._worker.transaction(work)
-
-    async def supersede(self, memory: NewMemory) -> MemoryRecord:
-        """Store a state conclusion; the current one on the same topic and scope retires."""
-        (record,) = await self.add([state_memory(memory)])
-        return record
 
     async def rollback(
         self, record_id: str, environment: str = "production"
