@@ -1,9 +1,11 @@
-"""Speech head starts through a real HA: an Assist pipeline, our agent, our voice, real Piper.
+"""A turn's speech through a real HA: an Assist pipeline, our agent, our voice, real Piper.
 
 Each test runs a text pipeline (intent → tts) as HA's websocket API runs one, with our
 agent streaming from the scripted model server (held back on cue) and our TTS entity
 speaking through a recording proxy in front of the real wyoming-piper. Order is proved by
-a journal the proxy and the entity's stream share, never by the clock.
+a journal the proxy and the entity's stream share, never by the clock. A text run has no
+satellite: the voice is found in Assist's table of running pipelines (the guarded
+fallback of ``voice/speech_start.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.companion_agent.engine.speech import TurnSpeech
 from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.engine.turn.request import TurnRequest
 from custom_components.companion_agent.runtime import CompanionRuntime
@@ -138,7 +141,7 @@ async def test_the_first_sentence_goes_to_piper_before_ha_opens_the_stream(
     ]
     assert proxy.texts == [FIRST, SECOND, THIRD]  # the first sentence once, not twice
     assert pcm(parts) == b"".join(proxy.audio)  # exactly what piper made, in order
-    assert voice.entry.runtime_data.engine.speech_starts.waiting == 0
+    assert voice.entry.runtime_data.engine.speech.running_ahead == 0
     await proxy.wait_idle()
 
 
@@ -163,11 +166,12 @@ async def test_the_head_start_sounds_as_the_usual_path(
     assert abs(len(pcm(ahead)) - len(pcm(usual))) < len(pcm(usual)) // 10
 
 
-async def test_a_head_start_for_other_words_is_not_played(
+async def test_a_text_that_is_no_turns_is_spoken_as_itself(
     hass: HomeAssistant, proxy: WyomingProxy, voice: Voice
 ) -> None:
-    heads = voice.entry.runtime_data.engine.speech_starts
-    assert voice.tts.async_speak_ahead("Something else entirely.", "trace-other")
+    speech = voice.entry.runtime_data.engine.speech
+    speech.follow(TurnSpeech("trace-other", _other_words))
+    assert voice.tts.async_speak_ahead("trace-other", {})
     await asyncio.wait_for(proxy.wait_asked(1), TIMEOUT)
     await proxy.wait_idle()  # its synthesis is done: its connection closed
     ahead_audio = b"".join(proxy.audio)
@@ -179,9 +183,14 @@ async def test_a_head_start_for_other_words_is_not_played(
 
     assert proxy.texts == ["Something else entirely.", FIRST, THIRD]
     assert pcm(parts) == b"".join(proxy.audio).removeprefix(ahead_audio)
-    assert heads.waiting == 1  # still waiting for its own words, until it expires
-    heads.close()
-    assert heads.waiting == 0
+    assert speech.running_ahead == 1  # still waiting for its own stream, until it is forgotten
+    speech.close()
+    assert speech.running_ahead == 0
+
+
+async def _other_words() -> AsyncGenerator[str]:
+    """Yield another turn's one sentence."""
+    yield "Something else entirely."
 
 
 async def test_a_cancelled_turn_stops_its_audio_at_once(
@@ -195,6 +204,8 @@ async def test_a_cancelled_turn_stops_its_audio_at_once(
     header = await anext(audio)
     first = await anext(audio)  # the head start's audio, while the model holds back
     await asyncio.wait_for(proxy.stalled.wait(), TIMEOUT)
+    while len(first) < len(b"".join(proxy.audio)):  # until the first sentence has come out
+        first += await asyncio.wait_for(anext(audio), TIMEOUT)
 
     (turn,) = voice.turns
     turn.cancel("the person spoke")
@@ -205,7 +216,7 @@ async def test_a_cancelled_turn_stops_its_audio_at_once(
     assert len(header) == 44
     assert proxy.texts == [FIRST]  # the stalled second is not counted; the third never asked
     assert pcm([header, first, *rest]) == b"".join(proxy.audio)  # the first sentence, whole
-    assert voice.entry.runtime_data.engine.speech_starts.waiting == 0
+    assert voice.entry.runtime_data.engine.speech.running_ahead == 0
     released.set()
 
 
@@ -254,7 +265,7 @@ async def test_a_turn_cancelled_before_ha_speaks_drops_its_head_start_and_says_n
     await asyncio.wait_for(proxy.wait_idle(), TIMEOUT)  # the head start's socket is closed
     await flight.done()
 
-    assert voice.entry.runtime_data.engine.speech_starts.waiting == 0
+    assert voice.entry.runtime_data.engine.speech.running_ahead == 0
     assert STREAM_OPENED not in voice.journal
     assert PipelineEventType.TTS_START not in [e.type for e in flight.events]
     released.set()

@@ -138,6 +138,10 @@ class SpeechEngineMissingError(CompanionError):
     """The in-process speech engine (piper-tts) cannot be imported on this machine."""
 
 
+class AudioFormatError(CompanionError):
+    """Audio cannot go out in the container asked for (no MP3 encoder, an odd sample width)."""
+
+
 class MemoryStoreError(CompanionError):
     """A memory store failed; ``retryable`` says whether trying again may help."""
 

@@ -2,27 +2,29 @@
 
 from .audio_length import heard_sentences, spoken_seconds
 from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_piper
-from .head_start import SpeechHeadStarts, SpeechKey, Synthesis
 from .info import AsrInfo, AsrModel, TtsInfo, TtsVoice
 from .stt import Transcription, WyomingSTT
 from .synthesizer import AudioChunk, Synthesizer
+from .timeline import AudioTimeline
 from .tts import WyomingTTS
+from .turn_speech import SpeechTurns, Synthesis, TurnSpeech
 from .voice_folder import VoiceFile, list_voice_files
 
 __all__ = [
     "AsrInfo",
     "AsrModel",
     "AudioChunk",
+    "AudioTimeline",
     "EmbeddedPiper",
     "LoadedPiperVoice",
     "PiperVoiceFolder",
-    "SpeechHeadStarts",
-    "SpeechKey",
+    "SpeechTurns",
     "Synthesis",
     "Synthesizer",
     "Transcription",
     "TtsInfo",
     "TtsVoice",
+    "TurnSpeech",
     "VoiceFile",
     "WyomingSTT",
     "WyomingTTS",
