@@ -22,7 +22,7 @@ import pytest
 def ffmpeg_on_path() -> Iterator[Path | None]:
     """Put imageio-ffmpeg's binary first on ``PATH`` as ``ffmpeg``; yield it (None: none)."""
     try:
-        import imageio_ffmpeg  # noqa: PLC0415 - only in the test venv with HA
+        import imageio_ffmpeg
     except ImportError:
         yield None
         return

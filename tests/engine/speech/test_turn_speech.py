@@ -121,16 +121,18 @@ async def test_stopping_ends_the_stream_at_once_and_closes_the_socket(
     client = tts(proxy, piper)
     speech.start(VOICE, client.synthesize)
     played: list[bytes] = []
+    more = asyncio.Event()
 
     async def listen() -> None:
         async for chunk in speech.audio(VOICE, client.synthesize):  # as HA's cache: eagerly
             played.append(chunk.audio)
+            more.set()
 
     listener = asyncio.create_task(listen())
     await asyncio.wait_for(proxy.stalled.wait(), TIMEOUT)  # the second is at piper
-    async with asyncio.timeout(TIMEOUT):
-        while len(b"".join(played)) < len(b"".join(proxy.audio)):  # the first one played
-            await asyncio.sleep(0.01)
+    while len(b"".join(played)) < len(b"".join(proxy.audio)):  # the first one plays out
+        more.clear()
+        await asyncio.wait_for(more.wait(), TIMEOUT)
     speech.stop()
     await asyncio.wait_for(listener, TIMEOUT)
     await asyncio.wait_for(proxy.wait_idle(), TIMEOUT)
