@@ -18,6 +18,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from custom_components.companion_agent.engine.speech.head_start import SpeechKey, Synthesis
 from homeassistant.components.assist_pipeline.pipeline import (
     KEY_ASSIST_PIPELINE,
     Pipeline,
@@ -36,7 +37,6 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.engine.errors import SpeechError
 from custom_components.companion_agent.engine.speech import AudioChunk, WyomingTTS
-from custom_components.companion_agent.engine.speech.head_start import SpeechKey, Synthesis
 from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.engine.turn.request import TurnRequest
 from custom_components.companion_agent.runtime import CompanionRuntime

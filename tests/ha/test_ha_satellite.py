@@ -19,7 +19,7 @@ from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.engine.turn.handle import Turn
-from custom_components.companion_agent.engine.turn.request import TurnRequest
+from custom_components.companion_agent.runtime import CompanionRuntime
 from custom_components.companion_agent.voice import speech_start
 from tests.ha.entries import SetupCompanion, entity_id, persona, speech_to_text, wyoming_voice
 from tests.ha.ha_satellite import (
@@ -29,6 +29,7 @@ from tests.ha.ha_satellite import (
     wait_until,
 )
 from tests.ha.history_files import assistant_text, stored_turns
+from tests.ha.voice_pipeline import keep_turns
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
@@ -92,15 +93,8 @@ def set_up_home(
         pipeline = await create_pipeline(hass, "Hall", agent, tts, stt)
         satellite_id = await setup_ha_satellite(hass, scripted_satellite, pipeline)
         home = Home(entry=entry, satellite=scripted_satellite, satellite_id=satellite_id)
-        engine = entry.runtime_data.engine
-        start = engine.start_turn
-
-        def start_and_keep(request: TurnRequest) -> Turn:
-            turn = start(request)
-            home.turns.append(turn)
-            return turn
-
-        monkeypatch.setattr(engine, "start_turn", start_and_keep)
+        runtime: CompanionRuntime = entry.runtime_data
+        keep_turns(monkeypatch, runtime.engine, home.turns)
         return home
 
     return set_up

@@ -12,100 +12,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
 
-import pytest
 from homeassistant.components.assist_pipeline.pipeline import (  # requirements_test.txt
-    KEY_ASSIST_PIPELINE,
-    Pipeline,
     PipelineEventType,
 )
-from homeassistant.components.tts import TTSAudioResponse
 from homeassistant.components.tts.entity import TTSAudioRequest
 from homeassistant.core import HomeAssistant
-from homeassistant.setup import async_setup_component
-from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.engine.speech import TurnSpeech
-from custom_components.companion_agent.engine.turn.handle import Turn
-from custom_components.companion_agent.engine.turn.request import TurnRequest
-from custom_components.companion_agent.runtime import CompanionRuntime
-from custom_components.companion_agent.tts import CompanionTtsEntity
-from tests.ha.entries import SetupCompanion, entity_id, persona, tts_entity, wyoming_voice
 from tests.ha.pipeline_runs import start_text_run
+from tests.ha.voice_pipeline import STREAM_OPENED, Voice, voice
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.wyoming_proxy import WyomingProxy
+
+__all__ = ["voice"]  # the fixture
 
 TIMEOUT = 10.0
 FIRST = "Good morning."
 SECOND = "The kettle is on and the tea will be ready in a minute or two."
 THIRD = "Biscuits are in the blue tin."
-STREAM_OPENED = "stream opened"
-
-
-@dataclass
-class Voice:
-    """Our agent and voice in one entry, and what the test watches of them."""
-
-    entry: MockConfigEntry
-    agent: str
-    tts: CompanionTtsEntity
-    pipeline: Pipeline
-    journal: list[str]
-    turns: list[Turn] = field(default_factory=list)
-
-
-@pytest.fixture
-async def voice(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    proxy: WyomingProxy,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Voice:
-    """Set up Assist, an entry with a persona and a voice (via the proxy), and a pipeline."""
-    assert await async_setup_component(hass, "assist_pipeline", {})
-    entry = await setup_companion(persona(), wyoming_voice(proxy.host, proxy.port))
-    agent = entity_id(hass, entry, "conversation")
-    tts = tts_entity(hass, entry)
-    pipeline = await hass.data[KEY_ASSIST_PIPELINE].pipeline_store.async_create_item(
-        {
-            "name": "Companion voice",
-            "conversation_engine": agent,
-            "conversation_language": "en",
-            "language": "en",
-            "stt_engine": None,
-            "stt_language": None,
-            "tts_engine": tts.entity_id,
-            "tts_language": "en_US",
-            "tts_voice": None,
-            "wake_word_entity": None,
-            "wake_word_id": None,
-            "prefer_local_intents": False,
-        }
-    )
-    journal = proxy.journal
-    watched = Voice(entry=entry, agent=agent, tts=tts, pipeline=pipeline, journal=journal)
-    opened = CompanionTtsEntity.async_stream_tts_audio
-
-    async def stream_opened(
-        entity: CompanionTtsEntity, request: TTSAudioRequest
-    ) -> TTSAudioResponse:
-        journal.append(STREAM_OPENED)
-        return await opened(entity, request)
-
-    monkeypatch.setattr(CompanionTtsEntity, "async_stream_tts_audio", stream_opened)
-    runtime: CompanionRuntime = entry.runtime_data
-    engine = runtime.engine
-    start = engine.start_turn
-
-    def start_and_keep(request: TurnRequest) -> Turn:
-        turn = start(request)
-        watched.turns.append(turn)
-        return turn
-
-    monkeypatch.setattr(engine, "start_turn", start_and_keep)
-    return watched
 
 
 def pcm(parts: list[bytes]) -> bytes:

@@ -9,6 +9,7 @@ paths for real. The engine-only venv has no imageio-ffmpeg and no HA: nothing is
 
 from __future__ import annotations
 
+import importlib
 import os
 import tempfile
 from collections.abc import Iterator
@@ -22,11 +23,11 @@ import pytest
 def ffmpeg_on_path() -> Iterator[Path | None]:
     """Put imageio-ffmpeg's binary first on ``PATH`` as ``ffmpeg``; yield it (None: none)."""
     try:
-        import imageio_ffmpeg
+        imageio_ffmpeg = importlib.import_module("imageio_ffmpeg")  # untyped
     except ImportError:
         yield None
         return
-    binary = Path(imageio_ffmpeg.get_ffmpeg_exe())
+    binary = Path(str(imageio_ffmpeg.get_ffmpeg_exe()))
     before = os.environ.get("PATH", "")
     with tempfile.TemporaryDirectory(prefix="ffmpeg-") as folder:
         link = Path(folder) / "ffmpeg"

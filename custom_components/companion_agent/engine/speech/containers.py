@@ -3,9 +3,10 @@
 A streaming WAV states no length: its RIFF and data sizes are ``0xFFFFFFFF``, as ffmpeg
 writes them to a pipe (a reader that takes a size of 0 literally plays nothing). MP3 is
 encoded with LAME (``lameenc``, which the host installs on demand) as the audio comes, one
-encoder per stream: a frame goes out as soon as LAME has one (1152 samples, 52 ms at
-22.05 kHz). Without lameenc there is no MP3 here, and a host converts the WAV itself.
-The first chunk's format is the stream's; a chunk in another is dropped and logged.
+encoder per stream: a frame goes out as soon as LAME has one (MPEG-2 at 16 to 24 kHz:
+576 samples, 26 ms at 22.05 kHz). Without lameenc there is no MP3 here, and a host
+converts the WAV itself. The first chunk's format is the stream's; a chunk in another is
+dropped and logged.
 """
 
 from __future__ import annotations

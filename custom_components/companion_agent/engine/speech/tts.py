@@ -65,9 +65,9 @@ class _Budget:
 class _Connection(WyomingConnection):
     """A connection whose reads have a deadline and whose end fails the sentence."""
 
-    async def read(self, within: float | None = None) -> Event:
+    async def read(self) -> Event:
         """Return the next event, failing the sentence on a stall or a closed connection."""
-        event = await super().read(within)
+        event = await super().read()
         if event is None:
             raise self.fail("connection closed by the server")
         return event
@@ -175,10 +175,12 @@ class WyomingTTS:
         """Return the sentence's next audio chunk, or None once the server ends it."""
         loop = asyncio.get_running_loop()
         while True:
-            if budget.wait <= 0:
-                raise _SentenceOverrunError("the server took too long over one sentence")
             began = loop.time()
-            event = await connection.read(min(self._read_timeout, budget.wait))
+            try:
+                async with asyncio.timeout(budget.wait):
+                    event = await connection.read()
+            except TimeoutError as err:
+                raise _SentenceOverrunError("the server took too long over one sentence") from err
             budget.wait -= loop.time() - began
             if event.type == "audio-chunk" and event.payload:
                 chunk = AudioChunk(

@@ -116,12 +116,9 @@ class WyomingConnection:
         except (TimeoutError, ConnectionError) as err:
             raise self.fail(f"write failed: {err!r}") from err
 
-    async def read(self, within: float | None = None) -> Event | None:
-        """Return the next event, or None once the server closed the connection.
-
-        ``within`` replaces the connection's read timeout for this read.
-        """
-        timeout = self._read_timeout if within is None else within
+    async def read(self) -> Event | None:
+        """Return the next event, or None once the server closed the connection."""
+        timeout = self._read_timeout
         try:
             async with asyncio.timeout(timeout):
                 return await read_event(self._reader, max_payload=self._max_payload)
