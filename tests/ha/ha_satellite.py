@@ -2,7 +2,7 @@
 
 ``create_pipeline`` makes an Assist pipeline (our agent, a TTS, and speech to text if the
 run starts from audio); ``setup_ha_satellite`` adds HA's Wyoming integration for a
-``ScriptedSatellite``, points its *Assistant* select at that pipeline and waits until HA
+``RealTimeSatellite``, points its *Assistant* select at that pipeline and waits until HA
 is connected; ``setup_ha_voice`` adds HA's own Wyoming TTS on a Piper.
 """
 
@@ -20,7 +20,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 
-from tests.support.scripted_satellite import ScriptedSatellite
+from tests.support.realtime_satellite import RealTimeSatellite
 
 TIMEOUT = 20.0
 POLL = 0.02
@@ -74,7 +74,7 @@ def wyoming_entity(hass: HomeAssistant, entry_id: str, domain: str) -> str:
 
 
 async def setup_ha_satellite(
-    hass: HomeAssistant, satellite: ScriptedSatellite, pipeline: Pipeline
+    hass: HomeAssistant, satellite: RealTimeSatellite, pipeline: Pipeline
 ) -> str:
     """Connect HA's Wyoming satellite to ``satellite`` on ``pipeline``; return its entity id."""
     entry_id = await setup_wyoming(hass, satellite.host, satellite.port)

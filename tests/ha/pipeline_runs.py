@@ -6,7 +6,7 @@ The run's TTS stream is read the way a satellite reads it: once HA says it is op
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 
 from homeassistant.components.assist_pipeline.pipeline import (  # requirements_test.txt
@@ -64,7 +64,7 @@ def start_text_run(
     text: str,
     *,
     timeout: float,
-    audio_output: dict[str, str | int] | None = WAV_OUT,
+    audio_output: Mapping[str, str | int] | None = WAV_OUT,
 ) -> TextRun:
     """Start a text pipeline run of ``text``; ``audio_output`` None: the browser's default."""
     flight = TextRun(timeout=timeout)
@@ -75,7 +75,7 @@ def start_text_run(
         start_stage=PipelineStage.INTENT,
         end_stage=PipelineStage.TTS,
         event_callback=flight.note,
-        tts_audio_output=audio_output,
+        tts_audio_output=dict(audio_output) if audio_output is not None else None,
     )
 
     async def execute() -> None:

@@ -1,6 +1,6 @@
 """HA's own Wyoming satellite with our agent: real HA, Piper, Whisper, and a Wyoming satellite.
 
-The satellite is ``ScriptedSatellite`` (the real wyoming-satellite on PyPI answers no ping,
+The satellite is ``RealTimeSatellite`` (the real wyoming-satellite on PyPI answers no ping,
 so HA 2026.2.3 drops it while it waits for its wake word): it asks through its microphone
 at real time, Whisper hears it, our agent answers from the scripted model, and HA sends the
 answer's audio to the satellite's speaker, converted by ffmpeg (HA's satellite names a
@@ -33,7 +33,7 @@ from tests.ha.voice_pipeline import keep_turns
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
-from tests.support.scripted_satellite import ScriptedSatellite
+from tests.support.realtime_satellite import RealTimeSatellite
 from tests.support.whisper import WhisperPeer, spoken
 from tests.support.wyoming_proxy import WyomingProxy
 
@@ -50,15 +50,15 @@ class Home:
     """Our entry, HA's satellite on a pipeline, and the turns our agent started."""
 
     entry: MockConfigEntry
-    satellite: ScriptedSatellite
+    satellite: RealTimeSatellite
     satellite_id: str
     turns: list[Turn] = field(default_factory=list)
 
 
 @pytest.fixture
-async def scripted_satellite(socket_enabled: None) -> AsyncIterator[ScriptedSatellite]:
+async def realtime_satellite(socket_enabled: None) -> AsyncIterator[RealTimeSatellite]:
     """Run the scripted Wyoming satellite on 127.0.0.1."""
-    async with ScriptedSatellite() as satellite:
+    async with RealTimeSatellite() as satellite:
         yield satellite
 
 
@@ -72,7 +72,7 @@ def set_up_home(
     setup_companion: SetupCompanion,
     proxy: WyomingProxy,
     whisper: WhisperPeer,
-    scripted_satellite: ScriptedSatellite,
+    realtime_satellite: RealTimeSatellite,
     monkeypatch: pytest.MonkeyPatch,
 ) -> SetUpHome:
     """Return what sets up our agent, voice and Whisper, and HA's satellite on them."""
@@ -91,10 +91,10 @@ def set_up_home(
         )
         agent, stt = entity_id(hass, entry, "conversation"), entity_id(hass, entry, "stt")
         pipeline = await create_pipeline(hass, "Hall", agent, tts, stt)
-        satellite_id = await setup_ha_satellite(hass, scripted_satellite, pipeline)
-        home = Home(entry=entry, satellite=scripted_satellite, satellite_id=satellite_id)
+        satellite_id = await setup_ha_satellite(hass, realtime_satellite, pipeline)
+        home = Home(entry=entry, satellite=realtime_satellite, satellite_id=satellite_id)
         runtime: CompanionRuntime = entry.runtime_data
-        keep_turns(monkeypatch, runtime.engine, home.turns)
+        keep_turns(runtime.engine, home.turns)
         return home
 
     return set_up
@@ -106,7 +106,7 @@ async def test_an_answer_plays_on_has_satellite_in_our_voice_started_ahead_of_ha
     llm_server: LLMServer,
     piper: PiperPeer,
     proxy: WyomingProxy,
-    scripted_satellite: ScriptedSatellite,
+    realtime_satellite: RealTimeSatellite,
     set_up_home: SetUpHome,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -115,14 +115,14 @@ async def test_an_answer_plays_on_has_satellite_in_our_voice_started_ahead_of_ha
     home = await set_up_home()
     released = asyncio.Event()
     llm_server.script(Reply.held(f"{FIRST} Take", " a hat.", until=released))
-    await scripted_satellite.ask(await spoken(piper, QUESTION))
+    await realtime_satellite.ask(await spoken(piper, QUESTION))
 
     await asyncio.wait_for(proxy.wait_asked(1), TIMEOUT)  # ahead of HA: under 60 characters
     assert proxy.texts == [FIRST]
     released.set()
-    answer = await scripted_satellite.wait_answer(TIMEOUT)
+    answer = await realtime_satellite.wait_answer(TIMEOUT)
 
-    assert scripted_satellite.transcripts == [QUESTION]
+    assert realtime_satellite.transcripts == [QUESTION]
     assert proxy.texts == [FIRST, SECOND]
     assert (answer.rate, answer.width, answer.channels) == (22050, 2, 1)
     made = sum(len(part) for part in proxy.audio)
@@ -138,21 +138,21 @@ async def test_speaking_over_our_voice_on_has_satellite_keeps_only_what_was_hear
     llm_server: LLMServer,
     piper: PiperPeer,
     proxy: WyomingProxy,
-    scripted_satellite: ScriptedSatellite,
+    realtime_satellite: RealTimeSatellite,
     set_up_home: SetUpHome,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     home = await set_up_home()
     released = asyncio.Event()
     llm_server.script(Reply.held(f"{FIRST} {SECOND} {THIRD} And", " more.", until=released))
-    await scripted_satellite.ask(await spoken(piper, QUESTION))
+    await realtime_satellite.ask(await spoken(piper, QUESTION))
     await wait_until(lambda: bool(home.turns) and len(home.turns[0].spoken) == 3)
     (turn,) = home.turns
     speech = home.entry.runtime_data.engine.speech.get(turn.trace_id)
     assert speech is not None
     await wait_until(lambda: bool(speech.timeline.starts))  # the first sentence's audio left
 
-    await scripted_satellite.ask(SILENT)  # the person speaks over it: HA cancels the run
+    await realtime_satellite.ask(SILENT)  # the person speaks over it: HA cancels the run
     result = await asyncio.wait_for(turn.result, TIMEOUT)
     released.set()
 
@@ -162,7 +162,7 @@ async def test_speaking_over_our_voice_on_has_satellite_keeps_only_what_was_hear
     (stored,) = stored_turns(hass)
     assert stored["outcome"] == "interrupted"
     assert assistant_text(stored) == FIRST  # only what could have been heard by then
-    await scripted_satellite.wait_answer()  # HA sends what it had to the end (audio-stop)
+    await realtime_satellite.wait_answer()  # HA sends what it had to the end (audio-stop)
 
 
 async def test_speaking_over_has_own_voice_on_its_satellite_keeps_only_what_was_heard(
@@ -171,19 +171,19 @@ async def test_speaking_over_has_own_voice_on_its_satellite_keeps_only_what_was_
     llm_server: LLMServer,
     piper: PiperPeer,
     proxy: WyomingProxy,
-    scripted_satellite: ScriptedSatellite,
+    realtime_satellite: RealTimeSatellite,
     set_up_home: SetUpHome,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     home = await set_up_home(our_voice=False)
     released = asyncio.Event()
     llm_server.script(Reply.held(f"{FIRST} {SECOND} {THIRD} And", " more.", until=released))
-    await scripted_satellite.ask(await spoken(piper, QUESTION))
+    await realtime_satellite.ask(await spoken(piper, QUESTION))
     await wait_until(lambda: bool(home.turns) and len(home.turns[0].spoken) == 3)
     (turn,) = home.turns
     assert home.entry.runtime_data.engine.speech.get(turn.trace_id).voice is None  # not ours
 
-    await scripted_satellite.ask(SILENT)  # HA's stream opened with the reply's 60th character
+    await realtime_satellite.ask(SILENT)  # HA's stream opened with the reply's 60th character
     result = await asyncio.wait_for(turn.result, TIMEOUT)
     released.set()
 

@@ -47,8 +47,8 @@ class Voice:
         return runtime
 
 
-def keep_turns(monkeypatch: pytest.MonkeyPatch, engine: Engine, turns: list[Turn]) -> None:
-    """Keep every turn ``engine`` starts in ``turns``."""
+def keep_turns(engine: Engine, turns: list[Turn]) -> None:
+    """Keep every turn ``engine`` starts in ``turns`` (for the engine's life)."""
     start = engine.start_turn
 
     def start_and_keep(request: TurnRequest) -> Turn:
@@ -57,7 +57,7 @@ def keep_turns(monkeypatch: pytest.MonkeyPatch, engine: Engine, turns: list[Turn
         turns.append(turn)
         return turn
 
-    monkeypatch.setattr(engine, "start_turn", start_and_keep)
+    setattr(engine, "start_turn", start_and_keep)  # noqa: B010 - the instance, not the class
 
 
 @pytest.fixture
@@ -84,5 +84,5 @@ async def voice(
         return await opened(entity, request)
 
     monkeypatch.setattr(CompanionTtsEntity, "async_stream_tts_audio", stream_opened)
-    keep_turns(monkeypatch, watched.runtime.engine, watched.turns)
+    keep_turns(watched.runtime.engine, watched.turns)
     return watched

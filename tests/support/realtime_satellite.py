@@ -1,4 +1,4 @@
-"""A deterministic Wyoming satellite on 127.0.0.1 for Home Assistant's own Wyoming integration.
+"""A Wyoming satellite on 127.0.0.1 that speaks and plays at real time, for HA's own satellite.
 
 HA's Wyoming satellite entity connects to it, as to any satellite. The real
 wyoming-satellite on PyPI (1.0.0, wyoming 1.4.1) answers no ``ping``, and HA 2026.2.3 drops
@@ -53,12 +53,17 @@ class Utterance:
         return len(self.audio) / (self.rate * self.width * self.channels)
 
 
-class ScriptedSatellite(LoopbackServer):
+class RealTimeSatellite(LoopbackServer):
     """Serve HA's Wyoming satellite entity; speak on cue; keep what its speaker is sent."""
 
-    def __init__(self, name: str = "Hall satellite") -> None:
-        """Prepare a satellite called ``name``; nothing is connected yet."""
+    def __init__(self, name: str = "Hall satellite", *, real_time: bool = True) -> None:
+        """Prepare a satellite called ``name``; nothing is connected yet.
+
+        ``real_time`` False: say ``played`` as soon as an answer's audio has come (a
+        benchmark's satellite, which need not wait for the speaker).
+        """
         self.name = name
+        self.real_time = real_time
         self.connected = asyncio.Event()
         self.utterances: list[Utterance] = []
         self.received: list[str] = []
@@ -162,7 +167,8 @@ class ScriptedSatellite(LoopbackServer):
         """Say ``played`` once the audio could have played out at real time."""
         loop = asyncio.get_running_loop()
         began = utterance.first_at if utterance.first_at is not None else loop.time()
-        await asyncio.sleep(max(0.0, began + utterance.seconds - loop.time()))
+        if self.real_time:
+            await asyncio.sleep(max(0.0, began + utterance.seconds - loop.time()))
         utterance.ended.set()
         self.spoken.set()
         await self._send(Played().event())
