@@ -32,6 +32,7 @@ from .const import (
 from .engine.events import SentenceOutput
 from .engine.plugins import ProactiveRequest
 from .engine.turn.request import Persona, TurnRequest
+from .frontend.timeline import async_follow_turn
 from .ha_tools import HassTurnTools
 from .proactive.briefing import HomeBriefing
 from .proactive.speak import async_speak_for_trigger
@@ -180,8 +181,11 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         turn = runtime.engine.start_turn(request)
         runtime.playback.async_watch(turn, user_input.satellite_id, user_input.device_id)
         async_speak_ahead(self.hass, user_input, chat_log, turn)
+        emotions = persona.profile.output.emotion_tags
+        persona_id = self.subentry.subentry_id
+        items = async_follow_turn(self.hass, persona_id, user_input, turn, emotions=emotions)
         stream = ChatLogStream(
-            turn.items(), on_sentence=lambda sentence: self._async_sentence(sentence, request)
+            items, on_sentence=lambda sentence: self._async_sentence(sentence, request)
         )
         try:
             with speaking(turn.trace_id):  # HA's TTS stream, made from these deltas, sees it

@@ -39,6 +39,7 @@ from .engine.speech import AudioChunk, TurnSpeech
 from .engine.speech.containers import MP3, WAV, Container, encoded
 from .runtime import CompanionConfigEntry, add_per_subentry
 from .voice.mp3 import async_mp3_ready
+from .voice.sentence_timing import SpokenSentences
 from .voice.speaking import SPEAKING_TURN
 from .voice.subentry_voice import SubentryVoice
 from .voice.tts_voices import supported_voices, unknown_voice_error
@@ -149,7 +150,8 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
     ) -> AsyncGenerator[AudioChunk]:
         """Yield the audio: the turn's own sentences if the text is a turn's, else the text's.
 
-        A turn's stream leaves HA's text to itself (read, so its writer never waits).
+        A turn's stream leaves HA's text to itself (read, so its writer never waits). The
+        card's subtitles follow when each sentence begins to be heard (``SpokenSentences``).
         """
         engine = self.entry.runtime_data.engine
         first = None
@@ -162,9 +164,12 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             drain = self.entry.async_create_background_task(
                 self.hass, _drain(message), f"{DOMAIN} tts drains HA's text"
             )
-            audio = turn.audio(self.voice.key(voice, speaker), synthesis)
+            spoken = SpokenSentences(self.hass, self.entity_id, turn.texts)
+            audio = spoken.audio(turn.audio(self.voice.key(voice, speaker), synthesis))
         else:
-            audio = synthesis(engine.speech_text(_prepend(first, message)))
+            spoken = SpokenSentences(self.hass, self.entity_id)
+            sentences = spoken.texts(engine.speech_text(_prepend(first, message)))
+            audio = spoken.audio(synthesis(sentences))
         try:
             async for chunk in audio:
                 yield chunk

@@ -4,9 +4,8 @@ A host builds one ``Engine``, ``await engine.start()`` (plugins and profiles are
 the loop, memory opened), builds a ``Persona`` per persona with ``persona()`` and starts
 turns with ``start_turn(request) -> Turn``. The engine owns the guard and its held calls,
 the audit log and the usage counters, the turn runner, every persona's conversations, the
-models by name, memory, every turn's speech (``speech``: its sentences on their way to a
-voice) and the follow-ups of conversations the companion started. ``close()`` lets running
-turns finish (bounded) and writes and closes everything; ``stop()`` writes everything.
+models, memory, every turn's speech (``speech``) and the follow-ups of conversations the
+companion started. ``close()`` lets turns finish (bounded), writes and closes everything.
 
 What the engine keeps in its data folder: ``audit.jsonl``, ``conversations/<persona>/``,
 and memory's files (``memory/backends.py``).
@@ -157,8 +156,8 @@ class Engine:
 
     def speech_text(self, text: AsyncIterator[str]) -> AsyncIterator[str]:
         """Return the sentences to speak of a text from no turn: the default profile's tags."""
-        profile = self._library.profiles.default or FALLBACK_PROFILE
-        return spoken_sentences(text, speech_config(profile.output.tags))
+        tags = (self._library.profiles.default or FALLBACK_PROFILE).output.tags
+        return spoken_sentences(text, speech_config(tags))
 
     async def start(self) -> MemoryProblem | None:
         """Load plugins and profiles (off the loop) and open memory; say what did not answer.
@@ -212,7 +211,6 @@ class Engine:
         person something, that conversation). A person's turn also reads and feeds memory:
         its rolling window is the history it is sent (unless it follows up a conversation
         the companion started), and it remembers the exchange; a proactive turn does not.
-        Its speech is followed (``speech``) from the first sentence the host takes.
         """
         ctx = request.context
         now = asyncio.get_running_loop().time()
@@ -245,6 +243,10 @@ class Engine:
     def pending_confirmation(self, token_id: str) -> ConfirmationToken | None:
         """Return the held call waiting under ``token_id``, if any."""
         return self._confirmations.peek(token_id)
+
+    def pending_confirmations(self) -> list[ConfirmationToken]:
+        """Return every held call still waiting for its answer, oldest first."""
+        return self._confirmations.tokens.live()
 
     async def confirm(
         self, token_id: str, *, approve: bool, user_id: str | None

@@ -44,6 +44,31 @@ from .pipeline_voice import (
 RUNS_TABLE = "_pipeline_runs"
 
 
+type OurVoice = tuple[CompanionTtsEntity, dict[str, str]]
+"""One of our TTS entities, and the options the pipeline asks it for (its voice)."""
+
+
+@callback
+def async_pipeline_voice(
+    hass: HomeAssistant, user_input: conversation.ConversationInput
+) -> OurVoice | None:
+    """Return our voice the turn's pipeline speaks with; None: not ours, or not known."""
+    if ASSIST_PIPELINE not in hass.config.components:
+        return None
+    satellite = satellite_of(hass, user_input.satellite_id, user_input.device_id)
+    if satellite is not None:
+        voice = satellite_voice(hass, satellite)
+    else:
+        voice = _running_voice(hass, user_input.context)
+    component = hass.data.get(DATA_COMPONENT)
+    if voice is None or component is None:
+        return None
+    entity = component.get_entity(voice.engine)
+    if not isinstance(entity, CompanionTtsEntity) or entity.hass is not hass:
+        return None
+    return entity, voice.options
+
+
 @callback
 def async_speak_ahead(
     hass: HomeAssistant,
@@ -52,20 +77,13 @@ def async_speak_ahead(
     turn: Turn,
 ) -> bool:
     """Start the turn's speech in the voice its pipeline will ask for, if it is one of ours."""
-    if chat_log.delta_listener is None or ASSIST_PIPELINE not in hass.config.components:
+    if chat_log.delta_listener is None:  # no pipeline listens: no TTS stream will open
         return False
-    satellite = satellite_of(hass, user_input.satellite_id, user_input.device_id)
-    if satellite is not None:
-        voice = satellite_voice(hass, satellite)
-    else:
-        voice = _running_voice(hass, user_input.context)
-    component = hass.data.get(DATA_COMPONENT)
-    if voice is None or component is None:
+    found = async_pipeline_voice(hass, user_input)
+    if found is None:
         return False
-    entity = component.get_entity(voice.engine)
-    if not isinstance(entity, CompanionTtsEntity) or entity.hass is not hass:
-        return False
-    return entity.async_speak_ahead(turn.trace_id, voice.options)
+    entity, options = found
+    return entity.async_speak_ahead(turn.trace_id, options)
 
 
 @callback

@@ -254,7 +254,8 @@ class CompanionMemory:
                 await asyncio.wait(self._writes, timeout=grace / 2)
             await self.outbox.close(grace / 2)
             await self.flush()
-        finally:  # even when cancelled: the store's thread and connections must go
+        finally:  # even when cancelled: the threads and connections must go
+            await self.outbox.close()
             await self.store.close()
             if self.graph is not None:
                 await self.graph.close()

@@ -5,7 +5,7 @@ from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_p
 from .info import AsrInfo, AsrModel, TtsInfo, TtsVoice
 from .stt import Transcription, WyomingSTT
 from .synthesizer import AudioChunk, Synthesizer
-from .timeline import AudioTimeline
+from .timeline import AudioTimeline, chunk_seconds
 from .tts import WyomingTTS
 from .turn_speech import SpeechTurns, Synthesis, TurnSpeech
 from .voice_folder import VoiceFile, list_voice_files
@@ -29,6 +29,7 @@ __all__ = [
     "WyomingSTT",
     "WyomingTTS",
     "check_piper",
+    "chunk_seconds",
     "heard_sentences",
     "list_voice_files",
     "spoken_seconds",

@@ -41,8 +41,8 @@ class AudioTimeline:
         """Return when the first audio could have begun playing; None: none was handed on."""
         return self.starts[0][1] if self.starts else None
 
-    def handed(self, chunk: AudioChunk, at: float) -> None:
-        """Note that ``chunk`` was handed on at ``at``."""
+    def handed(self, chunk: AudioChunk, at: float) -> float:
+        """Note that ``chunk`` was handed on at ``at``; return when it begins to play."""
         start = at if self.ends_at is None else max(at, self.ends_at)
         last = self.starts[-1][0] if self.starts else None
         if chunk.sentence != last and len(self.starts) < MAX_SENTENCES:
@@ -50,6 +50,7 @@ class AudioTimeline:
         length = chunk_seconds(chunk)
         self.seconds += length
         self.ends_at = start + length
+        return start
 
     def heard(self, at: float) -> int:
         """Return how many sentences could have been heard, at least in part, by ``at``.

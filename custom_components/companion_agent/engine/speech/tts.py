@@ -25,6 +25,7 @@ from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeVoice
 
 from ..errors import SpeechError, SpeechVoiceNotFoundError
+from ..retry import RetryPolicy
 from .info import TtsInfo, parse_tts_info
 from .synthesizer import AudioChunk
 from .timeline import chunk_seconds
@@ -46,6 +47,17 @@ class _SentenceFailedError(Exception):
 
 class _SentenceOverrunError(_SentenceFailedError):
     """The server sent more audio for a sentence, or took longer, than its bound."""
+
+
+SENTENCE_RETRY = RetryPolicy(
+    attempts=2,
+    first_delay=0.0,
+    retryable=lambda err: (
+        isinstance(err, _SentenceFailedError) and not isinstance(err, _SentenceOverrunError)
+    ),
+)
+"""A sentence whose connection failed goes again at once on a new one, then is skipped; one
+past its bounds is skipped at once (the server misbehaves)."""
 
 
 @dataclass(slots=True)
@@ -86,6 +98,7 @@ class WyomingTTS:
         connect_timeout: float = 5.0,
         read_timeout: float = 10.0,
         max_payload: int = MAX_PAYLOAD,
+        retry: RetryPolicy = SENTENCE_RETRY,
     ) -> None:
         """Remember where the server is and how to speak; connect nothing yet."""
         self.host = host
@@ -95,6 +108,7 @@ class WyomingTTS:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._max_payload = max_payload
+        self._retry = retry
 
     @property
     def server(self) -> str:
@@ -118,13 +132,13 @@ class WyomingTTS:
     async def synthesize(self, sentences: AsyncIterator[str]) -> AsyncGenerator[AudioChunk]:
         """Send each sentence as it arrives and yield its audio before taking the next.
 
-        A sentence whose connection drops or stalls is sent again once on a new
-        connection; if that fails too it is skipped, and so is one past its bounds (no
-        second try: the server misbehaves). Audio already yielded for a sentence that is
-        sent again is yielded again from its start (piper sends a sentence's audio in one
-        burst, so a cut inside it is rare). A refused connection raises
-        SpeechConnectionError, a voice the server lacks SpeechVoiceNotFoundError. Empty
-        sentences are never sent.
+        A sentence whose connection drops or stalls is sent again on a new connection
+        (``SENTENCE_RETRY``: once, at once); if that fails too it is skipped, and so is one
+        past its bounds (no second try: the server misbehaves). Audio already yielded for a
+        sentence that is sent again is yielded again from its start (piper sends a
+        sentence's audio in one burst, so a cut inside it is rare). A refused connection
+        raises SpeechConnectionError, a voice the server lacks SpeechVoiceNotFoundError.
+        Empty sentences are never sent.
         """
         connection: _Connection | None = None
         index = -1
@@ -134,7 +148,9 @@ class WyomingTTS:
                 if not text:
                     continue
                 index += 1
-                for attempt in (1, 2):
+                attempt = 0
+                while True:
+                    attempt += 1
                     if connection is None:
                         connection = await self._connect()
                     try:
@@ -146,16 +162,17 @@ class WyomingTTS:
                     except _SentenceFailedError as err:
                         connection.close()
                         connection = None
-                        overrun = isinstance(err, _SentenceOverrunError)
+                        again = self._retry.allows(attempt, err)
                         LOGGER.warning(
                             "TTS %s sentence %d %s: %s",
                             self.server,
                             index,
-                            "skipped" if overrun or attempt == 2 else f"attempt {attempt} failed",
+                            f"attempt {attempt} failed" if again else "skipped",
                             err,
                         )
-                        if overrun:
+                        if not again:
                             break
+                        await self._retry.wait(attempt)
         finally:
             if connection is not None:
                 connection.close()

@@ -29,6 +29,7 @@ from .timeline import AudioTimeline
 DEFAULT_CAPACITY = 16
 DEFAULT_MAX_AHEAD = 4
 DEFAULT_TTL = 30.0
+MAX_TEXTS = 1024
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
 """Audio made ahead and not yet played: about 95 s at 22.05 kHz; the synthesis waits."""
 
@@ -104,6 +105,8 @@ class TurnSpeech:
         """The voice it is (or was last) spoken in; None: no voice took it yet."""
         self.claimed = False
         """A stream has asked for its audio."""
+        self.texts: list[str] = []
+        """The sentences read so far, in order: sentence ``n``'s audio speaks ``texts[n]``."""
         self._sentences = sentences
         self._limit = limit
         self._ahead: _Ahead | None = None
@@ -118,7 +121,7 @@ class TurnSpeech:
         if self._ahead is not None or self.claimed or self.stopped.is_set():
             return False
         self.voice = voice
-        self._ahead = _Ahead(voice, synthesis(self._sentences()), self._limit)
+        self._ahead = _Ahead(voice, synthesis(self._read()), self._limit)
         return True
 
     async def audio(self, voice: str, synthesis: Synthesis) -> AsyncGenerator[AudioChunk]:
@@ -134,7 +137,7 @@ class TurnSpeech:
             ahead = None
         self.timeline.reset()
         self.voice = voice
-        source = ahead.drain() if ahead is not None else synthesis(self._sentences())
+        source = ahead.drain() if ahead is not None else synthesis(self._read())
         try:
             async for chunk in until_stopped(source, self.stopped):
                 self.timeline.handed(chunk, time.time())
@@ -142,6 +145,15 @@ class TurnSpeech:
         finally:
             if ahead is not None:
                 ahead.stop()
+
+    async def _read(self) -> AsyncIterator[str]:
+        """Yield the turn's sentences from the first, noting each one's text (bounded)."""
+        index = 0
+        async for text in self._sentences():
+            if index == len(self.texts) and index < MAX_TEXTS:
+                self.texts.append(text)
+            index += 1
+            yield text
 
     def stop(self) -> None:
         """End the turn's audio now: the synthesis ahead, and the stream playing it."""
