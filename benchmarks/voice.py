@@ -53,7 +53,12 @@ OVER_LIMIT = 1.1
 CANCEL_TARGET_MS = 50.0
 FIRST = "It is a lovely sunny day outside today."
 REST = "The kettle is on and the tea will be ready soon."
-LONG = "The garden needs water and the roses want cutting. " * 6
+LONG = (
+    "The garden needs water and the roses want cutting. The hedge by the gate has grown tall. "
+    "The apples will be ripe next week, and the pears soon after. The shed door sticks when it "
+    "rains. Someone left the hose out by the pond. The bird feeder is empty again."
+)
+"""Distinct sentences: a reply that repeats itself is stopped by the engine (and ends)."""
 QUESTION = "Good morning."
 
 type Path_ = Callable[[], Awaitable[float]]
@@ -135,8 +140,11 @@ class Runs:
             if len(chunk) > 44:
                 break
         await asyncio.sleep(0.05)  # Piper is busy with the next sentence now
+        turn = self.home.turns[-1]
+        if turn.result.done():  # a cancel would do nothing: the figure would be the reply's end
+            raise RuntimeError("cancel: the reply ended before it was cut")
         cut = time.perf_counter()
-        self.home.turns[-1].cancel("the person spoke")
+        turn.cancel("the person spoke")
         async for _chunk in audio:
             pass
         closed = time.perf_counter() - cut
