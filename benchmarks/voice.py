@@ -141,7 +141,7 @@ class Runs:
                 break
         await asyncio.sleep(0.05)  # Piper is busy with the next sentence now
         turn = self.home.turns[-1]
-        if turn.result.done():  # a cancel would do nothing: the figure would be the reply's end
+        if turn.finished is not None:  # a cancel would do nothing: this would time its end
             raise RuntimeError("cancel: the reply ended before it was cut")
         cut = time.perf_counter()
         turn.cancel("the person spoke")

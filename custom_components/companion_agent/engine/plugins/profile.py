@@ -39,9 +39,9 @@ FACE_TYPES = {
 }
 MAX_FACE_BYTES = 64 * 1024
 KEPT = "; the previous version of this profile stays in use until this is fixed"
-DEFAULT_EMOTIONS = tuple(
-    "joy happy sad angry surprise surprised fear shy love excited calm tired confused think "
-    "neutral proud worried".split()
+DEFAULT_EMOTIONS = (
+    *("joy", "happy", "sad", "angry", "surprise", "surprised", "fear", "shy", "love"),
+    *("excited", "calm", "tired", "confused", "think", "neutral", "proud", "worried"),
 )
 """The tags a profile takes as emotions unless it names its own (``[output] emotions``)."""
 
