@@ -140,6 +140,8 @@ class RealTimeSatellite(LoopbackServer):
         loop = asyncio.get_running_loop()
         while (event := await async_read_event(reader)) is not None:
             self.received.append(event.type)
+            if writer.is_closing():  # closed while the event was read: nothing to answer
+                break
             match event.type:
                 case "describe":
                     await async_write_event(self.info().event(), writer)
