@@ -168,9 +168,10 @@ async def set_up(
         hass=hass, server=server, runtime=runtime, piper_port=port, voice=voice, ours=ours,
         theirs=theirs, satellites=satellites, player=player,
     )  # fmt: skip
-    keep_turns(runtime.engine, home.turns)
     if importlib.util.find_spec(OUR_SATELLITE) is not None:
         home.our_satellite = await _our_satellite(hass, entry.entry_id)
+        home.runtime = entry.runtime_data  # a new sub-entry reloads the entry: a new engine
+    keep_turns(home.runtime.engine, home.turns)
     return home
 
 
