@@ -35,8 +35,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import CONF_LANGUAGES, CONF_SPEAKER, CONF_VOICE, DOMAIN, SUBENTRY_TTS
 from .engine.errors import CompanionError
-from .engine.speech import AudioChunk, TurnSpeech
-from .engine.speech.containers import MP3, WAV, Container, encoded
+from .engine.speech import MP3, WAV, AudioChunk, Container, TurnSpeech, encoded
 from .runtime import CompanionConfigEntry, add_per_subentry
 from .voice.mp3 import async_mp3_ready
 from .voice.sentence_timing import SpokenSentences

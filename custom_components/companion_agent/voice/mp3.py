@@ -13,7 +13,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.requirements import RequirementsNotFound, async_process_requirements
 
 from ..const import DOMAIN, LAMEENC_REQUIREMENT, LOGGER
-from ..engine.speech.containers import mp3_available
+from ..engine.speech import mp3_available
 
 
 async def async_mp3_ready(hass: HomeAssistant) -> bool:

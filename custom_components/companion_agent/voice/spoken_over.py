@@ -28,8 +28,7 @@ from homeassistant.core import callback
 
 from ..const import LOGGER
 from ..engine.events import Heard
-from ..engine.speech import TurnSpeech, heard_sentences
-from ..engine.speech.audio_length import EXACT_MARGIN
+from ..engine.speech import EXACT_MARGIN, TurnSpeech, heard_sentences
 from ..engine.turn.handle import Turn
 
 BARGE_IN_REASON = "the person spoke"

@@ -1,6 +1,7 @@
 """Speech: Wyoming and in-process Piper text-to-speech, one sentence at a time; Wyoming STT."""
 
-from .audio_length import heard_sentences, spoken_seconds
+from .audio_length import EXACT_MARGIN, heard_sentences, spoken_seconds
+from .containers import MP3, WAV, Container, encoded, mp3_available
 from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_piper
 from .info import AsrInfo, AsrModel, TtsInfo, TtsVoice
 from .stt import Transcription, WyomingSTT
@@ -11,10 +12,14 @@ from .turn_speech import SpeechTurns, Synthesis, TurnSpeech
 from .voice_folder import VoiceFile, list_voice_files
 
 __all__ = [
+    "EXACT_MARGIN",
+    "MP3",
+    "WAV",
     "AsrInfo",
     "AsrModel",
     "AudioChunk",
     "AudioTimeline",
+    "Container",
     "EmbeddedPiper",
     "LoadedPiperVoice",
     "PiperVoiceFolder",
@@ -30,7 +35,9 @@ __all__ = [
     "WyomingTTS",
     "check_piper",
     "chunk_seconds",
+    "encoded",
     "heard_sentences",
     "list_voice_files",
+    "mp3_available",
     "spoken_seconds",
 ]
