@@ -35,7 +35,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import CONF_LANGUAGES, CONF_SPEAKER, CONF_VOICE, DOMAIN, SUBENTRY_TTS
 from .engine.errors import CompanionError
-from .engine.speech import MP3, WAV, AudioChunk, Container, TurnSpeech, encoded
+from .engine.speech import MP3, SPEECH_MARKS, WAV, AudioChunk, Container, TurnSpeech, encoded
 from .runtime import CompanionConfigEntry, add_per_subentry
 from .voice.mp3 import async_mp3_ready
 from .voice.sentence_timing import SpokenSentences
@@ -150,7 +150,8 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         """Yield the audio: the turn's own sentences if the text is a turn's, else the text's.
 
         A turn's stream leaves HA's text to itself (read, so its writer never waits). The
-        card's subtitles follow when each sentence begins to be heard (``SpokenSentences``).
+        card's subtitles follow when each sentence begins to be heard (``SpokenSentences``);
+        a device that asked for the sentences' marks (``SPEECH_MARKS``) is told each chunk.
         """
         engine = self.entry.runtime_data.engine
         first = None
@@ -169,8 +170,11 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             spoken = SpokenSentences(self.hass, self.entity_id)
             sentences = spoken.texts(engine.speech_text(_prepend(first, message)))
             audio = spoken.audio(synthesis(sentences))
+        marks = SPEECH_MARKS.get()  # a device that asked where each sentence begins
         try:
             async for chunk in audio:
+                if marks is not None:
+                    marks.add(chunk)
                 yield chunk
         finally:
             if drain is not None:

@@ -124,6 +124,23 @@ class SpeechTranscribeError(SpeechError):
     """The STT server took the audio but gave no transcript: it closed, stalled or refused."""
 
 
+class SatelliteError(SpeechError):
+    """A Wyoming satellite failed: unreachable, gone, too slow, or it sent what is no event."""
+
+
+class NotASatelliteError(SatelliteError):
+    """The Wyoming server answered, but it is no satellite (a TTS or STT server, say)."""
+
+
+class AudioFormatError(CompanionError):
+    """Audio is not what it claims (no PCM WAV header, a format no speaker can play), or
+    cannot go out in the container asked for (no MP3 encoder, an odd sample width)."""
+
+
+class AudioDecoderError(AudioFormatError):
+    """Media that is not WAV could not be decoded: no ffmpeg, or ffmpeg failed on it."""
+
+
 class VoiceFileError(CompanionError):
     """The local voice ``voice`` (model ``path``) is missing, unreadable or not a Piper voice."""
 
@@ -136,10 +153,6 @@ class VoiceFileError(CompanionError):
 
 class SpeechEngineMissingError(CompanionError):
     """The in-process speech engine (piper-tts) cannot be imported on this machine."""
-
-
-class AudioFormatError(CompanionError):
-    """Audio cannot go out in the container asked for (no MP3 encoder, an odd sample width)."""
 
 
 class MemoryStoreError(CompanionError):

@@ -2,9 +2,10 @@
 
 A satellite speaks proactive turns with the TTS of the Assist pipeline it uses for its
 answers (its pipeline select, or the preferred pipeline when it has none or it says
-*preferred*), so it sounds the same either way. A media player has no pipeline: the entry's
-own voice speaks (piper's WAV as it is: no conversion, no ffmpeg, no delay), else the
-preferred pipeline's TTS, else HA's default TTS engine.
+*preferred*), so it sounds the same either way, in the audio format the satellite asks
+for (the companion's satellite: WAV, as Piper makes it). A media player has no pipeline:
+the entry's own voice speaks (piper's WAV as it is: no conversion, no ffmpeg, no delay),
+else the preferred pipeline's TTS, else HA's default TTS engine.
 
 ``async_audio_seconds`` reads a stream a media player was given, to learn whether the TTS
 failed (the player cannot tell) and, for WAV, the audio's exact length.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import struct
 
 from homeassistant.components import tts
+from homeassistant.components.assist_satellite.const import DATA_COMPONENT as SATELLITES
 from homeassistant.core import HomeAssistant, split_entity_id
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import entity_registry as er
@@ -35,7 +37,7 @@ def async_voice_for(hass: HomeAssistant, entry: CompanionConfigEntry, target: st
     if split_entity_id(target)[0] == "assist_satellite":
         voice = satellite_voice(hass, target)
         if voice is not None:
-            return _options(voice, own)
+            return _in_satellite_format(hass, target, _options(voice, own))
     if own is not None:
         return own, None, {tts.ATTR_PREFERRED_FORMAT: "wav"}
     if ASSIST_PIPELINE in hass.config.components:
@@ -61,6 +63,21 @@ def _own_voice(hass: HomeAssistant, entry: CompanionConfigEntry) -> str | None:
         if registered.domain == "tts":
             return registered.entity_id
     return None
+
+
+def _in_satellite_format(hass: HomeAssistant, satellite: str, voice: Voice) -> Voice:
+    """Return ``voice`` asking for the audio format the satellite asks its TTS for, if any.
+
+    Only the format (the companion's satellite asks for WAV): no rate, so that a TTS that
+    already speaks that format is not converted.
+    """
+    component = hass.data.get(SATELLITES)
+    entity = component.get_entity(satellite) if component is not None else None
+    wanted = (entity.tts_options or {}).get(tts.ATTR_PREFERRED_FORMAT) if entity else None
+    if not isinstance(wanted, str):
+        return voice
+    engine, language, options = voice
+    return engine, language, {**options, tts.ATTR_PREFERRED_FORMAT: wanted}
 
 
 async def async_audio_seconds(stream: tts.ResultStream) -> float | None:

@@ -5,7 +5,8 @@ the turn still runs means the person spoke over it: the turn is cancelled. ``lis
 after the turn finished is a follow-up (HA's continued conversation) once the answer had
 time to play, else the person spoke over its audio, and the stored turn becomes
 ``interrupted`` after the sentences that could have been heard (``spoken_over.heard_by``;
-``async_report_duration`` gives the exact length of another TTS's WAV).
+``async_report_duration`` gives the exact length of another TTS's WAV). A device that
+knows the seconds played says so (``async_cut``).
 
 Media players (proactive speech): leaving ``playing`` means played; for players that never
 say so, a timer: the audio's length plus ``FALLBACK_MARGIN`` from when the watch began.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
@@ -37,11 +38,11 @@ from homeassistant.core import (
 from homeassistant.helpers.event import async_call_later, async_track_state_change_event
 
 from ..const import LOGGER
-from ..engine.events import Heard, TurnResult
-from ..engine.pipeline import join_speech
-from ..engine.speech import SpeechTurns, spoken_seconds
+from ..engine.events import TurnResult
+from ..engine.speech import AudioProgress, SpeechTurns, spoken_seconds
 from ..engine.turn.handle import Turn
 from .pipeline_voice import satellite_of
+from .playback_cut import cut_turn, keep_heard
 from .spoken_over import BARGE_IN_REASON, heard_by
 
 WATCH_TIMEOUT = 300.0
@@ -202,6 +203,13 @@ class PlaybackWatcher:
             case _:
                 pass
 
+    @callback
+    def async_cut(self, device: str, progress: AudioProgress, *, failed: bool = False) -> None:
+        """Keep what a device says was heard of its answer (``playback_cut.cut_turn``)."""
+        if (watch := self._watches.get(device)) is not None:
+            self._forget(device)
+            cut_turn(watch.turn, progress, watch.on_heard, reason=BARGE_IN_REASON, failed=failed)
+
     def _listened(self, satellite: str, watch: _Watch, at: float) -> None:
         """Take a finished turn's satellite listening again: a follow-up, or a barge-in."""
         turn = watch.turn
@@ -213,11 +221,8 @@ class PlaybackWatcher:
             return
         LOGGER.debug("Turn %s: spoken over on %s (%d heard)", turn.trace_id, satellite, heard)
         self._forget(satellite)
-        turn.played(Heard.first(heard))
         on_heard, watch.on_heard = watch.on_heard, None
-        if on_heard is not None:
-            spoken = join_speech(turn.spoken[:heard])
-            on_heard(replace(result, outcome="interrupted", spoken=spoken))
+        keep_heard(turn, heard, result, on_heard)
 
     def _heard(self, watch: _Watch, at: float) -> int | None:
         """Return how many sentences the finished turn had begun by ``at``; None: all played."""

@@ -136,7 +136,9 @@ async def test_a_failed_sentence_is_sent_again_once(
     proxy: WyomingProxy, action: FaultAction
 ) -> None:
     proxy.fault(SENTENCES[1], action)
-    tts = WyomingTTS(proxy.host, proxy.port, read_timeout=1.0)
+    # A stall is noticed at the read timeout; one long enough that a busy machine's Piper
+    # is not taken for a stall on the sentences that go through.
+    tts = WyomingTTS(proxy.host, proxy.port, read_timeout=4.0 if action == "stall" else 10.0)
 
     chunks = await speak(tts, SENTENCES)
 

@@ -1,9 +1,19 @@
-"""Speech: Wyoming and in-process Piper text-to-speech, one sentence at a time; Wyoming STT."""
+"""Speech: Wyoming and in-process Piper TTS, one sentence at a time; Wyoming STT; satellites.
 
-from .audio_length import EXACT_MARGIN, heard_sentences, spoken_seconds
+A Wyoming satellite's protocol is the ``satellite`` subpackage (its own face).
+"""
+
+from .audio_length import (
+    EXACT_MARGIN,
+    AudioProgress,
+    heard_sentences,
+    sentences_heard,
+    spoken_seconds,
+)
 from .containers import MP3, WAV, Container, encoded, mp3_available
 from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_piper
-from .info import AsrInfo, AsrModel, TtsInfo, TtsVoice
+from .info import AsrInfo, AsrModel, SatelliteInfo, SatelliteWakeWord, TtsInfo, TtsVoice
+from .sentence_marks import SPEECH_MARKS, SentenceMarks
 from .stt import Transcription, WyomingSTT
 from .synthesizer import AudioChunk, Synthesizer
 from .timeline import AudioTimeline, chunk_seconds
@@ -14,15 +24,20 @@ from .voice_folder import VoiceFile, list_voice_files
 __all__ = [
     "EXACT_MARGIN",
     "MP3",
+    "SPEECH_MARKS",
     "WAV",
     "AsrInfo",
     "AsrModel",
     "AudioChunk",
+    "AudioProgress",
     "AudioTimeline",
     "Container",
     "EmbeddedPiper",
     "LoadedPiperVoice",
     "PiperVoiceFolder",
+    "SatelliteInfo",
+    "SatelliteWakeWord",
+    "SentenceMarks",
     "SpeechTurns",
     "Synthesis",
     "Synthesizer",
@@ -39,5 +54,6 @@ __all__ = [
     "heard_sentences",
     "list_voice_files",
     "mp3_available",
+    "sentences_heard",
     "spoken_seconds",
 ]

@@ -21,7 +21,6 @@ from wyoming.event import Event, async_write_event
 from ..errors import SpeechConnectionError
 
 type FailureFactory = Callable[[str], Exception]
-
 MAX_LINE = 64 * 1024
 """An event's header line (asyncio's own default limit)."""
 MAX_DATA = 256 * 1024
@@ -137,12 +136,15 @@ class WyomingConnection:
 
 
 async def open_wyoming(
-    host: str, port: int, *, within: float, what: str
+    host: str, port: int, *, within: float, what: str, line_limit: int = MAX_LINE
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Connect to the ``what`` server (``TTS``, ``STT``) at ``host:port`` in ``within`` s."""
+    """Connect to the ``what`` server (``TTS``, ``STT``) at ``host:port`` in ``within`` s.
+
+    A line the server sends may be ``line_limit`` bytes long at most.
+    """
     try:
         async with asyncio.timeout(within):
-            return await asyncio.open_connection(host, port, limit=MAX_LINE)
+            return await asyncio.open_connection(host, port, limit=line_limit)
     except (OSError, TimeoutError) as err:
         raise SpeechConnectionError(
             f"cannot reach the {what} server: {err}", host=host, port=port
