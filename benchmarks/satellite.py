@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import statistics
 import sys
 import tempfile
@@ -48,16 +47,17 @@ from wyoming.audio import AudioChunk as WyomingAudioChunk
 from wyoming.event import Event
 
 from benchmarks.figures import percentile
-from benchmarks.satellite_peers import Peers, piper_alone
+from benchmarks.satellite_peers import Peers
+from benchmarks.voice_peers import piper_alone
 from custom_components.companion_agent.const import CONF_TURNS_PER_MINUTE
 from custom_components.companion_agent.engine.speech import AudioChunk, WyomingTTS
 from custom_components.companion_agent.voice.satellite_connection import SatelliteConnection
 from script.demo import start_home_assistant
 from tests.ha.entries import async_load, companion_entry
 from tests.ha.satellitekit import setup_satellite_companion, wait_state
+from tests.support.ffmpeg import ffmpeg_on_path
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
-from tests.support.satellite import FFMPEG
 from tests.support.whisper import WHISPER, spoken
 
 RATIO_TARGET = 1.1
@@ -223,7 +223,10 @@ async def measure(bench: Bench, args: argparse.Namespace) -> bool:
     for _ in range(args.runs):
         firsts.append(await one_run(bench, first_token, gap))
         limits.append(sentence_end + bench.piper.piper())
-        alone.append(sentence_end + await piper_alone(bench.peers, sentence))
+        alone.append(
+            sentence_end
+            + await piper_alone(bench.peers.piper.port, bench.peers.piper.voice, sentence)
+        )
     ratios = [f / lim for f, lim in zip(firsts, limits, strict=True)]
     ok = percentile(ratios, 95) <= RATIO_TARGET
     print(
@@ -248,8 +251,7 @@ async def main() -> None:
     parser.add_argument("--gap", type=float, default=20.0, help="ms between tokens")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    os.environ["PATH"] = f"{FFMPEG.parent}{os.pathsep}{os.environ['PATH']}"  # HA's ffmpeg
-    with tempfile.TemporaryDirectory(prefix="companion-satellite-") as folder:
+    with ffmpeg_on_path(), tempfile.TemporaryDirectory(prefix="companion-satellite-") as folder:
         peers = Peers(Path(folder))
         try:
             await peers.wait()

@@ -1,15 +1,15 @@
-"""The peers of ``benchmarks/satellite.py``: Piper, Whisper and wyoming-satellite, and Piper alone.
+"""The peers of ``benchmarks/satellite.py``: Piper, Whisper and wyoming-satellite.
 
 Each runs from ``.peers/`` (``script/peers``) on a free loopback port, with its log in the
-benchmark's folder; the satellite wakes on its wake word program, as in the tests.
+benchmark's folder; the satellite wakes on its wake word program, as in the tests. Piper's
+own time for a sentence is ``voice_peers.piper_alone``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import statistics
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from custom_components.companion_agent.engine.errors import SpeechError
@@ -73,23 +73,3 @@ class Peers:
         """Stop every peer."""
         for process in (self.satellite.process, self.whisper, self.piper.process):
             stop(process)
-
-
-async def piper_alone(peers: Peers, text: str) -> float:
-    """Return seconds from asking Piper for ``text`` alone to its first audio (median of 3)."""
-    client = WyomingTTS("127.0.0.1", peers.piper.port, voice=peers.piper.voice, streaming=True)
-
-    async def one() -> AsyncIterator[str]:
-        """Yield the one sentence."""
-        yield text
-
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        audio = client.synthesize(one())
-        try:
-            await anext(audio)
-        finally:
-            await audio.aclose()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)

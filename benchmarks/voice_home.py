@@ -1,243 +1,247 @@
-"""A Home Assistant for ``benchmarks/voice.py``: Assist, our agent and voice, HA's own Wyoming.
+"""A Home Assistant for ``benchmarks/voice.py``: every way an answer's audio leaves HA.
 
-A real HA core boots in process (as ``script/demo.py`` boots it); our entry gets a voice on
-the Piper from ``.peers/piper`` and HA core's Wyoming integration is set up on the same
-Piper; one pipeline uses each voice with our agent. ``Bench`` runs text pipelines (intent →
-tts) as HA's websocket API does, scripts the model's timing, and notes when the parts of
-our path happen, so Piper's own work can be told from ours.
+A real HA core boots in process (as ``script/demo.py`` boots it) with ffmpeg (imageio-ffmpeg's
+static build) on its ``PATH``, since HA converts for satellites. On one wyoming-piper speak
+our voice and HA core's own Wyoming TTS; our agent answers from the scripted model server,
+our STT hears through the scripted ASR server. The ways out, each measured where the audio
+leaves HA:
+
+- HA's own Wyoming satellite, twice (each on a ``RealTimeSatellite`` over loopback): one on
+  a pipeline speaking with HA's TTS, one with ours; first audio is the first audio chunk
+  the satellite receives;
+- the browser's Assist dialog: a pipeline run that names no format (MP3), its TTS stream
+  read as HA's HTTP view serves it;
+- a media player: ``start_chat`` on a player whose ``play_media`` reads the stream behind
+  the URL it is given;
+- the companion's own satellite, once the integration has one (``assist_satellite.py``):
+  ``our_satellite`` is None until then.
 """
 
 from __future__ import annotations
 
 import asyncio
-import socket
-import statistics
-import subprocess
-import time
-from collections.abc import AsyncGenerator, AsyncIterator
+import importlib.util
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
-from homeassistant.components.assist_pipeline.pipeline import (
-    KEY_ASSIST_PIPELINE,
-    Pipeline,
-)
-from homeassistant.components.tts.const import DATA_COMPONENT
-from homeassistant.const import CONF_HOST, CONF_PORT
+from homeassistant.components import tts
+from homeassistant.components.assist_pipeline.pipeline import Pipeline
+from homeassistant.components.media_player import DATA_COMPONENT as PLAYERS
+from homeassistant.components.media_player import MediaPlayerEntity
+from homeassistant.components.media_player.const import MediaPlayerEntityFeature, MediaPlayerState
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 
-from custom_components.companion_agent.const import (
-    CONF_TURNS_PER_MINUTE,
-    CONF_VOICE,
-    DOMAIN,
-    SUBENTRY_TTS,
-)
-from custom_components.companion_agent.engine.errors import SpeechError
-from custom_components.companion_agent.engine.speech import AudioChunk, WyomingTTS
-from custom_components.companion_agent.engine.speech.head_start import SpeechKey, Synthesis
+from benchmarks.voice_peers import launch_piper, wait_for_piper
+from custom_components.companion_agent.const import CONF_TURNS_PER_MINUTE, DOMAIN
 from custom_components.companion_agent.engine.turn.handle import Turn
-from custom_components.companion_agent.engine.turn.request import TurnRequest
 from custom_components.companion_agent.runtime import CompanionRuntime
-from custom_components.companion_agent.tts import CompanionTtsEntity
 from script.demo import configure
-from tests.ha.pipeline_runs import TextRun, start_text_run
+from tests.ha.entries import speech_to_text, wyoming_voice
+from tests.ha.ha_satellite import create_pipeline, setup_ha_satellite, setup_ha_voice
+from tests.ha.voice_pipeline import keep_turns
+from tests.support.asr_server import ScriptedAsrServer
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
+from tests.support.realtime_satellite import RealTimeSatellite
 
-PIPER = Path(__file__).resolve().parents[1] / ".peers" / "piper"
-TIMEOUT = 30.0
+__all__ = ["Home", "launch_piper", "set_up", "wait_for_piper"]
+
+OUR_SATELLITE = "custom_components.companion_agent.assist_satellite"
+PLAYER = "media_player.bench_speaker"
+
+
+class BenchPlayer(MediaPlayerEntity):
+    """A media player that fetches what it is told to play, noting when its audio began."""
+
+    _attr_name = "Bench speaker"
+    _attr_unique_id = "bench-speaker"
+    _attr_state = MediaPlayerState.IDLE
+    _attr_supported_features = MediaPlayerEntityFeature.PLAY_MEDIA
+
+    def __init__(self) -> None:
+        """Play nothing yet."""
+        self.first_audio: float | None = None
+        self.header = 0
+
+    def expect(self, header: int) -> None:
+        """Wait for new audio past a container header of ``header`` bytes."""
+        self.first_audio, self.header = None, header
+
+    async def async_play_media(self, media_type: str, media_id: str, **kwargs: Any) -> None:
+        """Read the TTS stream behind ``media_id`` to its end, as a speaker fetches it."""
+        stream = tts.async_get_stream(self.hass, media_id.rsplit("/", 1)[-1])
+        assert stream is not None, media_id
+        read = 0
+        async for chunk in stream.async_stream_result():
+            read += len(chunk)
+            if self.first_audio is None and read > self.header:
+                self.first_audio = asyncio.get_running_loop().time()
 
 
 @dataclass
-class Bench:
-    """The running HA, its two pipelines, the model server and where Piper listens."""
+class Home:
+    """The running HA, its pipelines and devices, the model server and Piper."""
 
     hass: HomeAssistant
     server: LLMServer
+    runtime: CompanionRuntime
     piper_port: int
     voice: str
     ours: Pipeline
     theirs: Pipeline
+    satellites: dict[str, RealTimeSatellite]
+    """HA's Wyoming satellite on each pipeline, by pipeline name (``ours``, ``theirs``)."""
+    player: BenchPlayer
+    our_satellite: RealTimeSatellite | None = None
     turns: list[Turn] = field(default_factory=list)
-    marks: dict[str, float] = field(default_factory=dict)
+    first_token: float = 0.0
+    """When (loop time) the scripted model sent the current reply's first token."""
 
-    def script(self, words: tuple[str, ...], t0: float, first_token: float, gap: float) -> None:
-        """Script one reply whose word ``i`` leaves the server at ``t0 + first_token + i*gap``."""
+    def script(
+        self,
+        words: tuple[str, ...],
+        first_token: float,
+        gap: float,
+        *,
+        until: asyncio.Event | None = None,
+    ) -> None:
+        """Script one reply: the first token ``first_token`` s after its request, then a ``gap``.
+
+        ``until``: the last word also waits for it (the model is still writing till then).
+        """
         loop = asyncio.get_running_loop()
-        chunks = []
-        for index, word in enumerate(words):
-            hold = asyncio.Event()
-            loop.call_at(t0 + first_token + index * gap, hold.set)
-            chunks.append(TextChunk(word, hold=hold))
+        holds = [asyncio.Event() for _ in words]
+
+        def arrived() -> None:
+            """Pace the reply from the moment its request came."""
+            self.server.on_chat = None
+            now = loop.time()
+            self.first_token = now + first_token
+            for index, hold in enumerate(holds):
+                loop.call_at(self.first_token + index * gap, hold.set)
+
+        self.server.on_chat = arrived
+        chunks = [TextChunk(w, hold=h) for w, h in zip(words, holds, strict=True)]
+        if until is not None:
+            chunks.append(TextChunk(" And", hold=until))
         self.server.script(Reply(chunks=tuple(chunks)))
 
-    def start(self, pipeline: Pipeline, text: str) -> TextRun:
-        """Start a text pipeline run (intent → tts), as HA's websocket API does."""
-        return start_text_run(self.hass, pipeline, text, timeout=TIMEOUT)
 
-    async def piper_alone(self, text: str) -> float:
-        """Return seconds from asking Piper for ``text`` alone to its first audio (median of 3)."""
-        client = WyomingTTS("127.0.0.1", self.piper_port, voice=self.voice, streaming=True)
-
-        async def one() -> AsyncIterator[str]:
-            yield text
-
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            audio = client.synthesize(one())
-            try:
-                await anext(audio)
-            finally:
-                await audio.aclose()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
-
-    async def spoken_seconds(self, *texts: str) -> float:
-        """Return how long Piper's audio for ``texts``, sentence by sentence, plays."""
-        client = WyomingTTS("127.0.0.1", self.piper_port, voice=self.voice, streaming=True)
-
-        async def each() -> AsyncIterator[str]:
-            for text in texts:
-                yield text
-
-        frames = 0.0
-        async for chunk in client.synthesize(each()):
-            frames += len(chunk.audio) / (chunk.width * chunk.channels * chunk.rate)
-        return frames
-
-    def mark(self, name: str) -> None:
-        """Note when something first happened in this run."""
-        self.marks.setdefault(name, asyncio.get_running_loop().time())
-
-
-def launch_piper() -> tuple[subprocess.Popen[bytes], int, str]:
-    """Start wyoming-piper from .peers/piper on a free port; return it, its port and voice."""
-    python = PIPER / "venv" / "bin" / "python"
-    if not python.exists():
-        raise SystemExit(f"voice: wyoming-piper is not installed in {PIPER}: run script/peers")
-    voice = (PIPER / "voice").read_text().strip()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    process = subprocess.Popen(
-        [python, "-m", "wyoming_piper", "--uri", f"tcp://127.0.0.1:{port}", "--voice", voice,
-         "--data-dir", str(PIPER / "data"), "--local-files-only"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    return process, port, voice
-
-
-async def wait_for_piper(process: subprocess.Popen[bytes], port: int, voice: str) -> None:
-    """Wait until Piper answers, or give up."""
-    client = WyomingTTS("127.0.0.1", port, voice=voice)
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        try:
-            await client.describe()
-        except SpeechError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise SystemExit("voice: wyoming-piper did not start") from None
-            await asyncio.sleep(0.1)
-        else:
-            return
-
-
-async def set_up(hass: HomeAssistant, server: LLMServer, port: int, voice: str) -> Bench:
-    """Configure our entry with a voice, HA's Wyoming on the same Piper, and two pipelines."""
+async def set_up(
+    hass: HomeAssistant, server: LLMServer, asr: ScriptedAsrServer, port: int, voice: str
+) -> Home:
+    """Configure our entry (agent, voice, STT), HA's voice, the pipelines and the devices."""
     hass.config.skip_pip = True
-    assert await async_setup_component(hass, "assist_pipeline", {})
+    hass.config.internal_url = "http://127.0.0.1:8123"
+    for domain in ("assist_pipeline", "media_player", "ffmpeg"):
+        assert await async_setup_component(hass, domain, {})
     agent = await configure(hass, server.url, "", "test-model")
     (entry,) = hass.config_entries.async_entries(DOMAIN)
     # Many turns a minute, each one measured: no rate limit (the entry reloads).
     hass.config_entries.async_update_entry(
         entry, options={**entry.options, CONF_TURNS_PER_MINUTE: 0}
     )
+    for data in (
+        wyoming_voice("127.0.0.1", port, voice),
+        speech_to_text(asr.host, asr.port, "tiny", languages=("en",)),
+    ):
+        hass.config_entries.async_add_subentry(entry, _subentry(data))
     await hass.async_block_till_done()
-    flows = hass.config_entries.subentries
-    step = await flows.async_init((entry.entry_id, SUBENTRY_TTS), context={"source": "user"})
-    step = await flows.async_configure(step["flow_id"], {"next_step_id": "server"})  # the menu
-    step = await flows.async_configure(step["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: port})
-    await flows.async_configure(step["flow_id"], {CONF_VOICE: voice})
-    theirs = await hass.config_entries.flow.async_init("wyoming", context={"source": "user"})
-    await hass.config_entries.flow.async_configure(
-        theirs["flow_id"], {CONF_HOST: "127.0.0.1", CONF_PORT: port}
-    )
-    await hass.async_block_till_done()
-    registry = er.async_get(hass)
-    ours_tts = next(
-        e.entity_id
-        for e in er.async_entries_for_config_entry(registry, entry.entry_id)
-        if e.domain == "tts"
-    )
-    (wyoming_entry,) = hass.config_entries.async_entries("wyoming")
-    theirs_tts = next(
-        e.entity_id
-        for e in er.async_entries_for_config_entry(registry, wyoming_entry.entry_id)
-        if e.domain == "tts"
-    )
-    entity = hass.data[DATA_COMPONENT].get_entity(ours_tts)
-    assert isinstance(entity, CompanionTtsEntity)
-    store = hass.data[KEY_ASSIST_PIPELINE].pipeline_store
-    pipelines = [
-        await store.async_create_item(
-            {
-                "name": name,
-                "conversation_engine": agent,
-                "conversation_language": "en",
-                "language": "en",
-                "stt_engine": None,
-                "stt_language": None,
-                "tts_engine": engine,
-                "tts_language": "en_US",
-                "tts_voice": None,
-                "wake_word_entity": None,
-                "wake_word_id": None,
-                "prefer_local_intents": False,
-            }
-        )
-        for name, engine in (("ours", ours_tts), ("theirs", theirs_tts))
-    ]
-    bench = Bench(
-        hass=hass, server=server, piper_port=port, voice=voice, ours=pipelines[0],
-        theirs=pipelines[1],
-    )  # fmt: skip
     runtime: CompanionRuntime = entry.runtime_data
-    heads = runtime.engine.speech_starts
-    head_start = heads.start
+    ours_tts = _entity(hass, entry.entry_id, "tts")
+    stt = _entity(hass, entry.entry_id, "stt")
+    theirs_tts = await setup_ha_voice(hass, "127.0.0.1", port)
+    ours = await create_pipeline(hass, "ours", agent, ours_tts, stt)
+    theirs = await create_pipeline(hass, "theirs", agent, theirs_tts, stt)
+    satellites: dict[str, RealTimeSatellite] = {}
+    for pipeline in (ours, theirs):
+        satellite = await RealTimeSatellite(
+            f"{pipeline.name} satellite", real_time=False
+        ).__aenter__()
+        await setup_ha_satellite(hass, satellite, pipeline)
+        satellites[pipeline.name] = satellite
+    player = BenchPlayer()
+    await hass.data[PLAYERS].async_add_entities([player])
+    home = Home(
+        hass=hass, server=server, runtime=runtime, piper_port=port, voice=voice, ours=ours,
+        theirs=theirs, satellites=satellites, player=player,
+    )  # fmt: skip
+    if importlib.util.find_spec(OUR_SATELLITE) is not None:
+        home.our_satellite = await _our_satellite(hass, entry.entry_id)
+        home.runtime = entry.runtime_data  # a new sub-entry reloads the entry: a new engine
+    keep_turns(home.runtime.engine, home.turns)
+    return home
 
-    def timed_start(key: SpeechKey, trace_id: str, synthesis: Synthesis) -> bool:
-        """Start a head start, noting when it was asked for and when its audio came."""
-        bench.mark("asked")
 
-        async def timed(sentences: AsyncIterator[str]) -> AsyncGenerator[AudioChunk]:
-            """Pass the synthesis on, noting its first audio."""
-            async for chunk in synthesis(sentences):
-                bench.mark("answered")
-                yield chunk
+async def close(home: Home) -> None:
+    """Close the satellites' servers."""
+    for satellite in (*home.satellites.values(), home.our_satellite):
+        if satellite is not None:
+            await satellite.__aexit__(None, None, None)
 
-        return head_start(key, trace_id, timed)
 
-    heads.start = timed_start  # type: ignore[method-assign]
-    probe = entity._async_wyoming
+async def _our_satellite(hass: HomeAssistant, entry_id: str) -> RealTimeSatellite | None:
+    """Add the companion's own satellite on ``ours`` (the preferred pipeline), if it sets up."""
+    from homeassistant.components.assist_pipeline.pipeline import (
+        KEY_ASSIST_PIPELINE,
+        async_get_pipelines,
+    )
 
-    async def timed_probe(voice: str, speaker: str | None) -> WyomingTTS:
-        """Check the server as the entity does, noting when the check is done."""
-        client = await probe(voice, speaker)
-        bench.mark("probed")
-        return client
+    const = importlib.import_module("custom_components.companion_agent.const")
+    kind = getattr(const, "SUBENTRY_SATELLITE", None)
+    if kind is None:
+        return None
+    store = hass.data[KEY_ASSIST_PIPELINE].pipeline_store
+    ours = next(p for p in async_get_pipelines(hass) if p.name == "ours")
+    store.async_set_preferred_item(ours.id)
+    satellite = await RealTimeSatellite("Companion satellite", real_time=False).__aenter__()
+    flows = hass.config_entries.subentries
+    step = await flows.async_init((entry_id, kind), context={"source": "user"})
+    step = await flows.async_configure(
+        step["flow_id"], {"host": satellite.host, "port": satellite.port}
+    )
+    if step.get("type") != "create_entry":
+        await satellite.__aexit__(None, None, None)
+        return None
+    await hass.async_block_till_done()
+    async with asyncio.timeout(20):
+        await satellite.connected.wait()
+    return satellite
 
-    entity._async_wyoming = timed_probe  # type: ignore[method-assign]
-    engine = runtime.engine
-    start = engine.start_turn
 
-    def start_and_keep(request: TurnRequest) -> Turn:
-        """Start a turn and keep its handle, to cancel it as a barge-in would."""
-        turn = start(request)
-        bench.turns[:] = [turn]
-        return turn
+def _subentry(data: Any) -> Any:
+    """Return a ``ConfigSubentry`` from a test's sub-entry data."""
+    from homeassistant.config_entries import ConfigSubentry
 
-    engine.start_turn = start_and_keep  # type: ignore[method-assign]
-    return bench
+    return ConfigSubentry(
+        data=data["data"], subentry_type=data["subentry_type"], title=data["title"],
+        unique_id=data.get("unique_id"),
+    )  # fmt: skip
+
+
+def _entity(hass: HomeAssistant, entry_id: str, domain: str) -> str:
+    """Return our entry's one entity of ``domain``."""
+    from homeassistant.helpers import entity_registry as er
+
+    (found,) = [
+        e.entity_id
+        for e in er.async_entries_for_config_entry(er.async_get(hass), entry_id)
+        if e.domain == domain
+    ]
+    return found
+
+
+async def first_bytes(audio: AsyncIterator[bytes], header: int) -> float:
+    """Read ``audio`` to its end; return when (loop time) its first audio came past ``header``."""
+    loop = asyncio.get_running_loop()
+    first: float | None = None
+    read = 0
+    async for chunk in audio:
+        read += len(chunk)
+        if first is None and read > header:
+            first = loop.time()
+    if first is None:
+        raise SystemExit("voice: a stream gave no audio")
+    return first

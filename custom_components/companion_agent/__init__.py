@@ -124,7 +124,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         )
     )
     entry.runtime_data = CompanionRuntime(
-        engine=engine, health=health, playback=PlaybackWatcher(hass)
+        engine=engine, health=health, playback=PlaybackWatcher(hass, engine.speech)
     )
     entry.async_on_unload(entry.runtime_data.playback.async_stop)
     async_memory_started(hass, entry, await engine.start())

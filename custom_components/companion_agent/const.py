@@ -25,6 +25,7 @@ CONF_ENGINE = "engine"  # absent: a Wyoming server
 ENGINE_EMBEDDED = "embedded"
 VOICES_FOLDER = "voices"  # <config>/companion_agent/voices/: <name>.onnx + <name>.onnx.json
 PIPER_REQUIREMENT = "piper-tts>=1.8.0,<2"  # installed on demand, not in manifest.json
+LAMEENC_REQUIREMENT = "lameenc>=1.9.0,<2"  # the MP3 encoder, on demand too (voice/mp3.py)
 DEFAULT_CONVERSATION_NAME = "Companion"
 STORAGE_FOLDER = "companion_agent"
 
@@ -49,27 +50,6 @@ EVENT_SPOKE = f"{DOMAIN}_spoke"
 SERVICE_START_CHAT = "start_chat"
 ISSUE_SERVER_UNREACHABLE = "server_unreachable"
 ISSUE_LOCAL_INTENTS = "local_intents"
-EMOTIONS = frozenset(
-    {
-        "joy",
-        "happy",
-        "sad",
-        "angry",
-        "surprise",
-        "surprised",
-        "fear",
-        "shy",
-        "love",
-        "excited",
-        "calm",
-        "tired",
-        "confused",
-        "think",
-        "neutral",
-        "proud",
-        "worried",
-    }
-)
 HOST_PROMPT = "Stay in the persona described above."
 
 

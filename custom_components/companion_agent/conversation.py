@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
 from homeassistant.components import conversation
@@ -19,7 +20,6 @@ from .const import (
     CONF_MODEL,
     CONF_PROMPT,
     DOMAIN,
-    EMOTIONS,
     EVENT_ACTION,
     EVENT_PROACTIVE,
     HOST_PROMPT,
@@ -31,14 +31,16 @@ from .const import (
 )
 from .engine.events import SentenceOutput
 from .engine.plugins import ProactiveRequest
-from .engine.tools.contract import ToolContext
-from .engine.turn.request import Persona
+from .engine.turn.request import Persona, TurnRequest
 from .frontend.timeline import async_follow_turn
 from .ha_tools import HassTurnTools
 from .proactive.briefing import HomeBriefing
 from .proactive.speak import async_speak_for_trigger
 from .runtime import CompanionConfigEntry, add_per_subentry
-from .voice.speech_start import async_head_start
+from .voice.pipeline_voice import satellite_of
+from .voice.speaking import speaking
+from .voice.speech_start import async_speak_ahead
+from .voice.spoken_over import async_abandoned
 
 PLUGIN_CLOSE_GRACE = 30.0
 
@@ -178,21 +180,28 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         )
         turn = runtime.engine.start_turn(request)
         runtime.playback.async_watch(turn, user_input.satellite_id, user_input.device_id)
-        head_start = async_head_start(self.hass, user_input.context, turn)
-
-        @callback
-        def _on_sentence(sentence: SentenceOutput) -> None:
-            """Start the first sentence's audio; announce each sentence's actions."""
-            head_start(sentence)
-            self._async_sentence(sentence, request.context)
-
-        items = async_follow_turn(self.hass, self.subentry.subentry_id, user_input, turn)
-        stream = ChatLogStream(items, on_sentence=_on_sentence)
+        async_speak_ahead(self.hass, user_input, chat_log, turn)
+        emotions = persona.profile.output.emotion_tags
+        persona_id = self.subentry.subentry_id
+        items = async_follow_turn(self.hass, persona_id, user_input, turn, emotions=emotions)
+        stream = ChatLogStream(
+            items, on_sentence=lambda sentence: self._async_sentence(sentence, request)
+        )
         try:
-            async for _content in chat_log.async_add_delta_content_stream(
-                self.entity_id, stream.deltas()
-            ):
-                pass
+            with speaking(turn.trace_id):  # HA's TTS stream, made from these deltas, sees it
+                async for _content in chat_log.async_add_delta_content_stream(
+                    self.entity_id, stream.deltas()
+                ):
+                    pass
+        except asyncio.CancelledError:
+            # HA gave up on the turn (a satellite's new pipeline, the dialog's stop).
+            async_abandoned(
+                turn,
+                runtime.engine.speech.get(turn.trace_id),
+                satellite=satellite_of(self.hass, user_input.satellite_id, user_input.device_id),
+                tts_opened_at=stream.tts_opened_at,
+            )
+            raise
         finally:
             # HA gave up on this turn (the pipeline was stopped): stop it, keep what was said.
             turn.cancel("conversation ended")
@@ -212,10 +221,11 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         return result
 
     @callback
-    def _async_sentence(self, sentence: SentenceOutput, context: ToolContext) -> None:
+    def _async_sentence(self, sentence: SentenceOutput, request: TurnRequest) -> None:
         """Fire an event per action tag and update the persona's emotion sensor."""
+        context = request.context
         for action in sentence.actions:
-            is_emotion = action.lower() in EMOTIONS
+            is_emotion = request.persona.profile.output.is_emotion(action)
             self.hass.bus.async_fire(
                 EVENT_ACTION,
                 {

@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from custom_components.companion_agent.engine.events import (
     Heard,
     Interrupted,
     Played,
+    SentenceOutput,
     TextDelta,
     ToolCallEvent,
     TurnOutcome,
@@ -528,3 +530,55 @@ async def test_heard_undelivered_marks_the_finished_turn_failed_with_nothing_hea
     assert (stored.outcome, stored.messages) == ("failed", ())
     messages = await talk.store.get("conv-1").load()
     assert messages[-1] == AssistantMessage(content="[you could not finish this answer]")
+
+
+async def test_speech_follows_the_sentences_the_host_takes_for_every_reader(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """Readers start from the first sentence whenever they begin, and end with the turn."""
+    llm_server.script(slow_text("Good morning. ", "[joy] The tea ", "is ready."))
+    turn = start(TurnRunner(), persona(chat_model), talk.request("Morning?"))
+    early = asyncio.create_task(_read(turn.speech()))
+    items = turn.items()
+    async for item in items:
+        if isinstance(item, SentenceOutput):
+            break
+    late = asyncio.create_task(_read(turn.speech()))  # begins after the first sentence
+    rest = [item async for item in items]
+    await turn.result
+
+    said = ["Good morning.", "The tea is ready."]  # the profile's tags are never spoken
+    assert await early == said
+    assert await late == said
+    assert [i.tts_text for i in rest if isinstance(i, SentenceOutput)] == said[1:]
+    assert await _read(turn.speech()) == said  # after the end too
+
+
+async def test_speech_stops_at_once_when_the_turn_is_cancelled(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    llm_server.script(slow_text("One. ", "Two. ", "Three. ", "Four."))
+    turn = start(TurnRunner(), persona(chat_model), talk.request("Count."))
+    said: list[str] = []
+    heard = asyncio.Event()
+
+    async def read() -> None:
+        async for text in turn.speech():
+            said.append(text)
+            heard.set()
+
+    reader = asyncio.create_task(read())
+    items = turn.items()
+    async for item in items:
+        if isinstance(item, SentenceOutput):
+            await asyncio.wait_for(heard.wait(), 5)  # the reader has it
+            turn.cancel("the person spoke")
+    await asyncio.wait_for(reader, 5)
+    assert said == ["One."]
+    assert turn.cancelled == "the person spoke"
+    assert await _read(turn.speech()) == []  # a cancelled turn says no more
+
+
+async def _read(speech: AsyncIterator[str]) -> list[str]:
+    """Return everything a speech reader yields."""
+    return [text async for text in speech]

@@ -6,7 +6,7 @@ The run's TTS stream is read the way a satellite reads it: once HA says it is op
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 
 from homeassistant.components.assist_pipeline.pipeline import (  # requirements_test.txt
@@ -54,10 +54,19 @@ class TextRun:
         await asyncio.wait_for(self.task, self.timeout)
 
 
+WAV_OUT = {"preferred_format": "wav"}
+"""WAV out, as Piper makes it: no conversion."""
+
+
 def start_text_run(
-    hass: HomeAssistant, pipeline: Pipeline, text: str, *, timeout: float
+    hass: HomeAssistant,
+    pipeline: Pipeline,
+    text: str,
+    *,
+    timeout: float,
+    audio_output: Mapping[str, str | int] | None = WAV_OUT,
 ) -> TextRun:
-    """Start a text pipeline run of ``text``; WAV out, as Piper makes it (no ffmpeg here)."""
+    """Start a text pipeline run of ``text``; ``audio_output`` None: the browser's default."""
     flight = TextRun(timeout=timeout)
     run = flight.run = PipelineRun(
         hass,
@@ -66,7 +75,7 @@ def start_text_run(
         start_stage=PipelineStage.INTENT,
         end_stage=PipelineStage.TTS,
         event_callback=flight.note,
-        tts_audio_output={"preferred_format": "wav"},
+        tts_audio_output=dict(audio_output) if audio_output is not None else None,
     )
 
     async def execute() -> None:

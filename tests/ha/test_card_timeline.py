@@ -33,6 +33,10 @@ SATELLITE = "assist_satellite.kitchen"
 RATE = 16000  # 16 kHz, 16-bit mono: 32,000 bytes a second
 
 
+EMOTIONS = frozenset({"joy", "sad"})
+"""The persona's profile's emotions; its other tags are gestures."""
+
+
 def sentence(text: str, *actions: str) -> SentenceOutput:
     """Return a sentence whose speech is its text."""
     return SentenceOutput(display_text=text, tts_text=text, actions=actions)
@@ -53,7 +57,9 @@ class Followed:
             on_cut=lambda _heard, _outcome: None,
         )
         self.turn = Turn(self.sink)
-        audience = TurnAudience(persona_id="p1", user_id=None, voice=voice, satellite=satellite)
+        audience = TurnAudience(
+            persona_id="p1", user_id=None, emotions=EMOTIONS, voice=voice, satellite=satellite
+        )
         self._stop = async_dispatcher_connect(hass, signal_card("p1"), self._take)
         items = TurnTimeline(hass, audience, self.turn).items(self.turn.items())
         self.task = hass.async_create_task(self._consume(items))

@@ -14,7 +14,8 @@ from pytest_homeassistant_custom_component.typing import WebSocketGenerator
 from tests.ha.card_sessions import Card
 from tests.ha.pipeline_runs import start_text_run
 from tests.ha.start_chat import LOUNGE, TIMEOUT, Companion, Devices, start_chat
-from tests.ha.test_speech_start import FIRST, SECOND, THIRD, Voice, pcm, voice
+from tests.ha.test_speech_start import FIRST, SECOND, THIRD, pcm
+from tests.ha.voice_pipeline import Voice, voice
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.wyoming_proxy import WyomingProxy

@@ -2,8 +2,9 @@
 
 HA synthesises announcements with the satellite's pipeline and its TTS options (WAV, no
 rate): the satellite gets Piper's PCM as it is made, with no ffmpeg. The pre-announcement
-chime is Home Assistant's MP3, decoded by ffmpeg (the static one in .peers/ffmpeg); with
-no ffmpeg the message plays without it. The satellite is the scripted one.
+chime is Home Assistant's MP3, decoded by ffmpeg (imageio-ffmpeg's static one, which the
+session puts on PATH); with no ffmpeg the message plays without it. The satellite is the
+scripted one.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from tests.ha.start_chat import start_chat
 from tests.ha.test_satellite import ANSWER, PIPER_RATE, SILENCE, traffic
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-from tests.support.satellite import FFMPEG
 from tests.support.satellite_script import ScriptedSatellite
 
 MESSAGE = "Dinner is ready."
@@ -70,13 +70,7 @@ async def test_an_announcement_plays_as_pcm_and_returns_once_played(
     assert hass.states.get(on_satellite.entity_id).state == "idle"  # type: ignore[union-attr]
 
 
-@pytest.fixture
-def ffmpeg_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Put the static ffmpeg of .peers/ffmpeg on the path, as HA's images have one."""
-    monkeypatch.setenv("PATH", f"{FFMPEG.parent}:{Path('/usr/bin')}:{Path('/bin')}")
-
-
-@pytest.mark.usefixtures("ffmpeg_on_path")
+@pytest.mark.usefixtures("ffmpeg")  # the session's: imageio-ffmpeg's, first on PATH
 async def test_the_chime_is_decoded_by_ffmpeg_and_played_first(
     hass: HomeAssistant, on_satellite: OnSatellite
 ) -> None:
@@ -114,7 +108,7 @@ async def test_without_ffmpeg_the_message_plays_without_its_chime(
         await announce(hass, on_satellite.entity_id, media_id=PREANNOUNCE_URL, preannounce=False)
 
 
-@pytest.mark.usefixtures("ffmpeg_on_path")
+@pytest.mark.usefixtures("ffmpeg")  # the session's: imageio-ffmpeg's, first on PATH
 async def test_media_that_is_not_wav_is_decoded_by_ffmpeg(
     hass: HomeAssistant, on_satellite: OnSatellite
 ) -> None:

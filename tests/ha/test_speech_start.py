@@ -1,108 +1,37 @@
-"""Speech head starts through a real HA: an Assist pipeline, our agent, our voice, real Piper.
+"""A turn's speech through a real HA: an Assist pipeline, our agent, our voice, real Piper.
 
 Each test runs a text pipeline (intent → tts) as HA's websocket API runs one, with our
 agent streaming from the scripted model server (held back on cue) and our TTS entity
 speaking through a recording proxy in front of the real wyoming-piper. Order is proved by
-a journal the proxy and the entity's stream share, never by the clock.
+a journal the proxy and the entity's stream share, never by the clock. A text run has no
+satellite: the voice is found in Assist's table of running pipelines (the guarded
+fallback of ``voice/speech_start.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
 
-import pytest
 from homeassistant.components.assist_pipeline.pipeline import (  # requirements_test.txt
-    KEY_ASSIST_PIPELINE,
-    Pipeline,
     PipelineEventType,
 )
-from homeassistant.components.tts import TTSAudioResponse
 from homeassistant.components.tts.entity import TTSAudioRequest
 from homeassistant.core import HomeAssistant
-from homeassistant.setup import async_setup_component
-from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.companion_agent.engine.turn.handle import Turn
-from custom_components.companion_agent.engine.turn.request import TurnRequest
-from custom_components.companion_agent.runtime import CompanionRuntime
-from custom_components.companion_agent.tts import CompanionTtsEntity
-from tests.ha.entries import SetupCompanion, entity_id, persona, tts_entity, wyoming_voice
+from custom_components.companion_agent.engine.speech import TurnSpeech
 from tests.ha.pipeline_runs import start_text_run
+from tests.ha.voice_pipeline import STREAM_OPENED, Voice, voice
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.wyoming_proxy import WyomingProxy
+
+__all__ = ["voice"]  # the fixture
 
 TIMEOUT = 10.0
 FIRST = "Good morning."
 SECOND = "The kettle is on and the tea will be ready in a minute or two."
 THIRD = "Biscuits are in the blue tin."
-STREAM_OPENED = "stream opened"
-
-
-@dataclass
-class Voice:
-    """Our agent and voice in one entry, and what the test watches of them."""
-
-    entry: MockConfigEntry
-    agent: str
-    tts: CompanionTtsEntity
-    pipeline: Pipeline
-    journal: list[str]
-    turns: list[Turn] = field(default_factory=list)
-
-
-@pytest.fixture
-async def voice(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    proxy: WyomingProxy,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Voice:
-    """Set up Assist, an entry with a persona and a voice (via the proxy), and a pipeline."""
-    assert await async_setup_component(hass, "assist_pipeline", {})
-    entry = await setup_companion(persona(), wyoming_voice(proxy.host, proxy.port))
-    agent = entity_id(hass, entry, "conversation")
-    tts = tts_entity(hass, entry)
-    pipeline = await hass.data[KEY_ASSIST_PIPELINE].pipeline_store.async_create_item(
-        {
-            "name": "Companion voice",
-            "conversation_engine": agent,
-            "conversation_language": "en",
-            "language": "en",
-            "stt_engine": None,
-            "stt_language": None,
-            "tts_engine": tts.entity_id,
-            "tts_language": "en_US",
-            "tts_voice": None,
-            "wake_word_entity": None,
-            "wake_word_id": None,
-            "prefer_local_intents": False,
-        }
-    )
-    journal = proxy.journal
-    watched = Voice(entry=entry, agent=agent, tts=tts, pipeline=pipeline, journal=journal)
-    opened = CompanionTtsEntity.async_stream_tts_audio
-
-    async def stream_opened(
-        entity: CompanionTtsEntity, request: TTSAudioRequest
-    ) -> TTSAudioResponse:
-        journal.append(STREAM_OPENED)
-        return await opened(entity, request)
-
-    monkeypatch.setattr(CompanionTtsEntity, "async_stream_tts_audio", stream_opened)
-    runtime: CompanionRuntime = entry.runtime_data
-    engine = runtime.engine
-    start = engine.start_turn
-
-    def start_and_keep(request: TurnRequest) -> Turn:
-        turn = start(request)
-        watched.turns.append(turn)
-        return turn
-
-    monkeypatch.setattr(engine, "start_turn", start_and_keep)
-    return watched
 
 
 def pcm(parts: list[bytes]) -> bytes:
@@ -138,7 +67,7 @@ async def test_the_first_sentence_goes_to_piper_before_ha_opens_the_stream(
     ]
     assert proxy.texts == [FIRST, SECOND, THIRD]  # the first sentence once, not twice
     assert pcm(parts) == b"".join(proxy.audio)  # exactly what piper made, in order
-    assert voice.entry.runtime_data.engine.speech_starts.waiting == 0
+    assert voice.entry.runtime_data.engine.speech.running_ahead == 0
     await proxy.wait_idle()
 
 
@@ -163,11 +92,12 @@ async def test_the_head_start_sounds_as_the_usual_path(
     assert abs(len(pcm(ahead)) - len(pcm(usual))) < len(pcm(usual)) // 10
 
 
-async def test_a_head_start_for_other_words_is_not_played(
+async def test_a_text_that_is_no_turns_is_spoken_as_itself(
     hass: HomeAssistant, proxy: WyomingProxy, voice: Voice
 ) -> None:
-    heads = voice.entry.runtime_data.engine.speech_starts
-    assert voice.tts.async_speak_ahead("Something else entirely.", "trace-other")
+    speech = voice.entry.runtime_data.engine.speech
+    speech.follow(TurnSpeech("trace-other", _other_words))
+    assert voice.tts.async_speak_ahead("trace-other", {})
     await asyncio.wait_for(proxy.wait_asked(1), TIMEOUT)
     await proxy.wait_idle()  # its synthesis is done: its connection closed
     ahead_audio = b"".join(proxy.audio)
@@ -179,9 +109,14 @@ async def test_a_head_start_for_other_words_is_not_played(
 
     assert proxy.texts == ["Something else entirely.", FIRST, THIRD]
     assert pcm(parts) == b"".join(proxy.audio).removeprefix(ahead_audio)
-    assert heads.waiting == 1  # still waiting for its own words, until it expires
-    heads.close()
-    assert heads.waiting == 0
+    assert speech.running_ahead == 1  # still waiting for its own stream, until it is forgotten
+    speech.close()
+    assert speech.running_ahead == 0
+
+
+async def _other_words() -> AsyncGenerator[str]:
+    """Yield another turn's one sentence."""
+    yield "Something else entirely."
 
 
 async def test_a_cancelled_turn_stops_its_audio_at_once(
@@ -195,6 +130,8 @@ async def test_a_cancelled_turn_stops_its_audio_at_once(
     header = await anext(audio)
     first = await anext(audio)  # the head start's audio, while the model holds back
     await asyncio.wait_for(proxy.stalled.wait(), TIMEOUT)
+    while len(first) < len(b"".join(proxy.audio)):  # until the first sentence has come out
+        first += await asyncio.wait_for(anext(audio), TIMEOUT)
 
     (turn,) = voice.turns
     turn.cancel("the person spoke")
@@ -205,7 +142,7 @@ async def test_a_cancelled_turn_stops_its_audio_at_once(
     assert len(header) == 44
     assert proxy.texts == [FIRST]  # the stalled second is not counted; the third never asked
     assert pcm([header, first, *rest]) == b"".join(proxy.audio)  # the first sentence, whole
-    assert voice.entry.runtime_data.engine.speech_starts.waiting == 0
+    assert voice.entry.runtime_data.engine.speech.running_ahead == 0
     released.set()
 
 
@@ -254,7 +191,7 @@ async def test_a_turn_cancelled_before_ha_speaks_drops_its_head_start_and_says_n
     await asyncio.wait_for(proxy.wait_idle(), TIMEOUT)  # the head start's socket is closed
     await flight.done()
 
-    assert voice.entry.runtime_data.engine.speech_starts.waiting == 0
+    assert voice.entry.runtime_data.engine.speech.running_ahead == 0
     assert STREAM_OPENED not in voice.journal
     assert PipelineEventType.TTS_START not in [e.type for e in flight.events]
     released.set()

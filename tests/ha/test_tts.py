@@ -41,6 +41,8 @@ MESSY = (
     "https://example.com/x too. [joy] See you soon 😊."
 )
 CLEAN = ["Hello there!", "I found the docs and link too.", "See you soon."]
+STREAMING_FRAMES = 0xFFFFFFFF // 2
+"""What a WAV reader counts in a streaming header (sizes 0xFFFFFFFF, as ffmpeg writes them)."""
 
 
 def closed_port() -> int:
@@ -165,7 +167,7 @@ async def test_streamed_text_reaches_piper_as_clean_sentences_and_comes_back_as_
 
     parts = await stream(piper_tts, MESSY)
 
-    assert wav_format(parts[0]) == (22050, 2, 1, 0)  # streaming: no frame count
+    assert wav_format(parts[0]) == (22050, 2, 1, STREAMING_FRAMES)  # streaming: no length
     assert len(parts[0]) == 44  # the header alone, before any PCM
     assert sum(len(part) for part in parts[1:]) > 22050  # over half a second of speech
     assert proxy.texts == CLEAN
@@ -190,7 +192,7 @@ async def test_a_sentence_is_spoken_before_the_rest_of_the_text_arrives(
     header = await anext(data)
     first = await asyncio.wait_for(anext(data), 10)  # while the text is still held back
 
-    assert wav_format(header)[3] == 0
+    assert wav_format(header)[3] == STREAMING_FRAMES
     assert first
     assert proxy.texts == ["Good morning."]
     rest.set()
@@ -284,7 +286,7 @@ async def test_the_media_source_streams_a_wav_of_the_whole_message(
     extension, data = await tts.async_get_media_source_audio(hass, media_id)
 
     assert extension == "wav"
-    assert wav_format(data) == (22050, 2, 1, 0)  # HA streams it: the header counts no frames
+    assert wav_format(data) == (22050, 2, 1, STREAMING_FRAMES)  # HA streams it: no length
     assert len(data) - 44 > 22050
     assert proxy.texts == CLEAN
 

@@ -30,7 +30,15 @@ from custom_components.companion_agent.const import (
 from custom_components.companion_agent.engine.speech import LoadedPiperVoice
 from custom_components.companion_agent.tts import CompanionTtsEntity
 from tests.ha.entries import SetupCompanion, embedded_voice, tts_entity
-from tests.ha.test_tts import CLEAN, MESSY, choose, chunks, stream, wav_format
+from tests.ha.test_tts import (
+    CLEAN,
+    MESSY,
+    STREAMING_FRAMES,
+    choose,
+    chunks,
+    stream,
+    wav_format,
+)
 from tests.support.piper_voice import JOE, JOE_DATA, install_voice
 
 OTHER = "en_US-other-medium"  # the joe voice under a second name
@@ -185,7 +193,7 @@ async def test_streamed_text_reaches_embedded_piper_as_clean_sentences(
 
     parts = await stream(entity, MESSY)
 
-    assert wav_format(parts[0]) == (22050, 2, 1, 0)  # streaming: no frame count
+    assert wav_format(parts[0]) == (22050, 2, 1, STREAMING_FRAMES)  # streaming: no length
     assert len(parts[0]) == 44
     assert sum(len(part) for part in parts[1:]) > 22050
     assert [text for _, text in heard] == CLEAN
@@ -253,7 +261,7 @@ async def test_a_request_may_pick_another_folder_voice(
 ) -> None:
     install_voice(voices, OTHER)
     entity = await setup_embedded(hass, setup_companion)
-    assert entity.supported_options == ["voice", "speaker"]
+    assert entity.supported_options == ["voice", "speaker", "preferred_format"]
     offered = entity.async_get_supported_voices("en_US")
     assert offered is not None
     assert [voice.voice_id for voice in offered] == [JOE, OTHER]

@@ -128,7 +128,7 @@ async def test_the_entity_offers_the_servers_voices_as_options(
     entity = await setup_voice(hass, setup_companion, piper.host, piper.port)
     await hass.async_block_till_done(wait_background_tasks=True)  # it has asked the server
 
-    assert entity.supported_options == [tts.ATTR_VOICE, "speaker"]
+    assert entity.supported_options == [tts.ATTR_VOICE, "speaker", tts.ATTR_PREFERRED_FORMAT]
     voices = entity.async_get_supported_voices("en_US")
     assert voices is not None
     ids = [voice.voice_id for voice in voices]

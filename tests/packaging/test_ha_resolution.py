@@ -59,6 +59,12 @@ GAPS = (
         culprit="piper-tts",
         why="onnxruntime, which piper-tts needs, has no musllinux wheels (HA OS, the container)",
     ),
+    Gap(
+        requirement_set="mp3",
+        applies=lambda _, platform: platform == "musl",
+        culprit="lameenc",
+        why="lameenc has no musllinux wheels and no source release (HA OS, the container)",
+    ),
 )
 
 

@@ -1,7 +1,8 @@
 """Home Assistant releases as data, our requirement sets, and uv resolving them as HA would.
 
 HA installs an integration's requirements with ``uv pip install --constraint
-homeassistant/package_constraints.txt``; the on-demand sets (mem0, Neo4j, embedded Piper)
+homeassistant/package_constraints.txt``; the on-demand sets (mem0, Neo4j, embedded Piper,
+the MP3 encoder)
 go the same way when a form asks for them. ``resolve`` runs that resolver without installing
 anything: ``uv pip compile`` under one release's constraints file, for the oldest Python the
 release runs on and a Linux platform, from binary wheels only (a package that would have to
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import uv
 
-from custom_components.companion_agent.const import PIPER_REQUIREMENT
+from custom_components.companion_agent.const import LAMEENC_REQUIREMENT, PIPER_REQUIREMENT
 from custom_components.companion_agent.engine.memory.mem0.setup import MEM0_REQUIREMENTS
 from custom_components.companion_agent.engine.memory.neo4j.graph import NEO4J_REQUIREMENT
 
@@ -35,6 +36,7 @@ ON_DEMAND: dict[str, tuple[str, ...]] = {
     "mem0": MEM0_REQUIREMENTS,
     "neo4j": (NEO4J_REQUIREMENT,),
     "piper": (PIPER_REQUIREMENT,),
+    "mp3": (LAMEENC_REQUIREMENT,),
 }
 # manifest.json's requirements before issue 15: exact pins, HA 2026.2.3's.
 OLD_MANIFEST = ("jsonschema==4.26.0", "openai==2.15.0", "wyoming>=1.7.2,<2")

@@ -68,6 +68,8 @@ class LLMServer:
         self.api_key = api_key
         self.models = models
         self.requests: list[dict[str, object]] = []
+        self.on_chat: Callable[[], None] | None = None
+        """Called as each chat request (not a structured one) arrives, before it is answered."""
         self.structured_requests: list[dict[str, object]] = []
         """Requests that ask for a ``response_format`` (memory extraction, summaries)."""
         self.embedding_requests: list[dict[str, object]] = []
@@ -190,6 +192,8 @@ class LLMServer:
             reply = self._structured.popleft() if self._structured else Reply.text("{}")
         else:
             self.requests.append(body)
+            if self.on_chat is not None:
+                self.on_chat()
             reply = (
                 self._script.popleft() if self._script else default_reply(body, len(self.requests))
             )

@@ -23,7 +23,6 @@ from tests.support.peer_process import free_port, launch, stop, wait_answering
 ROOT = Path(__file__).resolve().parents[2]
 SATELLITE = ROOT / ".peers" / "satellite"
 PYTHON = SATELLITE / "venv" / "bin" / "python"
-FFMPEG = ROOT / ".peers" / "ffmpeg" / "bin" / "ffmpeg"
 PROGRAMS = Path(__file__).resolve().parent
 WAKE_WORD = "okay_nabu"
 SPEAKER_RATE = 22050

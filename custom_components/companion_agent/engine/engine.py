@@ -4,9 +4,8 @@ A host builds one ``Engine``, ``await engine.start()`` (plugins and profiles are
 the loop, memory opened), builds a ``Persona`` per persona with ``persona()`` and starts
 turns with ``start_turn(request) -> Turn``. The engine owns the guard and its held calls,
 the audit log and the usage counters, the turn runner, every persona's conversations, the
-models by name, memory, the speech head starts and the follow-ups of conversations the
-companion started. ``close()`` lets running turns finish (bounded) and writes and closes
-everything; ``stop()`` writes everything when the host stops without unloading.
+models, memory, every turn's speech (``speech``) and the follow-ups of conversations the
+companion started. ``close()`` lets turns finish (bounded), writes and closes everything.
 
 What the engine keeps in its data folder: ``audit.jsonl``, ``conversations/<persona>/``,
 and memory's files (``memory/backends.py``).
@@ -15,6 +14,7 @@ and memory's files (``memory/backends.py``).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -37,9 +37,10 @@ from .llm.models import ChatModels, RoundObserver
 from .memory.backends import MemoryConfig, open_memory, unreachable
 from .memory.companion import CompanionMemory
 from .memory.hook import MemoryHook
+from .pipeline import speech_config, spoken_sentences
 from .plugins import HostServices, Library, LoadProblem, Profile, load_library
 from .plugins.profile import DEFAULT_PROFILE
-from .speech.head_start import SpeechHeadStarts
+from .speech.turn_speech import SpeechTurns, TurnSpeech
 from .turn.follow_ups import FollowUps
 from .turn.handle import Turn
 from .turn.limits import TurnLimits
@@ -122,7 +123,7 @@ class Engine:
             settings.data_dir / CONVERSATIONS_FOLDER, on_corrupt=settings.on_bad_history
         )
         self._follow_ups = FollowUps()
-        self._speech_starts = SpeechHeadStarts()
+        self._speech = SpeechTurns()
         self._library = Library()
         self._persona_problems: dict[str, tuple[LoadProblem, ...]] = {}
         self._memory: CompanionMemory | None = None
@@ -149,9 +150,14 @@ class Engine:
         return self._memory
 
     @property
-    def speech_starts(self) -> SpeechHeadStarts:
-        """Return the first sentences synthesised ahead for the host's voices."""
-        return self._speech_starts
+    def speech(self) -> SpeechTurns:
+        """Return the speech of recent turns: their sentences, voices and audio timelines."""
+        return self._speech
+
+    def speech_text(self, text: AsyncIterator[str]) -> AsyncIterator[str]:
+        """Return the sentences to speak of a text from no turn: the default profile's tags."""
+        tags = (self._library.profiles.default or FALLBACK_PROFILE).output.tags
+        return spoken_sentences(text, speech_config(tags))
 
     async def start(self) -> MemoryProblem | None:
         """Load plugins and profiles (off the loop) and open memory; say what did not answer.
@@ -212,20 +218,24 @@ class Engine:
         history = self._conversations.store(ctx.agent_id).get(history_id)
         memory = self._memory
         if memory is None or request.initiator != "person":
-            return self._runner.start(request, history)
-        scope = memory.scope(ctx.agent_id, ctx.user_id)
-        model = request.persona.profile.models.memory
-        window = memory.window(scope, model) if history_id == ctx.conversation_id else None
-        hook = MemoryHook(memory, scope, model)
-        return self._runner.start(
-            replace(request, host_hooks=(*request.host_hooks, hook)), history, window
-        )
+            turn = self._runner.start(request, history)
+        else:
+            scope = memory.scope(ctx.agent_id, ctx.user_id)
+            model = request.persona.profile.models.memory
+            window = memory.window(scope, model) if history_id == ctx.conversation_id else None
+            hook = MemoryHook(memory, scope, model)
+            turn = self._runner.start(
+                replace(request, host_hooks=(*request.host_hooks, hook)), history, window
+            )
+        speech = self._speech.follow(TurnSpeech(turn.trace_id, turn.speech))
+        turn.on_cancel(lambda _reason: speech.stop())
+        turn.on_finished(lambda result: self._speech.ended(turn.trace_id, result.spoken))
+        return turn
 
     def expect_answer(self, satellite_id: str, conversation_id: str) -> None:
         """Say ``satellite_id`` just asked the person something in ``conversation_id``.
 
-        Its next turn, within a minute, continues that conversation (``TurnRequest``'s
-        ``satellite_id``).
+        Its next turn, within a minute, continues that conversation.
         """
         now = asyncio.get_running_loop().time()
         self._follow_ups.started(satellite_id, conversation_id, now)
@@ -281,7 +291,7 @@ class Engine:
         await self.flush()
         await self._close_memory()
         await self._audit.close()
-        self._speech_starts.close()
+        self._speech.close()
 
     async def _close_memory(self) -> None:
         """Let the outbox drain a little, write the windows, close the store (bounded)."""

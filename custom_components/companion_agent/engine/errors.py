@@ -133,7 +133,8 @@ class NotASatelliteError(SatelliteError):
 
 
 class AudioFormatError(CompanionError):
-    """Audio is not what it claims: no PCM WAV header, or a format no speaker can play."""
+    """Audio is not what it claims (no PCM WAV header, a format no speaker can play), or
+    cannot go out in the container asked for (no MP3 encoder, an odd sample width)."""
 
 
 class AudioDecoderError(AudioFormatError):

@@ -13,11 +13,11 @@ from typing import Protocol, cast
 
 from homeassistant.components.conversation.const import DATA_COMPONENT as CONVERSATION_ENTITIES
 from homeassistant.config_entries import ConfigEntryState, ConfigSubentry
-from homeassistant.const import Platform
+from homeassistant.const import STATE_UNAVAILABLE, STATE_UNKNOWN, Platform
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 
-from ..const import DOMAIN, EMOTIONS, LOGGER
+from ..const import DOMAIN, LOGGER
 from ..engine.json_types import JSONObject, JSONValue
 from ..engine.memory import HOUSEHOLD, MemoryScope
 from ..engine.turn.request import Persona
@@ -73,8 +73,8 @@ def persona_face(speaker: Speaker) -> JSONObject:
         "name": speaker.subentry.title,
         "profile": profile.id,
         "language": profile.language,
-        "emotions": [t.lower() for t in tags if t.lower() in EMOTIONS],
-        "gestures": [t for t in tags if t.lower() not in EMOTIONS],
+        "emotions": [t.lower() for t in tags if profile.output.is_emotion(t)],
+        "gestures": [t for t in tags if not profile.output.is_emotion(t)],
         "faces": faces,
     }
 
@@ -85,7 +85,8 @@ def current_emotion(hass: HomeAssistant, persona_id: str) -> str:
         Platform.SENSOR, DOMAIN, f"{persona_id}_emotion"
     )
     state = hass.states.get(entity_id) if entity_id else None
-    return state.state if state is not None and state.state in EMOTIONS else "neutral"
+    shown = state is not None and state.state not in (STATE_UNKNOWN, STATE_UNAVAILABLE, "")
+    return state.state if state is not None and shown else "neutral"
 
 
 def held_actions(speaker: Speaker, viewer: Viewer) -> list[JSONValue]:

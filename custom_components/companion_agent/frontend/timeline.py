@@ -33,7 +33,7 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.event import async_track_state_change_event
 
-from ..const import DOMAIN, EMOTIONS
+from ..const import DOMAIN
 from ..engine.events import OutputItem, SentenceOutput, ToolCallEvent, TurnResult
 from ..engine.turn.handle import Turn
 from ..voice.sentence_timing import SpokenReport, signal_spoken, speech_key
@@ -63,6 +63,8 @@ class TurnAudience:
 
     persona_id: str
     user_id: str | None
+    emotions: frozenset[str] = frozenset()
+    """The persona's emotion tags (its profile's), lower-cased; its other tags are gestures."""
     voice: str | None = None
     """Our TTS entity that speaks the turn; None: sentences go out as written."""
     satellite: str | None = None
@@ -136,13 +138,14 @@ class TurnTimeline:
         """Queue a sentence: awaited from the voice when ours speaks it, else as written."""
         if not sentence.display_text.strip() and not sentence.actions:
             return
-        emotions = [a.lower() for a in sentence.actions if a.lower() in EMOTIONS]
+        known = self._audience.emotions
+        emotions = [a.lower() for a in sentence.actions if a.lower() in known]
         event = SentenceSpoken(
             persona_id=self._persona,
             user_id=self._user,
             trace_id=self._trace_id,
             text=sentence.display_text.strip(),
-            gestures=tuple(a for a in sentence.actions if a.lower() not in EMOTIONS),
+            gestures=tuple(a for a in sentence.actions if a.lower() not in known),
             emotion=emotions[-1] if emotions else None,
         )
         voiced = self._audience.voice is not None and bool(sentence.tts_text.strip())
@@ -277,14 +280,20 @@ class TurnTimeline:
 
 @callback
 def async_follow_turn(
-    hass: HomeAssistant, persona_id: str, user_input: ConversationInput, turn: Turn
+    hass: HomeAssistant,
+    persona_id: str,
+    user_input: ConversationInput,
+    turn: Turn,
+    *,
+    emotions: frozenset[str],
 ) -> AsyncIterator[OutputItem]:
     """Return the turn's items, followed for the persona's cards on their way."""
-    voice = async_pipeline_voice(hass, user_input.context)
+    voice = async_pipeline_voice(hass, user_input)
     audience = TurnAudience(
         persona_id=persona_id,
         user_id=user_input.context.user_id,
-        voice=voice.entity_id if voice is not None else None,
+        emotions=emotions,
+        voice=voice[0].entity_id if voice is not None else None,
         satellite=user_input.satellite_id,
     )
     return TurnTimeline(hass, audience, turn).items(turn.items())
@@ -292,7 +301,13 @@ def async_follow_turn(
 
 @callback
 def async_follow_proactive(
-    hass: HomeAssistant, persona_id: str, turn: Turn, tts_engine: str, target: str
+    hass: HomeAssistant,
+    persona_id: str,
+    turn: Turn,
+    tts_engine: str,
+    target: str,
+    *,
+    emotions: frozenset[str],
 ) -> AsyncIterator[OutputItem]:
     """Return a turn the home began (no person: everyone's), followed for the cards.
 
@@ -303,6 +318,7 @@ def async_follow_proactive(
     audience = TurnAudience(
         persona_id=persona_id,
         user_id=None,
+        emotions=emotions,
         voice=tts_engine if ours else None,
         satellite=target if split_entity_id(target)[0] == "assist_satellite" else None,
     )

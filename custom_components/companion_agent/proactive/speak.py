@@ -32,6 +32,7 @@ from ..const import DOMAIN, EVENT_SPOKE, LOGGER
 from ..engine.events import Heard, OutputItem, SentenceOutput, TurnResult
 from ..engine.plugins import ProactiveRequest
 from ..frontend.timeline import async_follow_proactive
+from ..voice.speaking import speaking
 from .request import (
     MEDIA_PLAYER,
     SATELLITE,
@@ -154,8 +155,12 @@ async def _async_speak(
     else:
         runtime.playback.async_watch_media_player(turn, target, on_heard=spoke)
     try:
-        items = async_follow_proactive(hass, persona_id, turn, tts_engine, target)  # for the cards
-        stream.async_set_message_stream(_speech(items))
+        emotions = speaker.persona.profile.output.emotion_tags
+        items = async_follow_proactive(
+            hass, persona_id, turn, tts_engine, target, emotions=emotions
+        )
+        with speaking(turn.trace_id):  # our voice speaks the turn's own sentences
+            stream.async_set_message_stream(_speech(items))
         async with asyncio.timeout(PLAY_TIMEOUT):
             await _async_play(hass, target, stream.url, request)
             # A device cannot say that the TTS behind the URL failed: read the stream here too.
@@ -181,7 +186,8 @@ async def _speech(items: AsyncIterator[OutputItem]) -> AsyncGenerator[str]:
     """Yield the turn's speech text, sentence by sentence, as the model writes it.
 
     Each ends with a line break: a TTS that divides sentences itself speaks it at once
-    instead of waiting for the next word.
+    instead of waiting for the next word. (Our own voice reads the turn's sentences
+    directly and only drains this.)
     """
     async for item in items:
         if isinstance(item, SentenceOutput) and item.tts_text:

@@ -7,9 +7,6 @@ for (the companion's satellite: WAV, as Piper makes it). A media player has no p
 the entry's own voice speaks (piper's WAV as it is: no conversion, no ffmpeg, no delay),
 else the preferred pipeline's TTS, else HA's default TTS engine.
 
-``assist_pipeline`` is imported only once it is set up: its audio requirements may be missing
-where Assist is not in use.
-
 ``async_audio_seconds`` reads a stream a media player was given, to learn whether the TTS
 failed (the player cannot tell) and, for WAV, the audio's exact length.
 """
@@ -24,11 +21,10 @@ from homeassistant.core import HomeAssistant, split_entity_id
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import entity_registry as er
 
-from ..const import DOMAIN, LOGGER
+from ..const import DOMAIN
 from ..runtime import CompanionConfigEntry
+from ..voice.pipeline_voice import ASSIST_PIPELINE, PipelineVoice, pipeline_voice, satellite_voice
 
-ASSIST_PIPELINE = "assist_pipeline"
-PREFERRED = "preferred"
 WAV_HEADER = 44
 
 type Voice = tuple[str, str | None, dict[str, str]]
@@ -38,22 +34,27 @@ type Voice = tuple[str, str | None, dict[str, str]]
 def async_voice_for(hass: HomeAssistant, entry: CompanionConfigEntry, target: str) -> Voice:
     """Return the TTS engine, language and options proactive speech on ``target`` uses."""
     own = _own_voice(hass, entry)
-    if (
-        split_entity_id(target)[0] == "assist_satellite"
-        and ASSIST_PIPELINE in hass.config.components
-    ):
-        voice = _pipeline_voice(hass, _satellite_pipeline(hass, target), own)
+    if split_entity_id(target)[0] == "assist_satellite":
+        voice = satellite_voice(hass, target)
         if voice is not None:
-            return _in_satellite_format(hass, target, voice)
+            return _in_satellite_format(hass, target, _options(voice, own))
     if own is not None:
         return own, None, {tts.ATTR_PREFERRED_FORMAT: "wav"}
     if ASSIST_PIPELINE in hass.config.components:
-        voice = _pipeline_voice(hass, None, own)
+        voice = pipeline_voice(hass, None)
         if voice is not None:
-            return voice
+            return _options(voice, own)
     if (engine := tts.async_default_engine(hass)) is not None:
         return engine, None, {}
     raise ServiceValidationError(translation_domain=DOMAIN, translation_key="no_tts_engine")
+
+
+def _options(voice: PipelineVoice, own: str | None) -> Voice:
+    """Return a pipeline's voice; the entry's own voice gives WAV, whose length is exact."""
+    options = dict(voice.options)
+    if voice.engine == own:
+        options[tts.ATTR_PREFERRED_FORMAT] = "wav"
+    return voice.engine, voice.language, options
 
 
 def _own_voice(hass: HomeAssistant, entry: CompanionConfigEntry) -> str | None:
@@ -61,25 +62,6 @@ def _own_voice(hass: HomeAssistant, entry: CompanionConfigEntry) -> str | None:
     for registered in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id):
         if registered.domain == "tts":
             return registered.entity_id
-    return None
-
-
-def _satellite_pipeline(hass: HomeAssistant, satellite: str) -> str | None:
-    """Return the id of the pipeline the satellite selected (None: the preferred one)."""
-    from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
-        async_get_pipelines,
-    )
-
-    component = hass.data.get(SATELLITES)
-    entity = component.get_entity(satellite) if component is not None else None
-    select = entity.pipeline_entity_id if entity is not None else None
-    chosen = hass.states.get(select) if select is not None else None
-    if chosen is None or chosen.state == PREFERRED:
-        return None
-    for pipeline in async_get_pipelines(hass):
-        if pipeline.name == chosen.state:
-            return pipeline.id
-    LOGGER.debug("%s selects pipeline %r, which is gone", satellite, chosen.state)
     return None
 
 
@@ -96,22 +78,6 @@ def _in_satellite_format(hass: HomeAssistant, satellite: str, voice: Voice) -> V
         return voice
     engine, language, options = voice
     return engine, language, {**options, tts.ATTR_PREFERRED_FORMAT: wanted}
-
-
-def _pipeline_voice(hass: HomeAssistant, pipeline_id: str | None, own: str | None) -> Voice | None:
-    """Return the voice of a pipeline (None: the preferred one), if its TTS engine exists."""
-    from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
-        async_get_pipeline,
-    )
-
-    pipeline = async_get_pipeline(hass, pipeline_id)
-    engine = tts.async_resolve_engine(hass, pipeline.tts_engine)
-    if engine is None:
-        return None
-    options: dict[str, str] = {tts.ATTR_VOICE: pipeline.tts_voice} if pipeline.tts_voice else {}
-    if engine == own:
-        options[tts.ATTR_PREFERRED_FORMAT] = "wav"
-    return engine, pipeline.tts_language, options
 
 
 async def async_audio_seconds(stream: tts.ResultStream) -> float | None:

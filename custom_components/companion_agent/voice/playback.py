@@ -3,12 +3,10 @@
 Satellites: ``responding → idle`` means the answer has played. Back to ``listening`` while
 the turn still runs means the person spoke over it: the turn is cancelled. ``listening``
 after the turn finished is a follow-up (HA's continued conversation) once the answer had
-time to play, else the person spoke over its audio: the time since the audio could have
-begun (the first sentence handed to speech, or ``responding`` if earlier) is set against
-the answer's length (``engine/speech/audio_length.py``: exact when reported with
-``async_report_duration``, else estimated so that a follow-up is never taken for a
-barge-in), and the stored turn becomes ``interrupted`` after the sentences that could
-have been heard. A device that knows the seconds played says so (``async_cut``).
+time to play, else the person spoke over its audio, and the stored turn becomes
+``interrupted`` after the sentences that could have been heard (``spoken_over.heard_by``;
+``async_report_duration`` gives the exact length of another TTS's WAV). A device that
+knows the seconds played says so (``async_cut``).
 
 Media players (proactive speech): leaving ``playing`` means played; for players that never
 say so, a timer: the audio's length plus ``FALLBACK_MARGIN`` from when the watch began.
@@ -29,7 +27,6 @@ from typing import Literal
 
 from homeassistant.components.assist_satellite.entity import AssistSatelliteState
 from homeassistant.components.media_player.const import MediaPlayerState
-from homeassistant.const import Platform
 from homeassistant.core import (
     CALLBACK_TYPE,
     Event,
@@ -38,17 +35,17 @@ from homeassistant.core import (
     State,
     callback,
 )
-from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.event import async_call_later, async_track_state_change_event
 
 from ..const import LOGGER
 from ..engine.events import TurnResult
-from ..engine.speech import AudioProgress, heard_sentences, spoken_seconds
+from ..engine.speech import AudioProgress, SpeechTurns, spoken_seconds
 from ..engine.turn.handle import Turn
+from .pipeline_voice import satellite_of
 from .playback_cut import cut_turn, keep_heard
+from .spoken_over import BARGE_IN_REASON, heard_by
 
 WATCH_TIMEOUT = 300.0
-BARGE_IN_REASON = "the person spoke"
 NEWER_TURN_REASON = "a newer turn started on the device"
 FALLBACK_MARGIN = 3.0
 
@@ -73,9 +70,15 @@ class _Watch:
 class PlaybackWatcher:
     """Tell turns when their device finished playing them, or heard the person again."""
 
-    def __init__(self, hass: HomeAssistant, timeout: float = WATCH_TIMEOUT) -> None:
-        """Watch nothing yet; drop a watched turn after ``timeout`` seconds."""
+    def __init__(
+        self, hass: HomeAssistant, speech: SpeechTurns, timeout: float = WATCH_TIMEOUT
+    ) -> None:
+        """Watch nothing yet; drop a watched turn after ``timeout`` seconds.
+
+        ``speech`` holds the turns' audio timelines, where our voice spoke them.
+        """
         self._hass = hass
+        self._speech = speech
         self._timeout = timeout
         self._watches: dict[str, _Watch] = {}
 
@@ -94,10 +97,7 @@ class PlaybackWatcher:
         on_heard: HeardCallback | None = None,
     ) -> None:
         """Follow the turn's satellite (or its device's); a turn without one is not watched."""
-        registry = er.async_get(self._hass)
-        entries = er.async_entries_for_device(registry, device_id) if device_id else []
-        found = (e.entity_id for e in entries if e.domain == Platform.ASSIST_SATELLITE)
-        satellite = satellite_id or next(found, None)
+        satellite = satellite_of(self._hass, satellite_id, device_id)
         if satellite is None:
             return
         watch = self._start(satellite, _Watch(turn=turn, kind="satellite", on_heard=on_heard))
@@ -215,9 +215,7 @@ class PlaybackWatcher:
         turn = watch.turn
         result = turn.finished
         assert result is not None  # only a finished turn is listened after
-        begun = [t for t in (turn.first_spoken_at, watch.responded_at) if t is not None]
-        sentences = [sentence.tts_text for sentence in turn.spoken]
-        heard = heard_sentences(sentences, at - min(begun), watch.duration) if begun else None
+        heard = self._heard(watch, at)
         if heard is None:
             self._play(satellite, watch)  # the satellite listens for a follow-up
             return
@@ -225,6 +223,13 @@ class PlaybackWatcher:
         self._forget(satellite)
         on_heard, watch.on_heard = watch.on_heard, None
         keep_heard(turn, heard, result, on_heard)
+
+    def _heard(self, watch: _Watch, at: float) -> int | None:
+        """Return how many sentences the finished turn had begun by ``at``; None: all played."""
+        turn = watch.turn
+        begun = [t for t in (turn.first_spoken_at, watch.responded_at) if t is not None]
+        speech = self._speech.get(turn.trace_id)
+        return heard_by(turn, speech, at, begun=min(begun, default=None), length=watch.duration)
 
     def _media_player_changed(self, player: str, watch: _Watch, new: State) -> None:
         """Follow a media player: playing, then anything else once the turn is done."""

@@ -1,76 +1,102 @@
-"""Speech head starts, HA side: a turn's first sentence goes to its voice as soon as it exists.
+"""Speech ahead of HA: a turn starts speaking in its voice before HA's TTS stream opens.
 
 HA's Assist pipeline opens the TTS stream only once the reply holds more than 60 characters
-(``STREAM_RESPONSE_CHARS`` in ``assist_pipeline/pipeline.py``), or text and then a tool
-call, or, for a shorter reply, when the agent has finished. Our agent and our voices live
-in one integration, so the agent starts the first sentence's synthesis the moment the
-sentence exists, in the voice that will speak it; that voice's stream, when HA opens it,
-plays the audio already made (``engine/speech/head_start.py``) instead of asking again.
+(``STREAM_RESPONSE_CHARS`` in ``assist_pipeline``), or text and then a tool call, or, for
+a shorter reply, when the agent has finished. Our agent and our voices live in one
+integration, so when the turn's pipeline speaks with one of our voices, that voice starts
+on the turn's sentences at once (``TurnSpeech.start``: the server check now, each sentence
+the moment it exists), and HA's stream, when it opens, plays what was made.
 
-Which voice: the pipeline run that carries the turn, found by the conversation input's
-context (HA hands the run's own context to the agent), and the TTS stream that run
-prepared. Nothing is guessed: no such run, no streaming TTS, or an engine that is not one of
-our voices, and there is no head start. A wrong guess could never play a wrong voice (a
-voice claims only what was made in its own voice, for the same words), it would only waste
-a synthesis. Assist keeps its running pipelines in a table it does not export; should a
-newer HA change it, head starts stop and everything else goes on.
+Which voice, found without guessing:
 
-A cancelled turn (the person spoke over it) drops its head start, and a stream that is
-playing it ends at once: its Piper connection closed, the WAV stream ended. This matters
-because nothing else would stop it: HA's TTS cache reads our stream to its end in a task of
-its own whoever listens (a satellite that stops reading stops nothing), and a cancelled
-turn only ends HA's text stream, whose sentences already received would all be spoken. A
-stream that played no head start (the first sentences differed) is not tied to a turn and
-speaks what it was given; an answer whose stream HA had not opened yet says nothing (the
-agent gives an interrupted turn no speech, and HA skips TTS for an empty answer).
+- a satellite's run (the turn names it, or its device has one): the pipeline the
+  satellite's *Assistant* select names, read through public APIs (``pipeline_voice.py``);
+- a run without a satellite (the browser's Assist dialog, the websocket API): HA offers no
+  public way, as ``ConversationInput`` and the ``ChatLog`` name no pipeline. The fallback
+  reads Assist's table of running pipelines, which it does not export
+  (``hass.data["assist_pipeline"].pipeline_runs._pipeline_runs``), for the one run with
+  the turn's context, and of it only the public fields ``pipeline`` and ``end_stage``.
+  Anything missing or of another shape (a newer HA) and there is no head start: the voice
+  then starts when HA's stream opens, and everything else goes on.
+
+A text conversation (``conversation.process``) has no pipeline listening to its ChatLog:
+nothing starts. A wrong voice could never play (a stream asking for another voice speaks
+the sentences again in its own); it would only waste a synthesis, bounded in
+``SpeechTurns``. A cancelled turn stops its speech at once (the engine wires that).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from homeassistant.components import conversation
 from homeassistant.components.tts.const import DATA_COMPONENT
 from homeassistant.core import Context, HomeAssistant, callback
 
-from ..engine.events import SentenceOutput
 from ..engine.turn.handle import Turn
 from ..tts import CompanionTtsEntity
+from .pipeline_voice import (
+    ASSIST_PIPELINE,
+    PipelineVoice,
+    pipeline_voice,
+    satellite_of,
+    satellite_voice,
+)
 
-ASSIST_PIPELINE = "assist_pipeline"
-
-type SentenceListener = Callable[[SentenceOutput], None]
+RUNS_TABLE = "_pipeline_runs"
 
 
-@callback
-def async_head_start(hass: HomeAssistant, context: Context, turn: Turn) -> SentenceListener:
-    """Return the sentence listener that starts the turn's first sentence in its voice."""
-    voice = async_pipeline_voice(hass, context)
-    started = voice is None
-
-    @callback
-    def _on_sentence(sentence: SentenceOutput) -> None:
-        """Synthesise the first spoken sentence ahead, once."""
-        nonlocal started
-        if started or not sentence.tts_text or voice is None:
-            return
-        started = True
-        if voice.async_speak_ahead(sentence.tts_text, turn.trace_id):
-            heads = voice.entry.runtime_data.engine.speech_starts
-            turn.on_cancel(lambda _reason: heads.drop_turn(turn.trace_id))
-
-    return _on_sentence
+type OurVoice = tuple[CompanionTtsEntity, dict[str, str]]
+"""One of our TTS entities, and the options the pipeline asks it for (its voice)."""
 
 
 @callback
-def async_pipeline_voice(hass: HomeAssistant, context: Context) -> CompanionTtsEntity | None:
-    """Return our TTS entity the pipeline run with ``context`` streams to, or None."""
+def async_pipeline_voice(
+    hass: HomeAssistant, user_input: conversation.ConversationInput
+) -> OurVoice | None:
+    """Return our voice the turn's pipeline speaks with; None: not ours, or not known."""
     if ASSIST_PIPELINE not in hass.config.components:
         return None
+    satellite = satellite_of(hass, user_input.satellite_id, user_input.device_id)
+    if satellite is not None:
+        voice = satellite_voice(hass, satellite)
+    else:
+        voice = _running_voice(hass, user_input.context)
+    component = hass.data.get(DATA_COMPONENT)
+    if voice is None or component is None:
+        return None
+    entity = component.get_entity(voice.engine)
+    if not isinstance(entity, CompanionTtsEntity) or entity.hass is not hass:
+        return None
+    return entity, voice.options
+
+
+@callback
+def async_speak_ahead(
+    hass: HomeAssistant,
+    user_input: conversation.ConversationInput,
+    chat_log: conversation.ChatLog,
+    turn: Turn,
+) -> bool:
+    """Start the turn's speech in the voice its pipeline will ask for, if it is one of ours."""
+    if chat_log.delta_listener is None:  # no pipeline listens: no TTS stream will open
+        return False
+    found = async_pipeline_voice(hass, user_input)
+    if found is None:
+        return False
+    entity, options = found
+    return entity.async_speak_ahead(turn.trace_id, options)
+
+
+@callback
+def _running_voice(hass: HomeAssistant, context: Context) -> PipelineVoice | None:
+    """Return the voice of the running pipeline with ``context`` that ends in speech, or None."""
     from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
         KEY_ASSIST_PIPELINE,
+        PipelineStage,
     )
 
-    table = getattr(hass.data[KEY_ASSIST_PIPELINE].pipeline_runs, "_pipeline_runs", None)
+    table = getattr(
+        getattr(hass.data.get(KEY_ASSIST_PIPELINE), "pipeline_runs", None), RUNS_TABLE, None
+    )
     if not isinstance(table, dict):
         return None
     runs = [
@@ -80,13 +106,7 @@ def async_pipeline_voice(hass: HomeAssistant, context: Context) -> CompanionTtsE
         for run in by_id.values()
         if getattr(getattr(run, "context", None), "id", None) == context.id
     ]
-    if len(runs) != 1:
+    if len(runs) != 1 or getattr(runs[0], "end_stage", None) != PipelineStage.TTS:
         return None
-    stream = getattr(runs[0], "tts_stream", None)
-    if stream is None or not stream.supports_streaming_input:
-        return None
-    component = hass.data.get(DATA_COMPONENT)
-    entity = component.get_entity(stream.engine) if component is not None else None
-    if not isinstance(entity, CompanionTtsEntity) or entity.hass is not hass:
-        return None
-    return entity
+    pipeline_id = getattr(getattr(runs[0], "pipeline", None), "id", None)
+    return pipeline_voice(hass, pipeline_id) if isinstance(pipeline_id, str) else None

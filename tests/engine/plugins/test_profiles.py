@@ -46,6 +46,9 @@ def test_the_shipped_profiles_and_plugins_load() -> None:
     assert profiles["default"].language == "en"
     assert profiles["baoqiao"].language == "zh-CN"
     assert "joy" in profiles["baoqiao"].output.actions
+    # every profile's tag vocabulary holds the standard emotions: never words, never spoken
+    assert {"happy", "joy", "sad"} <= profiles["default"].output.tags
+    assert profiles["default"].output.is_emotion("Happy")
     assert profiles["butler"].language.startswith("en")
     assert len({p.persona for p in profiles.values()}) == len(profiles)
     for profile in profiles.values():
@@ -68,6 +71,7 @@ def test_the_shipped_profiles_and_plugins_load() -> None:
         ('[output]\nactions = ["big smile"]\n', "output.actions", "not a valid tag"),
         ("[output]\nactions = 5\n", "output.actions", "expected an array of strings, got an"),
         ('[output]\nactions = ["joy", 5]\n', "output.actions", "expected a string, got an"),
+        ('[output]\nemotions = ["[glee]"]\n', "output.emotions", "not a valid tag"),
         ("[models]\nchat = 3\n", "models.chat", "expected a string"),
         ('[models]\naudio = "x"\n', "models.audio", "unknown key"),
         ("max_rounds = 0\n", "max_rounds", "at least 1"),
@@ -197,3 +201,12 @@ def test_user_profile_replaces_a_shipped_one(tmp_path: Path) -> None:
     assert profile is not None
     assert (profile.name, profile.source) == ("Mine", tmp_path / "profiles" / "default.toml")
     assert library.problems == ()
+
+
+def test_a_profile_may_name_its_own_emotions(tmp_path: Path) -> None:
+    write_profile(tmp_path, "gleeful", '[output]\nactions = ["Wave"]\nemotions = ["glee"]\n')
+    (profile,) = load_library([tmp_path]).profiles
+    assert profile.output.tags == {"wave", "glee"}
+    assert profile.output.is_emotion("GLEE")
+    assert not profile.output.is_emotion("wave")
+    assert not profile.output.is_emotion("happy")

@@ -79,10 +79,10 @@ async def test_an_event_with_data_and_payload_is_read(socket_enabled: None) -> N
         (json.dumps({"type": "x", "payload_length": MAX_PAYLOAD + 1}).encode() + b"\n", "over"),
         (json.dumps({"type": "x", "data_length": 10**9}).encode() + b"\n", "over"),
         (json.dumps({"type": "x", "payload_length": -1}).encode() + b"\n", "bad payload"),
-        (b'{"type": "x", "data_length": 5}\n[1,2]', "no object"),
+        (b'{"type": "x", "data_length": 5}\n[1,2]', "not an object"),
         (b'{"type": "x", "payload_length": 10}\n\0\0', "inside an event"),
         (b"not json\n", "malformed"),
-        (b'{"no": "type"}\n', "no type"),
+        (b'{"no": "type"}\n', "not an event"),
         (b'{"type": "x"' + b" " * 20_000 + b"}\n", "malformed"),
     ],
 )

@@ -23,13 +23,14 @@ Plugin transformers join through ``extra_stages`` and see the finished stream.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
+from ..events import SentenceOutput, TextDelta
 from .action_tags import ActionTags
 from .actions_extractor import actions_extractor
 from .boundaries import BoundaryScanner
-from .config import DEFAULT_CONFIG, FIRST_CLAUSE_CUT, PipelineConfig
+from .config import DEFAULT_CONFIG, FIRST_CLAUSE_CUT, PipelineConfig, speech_config
 from .display_processor import display_processor
 from .sentence_divider import sentence_divider
 from .stage import Stage, StageFunction, chain
@@ -49,6 +50,8 @@ __all__ = [
     "join_speech",
     "sentence_divider",
     "speakable",
+    "speech_config",
+    "spoken_sentences",
     "tts_filter",
 ]
 
@@ -82,3 +85,16 @@ def build_pipeline(
             *extra_stages,
         ),
     )
+
+
+async def spoken_sentences(text: AsyncIterator[str], config: PipelineConfig) -> AsyncIterator[str]:
+    """Yield the speech text of each sentence of ``text`` (pieces as they come), none empty."""
+
+    async def deltas() -> AsyncIterator[TextDelta]:
+        """Wrap each piece as the pipeline's text delta."""
+        async for piece in text:
+            yield TextDelta(text=piece, model_text=piece)
+
+    async for item in build_pipeline(config)(deltas()):
+        if isinstance(item, SentenceOutput) and item.tts_text:
+            yield item.tts_text

@@ -9,8 +9,8 @@ MIN_SENTENCE_CHARS = 8
 FIRST_CLAUSE_CUT = True
 """Whether a reply's first sentence may end at a comma (``faster_first_response``).
 
-Kept on a measured gain: ``benchmarks/voice.py`` (README, figures). A voice that speaks the
-turn's first sentence ahead must cut the same way, so it shares this value."""
+Kept on a measured gain (README, *Speed*): the clause reaches the voice before the sentence
+ends. Every text spoken goes through ``speech_config``, so turns and foreign text cut alike."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,3 +44,14 @@ class PipelineConfig:
 
 
 DEFAULT_CONFIG = PipelineConfig()
+
+
+def speech_config(tags: frozenset[str], *, show_thinking: bool = False) -> PipelineConfig:
+    """Return the settings text is cut and cleaned for speech with: a vocabulary's ``tags``.
+
+    The one place a pipeline for speech is configured: a turn's (its profile's vocabulary)
+    and a foreign text's (one that comes from no turn) differ only in the tags.
+    """
+    return PipelineConfig(
+        action_tags=tags, faster_first_response=FIRST_CLAUSE_CUT, show_thinking=show_thinking
+    )

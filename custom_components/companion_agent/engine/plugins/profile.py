@@ -39,14 +39,39 @@ FACE_TYPES = {
 }
 MAX_FACE_BYTES = 64 * 1024
 KEPT = "; the previous version of this profile stays in use until this is fixed"
+DEFAULT_EMOTIONS = (
+    *("joy", "happy", "sad", "angry", "surprise", "surprised", "fear", "shy", "love"),
+    *("excited", "calm", "tired", "confused", "think", "neutral", "proud", "worried"),
+)
+"""The tags a profile takes as emotions unless it names its own (``[output] emotions``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OutputFormat:
-    """How answers are written, and the emotion/action tags the model may use."""
+    """How answers are written, and the profile's tag vocabulary.
+
+    ``actions`` are the tags the model is offered; ``emotions`` the tags taken as the
+    persona's emotion (the standard set unless the profile names its own). Both are
+    actions, never words: ``tags`` is the whole vocabulary the output pipeline removes.
+    """
 
     instructions: str = ""
     actions: tuple[str, ...] = ()
+    emotions: tuple[str, ...] = DEFAULT_EMOTIONS
+
+    @property
+    def tags(self) -> frozenset[str]:
+        """Return every tag of the vocabulary, lower-cased (tags match in any case)."""
+        return frozenset(tag.lower() for tag in (*self.actions, *self.emotions))
+
+    @property
+    def emotion_tags(self) -> frozenset[str]:
+        """Return the emotions, lower-cased."""
+        return frozenset(emotion.lower() for emotion in self.emotions)
+
+    def is_emotion(self, tag: str) -> bool:
+        """Say whether ``tag`` names an emotion of this profile."""
+        return tag.lower() in self.emotion_tags
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,6 +140,7 @@ SCHEMA = vol.Schema(
             {
                 vol.Optional("instructions"): TEXT,
                 vol.Optional("actions"): vol.All(array(TAG, "strings"), unique),
+                vol.Optional("emotions"): vol.All(array(TAG, "strings"), unique),
             },
             into=OutputFormat,
         ),

@@ -3,42 +3,57 @@
 A Wyoming satellite's protocol is the ``satellite`` subpackage (its own face).
 """
 
-from .audio_length import AudioProgress, heard_sentences, sentences_heard, spoken_seconds
+from .audio_length import (
+    EXACT_MARGIN,
+    AudioProgress,
+    heard_sentences,
+    sentences_heard,
+    spoken_seconds,
+)
+from .containers import MP3, WAV, Container, encoded, mp3_available
 from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_piper
-from .head_start import SpeechHeadStarts, SpeechKey, Synthesis, chunk_seconds
 from .info import AsrInfo, AsrModel, SatelliteInfo, SatelliteWakeWord, TtsInfo, TtsVoice
 from .sentence_marks import SPEECH_MARKS, SentenceMarks
 from .stt import Transcription, WyomingSTT
 from .synthesizer import AudioChunk, Synthesizer
+from .timeline import AudioTimeline, chunk_seconds
 from .tts import WyomingTTS
+from .turn_speech import SpeechTurns, Synthesis, TurnSpeech
 from .voice_folder import VoiceFile, list_voice_files
 
 __all__ = [
+    "EXACT_MARGIN",
+    "MP3",
     "SPEECH_MARKS",
+    "WAV",
     "AsrInfo",
     "AsrModel",
     "AudioChunk",
     "AudioProgress",
+    "AudioTimeline",
+    "Container",
     "EmbeddedPiper",
     "LoadedPiperVoice",
     "PiperVoiceFolder",
     "SatelliteInfo",
     "SatelliteWakeWord",
     "SentenceMarks",
-    "SpeechHeadStarts",
-    "SpeechKey",
+    "SpeechTurns",
     "Synthesis",
     "Synthesizer",
     "Transcription",
     "TtsInfo",
     "TtsVoice",
+    "TurnSpeech",
     "VoiceFile",
     "WyomingSTT",
     "WyomingTTS",
     "check_piper",
     "chunk_seconds",
+    "encoded",
     "heard_sentences",
     "list_voice_files",
+    "mp3_available",
     "sentences_heard",
     "spoken_seconds",
 ]

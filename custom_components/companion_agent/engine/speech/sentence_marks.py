@@ -13,6 +13,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 
 from .synthesizer import AudioChunk
+from .timeline import chunk_seconds
 
 MAX_SENTENCES = 256
 
@@ -31,8 +32,7 @@ class SentenceMarks:
         if chunk.sentence != self._sentence and len(self.starts) < MAX_SENTENCES:
             self.starts.append(self._seconds)
         self._sentence = chunk.sentence
-        per_second = chunk.rate * chunk.width * chunk.channels
-        self._seconds += len(chunk.audio) / per_second if per_second > 0 else 0.0
+        self._seconds += chunk_seconds(chunk)
 
 
 SPEECH_MARKS: ContextVar[SentenceMarks | None] = ContextVar("companion_speech_marks", default=None)

@@ -29,7 +29,8 @@ DEFAULT_WIDTH = 2
 DEFAULT_CHANNELS = 1
 # One audio-chunk event carries at most this much audio; larger pieces are split.
 MAX_CHUNK_BYTES = 32000
-# A streamed transcript longer than this is cut (a hostile server cannot grow it forever).
+# A transcript longer than this is cut, and a streamed one ends there: a hostile server
+# cannot grow it forever (one event's data is capped before it is read: wyoming_connection).
 MAX_TRANSCRIPT_CHARS = 10_000
 # How long a server may take to describe itself once connected.
 DESCRIBE_TIMEOUT = 10.0
@@ -108,7 +109,7 @@ class WyomingSTT:
         if min(rate, width, channels) < 1:
             raise ValueError(f"bad audio format: {rate} Hz, {width} bytes, {channels} channels")
         connection = await self._connect()
-        receiver = asyncio.create_task(_receive(connection, on_partial))
+        receiver = asyncio.create_task(_receive(connection, on_partial, self.server))
         sender = asyncio.create_task(
             _send(connection, audio, self._request(language, rate, width, channels))
         )
@@ -127,6 +128,11 @@ class WyomingSTT:
             sender.cancel()
             receiver.cancel()
             await asyncio.gather(sender, receiver, return_exceptions=True)
+
+    @property
+    def server(self) -> str:
+        """Return ``host:port``, as logs name the server."""
+        return f"{self.host}:{self.port}"
 
     def _request(self, language: str | None, rate: int, width: int, channels: int) -> _Request:
         """Return what opens a transcription: the request and the audio's format."""
@@ -181,9 +187,13 @@ async def _send(
 
 
 async def _receive(
-    connection: WyomingConnection, on_partial: PartialListener | None
+    connection: WyomingConnection, on_partial: PartialListener | None, server: str
 ) -> Transcription:
-    """Read events until the transcript; tell ``on_partial`` the streamed text so far."""
+    """Read events until the transcript; tell ``on_partial`` the streamed text so far.
+
+    A streamed transcript that reaches ``MAX_TRANSCRIPT_CHARS`` ends there: what it holds
+    is the transcript, and the server (named in a warning) is not read any further.
+    """
     parts: list[str] = []
     size = 0
     stopped = False
@@ -198,12 +208,19 @@ async def _receive(
                 parts.clear()
                 size = 0
                 stopped = False
-            case "transcript-chunk" if size < MAX_TRANSCRIPT_CHARS:
+            case "transcript-chunk":
                 text = clean_text(_text(event.data.get("text")), MAX_TRANSCRIPT_CHARS - size)
                 parts.append(text)
                 size += len(text)
                 if on_partial is not None and text:
                     on_partial("".join(parts))
+                if size >= MAX_TRANSCRIPT_CHARS:
+                    LOGGER.warning(
+                        "STT %s: a transcript over %d characters, cut there",
+                        server,
+                        MAX_TRANSCRIPT_CHARS,
+                    )
+                    return Transcription(text="".join(parts))
             case "transcript-stop":
                 stopped = True
             case "error":

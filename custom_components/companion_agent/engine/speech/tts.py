@@ -1,27 +1,41 @@
-"""A Wyoming text-to-speech client: sentences in as they come, their audio out in order."""
+"""A Wyoming text-to-speech client: sentences in as they come, their audio out in order.
+
+Each sentence is one ``synthesize`` event on a connection kept for the reply: the text is
+already one sentence (the output pipeline cut it), so the streaming protocol's three events
+a sentence (start, chunk, stop) and the ``describe`` needed to know whether a server speaks
+it would buy nothing; every Wyoming TTS server takes ``synthesize``.
+
+A server is not trusted to end what it sends. A sentence's audio may last at most
+``AUDIO_FLOOR`` seconds plus ``AUDIO_PER_CHAR`` a character, and the server may take as
+long to send it (time spent waiting for the server, not for the listener); one event's
+payload is checked against ``MAX_PAYLOAD`` from its header before it is read, and a read
+that waits ``read_timeout`` seconds is a stall. A sentence past a bound is skipped with a
+warning that names the server (what it sent before stays), and the connection is dropped.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass
 
 from wyoming.event import Event
 from wyoming.info import Describe
-from wyoming.tts import (
-    Synthesize,
-    SynthesizeChunk,
-    SynthesizeStart,
-    SynthesizeStop,
-    SynthesizeVoice,
-)
+from wyoming.tts import Synthesize, SynthesizeVoice
 
 from ..errors import SpeechError, SpeechVoiceNotFoundError
 from ..retry import RetryPolicy
 from .info import TtsInfo, parse_tts_info
 from .synthesizer import AudioChunk
-from .wyoming_connection import WyomingConnection, open_wyoming
+from .timeline import chunk_seconds
+from .wyoming_connection import MAX_PAYLOAD, WyomingConnection, open_wyoming
 
 LOGGER = logging.getLogger(__name__)
+
+AUDIO_FLOOR = 10.0
+AUDIO_PER_CHAR = 0.5
+"""Seconds of audio a sentence may have per character: slow Chinese speech needs 0.25."""
 
 # The server's code for "I have no such voice" (wyoming-piper's VoiceNotFoundError).
 _VOICE_NOT_FOUND = "VoiceNotFoundError"
@@ -31,10 +45,33 @@ class _SentenceFailedError(Exception):
     """The connection dropped or stalled, or the server refused one sentence."""
 
 
+class _SentenceOverrunError(_SentenceFailedError):
+    """The server sent more audio for a sentence, or took longer, than its bound."""
+
+
 SENTENCE_RETRY = RetryPolicy(
-    attempts=2, first_delay=0.0, retryable=lambda err: isinstance(err, _SentenceFailedError)
+    attempts=2,
+    first_delay=0.0,
+    retryable=lambda err: (
+        isinstance(err, _SentenceFailedError) and not isinstance(err, _SentenceOverrunError)
+    ),
 )
-"""A sentence whose connection failed goes again at once on a new one, then is skipped."""
+"""A sentence whose connection failed goes again at once on a new one, then is skipped; one
+past its bounds is skipped at once (the server misbehaves)."""
+
+
+@dataclass(slots=True)
+class _Budget:
+    """What one sentence may still take: seconds of audio, seconds of waiting."""
+
+    audio: float
+    wait: float
+
+    @classmethod
+    def of(cls, text: str) -> _Budget:
+        """Return the budget of ``text``."""
+        seconds = AUDIO_FLOOR + AUDIO_PER_CHAR * len(text)
+        return cls(audio=seconds, wait=seconds)
 
 
 class _Connection(WyomingConnection):
@@ -49,11 +86,7 @@ class _Connection(WyomingConnection):
 
 
 class WyomingTTS:
-    """Speak sentences through a Wyoming TTS server (wyoming-piper and the like).
-
-    ``streaming`` None follows what the server advertises; True or False forces
-    synthesize-start/chunk/stop or one ``synthesize`` per sentence.
-    """
+    """Speak sentences through a Wyoming TTS server (wyoming-piper and the like)."""
 
     def __init__(
         self,
@@ -62,9 +95,9 @@ class WyomingTTS:
         *,
         voice: str | None = None,
         speaker: str | None = None,
-        streaming: bool | None = None,
         connect_timeout: float = 5.0,
         read_timeout: float = 10.0,
+        max_payload: int = MAX_PAYLOAD,
         retry: RetryPolicy = SENTENCE_RETRY,
     ) -> None:
         """Remember where the server is and how to speak; connect nothing yet."""
@@ -72,10 +105,15 @@ class WyomingTTS:
         self.port = port
         self.voice = voice
         self.speaker = speaker
-        self._streaming = streaming
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        self._max_payload = max_payload
         self._retry = retry
+
+    @property
+    def server(self) -> str:
+        """Return ``host:port``, as logs name the server."""
+        return f"{self.host}:{self.port}"
 
     async def describe(self) -> TtsInfo:
         """Ask the server for its programs and voices."""
@@ -95,15 +133,13 @@ class WyomingTTS:
         """Send each sentence as it arrives and yield its audio before taking the next.
 
         A sentence whose connection drops or stalls is sent again on a new connection
-        (``SENTENCE_RETRY``: once, at once); if that fails too it is skipped. Audio already
-        yielded for a sentence that is then sent again is yielded again from its start
-        (piper sends a sentence's audio in one burst, so a cut inside it is rare). A
-        refused connection raises SpeechConnectionError, a voice the server lacks
-        SpeechVoiceNotFoundError. Empty sentences are never sent.
+        (``SENTENCE_RETRY``: once, at once); if that fails too it is skipped, and so is one
+        past its bounds (no second try: the server misbehaves). Audio already yielded for a
+        sentence that is sent again is yielded again from its start (piper sends a
+        sentence's audio in one burst, so a cut inside it is rare). A refused connection
+        raises SpeechConnectionError, a voice the server lacks SpeechVoiceNotFoundError.
+        Empty sentences are never sent.
         """
-        streaming = self._streaming
-        if streaming is None:
-            streaming = (await self.describe()).supports_streaming
         connection: _Connection | None = None
         index = -1
         try:
@@ -118,63 +154,64 @@ class WyomingTTS:
                     if connection is None:
                         connection = await self._connect()
                     try:
-                        await connection.write(*self._request(text, streaming=streaming))
-                        while (
-                            chunk := await self._next_audio(connection, index, streaming)
-                        ) is not None:
+                        await connection.write(self._request(text))
+                        budget = _Budget.of(text)
+                        while chunk := await self._next_audio(connection, index, budget):
                             yield chunk
                         break
                     except _SentenceFailedError as err:
                         connection.close()
                         connection = None
+                        again = self._retry.allows(attempt, err)
                         LOGGER.warning(
-                            "TTS %s:%s sentence %d attempt %d failed: %s",
-                            self.host,
-                            self.port,
+                            "TTS %s sentence %d %s: %s",
+                            self.server,
                             index,
-                            attempt,
+                            f"attempt {attempt} failed" if again else "skipped",
                             err,
                         )
-                        if not self._retry.allows(attempt, err):
+                        if not again:
                             break
                         await self._retry.wait(attempt)
         finally:
             if connection is not None:
                 connection.close()
 
-    def _request(self, text: str, *, streaming: bool) -> list[Event]:
-        """Return the events that ask for one sentence."""
+    def _request(self, text: str) -> Event:
+        """Return the event that asks for one sentence."""
         voice = (
             SynthesizeVoice(name=self.voice, speaker=self.speaker)
             if self.voice is not None
             else None
         )
-        if not streaming:
-            return [Synthesize(text=text, voice=voice).event()]
-        # One stream per sentence: wyoming-piper holds a streamed sentence back until the
-        # next one begins, so only synthesize-stop gets its audio out at once.
-        return [
-            SynthesizeStart(voice=voice).event(),
-            SynthesizeChunk(text=text).event(),
-            SynthesizeStop().event(),
-        ]
+        return Synthesize(text=text, voice=voice).event()
 
     async def _next_audio(
-        self, connection: _Connection, index: int, streaming: bool
+        self, connection: _Connection, index: int, budget: _Budget
     ) -> AudioChunk | None:
         """Return the sentence's next audio chunk, or None once the server ends it."""
-        end = "synthesize-stopped" if streaming else "audio-stop"
+        loop = asyncio.get_running_loop()
         while True:
-            event = await connection.read()
+            began = loop.time()
+            try:
+                async with asyncio.timeout(budget.wait):
+                    event = await connection.read()
+            except TimeoutError as err:
+                raise _SentenceOverrunError("the server took too long over one sentence") from err
+            budget.wait -= loop.time() - began
             if event.type == "audio-chunk" and event.payload:
-                return AudioChunk(
+                chunk = AudioChunk(
                     sentence=index,
                     rate=_int(event.data.get("rate"), 22050),
                     width=_int(event.data.get("width"), 2),
                     channels=_int(event.data.get("channels"), 1),
                     audio=event.payload,
                 )
-            if event.type == end:
+                budget.audio -= chunk_seconds(chunk)
+                if budget.audio < 0:
+                    raise _SentenceOverrunError("more audio than one sentence can have")
+                return chunk
+            if event.type == "audio-stop":
                 return None
             if event.type == "error":
                 self._raise_refusal(event)
@@ -201,6 +238,8 @@ class WyomingTTS:
             fail=_SentenceFailedError,
             write_timeout=self._read_timeout,
             read_timeout=self._read_timeout,
+            max_payload=self._max_payload,
+            oversized=_SentenceOverrunError,
         )
 
 

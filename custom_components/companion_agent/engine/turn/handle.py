@@ -57,6 +57,19 @@ class Turn:
         """Return when (``time.time()``) the host took the first sentence to speak, if it has."""
         return self._sink.first_spoken_at
 
+    @property
+    def cancelled(self) -> str | None:
+        """Return why the turn was cancelled, or None if it was not."""
+        return self._sink.cancel_reason
+
+    def speech(self) -> AsyncIterator[str]:
+        """Return the speech text of each sentence the host takes, for a voice to speak.
+
+        From the first sentence, as the host takes them; any number of readers. It ends
+        when the turn does, or at once when the turn is cancelled (its audio must stop).
+        """
+        return self._sink.speech()
+
     def items(self) -> AsyncIterator[OutputItem]:
         """Return the turn's output items; one consumer, taken once."""
         return self._sink.take()

@@ -20,7 +20,7 @@ from dataclasses import replace
 from ..chars import cut_text, valid_text
 from ..events import SentenceOutput, TextDelta, TurnOutcome
 from ..guard.executor import Guard
-from ..pipeline import FIRST_CLAUSE_CUT, PipelineConfig, build_pipeline, speakable
+from ..pipeline import PipelineConfig, build_pipeline, speakable, speech_config
 from ..plugins import Profile, TurnContext
 from ..tools.registry import ToolRegistry
 from .handle import Turn
@@ -37,12 +37,8 @@ LOGGER = logging.getLogger(__name__)
 
 
 def pipeline_config(profile: Profile) -> PipelineConfig:
-    """Return the output pipeline settings for a profile: its tags, voice-first cuts."""
-    return PipelineConfig(
-        action_tags=frozenset(profile.output.actions),
-        faster_first_response=FIRST_CLAUSE_CUT,
-        show_thinking=True,
-    )
+    """Return the output pipeline settings for a profile: its tag vocabulary, shown thinking."""
+    return speech_config(profile.output.tags, show_thinking=True)
 
 
 class TurnRunner:

@@ -5,6 +5,7 @@ reads them and sends its two signals, a cancel and "played". A cancel drops what
 has not taken and ends the items with one ``Interrupted``; "played" while the turn still
 streams is queued as a ``Played`` item, so the host sees both in order with the text.
 What the host took is kept (``shown``, ``spoken``): a cancelled turn stores only that.
+``speech()`` follows the sentences the host takes, for the voice that speaks them.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class TurnSink:
         self._shown: list[str] = []
         self._spoken: list[SentenceOutput] = []
         self._cancel_listeners: list[CancelListener] = []
+        self._spoken_signal = asyncio.Event()
+        self._over = False
 
     @property
     def shown(self) -> str:
@@ -98,6 +101,7 @@ class TurnSink:
     def finish(self, result: TurnResult) -> None:
         """End the items and publish the result."""
         self._close(drop=False)
+        self._spoken_changed(over=True)
         self._cancel_listeners.clear()
         if not self.result.done():
             self.result.set_result(result)
@@ -119,9 +123,27 @@ class TurnSink:
         self._queue.append(Interrupted(reason=reason, outcome=self.cancel_outcome))
         if self._task is not None and self._begun and not self._settling:
             self._task.cancel()  # a task that has not begun sees the reason when it does
+        self._spoken_changed(over=True)
         listeners, self._cancel_listeners = self._cancel_listeners, []
         for listener in listeners:
             listener(reason)
+
+    async def speech(self) -> AsyncIterator[str]:
+        """Yield the speech text of each sentence the host takes, from the first, as it does.
+
+        Any number of readers may follow; each ends once the turn ends (with the sentences
+        the host has yet to take), or at once when it is cancelled.
+        """
+        taken = 0
+        while self.cancel_reason is None:
+            spoken = self.spoken if self._over else self._spoken
+            if taken < len(spoken):
+                yield spoken[taken].tts_text
+                taken += 1
+                continue
+            if self._over:
+                return
+            await self._spoken_signal.wait()
 
     def on_cancel(self, listener: CancelListener) -> None:
         """Call ``listener(reason)`` once if the turn is cancelled."""
@@ -164,6 +186,12 @@ class TurnSink:
         self._cut = True
         self._on_cut("", "failed")
 
+    def _spoken_changed(self, *, over: bool = False) -> None:
+        """Wake the speech readers: a sentence was taken, or no more will be."""
+        self._over = self._over or over
+        self._spoken_signal.set()
+        self._spoken_signal = asyncio.Event()
+
     def _close(self, *, drop: bool) -> None:
         """End the item stream; ``drop`` throws away what the host has not taken."""
         self._closed = True
@@ -176,6 +204,7 @@ class TurnSink:
         while True:
             while not self._queue:
                 if self._closed:
+                    self._spoken_changed(over=True)
                     return
                 self._ready.clear()
                 await self._ready.wait()
@@ -189,4 +218,5 @@ class TurnSink:
                     self._marks.append(self._shown_length)
                     if self.first_spoken_at is None:
                         self.first_spoken_at = time.time()
+                    self._spoken_changed()
             yield item

@@ -1,8 +1,9 @@
 """One TCP connection to a Wyoming satellite, with every read bounded and every write timed.
 
 The wyoming library reads an event's data and payload of whatever length its header
-claims; a satellite is hostile until checked, so this reader refuses a header line, data
-or payload over its bound before reading it (``MAX_LINE``, ``MAX_DATA``, ``MAX_PAYLOAD``).
+claims; a satellite is hostile until checked, so the connection's reader (the speech
+clients' own, ``wyoming_connection.read_event``) refuses a header line, data or payload
+over its bound before reading it (``MAX_LINE``, ``MAX_DATA``, ``MAX_PAYLOAD``).
 Anything that is no Wyoming event, a stall in a write, or a dropped connection is a
 ``SatelliteError``. TCP keep-alive is on (``KEEPALIVE``), so a satellite that vanished
 without closing is noticed within a minute even when it never answers ``ping``.
@@ -11,16 +12,19 @@ without closing is noticed within a minute even when it never answers ``ping``.
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
-from typing import Any
 
 from wyoming.event import Event, async_write_event
 from wyoming.info import Describe
 
 from ...errors import NotASatelliteError, SatelliteError, SpeechConnectionError
 from ..info import SatelliteInfo, parse_satellite_info
-from ..wyoming_connection import open_wyoming
+from ..wyoming_connection import (
+    MalformedEventError,
+    OversizedEventError,
+    open_wyoming,
+    read_event,
+)
 
 MAX_LINE = 16 * 1024
 MAX_DATA = 64 * 1024
@@ -62,21 +66,8 @@ class SatelliteLink:
     async def read(self) -> Event | None:
         """Return the next event, None once the satellite closed; raise for what is no event."""
         try:
-            line = await self._reader.readline()
-            if not line:
-                return None
-            header = _header(line)
-            data = header.get("data")
-            data = dict(data) if isinstance(data, dict) else {}
-            data_length = _length(header.get("data_length"), MAX_DATA, "data")
-            if data_length:
-                extra = json.loads(await self._reader.readexactly(data_length))
-                if not isinstance(extra, dict):
-                    raise self._fail("event data that is no object")
-                data.update(extra)
-            payload_length = _length(header.get("payload_length"), MAX_PAYLOAD, "payload")
-            payload = await self._reader.readexactly(payload_length) if payload_length else None
-        except _BadEventError as err:
+            return await read_event(self._reader, max_data=MAX_DATA, max_payload=MAX_PAYLOAD)
+        except (MalformedEventError, OversizedEventError) as err:
             raise self._fail(str(err)) from err
         except (ValueError, UnicodeDecodeError) as err:  # no JSON, or a line over MAX_LINE
             raise self._fail(f"malformed event: {err}") from err
@@ -84,7 +75,6 @@ class SatelliteLink:
             raise self._fail("connection closed inside an event") from err
         except ConnectionError as err:
             raise self._fail(f"connection lost: {err!r}") from err
-        return Event(type=header["type"], data=data, payload=payload)
 
     async def write(self, *events: Event) -> None:
         """Send ``events`` in order, or raise SatelliteError if the satellite does not take them."""
@@ -128,26 +118,3 @@ async def describe_satellite(host: str, port: int) -> SatelliteInfo:
         raise SpeechConnectionError("no info event in time", host=host, port=port) from err
     finally:
         link.close()
-
-
-class _BadEventError(Exception):
-    """The bytes are JSON but no Wyoming event, or an event over its bounds."""
-
-
-def _header(line: bytes) -> dict[str, Any]:
-    """Return an event's header line as an object with a string ``type``."""
-    header = json.loads(line)
-    if not isinstance(header, dict) or not isinstance(header.get("type"), str):
-        raise _BadEventError("an event with no type")
-    return header
-
-
-def _length(value: object, bound: int, what: str) -> int:
-    """Return a data or payload length from a header, checked against ``bound``."""
-    if value is None:
-        return 0
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise _BadEventError(f"a bad {what} length: {value!r}")
-    if value > bound:
-        raise _BadEventError(f"{what} of {value} bytes, over {bound}")
-    return value
