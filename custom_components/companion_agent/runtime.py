@@ -23,6 +23,7 @@ from .const import (
     DEFAULT_FIRST_TOKEN_TIMEOUT,
     DOMAIN,
     STORAGE_FOLDER,
+    SUBENTRY_CONVERSATION,
 )
 from .engine.engine import Engine
 from .engine.llm import LLMSettings, OpenAIChatModel
@@ -37,6 +38,8 @@ class CompanionRuntime:
     engine: Engine
     health: ServerHealth
     playback: PlaybackWatcher
+    personas: frozenset[str] = frozenset()
+    """The persona (conversation sub-entry) ids the entry was set up with."""
 
 
 type CompanionConfigEntry = ConfigEntry[CompanionRuntime]
@@ -68,6 +71,15 @@ def add_per_subentry(
     for subentry in entry.subentries.values():
         if subentry.subentry_type == kind:
             async_add_entities([make(entry, subentry)], config_subentry_id=subentry.subentry_id)
+
+
+def persona_ids(entry: ConfigEntry[Any]) -> list[str]:
+    """Return the entry's persona (conversation sub-entry) ids."""
+    return [
+        sub.subentry_id
+        for sub in entry.subentries.values()
+        if sub.subentry_type == SUBENTRY_CONVERSATION
+    ]
 
 
 def library_roots(hass: HomeAssistant) -> tuple[Path, ...]:

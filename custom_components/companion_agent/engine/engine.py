@@ -8,8 +8,9 @@ models by name, memory, the speech head starts and the follow-ups of conversatio
 companion started. ``close()`` lets running turns finish (bounded) and writes and closes
 everything; ``stop()`` writes everything when the host stops without unloading.
 
-What the engine keeps in its data folder: ``audit.jsonl``, ``conversations/<persona>/``,
-and memory's files (``memory/backends.py``).
+What the engine keeps in its data folder: ``audit.jsonl``, ``exchanges.db`` (every
+persona's conversations and recent windows, one store with two views; the JSON folders of
+before are read into it once) and memory's files (``memory/backends.py``).
 """
 
 from __future__ import annotations
@@ -37,15 +38,16 @@ from .llm.models import ChatModels, RoundObserver
 from .memory.backends import MemoryConfig, open_memory, unreachable
 from .memory.companion import CompanionMemory
 from .memory.hook import MemoryHook
+from .memory.types import Forget
 from .plugins import HostServices, Library, LoadProblem, Profile, load_library
 from .plugins.profile import DEFAULT_PROFILE
 from .speech.head_start import SpeechHeadStarts
+from .turn.exchanges import ExchangeStore, LegacyFolders, owner_of
 from .turn.follow_ups import FollowUps
 from .turn.handle import Turn
 from .turn.limits import TurnLimits
 from .turn.request import Persona, TurnRequest
 from .turn.runner import TurnRunner
-from .turn.stores import ConversationStores
 from .turn.usage import UsageCounters
 
 __all__ = [
@@ -59,7 +61,8 @@ __all__ = [
 ]
 
 AUDIT_FILE = "audit.jsonl"
-CONVERSATIONS_FOLDER = "conversations"
+EXCHANGES_FILE = "exchanges.db"
+LEGACY_FOLDERS = ("conversations", "recent")
 TURN_GRACE = 5.0
 FLUSH_GRACE = 10.0
 MEMORY_CLOSE_GRACE = 5.0
@@ -90,7 +93,7 @@ class EngineSettings:
     on_model_round: RoundObserver | None = None
     """Told how each chat model round ended, so the host can follow the server's health."""
     on_bad_history: CorruptionReporter | None = None
-    """Told of a conversation file that was moved aside (it was not what it should be)."""
+    """Told of a history file (the exchange store, an old one) that was moved aside."""
     on_bad_memory_file: CorruptionReporter | None = None
     """Told of a memory file (store, outbox) that was moved aside."""
 
@@ -118,8 +121,11 @@ class Engine:
         guard = Guard(confirmations=self._confirmations, audit=audit, rules=settings.rules)
         self._runner = TurnRunner(guard, self._usage, settings.limits)
         self._models = ChatModels(settings.model, settings.http, settings.on_model_round)
-        self._conversations = ConversationStores(
-            settings.data_dir / CONVERSATIONS_FOLDER, on_corrupt=settings.on_bad_history
+        folders = [settings.data_dir / name for name in LEGACY_FOLDERS]
+        self._exchanges = ExchangeStore(
+            settings.data_dir / EXCHANGES_FILE,
+            legacy=LegacyFolders(conversations=folders[0], windows=folders[1]),
+            on_corrupt=settings.on_bad_history,
         )
         self._follow_ups = FollowUps()
         self._speech_starts = SpeechHeadStarts()
@@ -153,11 +159,12 @@ class Engine:
         """Return the first sentences synthesised ahead for the host's voices."""
         return self._speech_starts
 
-    async def start(self) -> MemoryProblem | None:
+    async def start(self, *, drain: bool = True) -> MemoryProblem | None:
         """Load plugins and profiles (off the loop) and open memory; say what did not answer.
 
         A memory that cannot open leaves memory off; one that opened but does not answer
-        yet stays on (writes wait in its outbox). Turns answer either way.
+        yet stays on (writes wait in its outbox). Turns answer either way. ``drain`` False
+        leaves the outbox waiting (an engine opened only to forget).
         """
         self._library = await asyncio.to_thread(load_library, self.settings.library_roots)
         config = self.settings.memory
@@ -171,12 +178,13 @@ class Engine:
                 model=settings.model,
                 http=settings.http,
                 window_tokens=settings.limits.history_tokens,
+                exchanges=self._exchanges,
                 on_corrupt=settings.on_bad_memory_file,
             )
         except (CompanionError, OSError) as err:
             return MemoryProblem(detail=str(err), opened=False)
         self._memory = memory
-        memory.start()
+        await memory.start(drain=drain)
         if (problem := await unreachable(memory)) is not None:
             return MemoryProblem(detail=problem, opened=True)
         return None
@@ -209,13 +217,17 @@ class Engine:
         ctx = request.context
         now = asyncio.get_running_loop().time()
         history_id = self._follow_ups.history_id(ctx.conversation_id, request.satellite_id, now)
-        history = self._conversations.store(ctx.agent_id).get(history_id)
         memory = self._memory
-        if memory is None or request.initiator != "person":
+        remembered = memory is not None and request.initiator == "person"
+        windowed = remembered and history_id == ctx.conversation_id
+        history = self._exchanges.conversation(
+            ctx.agent_id, history_id, owner=owner_of(ctx.user_id), windowed=windowed
+        )
+        if memory is None or not remembered:
             return self._runner.start(request, history)
         scope = memory.scope(ctx.agent_id, ctx.user_id)
         model = request.persona.profile.models.memory
-        window = memory.window(scope, model) if history_id == ctx.conversation_id else None
+        window = memory.window(scope, model) if windowed else None
         hook = MemoryHook(memory, scope, model)
         return self._runner.start(
             replace(request, host_hooks=(*request.host_hooks, hook)), history, window
@@ -249,20 +261,26 @@ class Engine:
             "problems": [str(problem) for problem in self.problems],
             "usage": self._usage.snapshot(),
             "pending_confirmations": self._confirmations.pending_count(),
-            "open_conversations": self._conversations.open_counts(),
+            "conversations": await self._exchanges.counts(),
             "memory": await memory.figures() if memory is not None else None,
         }
 
     async def prune(self, retention: float) -> int:
-        """Delete conversations (and memory's windows) idle longer than ``retention`` s."""
-        removed = await self._conversations.prune(retention)
+        """Delete exchanges whose conversation and window were idle longer than ``retention``."""
+        return await self._exchanges.prune(retention)
+
+    async def forget_persona(self, persona_id: str) -> int:
+        """Forget everything of a persona: memories, graph, queued writes, exchanges."""
         if self._memory is not None:
-            removed += await self._memory.prune(retention)
-        return removed
+            environment = self._memory.settings.environment
+            return await self._memory.forget(Forget(agent_id=persona_id, environment=environment))
+        return await self._exchanges.forget(persona_id=persona_id)
 
     async def flush(self, grace: float = FLUSH_GRACE) -> None:
-        """Write what is still in memory (turns, audit records), waiting ``grace`` s at most."""
-        await self._conversations.flush(grace)
+        """Write what is still in memory (audit records), waiting ``grace`` s at most.
+
+        A turn is on disk once stored; nothing of the exchanges waits.
+        """
         await self._audit.flush(grace)
 
     async def stop(self) -> None:
@@ -276,6 +294,7 @@ class Engine:
         self._confirmations.close()
         await self.flush()
         await self._close_memory()
+        await self._exchanges.close()
         await self._audit.close()
         self._speech_starts.close()
 

@@ -28,7 +28,7 @@ from custom_components.companion_agent.engine.memory.types import (
     NewMemory,
     Relation,
 )
-from tests.engine.memory import ANNA, HOME, found
+from tests.engine.memory import ANNA, HOME, every_record, found
 from tests.support.embeddings import SLOW_MACHINE
 from tests.support.llm_server import LLMServer
 
@@ -322,7 +322,7 @@ async def test_rollback_walks_back_one_step_at_a_time(store: EmbeddedStore) -> N
         await store.supersede(NewMemory(scope=ANNA, kind="state", topic="city", text=city))
         for city in ("Leeds", "York", "Hull")
     ]
-    assert (await store.rollback(made[2].id)) == (await store.export([ANNA]))[1]
+    assert (await store.rollback(made[2].id)) == (await every_record(store, [ANNA]))[1]
     restored = await store.rollback(made[1].id)
     assert restored is not None
     assert restored.text == "Leeds"

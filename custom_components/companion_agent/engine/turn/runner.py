@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import weakref
 from asyncio import Task
 from collections.abc import Coroutine
@@ -24,7 +25,7 @@ from ..pipeline import FIRST_CLAUSE_CUT, PipelineConfig, build_pipeline, speakab
 from ..plugins import Profile, TurnContext
 from ..tools.registry import ToolRegistry
 from .handle import Turn
-from .history import ConversationHistory, amend_in
+from .history import ConversationHistory, HistoryView, amend_in
 from .job import TurnJob, after_playback, end_unstarted, store_turn, turn_context, turn_result
 from .limits import RateLimiter, TurnLimits, cut_notice, pace_keys, within_budget
 from .loop import AgentCore, TurnRecord
@@ -68,12 +69,13 @@ class TurnRunner:
         self,
         request: TurnRequest,
         history: ConversationHistory,
-        window: ConversationHistory | None = None,
+        window: HistoryView | None = None,
     ) -> Turn:
         """Start a turn in a task of its own and return its handle at once.
 
         The turn reads ``history`` (or the recent ``window``, when given: memory tier 1)
-        and is added to both. The person's words are made valid text here, at the boundary.
+        and is stored once, in ``history`` (a view of the exchange store that puts it in the
+        window too). The person's words are made valid text here, at the boundary.
         """
         text = valid_text(request.text)
         request = replace(request, text=text[: self.limits.max_input_chars])
@@ -85,7 +87,14 @@ class TurnRunner:
             lambda result: after_playback(job, result),
             lambda heard, outcome: self._amend(job, heard, outcome),
         )
-        job = TurnJob(request=request, history=history, window=window, said=len(text), sink=sink)
+        job = TurnJob(
+            request=request,
+            history=history,
+            window=window,
+            said=len(text),
+            sink=sink,
+            began=time.time(),
+        )
         task = self._track(self._drive(job), name=f"turn {trace_id}")
         task.add_done_callback(lambda _task: end_unstarted(sink))
         sink.bind(task)
@@ -93,7 +102,7 @@ class TurnRunner:
 
     def _amend(self, job: TurnJob, heard: str, outcome: TurnOutcome) -> None:
         """Mark the stored turn ``outcome`` after ``heard`` (spoken over, or never heard)."""
-        self._track(amend_in(job.histories, job.request.context.trace_id, heard, outcome))
+        self._track(amend_in(job.history, job.request.context.trace_id, heard, outcome))
 
     def _track(self, work: Coroutine[None, None, None], name: str | None = None) -> Task[None]:
         """Run ``work`` in a task of its own that ``drain`` waits for."""

@@ -6,6 +6,8 @@ ids; the environment is metadata. Every read filters on all three. mem0 has no v
 interval, so the state channel keeps its own in the metadata: ``current`` (what filters
 use), ``valid_from``, ``valid_until``, ``superseded_by`` and ``supersedes`` (the record a
 state retired, for rollback); ``topic_key`` is the folded topic a supersede matches on.
+Provenance is four more keys (``via``, ``person``, ``device``, ``conversation``); a record
+written before them reads its provenance from its ``source`` (``provenance.load_provenance``).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from ...chars import valid_text
 from ...errors import MemoryInputError
 from ..inputs import MAX_FIELD_CHARS, clean_scope, clean_text
 from ..keywords import fold
+from ..provenance import Provenance, dump_provenance, load_provenance
 from ..sqlite.records_sql import iso
-from ..types import MemoryKind, MemoryRecord, MemoryScope, NewMemory
+from ..types import Forget, MemoryKind, MemoryRecord, MemoryScope, NewMemory
 
 type Metadata = dict[str, object]
 _KINDS: frozenset[str] = frozenset({"detail", "state", "summary"})
@@ -39,6 +42,7 @@ class PreparedMemory:
     topic_key: str | None
     source: str
     at: datetime
+    provenance: Provenance
 
 
 def prepare(memory: NewMemory) -> PreparedMemory:
@@ -58,6 +62,7 @@ def prepare(memory: NewMemory) -> PreparedMemory:
         topic_key=" ".join(fold(topic).split()) if topic else None,
         source=valid_text(memory.source)[:MAX_FIELD_CHARS],
         at=at if at.tzinfo else at.replace(tzinfo=UTC),
+        provenance=memory.provenance.cleaned(),
     )
 
 
@@ -75,6 +80,16 @@ def scope_filters(scope: MemoryScope) -> Metadata:
     }
 
 
+def forget_filters(what: Forget) -> Metadata:
+    """Return the mem0 filters that match what a person's and/or persona's forget names."""
+    filters: Metadata = {"environment": what.environment}
+    if what.owner is not None:
+        filters["user_id"] = mem0_id(what.owner)
+    if what.agent_id is not None:
+        filters["agent_id"] = mem0_id(what.agent_id)
+    return filters
+
+
 def metadata(memory: PreparedMemory, created_at: datetime, supersedes: str | None) -> Metadata:
     """Return the metadata mem0 keeps with ``memory`` (a current record)."""
     return {
@@ -89,6 +104,7 @@ def metadata(memory: PreparedMemory, created_at: datetime, supersedes: str | Non
         "superseded_by": None,
         "supersedes": supersedes,
         "current": True,
+        **dump_provenance(memory.provenance),
     }
 
 
@@ -132,6 +148,7 @@ def record(item: Mapping[str, object] | None) -> MemoryRecord | None:
         valid_from=_moment(meta.get("valid_from")) or created,
         valid_until=_moment(meta.get("valid_until")),
         superseded_by=_text_or_none(meta.get("superseded_by")),
+        provenance=load_provenance(meta, str(meta.get("source") or "")),
     )
 
 

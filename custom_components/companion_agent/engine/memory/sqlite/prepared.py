@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from ...chars import valid_text
@@ -12,6 +12,8 @@ from ...errors import EmbeddingError, MemoryInputError
 from ..embeddings import Embedder
 from ..inputs import MAX_FIELD_CHARS, clean_scope, clean_text
 from ..keywords import fold, segment
+from ..provenance import Provenance
+from ..tombstones import memory_key
 from ..types import MemoryKind, MemoryScope, NewMemory
 from .vectors import pack
 
@@ -31,8 +33,14 @@ class PreparedMemory:
     topic_key: str | None
     source: str
     at: datetime
+    provenance: Provenance
     vector: bytes | None = None
     vector_model: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Return the content key a one-record tombstone names (its topic, or its text)."""
+        return memory_key(self.kind == "state", self.topic, self.text)
 
 
 def prepare(memory: NewMemory) -> PreparedMemory:
@@ -53,6 +61,7 @@ def prepare(memory: NewMemory) -> PreparedMemory:
         topic_key=" ".join(fold(topic).split()) if topic else None,
         source=valid_text(memory.source)[:MAX_FIELD_CHARS],
         at=memory.at or datetime.now(UTC),
+        provenance=memory.provenance.cleaned(),
     )
 
 
@@ -69,9 +78,6 @@ async def with_vectors(
         return prepared
     model = embedder.model_id
     return [
-        PreparedMemory(
-            id=m.id, scope=m.scope, text=m.text, terms=m.terms, kind=m.kind, topic=m.topic,
-            topic_key=m.topic_key, source=m.source, at=m.at, vector=pack(v), vector_model=model,
-        )
+        replace(m, vector=pack(v), vector_model=model)
         for m, v in zip(prepared, vectors, strict=True)
-    ]  # fmt: skip
+    ]

@@ -11,14 +11,14 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
-from ..types import MemoryKind, MemoryRecord, MemoryScope
+from ..provenance import Provenance, as_via
+from ..types import ExportPage, MemoryKind, MemoryRecord, MemoryScope
 from .prepared import PreparedMemory
+from .vectors import VectorCache
 
-MAX_EXPORT = 100_000
-MAX_STATES = 50
-_COLUMNS = (
+COLUMNS = (
     "rowid, id, agent_id, owner, environment, kind, topic, text, source, created_at, "
-    "valid_from, valid_until, superseded_by"
+    "valid_from, valid_until, superseded_by, via, person, device, conversation"
 )
 
 
@@ -42,9 +42,10 @@ def scope_clause(scopes: Sequence[MemoryScope], table: str = "") -> tuple[str, l
     return "(" + " OR ".join(parts) + ")", params
 
 
-def _record(row: sqlite3.Row | tuple[object, ...]) -> MemoryRecord:
-    """Return the record of one ``_COLUMNS`` row."""
-    (_, rid, agent, owner, env, kind, topic, text, source, created, since, until, by) = row
+def record(row: sqlite3.Row | tuple[object, ...]) -> MemoryRecord:
+    """Return the record of one ``COLUMNS`` row."""
+    (_, rid, agent, owner, env, kind, topic, text, source, created, since, until, by) = row[:13]
+    via, person, device, conversation = row[13:17]
     return MemoryRecord(
         id=str(rid),
         scope=MemoryScope(agent_id=str(agent), owner=str(owner), environment=str(env)),
@@ -56,7 +57,18 @@ def _record(row: sqlite3.Row | tuple[object, ...]) -> MemoryRecord:
         valid_from=datetime.fromisoformat(str(since)),
         valid_until=None if until is None else datetime.fromisoformat(str(until)),
         superseded_by=None if by is None else str(by),
+        provenance=Provenance(
+            via=as_via(via),
+            person=_text(person),
+            device=_text(device),
+            conversation=_text(conversation),
+        ),
     )
+
+
+def _text(value: object) -> str | None:
+    """Return a stored optional text."""
+    return None if value is None else str(value)
 
 
 def _kind(value: object) -> MemoryKind:
@@ -78,10 +90,12 @@ def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> int
     supersedes: str | None = None
     if memory.kind == "state" and memory.topic_key is not None:
         supersedes = _retire_topic(db, memory, now)
+    origin = memory.provenance
     cursor = db.execute(
         "INSERT INTO memories (id, agent_id, owner, environment, kind, topic, topic_key, "
-        "text, source, created_at, valid_from, supersedes, vector, vector_model) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "text, source, created_at, valid_from, supersedes, vector, vector_model, "
+        "via, person, device, conversation) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             memory.id,
             memory.scope.agent_id,
@@ -97,6 +111,10 @@ def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> int
             supersedes,
             memory.vector,
             memory.vector_model,
+            origin.via,
+            origin.person,
+            origin.device,
+            origin.conversation,
         ),
     )
     rowid = cursor.lastrowid
@@ -126,18 +144,18 @@ def records(db: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, MemoryRe
     if not rowids:
         return {}
     marks = ",".join("?" * len(rowids))
-    rows = db.execute(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", rowids)
-    return {int(row[0]): _record(row) for row in rows}
+    rows = db.execute(f"SELECT {COLUMNS} FROM memories WHERE rowid IN ({marks})", rowids)
+    return {int(row[0]): record(row) for row in rows}
 
 
 def by_id(db: sqlite3.Connection, record_id: str) -> tuple[MemoryRecord, str | None] | None:
     """Return the record ``record_id`` and the id it superseded, or None."""
     row = db.execute(
-        f"SELECT {_COLUMNS}, supersedes FROM memories WHERE id = ?", (record_id,)
+        f"SELECT {COLUMNS}, supersedes FROM memories WHERE id = ?", (record_id,)
     ).fetchone()
     if row is None:
         return None
-    return _record(row[:-1]), None if row[-1] is None else str(row[-1])
+    return record(row[:-1]), None if row[-1] is None else str(row[-1])
 
 
 def keyword_ranking(
@@ -179,25 +197,24 @@ def vector_rows(
     )
 
 
-def current_states(db: sqlite3.Connection, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
-    """Return the current states of ``scopes``, newest first, at most ``MAX_STATES``."""
-    where, params = scope_clause(scopes)
-    rows = db.execute(
-        f"SELECT {_COLUMNS} FROM memories WHERE {where} AND kind = 'state' "
-        "AND valid_until IS NULL ORDER BY valid_from DESC, rowid DESC LIMIT ?",
-        (*params, MAX_STATES),
-    )
-    return [_record(row) for row in rows]
+def get(db: sqlite3.Connection, record_id: str, environment: str) -> MemoryRecord | None:
+    """Return the record ``record_id`` of ``environment``, current or not, or None."""
+    found = by_id(db, record_id)
+    return found[0] if found is not None and found[0].scope.environment == environment else None
 
 
-def export(db: sqlite3.Connection, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
-    """Return every record of ``scopes``, oldest first, at most ``MAX_EXPORT``."""
+def export(
+    db: sqlite3.Connection, scopes: Sequence[MemoryScope], offset: int, limit: int
+) -> ExportPage:
+    """Return one page of the records of ``scopes``, newest first, and how many there are."""
     where, params = scope_clause(scopes)
+    (total,) = db.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()
     rows = db.execute(
-        f"SELECT {_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, rowid LIMIT ?",
-        (*params, MAX_EXPORT),
+        f"SELECT {COLUMNS} FROM memories WHERE {where} "
+        "ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+        (*params, limit, offset),
     )
-    return [_record(row) for row in rows]
+    return ExportPage(records=tuple(record(row) for row in rows), total=int(total))
 
 
 def delete(
@@ -236,15 +253,38 @@ def delete_history(
 
 def unembedded(
     db: sqlite3.Connection, model: str, limit: int
-) -> list[tuple[int, str, tuple[str, str, str]]]:
-    """Return ``(rowid, text, scope key)`` of current records without a ``model`` vector."""
+) -> list[tuple[int, str, str, tuple[str, str, str]]]:
+    """Return ``(rowid, id, text, scope key)`` of current records without a ``model`` vector."""
     rows = db.execute(
-        "SELECT rowid, text, agent_id, environment, owner FROM memories "
+        "SELECT rowid, id, text, agent_id, environment, owner FROM memories "
         "WHERE valid_until IS NULL AND (vector_model IS NULL OR vector_model != ?) "
         "ORDER BY rowid DESC LIMIT ?",
         (model, limit),
     )
-    return [(int(r[0]), str(r[1]), (str(r[2]), str(r[3]), str(r[4]))) for r in rows]
+    return [(int(r[0]), str(r[1]), str(r[2]), (str(r[3]), str(r[4]), str(r[5]))) for r in rows]
+
+
+def store_vectors(
+    db: sqlite3.Connection,
+    rows: Sequence[tuple[int, str, str, tuple[str, str, str]]],
+    vectors: Sequence[bytes],
+    model: str,
+    cache: VectorCache,
+) -> int:
+    """Store the vectors of the ``unembedded`` rows still there; return how many.
+
+    A record forgotten (or replaced) while its text was being embedded is matched by its id
+    too, never by a rowid a new record may have taken since. The scopes' cached matrices go.
+    """
+    stored = 0
+    for (rowid, record_id, _, scope), vector in zip(rows, vectors, strict=True):
+        stored += db.execute(
+            "UPDATE memories SET vector = ?, vector_model = ? "
+            "WHERE rowid = ? AND id = ? AND valid_until IS NULL",
+            (vector, model, rowid, record_id),
+        ).rowcount
+        cache.invalidate(scope)
+    return stored
 
 
 def counts(db: sqlite3.Connection) -> dict[str, int]:

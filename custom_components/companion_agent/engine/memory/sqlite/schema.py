@@ -2,23 +2,26 @@
 
 One file holds everything: ``memories`` (one row per record, its vector as a float32
 BLOB), ``memory_terms`` (FTS5 over the segmented text, rowid = the memory's rowid),
-``entities`` and ``relations`` (the graph). Every row carries its scope. The file runs in
-WAL mode; ``user_version`` says which schema it has.
+``entities`` and ``relations`` (the graph), and ``forgotten`` (the tombstones every write
+checks in its own transaction). Every row carries its scope and its provenance. The file
+runs in WAL mode; ``user_version`` says which schema it has: a version 1 file (before
+provenance, graph ids and tombstones) is migrated in place when it is opened.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
-import time
 from pathlib import Path
 
 from ...errors import MemoryStoreError
+from ...sqlite_file import move_aside
+from ..tombstones import graph_id
+from ..types import MemoryScope
 
 LOGGER = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
     rowid INTEGER PRIMARY KEY,
@@ -37,7 +40,11 @@ CREATE TABLE IF NOT EXISTS memories (
     superseded_by TEXT,
     supersedes TEXT,
     vector BLOB,
-    vector_model TEXT
+    vector_model TEXT,
+    via TEXT NOT NULL DEFAULT 'unknown',
+    person TEXT,
+    device TEXT,
+    conversation TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_scope
     ON memories (agent_id, environment, owner, kind, valid_until);
@@ -55,6 +62,12 @@ CREATE TABLE IF NOT EXISTS entities (
     name TEXT NOT NULL,
     source TEXT NOT NULL,
     created_at TEXT NOT NULL,
+    id TEXT,
+    said_at TEXT,
+    via TEXT NOT NULL DEFAULT 'unknown',
+    person TEXT,
+    device TEXT,
+    conversation TEXT,
     PRIMARY KEY (agent_id, environment, owner, key)
 );
 CREATE TABLE IF NOT EXISTS relations (
@@ -70,12 +83,35 @@ CREATE TABLE IF NOT EXISTS relations (
     source TEXT NOT NULL,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
+    id TEXT,
+    said_at TEXT,
+    via TEXT NOT NULL DEFAULT 'unknown',
+    person TEXT,
+    device TEXT,
+    conversation TEXT,
     PRIMARY KEY (agent_id, environment, owner, subject_key, predicate_key, object_key)
 );
 CREATE INDEX IF NOT EXISTS relations_object
     ON relations (agent_id, environment, owner, object_key);
+CREATE INDEX IF NOT EXISTS relations_id ON relations (id);
+CREATE INDEX IF NOT EXISTS entities_id ON entities (id);
+CREATE TABLE IF NOT EXISTS forgotten (
+    environment TEXT NOT NULL,
+    agent_id TEXT NOT NULL DEFAULT '',
+    owner TEXT NOT NULL DEFAULT '',
+    key TEXT NOT NULL DEFAULT '',
+    at TEXT NOT NULL,
+    PRIMARY KEY (environment, agent_id, owner, key)
+);
 """
 _TABLES = frozenset({"memories", "memory_terms", "entities", "relations"})
+_PROVENANCE = ("via TEXT NOT NULL DEFAULT 'unknown'", "person TEXT", "device TEXT",
+               "conversation TEXT")  # fmt: skip
+_LEGACY_VIA = (
+    "UPDATE memories SET via = CASE source WHEN 'service' THEN 'service' "
+    "WHEN 'summary' THEN 'summary' WHEN '' THEN 'unknown' ELSE 'turn' END, "
+    "conversation = CASE WHEN source IN ('service', 'summary', '') THEN NULL ELSE source END"
+)
 
 
 def open_database(path: Path) -> tuple[sqlite3.Connection, Path | None]:
@@ -99,7 +135,9 @@ def _open_checked(path: Path) -> sqlite3.Connection:
     try:
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = NORMAL")
-        _check(connection, path)
+        version = _check(connection, path)
+        if version == 1:
+            migrate_v1(connection)
         connection.executescript(SCHEMA)
         connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
@@ -108,8 +146,8 @@ def _open_checked(path: Path) -> sqlite3.Connection:
     return connection
 
 
-def _check(connection: sqlite3.Connection, path: Path) -> None:
-    """Raise ``sqlite3.DatabaseError`` unless the file is sound and empty or ours."""
+def _check(connection: sqlite3.Connection, path: Path) -> int:
+    """Return the file's schema version; raise ``sqlite3.DatabaseError`` unless it is ours."""
     check = connection.execute("PRAGMA quick_check").fetchone()
     if check is None or check[0] != "ok":
         raise sqlite3.DatabaseError(f"quick_check: {check[0] if check else 'no answer'}")
@@ -123,22 +161,46 @@ def _check(connection: sqlite3.Connection, path: Path) -> None:
     names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
     if version == 0 and names:
         raise sqlite3.DatabaseError("a SQLite file, but not a memory store")
-    if version == SCHEMA_VERSION and not names >= _TABLES:
+    if version >= 1 and not names >= _TABLES:
         raise sqlite3.DatabaseError("a memory store with tables missing")
+    return int(version)
 
 
-def move_aside(path: Path, err: Exception) -> Path:
-    """Move an unusable SQLite file (and its WAL and shared-memory files) out of the way."""
-    moved = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
-    for suffix in ("", "-wal", "-shm"):
-        source = Path(f"{path}{suffix}")
-        if source.exists():
-            try:
-                os.replace(source, Path(f"{moved}{suffix}"))
-            except OSError as move_err:
-                raise MemoryStoreError(
-                    f"{path} is unusable ({err}) and cannot be moved aside ({move_err})",
-                    retryable=False,
-                ) from move_err
-    LOGGER.warning("Memory file %s is unusable (%s); moved to %s", path, err, moved)
-    return moved
+def migrate_v1(db: sqlite3.Connection) -> None:
+    """Bring a version 1 file to version 2: provenance, graph ids and times (one transaction).
+
+    A record's provenance is read from its ``source``; a graph fact's id is made from its
+    scope and keys, its ``said_at`` is when it was last merged.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        for table in ("memories", "entities", "relations"):
+            for column in _PROVENANCE:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+        for table in ("entities", "relations"):
+            db.execute(f"ALTER TABLE {table} ADD COLUMN id TEXT")
+            db.execute(f"ALTER TABLE {table} ADD COLUMN said_at TEXT")
+        db.execute(_LEGACY_VIA)
+        rows = db.execute("SELECT rowid, agent_id, environment, owner, key FROM entities")
+        db.executemany(
+            "UPDATE entities SET id = ?, said_at = created_at WHERE rowid = ?",
+            [(graph_id("ent", _scope(r), str(r[4])), r[0]) for r in rows.fetchall()],
+        )
+        rows = db.execute(
+            "SELECT rowid, agent_id, environment, owner, subject_key, predicate_key, object_key "
+            "FROM relations"
+        )
+        db.executemany(
+            "UPDATE relations SET id = ?, said_at = updated_at WHERE rowid = ?",
+            [(graph_id("rel", _scope(r), *map(str, r[4:7])), r[0]) for r in rows.fetchall()],
+        )
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    LOGGER.info("Memory store migrated to schema %d", SCHEMA_VERSION)
+
+
+def _scope(row: tuple[object, ...]) -> MemoryScope:
+    """Return the scope of a ``(rowid, agent_id, environment, owner, …)`` row."""
+    return MemoryScope(agent_id=str(row[1]), environment=str(row[2]), owner=str(row[3]))

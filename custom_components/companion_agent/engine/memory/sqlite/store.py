@@ -12,6 +12,10 @@ A state (``kind="state"`` with a topic) is always added through the state channe
 current state on the same scope and topic retires (kept, with ``valid_until`` and
 ``superseded_by``). ``forget`` of a person or persona also forgets their graph. Each scope
 is kept within ``MemoryBounds`` (see ``bounds`` and ``sqlite_pruning``).
+
+Forget wins: ``forget`` keeps its tombstone in the same transaction as its deletes, and
+``add`` leaves out, in its own transaction, every memory a tombstone refuses (dated at or
+before a forget of its scope or its content), so the two never race.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from ..embeddings import Embedder
 from ..inputs import clean_scope, clean_text, state_memory
 from ..keywords import match_expression
 from ..types import (
+    MAX_PAGE,
+    ExportPage,
     Forget,
     MemoryHit,
     MemoryQuery,
@@ -37,9 +43,11 @@ from ..types import (
     MemoryScope,
     NewMemory,
     bounded,
+    page_bounds,
 )
-from . import graph_sql, records_sql
-from .graph import EmbeddedGraph, forget_where
+from . import forgotten_sql, records_sql, states_sql
+from .forgotten_sql import forget_where
+from .graph import EmbeddedGraph
 from .prepared import prepare, with_vectors
 from .pruning import prune_records
 from .vectors import VectorCache, fuse, pack
@@ -109,6 +117,7 @@ class EmbeddedStore:
     async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
         """Store ``memories`` in one transaction (states through the state channel).
 
+        A memory a tombstone refuses is left out (the records returned are those stored).
         Every ``bounds.check_every`` adds, the scopes written since are pruned to their bounds.
         """
         if len(memories) > MAX_BATCH:
@@ -121,24 +130,32 @@ class EmbeddedStore:
         def work(db: sqlite3.Connection) -> list[MemoryRecord]:
             """Insert every memory, then read them back as records."""
             now = datetime.now(UTC)
-            rowids = [records_sql.insert(db, memory, now) for memory in prepared]
-            for rowid, memory in zip(rowids, prepared, strict=True):
+            kept = [
+                memory
+                for memory in prepared
+                if not forgotten_sql.refused(db, memory.scope, memory.at, [memory.key])
+            ]
+            rowids = [records_sql.insert(db, memory, now) for memory in kept]
+            for rowid, memory in zip(rowids, kept, strict=True):
                 if memory.kind == "state" and memory.topic_key is not None:
                     self._vectors.invalidate(_key(memory.scope))  # it may retire a record
                 elif memory.vector is not None:
                     self._vectors.append(_key(memory.scope), rowid, memory.kind, memory.vector)
             found = records_sql.records(db, rowids)
-            for scope in self._schedule.due([_key(memory.scope) for memory in prepared]):
+            for scope in self._schedule.due([_key(memory.scope) for memory in kept]):
                 if prune_records(db, scope, self.bounds):
                     self._vectors.invalidate(scope)
             return [found[rowid] for rowid in rowids]
 
         return await self._worker.transaction(work)
 
-    async def supersede(self, memory: NewMemory) -> MemoryRecord:
-        """Store a state conclusion; the current one on the same topic and scope retires."""
-        (record,) = await self.add([state_memory(memory)])
-        return record
+    async def supersede(self, memory: NewMemory) -> MemoryRecord | None:
+        """Store a state conclusion; the current one on the same topic and scope retires.
+
+        None when a tombstone refuses it (it was said before a forget).
+        """
+        stored = await self.add([state_memory(memory)])
+        return stored[0] if stored else None
 
     async def rollback(
         self, record_id: str, environment: str = "production"
@@ -148,28 +165,9 @@ class EmbeddedStore:
         None when there is no such current state, or it superseded nothing (it is then
         retired all the same).
         """
-
-        def work(db: sqlite3.Connection) -> MemoryRecord | None:
-            """Retire the record, restore its predecessor, read the predecessor back."""
-            found = records_sql.by_id(db, record_id)
-            if found is None or found[0].kind != "state" or not found[0].current:
-                return None
-            if found[0].scope.environment != environment:  # never across environments
-                return None
-            record, previous = found
-            now = records_sql.iso(datetime.now(UTC))
-            db.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (now, record.id))
-            self._vectors.invalidate(_key(record.scope))
-            if previous is None:
-                return None
-            db.execute(
-                "UPDATE memories SET valid_until = NULL, superseded_by = NULL WHERE id = ?",
-                (previous,),
-            )
-            restored = records_sql.by_id(db, previous)
-            return None if restored is None else restored[0]
-
-        return await self._worker.transaction(work)
+        return await self._worker.transaction(
+            lambda db: states_sql.rollback(db, record_id, environment, self._vectors)
+        )
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
         """Return at most ``query.limit`` records matching ``query.text``, best first."""
@@ -242,29 +240,30 @@ class EmbeddedStore:
     async def current_states(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
         """Return the current state conclusions of ``scopes``, newest first (bounded)."""
         cleaned = [clean_scope(scope) for scope in scopes]
-        return await self._worker.run(lambda db: records_sql.current_states(db, cleaned))
+        return await self._worker.run(lambda db: states_sql.current_states(db, cleaned))
 
-    async def export(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
-        """Return every record of ``scopes``, superseded ones included, oldest first."""
+    async def get(self, record_id: str, environment: str = "production") -> MemoryRecord | None:
+        """Return the record ``record_id`` of ``environment``, current or not."""
+        return await self._worker.run(lambda db: records_sql.get(db, record_id, environment))
+
+    async def export(
+        self, scopes: Sequence[MemoryScope], *, offset: int = 0, limit: int = MAX_PAGE
+    ) -> ExportPage:
+        """Return one page of the records of ``scopes``, superseded ones included, newest first."""
         cleaned = [clean_scope(scope) for scope in scopes]
-        return await self._worker.run(lambda db: records_sql.export(db, cleaned))
+        first, size = page_bounds(offset, limit)
+        return await self._worker.run(lambda db: records_sql.export(db, cleaned, first, size))
 
     async def forget(self, what: Forget) -> int:
-        """Delete what ``what`` names, history included (a person's or persona's graph too)."""
-        where, params = forget_where(what)
+        """Delete what ``what`` names, history included (a person's or persona's graph too).
 
-        def work(db: sqlite3.Connection) -> int:
-            """Delete the records (and graph), drop their scopes' cached vectors."""
-            if what.record_id is not None:
-                gone = records_sql.delete_history(db, what.record_id, what.environment)
-            else:
-                graph_sql.forget(db, where, params)
-                gone = records_sql.delete(db, where, params)
-            for agent, environment, owner in set(gone):
-                self._vectors.invalidate((agent, environment, owner))
-            return len(gone)
-
-        return await self._worker.transaction(work)
+        A person's or persona's records go if said at or before ``what.at``; the tombstone
+        is kept in the same transaction, so no later add of an older memory lands.
+        """
+        forget_where(what)
+        return await self._worker.transaction(
+            lambda db: forgotten_sql.forget(db, what, self._vectors)
+        )
 
     async def backfill_vectors(self, limit: int = 64) -> int:
         """Embed up to ``limit`` current records that lack this embedder's vector; say how many.
@@ -280,19 +279,12 @@ class EmbeddedStore:
         missing = await self._worker.run(lambda db: records_sql.unembedded(db, model, batch))
         if not missing:
             return 0
-        vectors = await self.embedder.embed([text for _, text, _ in missing], "passage")
+        vectors = await self.embedder.embed([text for _, _, text, _ in missing], "passage")
 
-        def work(db: sqlite3.Connection) -> int:
-            """Store the vectors; drop the scopes' cached matrices."""
-            for (rowid, _, scope), vector in zip(missing, vectors, strict=True):
-                db.execute(
-                    "UPDATE memories SET vector = ?, vector_model = ? WHERE rowid = ?",
-                    (pack(vector), model, rowid),
-                )
-                self._vectors.invalidate(scope)
-            return len(missing)
-
-        return await self._worker.transaction(work)
+        packed = [pack(vector) for vector in vectors]
+        return await self._worker.transaction(
+            lambda db: records_sql.store_vectors(db, missing, packed, model, self._vectors)
+        )
 
     async def count(self) -> dict[str, int]:
         """Return record counts by kind and current/retired, and the graph's sizes."""
