@@ -87,10 +87,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     entry.async_on_unload(health.async_stop)
     engine = Engine(await _async_engine_settings(hass, entry, health))
     entry.runtime_data = CompanionRuntime(
-        engine=engine,
-        health=health,
-        playback=PlaybackWatcher(hass),
-        personas=frozenset(persona_ids(entry)),
+        engine=engine, health=health, playback=PlaybackWatcher(hass)
     )
     entry.async_on_unload(entry.runtime_data.playback.async_stop)
     async_memory_started(hass, entry, await engine.start())
@@ -115,7 +112,10 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     )
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     async_watch_pipelines(hass, entry)
-    entry.async_on_unload(entry.add_update_listener(_async_update_listener))
+    personas = frozenset(persona_ids(entry))
+    entry.async_on_unload(
+        entry.add_update_listener(partial(_async_update_listener, personas=personas))
+    )
     LOGGER.debug("Companion Agent set up for %s", redact_url(entry.data[CONF_BASE_URL]))
     return True
 
@@ -146,11 +146,12 @@ async def async_remove_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
     await async_remove_personas(hass, entry, engine, persona_ids(entry), started=False)
 
 
-async def _async_update_listener(hass: HomeAssistant, entry: CompanionConfigEntry) -> None:
-    """Forget the personas whose sub-entries were removed, then reload the entry."""
-    runtime = entry.runtime_data
-    removed = runtime.personas - set(persona_ids(entry))
-    await async_remove_personas(hass, entry, runtime.engine, removed, started=True)
+async def _async_update_listener(
+    hass: HomeAssistant, entry: CompanionConfigEntry, *, personas: frozenset[str]
+) -> None:
+    """Forget the personas (of those set up) whose sub-entries were removed; reload."""
+    removed = personas - set(persona_ids(entry))
+    await async_remove_personas(hass, entry, entry.runtime_data.engine, removed, started=True)
     await hass.config_entries.async_reload(entry.entry_id)
 
 

@@ -38,8 +38,6 @@ class CompanionRuntime:
     engine: Engine
     health: ServerHealth
     playback: PlaybackWatcher
-    personas: frozenset[str] = frozenset()
-    """The persona (conversation sub-entry) ids the entry was set up with."""
 
 
 type CompanionConfigEntry = ConfigEntry[CompanionRuntime]

@@ -277,10 +277,8 @@ class Engine:
         return await self._exchanges.forget(persona_id=persona_id)
 
     async def flush(self, grace: float = FLUSH_GRACE) -> None:
-        """Write what is still in memory (audit records), waiting ``grace`` s at most.
-
-        A turn is on disk once stored; nothing of the exchanges waits.
-        """
+        """Write what is still in memory (audit records, amended turns), ``grace`` s at most."""
+        await self._runner.flush(grace)
         await self._audit.flush(grace)
 
     async def stop(self) -> None:

@@ -61,6 +61,7 @@ class TurnRunner:
         self.limits = TurnLimits() if limits is None else limits
         self._pace = RateLimiter(self.limits.turns_per_minute)
         self._running: set[asyncio.Task[None]] = set()
+        self._amending: set[asyncio.Task[None]] = set()
         self._conversations: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
@@ -102,7 +103,14 @@ class TurnRunner:
 
     def _amend(self, job: TurnJob, heard: str, outcome: TurnOutcome) -> None:
         """Mark the stored turn ``outcome`` after ``heard`` (spoken over, or never heard)."""
-        self._track(amend_in(job.history, job.request.context.trace_id, heard, outcome))
+        task = self._track(amend_in(job.history, job.request.context.trace_id, heard, outcome))
+        self._amending.add(task)
+        task.add_done_callback(self._amending.discard)
+
+    async def flush(self, grace: float) -> None:
+        """Wait up to ``grace`` seconds for the stored turns still being amended."""
+        if self._amending:
+            await asyncio.wait(set(self._amending), timeout=grace)
 
     def _track(self, work: Coroutine[None, None, None], name: str | None = None) -> Task[None]:
         """Run ``work`` in a task of its own that ``drain`` waits for."""
