@@ -86,8 +86,12 @@ def write_of(memory: CompanionMemory, write: Write, n: int) -> Callable[[], Awai
         match write.kind:
             case "remember":
                 return await memory.remember(scope, f"note {n}", topic=f"t{n}")
-            case "instruction":
-                return await memory.before_turn(scope, f"From now on, call me N{n}.", began=now)
+            case "instruction":  # a turn: what it reads, then its exchange queued
+                said = f"From now on, call me N{n}."
+                await memory.before_turn(scope, said, began=now)
+                return await memory.after_turn(
+                    scope, said, "Sure.", source="c", model=None, began=now
+                )
             case "exchange":
                 return await memory.after_turn(
                     scope, f"I have thing {n}.", "Nice.", source="c", model=None, began=now
@@ -192,4 +196,8 @@ def test_nothing_dated_before_a_forget_is_readable_after_it(
     socket_enabled: None, writes: list[Write], forget_at: int, forget_delay: float
 ) -> None:
     """Any interleaving of writes, extractions and one forget: the forget wins over the older."""
-    asyncio.run(scenario(writes, min(forget_at, len(writes)), forget_delay))
+    # A loop of its own, not set as the thread's: later tests still find theirs.
+    asyncio.run(
+        scenario(writes, min(forget_at, len(writes)), forget_delay),
+        loop_factory=asyncio.new_event_loop,
+    )
