@@ -25,13 +25,24 @@ from aiohttp import web
 from .llm_script import (
     Chunk,
     ReasoningChunk,
+    RecordedChunk,
+    Refusal,
     Reply,
     TextChunk,
     ToolCallChunk,
     default_reply,
 )
 
-__all__ = ["Chunk", "LLMServer", "ReasoningChunk", "Reply", "TextChunk", "ToolCallChunk"]
+__all__ = [
+    "Chunk",
+    "LLMServer",
+    "ReasoningChunk",
+    "RecordedChunk",
+    "Refusal",
+    "Reply",
+    "TextChunk",
+    "ToolCallChunk",
+]
 
 EMBEDDING_SIZE = 16
 SHUTDOWN_TIMEOUT = 0.1
@@ -64,8 +75,17 @@ class LLMServer:
         """While True, ``/v1/embeddings`` answers 503 (an embedding server that is away)."""
         self.embeddings_hold: asyncio.Event | None = None
         """When set to an event, ``/v1/embeddings`` answers only once it is set (a slow server)."""
+        self.embeddings_stall = 0
+        """How many of the next ``/v1/embeddings`` requests stall ``stall_seconds`` first."""
+        self.stall_seconds = 5.0
+        self.embeddings_refuse: str | None = None
+        """A text ``/v1/embeddings`` refuses with 400 whenever a request holds it."""
         self.aborted = 0
         self._seen = asyncio.Condition()
+        self.refusals: list[Refusal] = []
+        """Fields this server refuses in every request (as Ollama refuses tools for a model)."""
+        self.refused: list[str] = []
+        """The field of each request answered with a refusal, in order."""
         self._script: deque[Reply] = deque()
         self._structured: deque[Reply] = deque()
         self._runner: web.AppRunner | None = None
@@ -107,6 +127,10 @@ class LLMServer:
     def script(self, *replies: Reply) -> None:
         """Queue replies; each chat completion request consumes the next one."""
         self._script.extend(replies)
+
+    def refuse(self, *refusals: Refusal) -> None:
+        """Refuse, from now on, every chat request that carries one of these fields."""
+        self.refusals.extend(refusals)
 
     def script_structured(self, *replies: Reply) -> None:
         """Queue replies for requests with a ``response_format``; they never take chat ones."""
@@ -179,6 +203,10 @@ class LLMServer:
         body = await _json_body(request)
         if body is None:
             return _error_response(400, "The body must be a JSON object.")
+        for refusal in self.refusals:
+            if body.get(refusal.field):
+                self.refused.append(refusal.field)
+                return web.json_response(refusal.body, status=refusal.status)
         if "response_format" in body:
             self.structured_requests.append(body)
             reply = self._structured.popleft() if self._structured else Reply.text("{}")
@@ -215,6 +243,9 @@ class LLMServer:
         """Return deterministic unit vectors derived from each input's sha256."""
         if self.embeddings_down:
             return _error_response(503)
+        if self.embeddings_stall > 0:
+            self.embeddings_stall -= 1
+            await asyncio.sleep(self.stall_seconds)
         body = await _json_body(request)
         if body is None or body.get("input") is None:
             return _error_response(400, "'input' is required.")
@@ -224,6 +255,8 @@ class LLMServer:
             await self.embeddings_hold.wait()
         raw = body["input"]
         texts = raw if isinstance(raw, list) and not _is_tokens(raw) else [raw]
+        if self.embeddings_refuse is not None and self.embeddings_refuse in texts:
+            return _error_response(400, "This input is refused.")
         dimensions = body.get("dimensions")
         size = dimensions if isinstance(dimensions, int) and dimensions > 0 else EMBEDDING_SIZE
         as_base64 = body.get("encoding_format") == "base64"
@@ -327,6 +360,9 @@ async def _stream(
     )
     try:
         await response.prepare(request)
+        if reply.is_recorded:
+            await _replay(request, response, reply, wants_usage=usage is not None)
+            return response
         for sent, chunk in enumerate(reply.chunks):
             if reply.cut_after is not None and sent >= reply.cut_after:
                 return _cut(request, response)
@@ -355,6 +391,26 @@ async def _stream(
     return response
 
 
+async def _replay(
+    request: web.Request, response: web.StreamResponse, reply: Reply, *, wants_usage: bool
+) -> None:
+    """Send a recorded stream verbatim; its usage chunk only if the request asked for it."""
+    for sent, chunk in enumerate(reply.chunks):
+        if reply.cut_after is not None and sent >= reply.cut_after:
+            _cut(request, response)
+            return
+        assert isinstance(chunk, RecordedChunk)
+        if chunk.is_usage and not wants_usage:
+            continue
+        if chunk.delay > 0:
+            await asyncio.sleep(chunk.delay)
+        await response.write(f"data: {chunk.data}\n\n".encode())
+    if reply.cut_after is not None:
+        _cut(request, response)
+        return
+    await response.write_eof()
+
+
 def _cut(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
     """Close the connection abruptly: no terminating chunk, no `[DONE]`."""
     if request.transport is not None:
@@ -372,8 +428,8 @@ def _delta(chunk: Chunk) -> dict[str, object]:
     match chunk:
         case TextChunk(text=text):
             return {"content": text}
-        case ReasoningChunk(text=text):
-            return {"content": None, "reasoning_content": text}
+        case ReasoningChunk(text=text, field=field):
+            return {"content": None, field: text}
         case ToolCallChunk(index=index, arguments=arguments, id=call_id, name=name):
             call: dict[str, object] = {"index": index}
             function: dict[str, object] = {"arguments": arguments}
@@ -384,6 +440,8 @@ def _delta(chunk: Chunk) -> dict[str, object]:
                 function["name"] = name
             call["function"] = function
             return {"content": None, "tool_calls": [call]}
+        case RecordedChunk():
+            raise TypeError("a recorded chunk is sent verbatim, not as a delta")
 
 
 def _wants_usage(body: dict[str, object]) -> bool:

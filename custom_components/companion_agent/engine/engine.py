@@ -246,6 +246,10 @@ class Engine:
         """Return the held call waiting under ``token_id``, if any."""
         return self._confirmations.peek(token_id)
 
+    def pending_confirmations(self) -> list[ConfirmationToken]:
+        """Return every held call still waiting for its answer, oldest first."""
+        return self._confirmations.tokens.live()
+
     async def confirm(
         self, token_id: str, *, approve: bool, user_id: str | None
     ) -> ConfirmationResult:

@@ -28,6 +28,8 @@ from ..engine.memory import (
 from .access import check_owner
 
 DEFAULT_PAGE = 100
+MAX_OFFSET = 1_000_000
+"""The furthest an export page may start (the service refuses more)."""
 
 
 def provenance_data(provenance: Provenance) -> JsonObjectType:

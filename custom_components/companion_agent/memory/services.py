@@ -32,7 +32,7 @@ from ..engine.errors import MemoryInputError
 from ..engine.memory import HOUSEHOLD, MAX_PAGE, CompanionMemory, Forget, MemoryScope, Provenance
 from ..runtime import CompanionConfigEntry, loaded_entries
 from .access import async_caller_owner, async_may_touch, check_admin, check_owner
-from .export import DEFAULT_PAGE, async_export_page, async_export_scopes, record_data
+from .export import DEFAULT_PAGE, MAX_OFFSET, async_export_page, async_export_scopes, record_data
 
 PERSONA = vol.All(cv.string, vol.Length(min=1, max=255))
 """A persona's conversation entity id, or the persona's (sub-entry) id."""
@@ -266,7 +266,9 @@ def async_setup_memory_services(hass: HomeAssistant) -> None:
             {
                 vol.Required("persona"): PERSONA,
                 vol.Optional("person"): person,
-                vol.Optional("offset", default=0): vol.All(vol.Coerce(int), vol.Range(min=0)),
+                vol.Optional("offset", default=0): vol.All(
+                    vol.Coerce(int), vol.Range(min=0, max=MAX_OFFSET)
+                ),
                 vol.Optional("limit", default=DEFAULT_PAGE): vol.All(
                     vol.Coerce(int), vol.Range(min=1, max=MAX_PAGE)
                 ),

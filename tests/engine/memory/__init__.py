@@ -9,6 +9,7 @@ from custom_components.companion_agent.engine.memory.types import (
     MemoryRecord,
     MemoryScope,
     MemoryStore,
+    NewMemory,
 )
 
 HOME = MemoryScope(agent_id="nova")
@@ -29,3 +30,10 @@ async def every_record(store: MemoryStore, scopes: Sequence[MemoryScope]) -> lis
         records.extend(page.records)
         if not page.records or len(records) >= page.total:
             return list(reversed(records))
+
+
+async def superseded(store: MemoryStore, memory: NewMemory) -> MemoryRecord:
+    """Store a conclusion through ``store.supersede`` and return it (no tombstone refuses it)."""
+    record = await store.supersede(memory)
+    assert record is not None, "the store refused a conclusion no forget covers"
+    return record

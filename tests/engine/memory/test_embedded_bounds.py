@@ -16,7 +16,7 @@ from custom_components.companion_agent.engine.memory.types import (
     NewMemory,
     Relation,
 )
-from tests.engine.memory import ANNA, HOME, every_record, found
+from tests.engine.memory import ANNA, HOME, every_record, found, superseded
 from tests.support.embeddings import SLOW_MACHINE
 
 SMALL = MemoryBounds(details=3, summaries=2, retired_per_topic=2, relations=3, check_every=1)
@@ -58,7 +58,7 @@ async def test_the_oldest_details_go_beyond_the_cap(store: EmbeddedStore) -> Non
 async def test_current_conclusions_never_go(store: EmbeddedStore) -> None:
     """Test that current states stay however many details come after them."""
     for word in WORDS[:5]:
-        await store.supersede(NewMemory(scope=HOME, kind="state", topic=word, text=f"{word} ok"))
+        await superseded(store, NewMemory(scope=HOME, kind="state", topic=word, text=f"{word} ok"))
     await add(store, *(f"detail {word}" for word in WORDS))
     states = await store.current_states([HOME])
     assert sorted(s.topic or "" for s in states) == sorted(WORDS[:5])
@@ -77,11 +77,11 @@ async def test_summaries_have_their_own_cap(store: EmbeddedStore) -> None:
 async def test_retired_history_is_capped_per_topic(store: EmbeddedStore) -> None:
     """Test that a topic keeps its newest retired versions; rollback walks back within them."""
     made = [
-        await store.supersede(NewMemory(scope=HOME, kind="state", topic="drink", text=word))
+        await superseded(store, NewMemory(scope=HOME, kind="state", topic="drink", text=word))
         for word in WORDS[:6]
     ]
-    other = await store.supersede(NewMemory(scope=HOME, kind="state", topic="job", text="cook"))
-    await store.supersede(NewMemory(scope=HOME, kind="state", topic="job", text="baker"))
+    other = await superseded(store, NewMemory(scope=HOME, kind="state", topic="job", text="cook"))
+    await superseded(store, NewMemory(scope=HOME, kind="state", topic="job", text="baker"))
     drink = [r.text for r in await every_record(store, [HOME]) if r.topic == "drink"]
     assert drink == list(WORDS[3:6])
     assert other.id in {r.id for r in await every_record(store, [HOME])}

@@ -23,7 +23,7 @@ from custom_components.companion_agent.engine.memory.types import (
     MemoryScope,
     NewMemory,
 )
-from tests.engine.memory import every_record
+from tests.engine.memory import every_record, superseded
 
 ODD = MemoryScope(agent_id="my persona", owner="user:anna smith", environment="test run")
 
@@ -61,10 +61,12 @@ async def test_records_survive_a_restart(tmp_path: Path, embedder: OpenAIEmbedde
     """Test that closing and reopening the same folder keeps records and states."""
     settings = Mem0Settings(folder=tmp_path / "mem0")
     first = await Mem0Store.create(settings, embedder)
-    tea = await first.supersede(
-        NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks tea")
+    tea = await superseded(
+        first, NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks tea")
     )
-    await first.supersede(NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks gin"))
+    await superseded(
+        first, NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks gin")
+    )
     await first.close()
     second = await Mem0Store.create(settings, embedder)
     try:
@@ -178,8 +180,8 @@ async def test_details_beyond_the_cap_go_oldest_first(
     other = MemoryScope(agent_id="my persona")
     try:
         await store.add([NewMemory(scope=other, text="the household owns a red car")])
-        state = await store.supersede(
-            NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks tea")
+        state = await superseded(
+            store, NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks tea")
         )
         for text in ("Anna likes apples", "Anna likes pears", "Anna likes plums"):
             await store.add([NewMemory(scope=ODD, text=text)])

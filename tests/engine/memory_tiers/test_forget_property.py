@@ -24,7 +24,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from custom_components.companion_agent.engine.llm import LLMSettings, OpenAIChatModel
+from custom_components.companion_agent.engine.llm import NO_RETRY, LLMSettings, OpenAIChatModel
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
 from custom_components.companion_agent.engine.memory.payloads import graph_entry
 from custom_components.companion_agent.engine.memory.provenance import Provenance
@@ -80,20 +80,18 @@ def write_of(memory: CompanionMemory, write: Write, n: int) -> Callable[[], Awai
     """Return the call that makes one drawn write, dated when it starts."""
     scope = ALICE if write.alice else BOB
 
-    async def made() -> object:
+    async def made() -> None:
         """Make the write (each dates itself now)."""
         now = datetime.now(UTC)
         match write.kind:
             case "remember":
-                return await memory.remember(scope, f"note {n}", topic=f"t{n}")
+                await memory.remember(scope, f"note {n}", topic=f"t{n}")
             case "instruction":  # a turn: what it reads, then its exchange queued
                 said = f"From now on, call me N{n}."
                 await memory.before_turn(scope, said, began=now)
-                return await memory.after_turn(
-                    scope, said, "Sure.", source="c", model=None, began=now
-                )
+                await memory.after_turn(scope, said, "Sure.", source="c", model=None, began=now)
             case "exchange":
-                return await memory.after_turn(
+                await memory.after_turn(
                     scope, f"I have thing {n}.", "Nice.", source="c", model=None, began=now
                 )
             case "summary":
@@ -101,18 +99,18 @@ def write_of(memory: CompanionMemory, write: Write, n: int) -> Callable[[], Awai
                     scope=scope, text=f"summary {n}", kind="summary", at=now,
                     provenance=Provenance(via="summary"),
                 )  # fmt: skip
-                return await memory.writer.queue(summary)
+                await memory.writer.queue(summary)
             case "graph":
                 facts = GraphFacts(
                     relations=(Relation(subject="owner", predicate="owns", object=f"g{n}"),), at=now
                 )
-                return await memory.outbox.put("graph", graph_entry(scope, facts))
+                await memory.outbox.put("graph", graph_entry(scope, facts))
             case _:
                 view = memory.exchanges.conversation(
                     "p1", f"c{n}", owner=scope.owner, windowed=True
                 )
                 began = time.time()
-                return await view.append(StoredTurn(user=f"turn {n}", time=began, began=began))
+                await view.append(StoredTurn(user=f"turn {n}", time=began, began=began))
 
     return made
 
@@ -124,7 +122,9 @@ async def scenario(writes: list[Write], forget_at: int, forget_delay: float) -> 
         async with LLMServer() as server:
             server.script_structured(*(extraction(n, w.answer_delay) for n, w in enumerate(writes)))
             model = OpenAIChatModel(
-                LLMSettings(base_url=server.url, model="test-model", max_retries=0, chunk_timeout=5)
+                LLMSettings(
+                    base_url=server.url, model="test-model", retry=NO_RETRY, chunk_timeout=5
+                )
             )
             store = await EmbeddedStore.create(root / "memory.db")
             memory = await make_memory(root, store, model, store.graph)

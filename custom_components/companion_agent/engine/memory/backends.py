@@ -18,6 +18,7 @@ import httpx
 
 from ..errors import CorruptionReporter, MemoryBackendError, MemoryStoreError
 from ..llm import LLMSettings, OpenAIChatModel
+from ..retry import NO_RETRY
 from ..turn.exchanges import ExchangeStore
 from .answers import JsonAnswers
 from .backend_check import BackendCheck
@@ -47,6 +48,7 @@ __all__ = [
     "EmbeddingSettings",
     "MemoryConfig",
     "Neo4jSettings",
+    "check_embeddings",
     "check_graph",
     "check_mem0",
     "open_backend",
@@ -144,7 +146,7 @@ async def open_memory(
                 model=model_name,
                 first_token_timeout=MODEL_TIMEOUT,
                 chunk_timeout=MODEL_TIMEOUT,
-                max_retries=0,
+                retry=NO_RETRY,
             )
             answers[model_name] = JsonAnswers(OpenAIChatModel(settings, http_client=http))
         return answers[model_name]
@@ -179,6 +181,22 @@ async def check_graph(settings: Neo4jSettings) -> BackendCheck:
         return await graph.check()
     finally:
         await graph.close()
+
+
+async def check_embeddings(settings: EmbeddingSettings) -> BackendCheck:
+    """Embed one short text as memory would (same client, same checks), then let go."""
+    embedder = OpenAIEmbedder(settings)
+    try:
+        await embedder.embed(["check"], "passage")
+    except MemoryStoreError as err:
+        return BackendCheck(
+            backend="embeddings",
+            problem="cannot_connect" if err.retryable else "failed",
+            detail=str(err),
+        )
+    finally:
+        await embedder.aclose()
+    return BackendCheck(backend="embeddings")
 
 
 async def unreachable(memory: CompanionMemory) -> str | None:

@@ -245,7 +245,8 @@ class CompanionMemory(MemoryReads):
             if self._writes:
                 await asyncio.wait(self._writes, timeout=grace / 2)
             await self.outbox.close(grace / 2)
-        finally:  # even when cancelled: the store's thread and connections must go
+        finally:  # even when cancelled: the threads and connections must go
+            await self.outbox.close()
             await self.store.close()
             if self.graph is not None:
                 await self.graph.close()

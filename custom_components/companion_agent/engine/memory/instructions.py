@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..chars import strip_format, valid_text
+from ..chars import clean_text, strip_format
 from .topics import CUE, statement_topic
 
 MAX_INSTRUCTION_CHARS = 500
@@ -28,7 +28,7 @@ class LastingInstruction:
 
 def lasting_instruction(text: str) -> LastingInstruction | None:
     """Return the lasting instruction in ``text``, or None when it holds none."""
-    clean = " ".join(strip_format(valid_text(text)).split())[:MAX_INSTRUCTION_CHARS]
+    clean = clean_text(strip_format(text), MAX_INSTRUCTION_CHARS, one_line=True)
     match = CUE.search(clean)
     if match is None:
         return None

@@ -1,15 +1,19 @@
-"""The outbox's SQLite file: waiting entries, the ones set aside, and tombstones (blocking).
+"""The outbox's SQLite file: waiting entries, the ones set aside, and tombstones, bounded.
 
-Every call here blocks (the outbox runs them in a thread) and takes the file's lock. A
-file that is not a sound outbox when it is opened is moved aside (``sqlite_file``) and a
-fresh one starts; ``moved`` says where it went, so the owner can report it. Both entry
-tables are bounded: past ``max_entries`` a put is refused; past ``max_aside`` the oldest
-set-aside entries go.
+The file runs on its own ``SQLiteWorker`` (one thread, one connection), opened with
+``synchronous=FULL``: an entry is on disk when ``put`` returns. A file that is not a sound
+outbox when it is opened (not SQLite, damaged, someone else's tables) is moved aside
+(``<name>.corrupt-<time>``, with its WAL), reported to ``on_corrupt``, and a fresh one
+starts. Both tables are bounded: past ``max_entries`` a put is refused; past ``max_aside``
+the oldest set-aside entries go. Nothing is opened until the first call; after ``reset``
+the next call opens, and checks, the file again. After ``close`` a late call (a turn that
+ended while the host was unloading) still reaches the file, on a worker of its own that
+ends with the call, so nothing stays open.
 
-Forget wins here too: ``forget`` keeps a tombstone and deletes the waiting entries it
-covers in one transaction, and ``put`` and ``settle`` (an entry's follow-ups) pass every
-new entry through the ``screen`` against the tombstones in their own transaction, so an
-extraction that was still running when the forget came never lands its memories.
+Forget wins here too: ``forget`` keeps a tombstone and screens the waiting entries by it in
+one transaction, and ``put`` and ``settle`` (an entry's follow-ups) pass every new entry
+through the ``screen`` against the tombstones in their own transaction, so an extraction
+that was still running when the forget came never lands its memories.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from ..chars import valid_text
+from ..chars import clean_text, valid_text
+from ..errors import CorruptionReporter
 from ..json_types import JSONObject
-from ..sqlite_file import SQLiteFile
-from .tombstones import Tombstone, dump_tombstone, load_tombstone
+from .sqlite.connection import open_checked, quick_check
+from .sqlite.worker import SQLiteWorker
+from .tombstones import MAX_TOMBSTONES, Tombstone, dump_tombstone, load_tombstone
 
 MAX_ENTRIES = 5000
 MAX_ASIDE = 500
@@ -59,8 +65,8 @@ class OutboxEntry:
     attempts: int = 0
 
 
-class OutboxFile(SQLiteFile):
-    """The outbox's SQLite file (``synchronous=FULL``: a put is on disk when it returns)."""
+class OutboxFile:
+    """The outbox's SQLite file, each call a transaction on the file's own thread."""
 
     def __init__(
         self,
@@ -68,80 +74,42 @@ class OutboxFile(SQLiteFile):
         *,
         max_entries: int = MAX_ENTRIES,
         max_aside: int = MAX_ASIDE,
+        on_corrupt: CorruptionReporter | None = None,
         screen: Screen = no_screen,
     ) -> None:
-        """Keep the queue in ``path``; nothing is opened until the first call."""
-        super().__init__(path, tables=_TABLES, schema=_SCHEMA)
+        """Keep the queue in ``path``; ``screen`` applies tombstones to what is written."""
+        self.path = path
         self.screen = screen
         self.forgotten = 0
         """How many entries tombstones refused (put, follow-ups or dropped by a forget)."""
+        self._tombstones: list[Tombstone] | None = None
+        """The file's tombstones, read in its first transaction (on its thread) after opening."""
         self._max_entries = max_entries
         self._max_aside = max_aside
-        self._tombstones: list[Tombstone] = []
+        self._on_corrupt = on_corrupt
+        self._worker: SQLiteWorker | None = None
+        self._closed = False
 
-    def opened(self, db: sqlite3.Connection) -> None:
-        """Read the tombstones the file keeps (one that cannot be read is left out)."""
-        self._tombstones = []
-        for (raw,) in db.execute("SELECT tombstone FROM forgotten ORDER BY id"):
-            try:
-                self._tombstones.append(load_tombstone(json.loads(raw)))
-            except (ValueError, TypeError):
-                continue
+    async def put(self, rows: Sequence[tuple[str, JSONObject]]) -> bool:
+        """Insert entries in one transaction unless that overfills the queue."""
 
-    def tombstones(self) -> list[Tombstone]:
-        """Return the tombstones the file keeps, oldest first."""
-        with self.lock:
-            self.connection()
-            return list(self._tombstones)
-
-    def put(self, rows: Sequence[tuple[str, JSONObject]]) -> bool:
-        """Insert entries (less what tombstones refuse) in one transaction unless that overfills."""
-        with self.lock:
-            db = self.connection()
+        def work(db: sqlite3.Connection) -> bool:
+            """Count, then insert if there is room."""
             (waiting,) = db.execute("SELECT COUNT(*) FROM entries").fetchone()
             if waiting + len(rows) > self._max_entries:
                 return False
-            with db:
-                self._insert(db, rows)
+            self._insert(db, rows)
             return True
 
-    def forget(self, tombstone: Tombstone) -> int:
-        """Keep ``tombstone`` and screen every waiting entry by it, in one transaction.
+        return await self._transaction(work)
 
-        Return how many entries went whole (an entry part of which is refused is rewritten).
-        """
-        with self.lock:
-            db = self.connection()
-            gone = 0
-            with db:
-                db.execute(
-                    "INSERT INTO forgotten (tombstone) VALUES (?)",
-                    (json.dumps(dump_tombstone(tombstone)),),
-                )
-                for row_id, kind, raw in db.execute(
-                    "SELECT id, kind, payload FROM entries"
-                ).fetchall():
-                    payload = _object(raw)
-                    if payload is None:
-                        continue
-                    kept = self.screen(kind, payload, (tombstone,))
-                    if kept is None:
-                        db.execute("DELETE FROM entries WHERE id = ?", (row_id,))
-                        gone += 1
-                    elif kept != payload:
-                        db.execute(
-                            "UPDATE entries SET payload = ? WHERE id = ?", (_dumped(kept), row_id)
-                        )
-            self._tombstones.append(tombstone)
-            self.forgotten += gone
-            return gone
-
-    def peek(
+    async def peek(
         self, limit: int, after: int = 0, skip: frozenset[str] = frozenset()
     ) -> list[OutboxEntry]:
         """Read the oldest entries after id ``after`` not of a ``skip`` kind (bad ones go aside)."""
-        with self.lock:
-            db = self.connection()
+
+        def work(db: sqlite3.Connection) -> list[OutboxEntry]:
+            """Read, setting aside the entries that are not JSON objects."""
             marks = ",".join("?" * len(skip))
             rows = db.execute(
                 "SELECT id, kind, payload, attempts FROM entries"
@@ -152,51 +120,145 @@ class OutboxFile(SQLiteFile):
             for row_id, kind, payload, attempts in rows:
                 data = _object(payload)
                 if data is None:
-                    with db:
-                        self._set_aside(db, row_id, f"unreadable: {payload[:200]}")
+                    self._set_aside(db, row_id, clean_text(f"unreadable: {payload}", 300))
                     continue
                 entries.append(OutboxEntry(id=row_id, kind=kind, payload=data, attempts=attempts))
             return entries
 
-    def settle(self, entry_id: int, follow: Sequence[tuple[str, JSONObject]]) -> None:
-        """Remove a processed entry and add its follow-ups (less what is refused), in one go."""
-        with self.lock:
-            db = self.connection()
-            with db:
-                db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
-                self._insert(db, follow)
+        return await self._transaction(work)
 
-    def count_failures(
-        self, failed: Sequence[tuple[OutboxEntry, str]], max_attempts: int
+    async def settle(self, entry_id: int, follow: Sequence[tuple[str, JSONObject]]) -> None:
+        """Remove a processed entry and add its follow-ups, in one transaction."""
+
+        def work(db: sqlite3.Connection) -> None:
+            """Delete and insert."""
+            db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
+            self._insert(db, follow)
+
+        await self._transaction(work)
+
+    async def count_failures(
+        self, failed: Sequence[tuple[OutboxEntry, str]], max_attempts: int | None
     ) -> list[OutboxEntry]:
         """Count one try for each failed entry; set aside (and return) those out of tries."""
-        out: list[OutboxEntry] = []
-        with self.lock:
-            db = self.connection()
-            with db:
-                for entry, reason in failed:
-                    db.execute(
-                        "UPDATE entries SET attempts = attempts + 1 WHERE id = ?", (entry.id,)
-                    )
-                    if entry.attempts + 1 >= max_attempts:
-                        self._set_aside(db, entry.id, reason)
-                        out.append(entry)
-        return out
 
-    def counts(self) -> tuple[int, int]:
+        def work(db: sqlite3.Connection) -> list[OutboxEntry]:
+            """Count, and set aside the entries out of tries (None: no entry ever is)."""
+            out: list[OutboxEntry] = []
+            for entry, reason in failed:
+                db.execute("UPDATE entries SET attempts = attempts + 1 WHERE id = ?", (entry.id,))
+                if max_attempts is not None and entry.attempts + 1 >= max_attempts:
+                    self._set_aside(db, entry.id, reason)
+                    out.append(entry)
+            return out
+
+        return await self._transaction(work)
+
+    async def forget(self, tombstone: Tombstone) -> int:
+        """Keep ``tombstone`` and screen every waiting entry by it, in one transaction.
+
+        Return how many entries went whole (an entry part of which is refused is rewritten).
+        """
+
+        def work(db: sqlite3.Connection) -> int:
+            """Store the tombstone, then drop or rewrite what it covers."""
+            known = self._known(db)
+            db.execute(
+                "INSERT INTO forgotten (tombstone) VALUES (?)",
+                (json.dumps(dump_tombstone(tombstone)),),
+            )
+            db.execute(
+                "DELETE FROM forgotten WHERE id NOT IN"
+                " (SELECT id FROM forgotten ORDER BY id DESC LIMIT ?)",
+                (MAX_TOMBSTONES,),
+            )
+            gone = 0
+            for row_id, kind, raw in db.execute("SELECT id, kind, payload FROM entries").fetchall():
+                payload = _object(raw)
+                if payload is None:
+                    continue
+                kept = self.screen(kind, payload, (tombstone,))
+                if kept is None:
+                    db.execute("DELETE FROM entries WHERE id = ?", (row_id,))
+                    gone += 1
+                elif kept != payload:
+                    db.execute(
+                        "UPDATE entries SET payload = ? WHERE id = ?", (_dumped(kept), row_id)
+                    )
+            known.append(tombstone)
+            del known[:-MAX_TOMBSTONES]
+            self.forgotten += gone
+            return gone
+
+        return await self._transaction(work)
+
+    async def tombstones(self) -> list[Tombstone]:
+        """Return the tombstones the file keeps, oldest first."""
+        return await self._transaction(lambda db: list(self._known(db)))
+
+    async def counts(self) -> tuple[int, int]:
         """Return the waiting and the set-aside entries."""
-        with self.lock:
-            db = self.connection()
+
+        def work(db: sqlite3.Connection) -> tuple[int, int]:
+            """Count both tables."""
             (waiting,) = db.execute("SELECT COUNT(*) FROM entries").fetchone()
             (aside,) = db.execute("SELECT COUNT(*) FROM aside").fetchone()
             return int(waiting), int(aside)
 
+        return await self._transaction(work)
+
+    async def reset(self) -> None:
+        """Close the connection; the next call opens, and checks, the file again."""
+        self._tombstones = None
+        if self._worker is not None:
+            await self._worker.reset()
+
+    async def close(self) -> None:
+        """Close the file and end its thread (a later call opens it for that call alone)."""
+        self._closed = True
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            await worker.close()
+
+    async def _transaction[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` in one transaction on the file's worker (after ``close``: its own)."""
+        if not self._closed:
+            return await self._file().transaction(work)
+        late = self._new_worker()
+        try:
+            return await late.transaction(work)
+        finally:
+            await late.close()
+
+    def _file(self) -> SQLiteWorker:
+        """Return the file's worker, made on first use."""
+        if self._worker is None:
+            self._worker = self._new_worker()
+        return self._worker
+
+    def _new_worker(self) -> SQLiteWorker:
+        """Return a worker that opens (and checks) the outbox file on its first call."""
+        return SQLiteWorker(self.path, opener=open_outbox, on_corrupt=self._on_corrupt)
+
+    def _known(self, db: sqlite3.Connection) -> list[Tombstone]:
+        """Return the file's tombstones, read once (one that cannot be read is left out)."""
+        if self._tombstones is None:
+            known: list[Tombstone] = []
+            for (raw,) in db.execute("SELECT tombstone FROM forgotten ORDER BY id"):
+                try:
+                    known.append(load_tombstone(json.loads(raw)))
+                except (ValueError, TypeError):
+                    continue
+            self._tombstones = known
+        return self._tombstones
+
     def _insert(self, db: sqlite3.Connection, rows: Sequence[tuple[str, JSONObject]]) -> None:
         """Insert entries the tombstones leave something of (inside a transaction)."""
         now = time.time()
+        known = self._known(db)
         kept: list[tuple[str, str, float]] = []
         for kind, payload in rows:
-            screened = self.screen(kind, payload, self._tombstones)
+            screened = self.screen(kind, payload, known)
             if screened is None:
                 self.forgotten += 1
                 continue
@@ -215,6 +277,21 @@ class OutboxFile(SQLiteFile):
             "DELETE FROM aside WHERE id NOT IN (SELECT id FROM aside ORDER BY id DESC LIMIT ?)",
             (self._max_aside,),
         )
+
+
+def open_outbox(path: Path) -> tuple[sqlite3.Connection, Path | None]:
+    """Open the outbox at ``path`` (``synchronous=FULL``); an unusable file moves aside."""
+    return open_checked(path, _prepare, synchronous="FULL")
+
+
+def _prepare(db: sqlite3.Connection, path: Path) -> None:
+    """Check the file is sound and empty or an outbox; create the tables."""
+    quick_check(db)
+    names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if names - {"sqlite_sequence"} and not names >= _TABLES:
+        raise sqlite3.DatabaseError("a SQLite file, but not a memory outbox")
+    for statement in _SCHEMA:
+        db.execute(statement)
 
 
 def _object(raw: str) -> JSONObject | None:

@@ -23,8 +23,8 @@ from typing import cast
 
 from ..json_types import JSONObject, JSONValue
 from .extraction import MAX_INPUT_CHARS, clean_memory
+from .graph_names import clean_name, name_key
 from .provenance import Provenance, dump_provenance, load_provenance
-from .sqlite.graph_sql import clean_name, name_key
 from .tombstones import Tombstone, graph_id, new_memory_key
 from .types import GraphFacts, MemoryKind, MemoryScope, NewMemory, Relation
 
@@ -55,6 +55,7 @@ def dump_memory(memory: NewMemory) -> JSONObject:
         "topic": memory.topic,
         "source": memory.source,
         "at": memory.at.isoformat() if memory.at else None,
+        "names": list(memory.names),
         "provenance": cast(JSONObject, dump_provenance(memory.provenance)),
     }
 
@@ -73,6 +74,7 @@ def load_memory(data: JSONValue) -> NewMemory:
         topic=None if topic is None else json_str(topic),
         source=source,
         at=None if at is None else datetime.fromisoformat(json_str(at)),
+        names=tuple(json_str(name) for name in json_list(row.get("names", []))),
         provenance=load_provenance(row.get("provenance"), source),
     )
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, Protocol
 
+from ..errors import MemoryInputError
 from ..turn.exchanges import HOUSEHOLD, owner_of
 from .provenance import Provenance
 
@@ -77,7 +78,10 @@ class NewMemory:
     source: str = ""
     """The conversation id (or ``service``, ``import``) the memory came from."""
     at: datetime | None = None
-    """When it was said; the store's clock when None. A forget after it wins over it."""
+    """When it was said; the store's clock when None. A search can filter by it; a forget
+    after it wins over it."""
+    names: tuple[str, ...] = ()
+    """Who and what it is about (the speaker, the entities named): searched as a field."""
     provenance: Provenance = field(default_factory=Provenance)
 
 
@@ -113,6 +117,13 @@ class MemoryQuery:
     kinds: frozenset[MemoryKind] = frozenset({"detail", "state", "summary"})
     include_history: bool = False
     """Also return superseded records (for tracing and export), never for a turn."""
+    vector_wait: float | None = None
+    """Seconds the search waits for the query's embedding; then keywords alone answer.
+
+    None: the store's own query timeout. A turn sets it inside its retrieval budget.
+    """
+    asked_at: datetime | None = None
+    """When the question is asked, for "yesterday", "last week" (None: now)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -215,9 +226,14 @@ class MemoryStore(Protocol):
     async def supersede(self, memory: NewMemory) -> MemoryRecord | None:
         """Store a state conclusion; the current one on the same topic and scope retires.
 
-        None when the store refuses it (a tombstone: it was said before a forget).
+        Shared by the backends that derive from this protocol: ``add`` sends a state
+        through the state channel, which retires the current one. None when the store
+        refuses it (a tombstone: it was said before a forget).
         """
-        ...
+        if memory.kind != "state" or not (memory.topic or "").strip():
+            raise MemoryInputError("supersede takes a state memory with a topic")
+        added = await self.add([memory])
+        return added[0] if added else None
 
     async def rollback(
         self, record_id: str, environment: str = "production"
@@ -299,7 +315,10 @@ class RetrievedMemory:
     """What retrieval gathered for one turn, in the order it is shown to the model."""
 
     states: tuple[MemoryRecord, ...] = ()
+    """Conclusions found by relevance: the person's, then the household's."""
     details: tuple[MemoryHit, ...] = ()
     relations: tuple[Relation, ...] = ()
+    more_states: tuple[MemoryRecord, ...] = ()
+    """The person's other conclusions (those the graph names first), shown if room is left."""
     missed: tuple[str, ...] = field(default=())
     """Which parts did not answer within the budget (counted, never fatal)."""

@@ -57,6 +57,8 @@ from .types import (
 
 _LOGGER = logging.getLogger(__name__)
 
+MAX_NAMES = 16
+
 type AnswersFor = Callable[[str | None], JsonAnswers | None]
 type NamesListener = Callable[[MemoryScope, tuple[str, ...]], None]
 type Queue = Callable[[str, JSONObject], Awaitable[object]]
@@ -223,7 +225,12 @@ class MemoryWriter:
         origin = load_provenance(data.get("provenance"), source)
         follow: list[tuple[str, JSONObject]] = []
         if found.facts:
-            details = [dump_memory(_said(scope, fact, source, at, origin)) for fact in found.facts]
+            details = [
+                dump_memory(
+                    _said(scope, fact, source, at, origin, names=_named_in(fact, found.entities))
+                )
+                for fact in found.facts
+            ]
             follow.append(("add", {"memories": cast(list[JSONValue], details)}))
         for topic, text in found.conclusions:
             memory = _said(scope, text, source, at, origin, topic=topic)
@@ -250,6 +257,7 @@ def _said(
     provenance: Provenance,
     *,
     topic: str | None = None,
+    names: tuple[str, ...] = (),
 ) -> NewMemory:
     """Return a memory extracted from an exchange: dated when it was said, its provenance."""
     return NewMemory(
@@ -260,4 +268,11 @@ def _said(
         source=source,
         at=at,
         provenance=provenance,
+        names=names,
     )
+
+
+def _named_in(text: str, entities: tuple[str, ...]) -> tuple[str, ...]:
+    """Return the entities ``text`` names (searched as the memory's names)."""
+    lowered = text.casefold()
+    return tuple(name for name in entities if name and name.casefold() in lowered)[:MAX_NAMES]

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from ...errors import MemoryBackendError
 from ..bounds import MemoryBounds, ScopeKey
+from ..inputs import CheckedMemory
 from ..types import ExportPage, MemoryHit, MemoryKind, MemoryRecord, MemoryScope
 from . import records
-from .records import PreparedMemory
 from .setup import BACKEND, Item, Mem0Memory, results
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ MAX_LISTED = 100_000
 MAX_HISTORY = 1000
 
 
-def add_all(memory: Mem0Memory, prepared: Sequence[PreparedMemory], now: Clock) -> list[str]:
+def add_all(memory: Mem0Memory, prepared: Sequence[CheckedMemory], now: Clock) -> list[str]:
     """Add each memory in turn and return their ids; on a failure, delete what was added."""
     added: list[str] = []
     try:
@@ -42,7 +42,7 @@ def add_all(memory: Mem0Memory, prepared: Sequence[PreparedMemory], now: Clock) 
     return added
 
 
-def insert(memory: Mem0Memory, one: PreparedMemory, now: Clock) -> str:
+def insert(memory: Mem0Memory, one: CheckedMemory, now: Clock) -> str:
     """Add one record (a state retires the current one on its topic); return its id."""
     current: list[Item] = []
     if one.kind == "state" and one.topic_key is not None:

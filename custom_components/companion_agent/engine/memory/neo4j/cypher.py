@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import LiteralString
 
-from ...chars import valid_text
+from ...chars import clean_text
+from ..graph_names import MAX_HOPS, MAX_NAME_CHARS, clean_name, name_key
 from ..inputs import clean_scope
 from ..provenance import dump_provenance
-from ..sqlite.graph_sql import MAX_HOPS, MAX_NAME_CHARS, clean_name, name_key
 from ..sqlite.records_sql import iso
 from ..tombstones import graph_id
 from ..types import GraphFacts, MemoryScope
@@ -171,7 +171,7 @@ def merge_statements(
         "owner": cleaned.owner,
         "environment": cleaned.environment,
         "at": iso(facts.at or datetime.now(UTC)),
-        "source": valid_text(facts.source)[:MAX_NAME_CHARS],
+        "source": clean_text(facts.source, MAX_NAME_CHARS),
         **dump_provenance(origin),
     }
     spelled: dict[str, str] = {}

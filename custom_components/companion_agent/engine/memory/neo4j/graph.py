@@ -1,7 +1,7 @@
 """The knowledge graph on Neo4j (or another Bolt server) through the official async driver.
 
 **Model.** An entity is a ``:CompanionEntity`` node per persona and environment, keyed by
-its normalised name (``sqlite_graph.name_key``: "Ann", "ann " and "ＡＮＮ" are one). A
+its normalised name (``graph_names.name_key``: "Ann", "ann " and "ＡＮＮ" are one). A
 relation is a ``:RELATES`` edge that belongs to one scope: it carries ``agent_id``,
 ``owner`` and ``environment``, the predicate, and the spellings first said. A walk follows
 only edges of the scopes a turn may read, so a person's and the household's graphs join
@@ -28,15 +28,13 @@ from datetime import UTC, datetime
 from itertools import product
 from typing import TYPE_CHECKING, LiteralString
 
-from ...errors import MemoryInputError
 from ..backend_check import BackendCheck
+from ..graph_names import MAX_NAME_CHARS, BoundedGraph
 from ..inputs import clean_scope
 from ..provenance import load_provenance
 from ..sqlite.forgotten_sql import forget_where
-from ..sqlite.graph_sql import MAX_FACTS, MAX_HOPS, MAX_NAME_CHARS, clean_name, name_key
 from ..sqlite.records_sql import iso
 from ..types import (
-    MAX_LIMIT,
     MAX_PAGE,
     Forget,
     GraphFacts,
@@ -44,7 +42,6 @@ from ..types import (
     GraphPage,
     MemoryScope,
     Relation,
-    bounded,
     page_bounds,
 )
 from . import cypher
@@ -59,7 +56,7 @@ __all__ = ["BACKEND", "NEO4J_REQUIREMENT", "Neo4jGraph", "Neo4jSettings"]
 LOGGER = logging.getLogger(__name__)
 
 
-class Neo4jGraph:
+class Neo4jGraph(BoundedGraph):
     """``GraphStore`` on a Bolt server; one driver (a connection pool) per instance."""
 
     def __init__(self, settings: Neo4jSettings) -> None:
@@ -73,10 +70,8 @@ class Neo4jGraph:
         """Connect and log in once; say what failed, if anything."""
         return await self._bolt.check()
 
-    async def merge(self, scope: MemoryScope, facts: GraphFacts) -> None:
-        """Merge ``facts`` into ``scope``'s graph in one transaction (idempotent)."""
-        if len(facts.entities) + len(facts.relations) > MAX_FACTS:
-            raise MemoryInputError(f"more than {MAX_FACTS} graph facts at once")
+    async def _merge(self, scope: MemoryScope, facts: GraphFacts) -> None:
+        """Merge in one write transaction (FalkorDB: statements within its size bound)."""
         await self._bolt.driver()  # first: it learns the server's dialect
         statements = cypher.merge_statements(scope, facts, text_bytes=self._bolt.text_bytes)
         if not statements:
@@ -89,21 +84,12 @@ class Neo4jGraph:
 
         await self._bolt.run(work, write=True)
 
-    async def neighbourhood(
-        self,
-        scopes: Sequence[MemoryScope],
-        names: Sequence[str],
-        *,
-        hops: int = 2,
-        limit: int = 20,
+    async def _walk(
+        self, scopes: list[MemoryScope], keys: list[str], hops: int, limit: int
     ) -> list[Relation]:
-        """Return relations within ``hops`` of the named entities, at most ``limit``."""
-        keys = sorted({name_key(clean_name(name)) for name in list(names)[:MAX_LIMIT]} - {""})
+        """Walk each persona's and environment's graph; merge the walks, nearest first."""
         groups = _owners_by_space(scopes)
-        if not keys or not groups:
-            return []
-        query = cypher.WALKS[max(1, min(hops, MAX_HOPS))]
-        wanted = bounded(limit)
+        query = cypher.WALKS[hops]
         await self._bolt.driver()  # first: it learns the server's dialect
         text_bytes = self._bolt.text_bytes
         if text_bytes is None:
@@ -118,7 +104,7 @@ class Neo4jGraph:
             for ((agent_id, environment), owners), run in product(groups.items(), key_runs):
                 params: Params = {"agent_id": agent_id, "environment": environment,
                                   "owners": owners, "keys": run, "max_paths": cypher.MAX_PATHS,
-                                  "limit": wanted}  # fmt: skip
+                                  "limit": limit}  # fmt: skip
                 result = await tx.run(query, self._outgoing(params))
                 async for record in result:
                     relation = Relation(
@@ -132,7 +118,7 @@ class Neo4jGraph:
         rows = await self._bolt.run(work, write=False)
         rows.sort(key=lambda row: row[1], reverse=True)
         rows.sort(key=lambda row: row[0])
-        return list(dict.fromkeys(relation for _, _, relation in rows))[:wanted]
+        return list(dict.fromkeys(relation for _, _, relation in rows))[:limit]
 
     async def forget(self, what: Forget) -> int:
         """Delete a scope's graph said at or before ``what.at``, or one entity or relation.

@@ -1,11 +1,12 @@
 """The embedded store's SQLite file: its schema, and opening it (a bad file moves aside).
 
 One file holds everything: ``memories`` (one row per record, its vector as a float32
-BLOB), ``memory_terms`` (FTS5 over the segmented text, rowid = the memory's rowid),
-``entities`` and ``relations`` (the graph), and ``forgotten`` (the tombstones every write
-checks in its own transaction). Every row carries its scope and its provenance. The file
-runs in WAL mode; ``user_version`` says which schema it has: a version 1 file (before
-provenance, graph ids and tombstones) is migrated in place when it is opened.
+BLOB), ``memory_terms`` (FTS5 over the segmented text, the turn before it in the same
+conversation, and the names it is about; rowid = the memory's rowid), ``entities`` and
+``relations`` (the graph), and ``forgotten`` (the tombstones every write checks in its own
+transaction). Every row carries its scope and its provenance. The file runs in WAL mode
+(``connection``); ``user_version`` says which schema it has, and an older file is migrated
+when it opens, one step after another (``migrations``).
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ import sqlite3
 from pathlib import Path
 
 from ...errors import MemoryStoreError
-from ...sqlite_file import move_aside
-from ..tombstones import graph_id
-from ..types import MemoryScope
+from .connection import open_checked, quick_check
+from .migrations import migrate
 
 LOGGER = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
     rowid INTEGER PRIMARY KEY,
@@ -51,8 +51,10 @@ CREATE INDEX IF NOT EXISTS memories_scope
 CREATE INDEX IF NOT EXISTS memories_topic
     ON memories (agent_id, environment, owner, topic_key) WHERE topic_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_supersedes ON memories (supersedes);
+CREATE INDEX IF NOT EXISTS memories_source
+    ON memories (agent_id, environment, owner, source, kind);
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_terms USING fts5(
-    terms, tokenize = 'porter unicode61 remove_diacritics 2'
+    terms, context, names, tokenize = 'porter unicode61 remove_diacritics 2'
 );
 CREATE TABLE IF NOT EXISTS entities (
     agent_id TEXT NOT NULL,
@@ -105,52 +107,20 @@ CREATE TABLE IF NOT EXISTS forgotten (
 );
 """
 _TABLES = frozenset({"memories", "memory_terms", "entities", "relations"})
-_PROVENANCE = ("via TEXT NOT NULL DEFAULT 'unknown'", "person TEXT", "device TEXT",
-               "conversation TEXT")  # fmt: skip
-_LEGACY_VIA = (
-    "UPDATE memories SET via = CASE source WHEN 'service' THEN 'service' "
-    "WHEN 'summary' THEN 'summary' WHEN '' THEN 'unknown' ELSE 'turn' END, "
-    "conversation = CASE WHEN source IN ('service', 'summary', '') THEN NULL ELSE source END"
-)
 
 
 def open_database(path: Path) -> tuple[sqlite3.Connection, Path | None]:
-    """Open (or create) the store at ``path`` for the calling thread.
+    """Open (or create) the store at ``path`` for the calling thread (a bad file moves aside).
 
     Returns the connection, and where an unusable file went when it had to be moved aside
     (None when the file was fine or new). A file of a newer schema is refused, not moved.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    moved: Path | None = None
-    try:
-        return _open_checked(path), None
-    except sqlite3.DatabaseError as err:
-        moved = move_aside(path, err)
-    return _open_checked(path), moved
+    return open_checked(path, _prepare, synchronous="NORMAL")
 
 
-def _open_checked(path: Path) -> sqlite3.Connection:
-    """Connect, check the file is a sound store of our schema, and create what is missing."""
-    connection = sqlite3.connect(path, timeout=5.0, isolation_level=None)
-    try:
-        connection.execute("PRAGMA journal_mode = WAL")
-        connection.execute("PRAGMA synchronous = NORMAL")
-        version = _check(connection, path)
-        if version == 1:
-            migrate_v1(connection)
-        connection.executescript(SCHEMA)
-        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    except BaseException:
-        connection.close()
-        raise
-    return connection
-
-
-def _check(connection: sqlite3.Connection, path: Path) -> int:
-    """Return the file's schema version; raise ``sqlite3.DatabaseError`` unless it is ours."""
-    check = connection.execute("PRAGMA quick_check").fetchone()
-    if check is None or check[0] != "ok":
-        raise sqlite3.DatabaseError(f"quick_check: {check[0] if check else 'no answer'}")
+def _prepare(connection: sqlite3.Connection, path: Path) -> None:
+    """Check the file is a sound store of our schema, and create what is missing."""
+    quick_check(connection)
     version = connection.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise MemoryStoreError(
@@ -161,46 +131,9 @@ def _check(connection: sqlite3.Connection, path: Path) -> int:
     names = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
     if version == 0 and names:
         raise sqlite3.DatabaseError("a SQLite file, but not a memory store")
-    if version >= 1 and not names >= _TABLES:
+    if version > 0 and not names >= _TABLES:
         raise sqlite3.DatabaseError("a memory store with tables missing")
-    return int(version)
-
-
-def migrate_v1(db: sqlite3.Connection) -> None:
-    """Bring a version 1 file to version 2: provenance, graph ids and times (one transaction).
-
-    A record's provenance is read from its ``source``; a graph fact's id is made from its
-    scope and keys, its ``said_at`` is when it was last merged.
-    """
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        for table in ("memories", "entities", "relations"):
-            for column in _PROVENANCE:
-                db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
-        for table in ("entities", "relations"):
-            db.execute(f"ALTER TABLE {table} ADD COLUMN id TEXT")
-            db.execute(f"ALTER TABLE {table} ADD COLUMN said_at TEXT")
-        db.execute(_LEGACY_VIA)
-        rows = db.execute("SELECT rowid, agent_id, environment, owner, key FROM entities")
-        db.executemany(
-            "UPDATE entities SET id = ?, said_at = created_at WHERE rowid = ?",
-            [(graph_id("ent", _scope(r), str(r[4])), r[0]) for r in rows.fetchall()],
-        )
-        rows = db.execute(
-            "SELECT rowid, agent_id, environment, owner, subject_key, predicate_key, object_key "
-            "FROM relations"
-        )
-        db.executemany(
-            "UPDATE relations SET id = ?, said_at = updated_at WHERE rowid = ?",
-            [(graph_id("rel", _scope(r), *map(str, r[4:7])), r[0]) for r in rows.fetchall()],
-        )
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-    LOGGER.info("Memory store migrated to schema %d", SCHEMA_VERSION)
-
-
-def _scope(row: tuple[object, ...]) -> MemoryScope:
-    """Return the scope of a ``(rowid, agent_id, environment, owner, …)`` row."""
-    return MemoryScope(agent_id=str(row[1]), environment=str(row[2]), owner=str(row[3]))
+    if 0 < version < SCHEMA_VERSION:
+        migrate(connection, version, SCHEMA_VERSION)
+    connection.executescript(SCHEMA)
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
