@@ -201,3 +201,38 @@ async def test_removing_a_persona_removes_everything_it_remembered(
 
     assert (await call(hass, "forget", {"persona": ids["Ada"]}))["forgotten"] == 0
     assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_forget_while_writes_wait_in_the_outbox(
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """mem0's embedding server is away, so Alice's and Bob's writes wait on disk; a forget of
+    Alice drops hers there and refuses them when they are tried again; what she says after
+    the forget lands, and Bob's writes are untouched (later intent wins, nothing else lost)."""
+    options = {"memory_backend": "mem0", "embeddings_model": "test-embed",
+               "embeddings_url": llm_server.url}  # fmt: skip
+    entry, agent, alice, person = await alice_with(hass, setup_companion, options)
+    bob, _ = await add_person(hass, "Bob")
+    memory = memory_of(entry)
+    llm_server.embeddings_down = True
+    llm_server.script_structured(Reply.text(EXTRACTED), Reply.text("{}"))
+    await ask(
+        hass, agent, "From now on, call me Captain. The front door code is 4711.", user_id=alice
+    )
+    await ask(hass, agent, "From now on, call me Skipper.", user_id=bob)
+    await llm_server.asked(structured=2)
+    assert (await memory.outbox.figures())["waiting"] >= 3  # two instructions, Alice's facts
+
+    await call(hass, "forget", {"person": person})
+    llm_server.embeddings_down = False
+    llm_server.script_structured(Reply.text("{}"))
+    await ask(hass, agent, "From now on, call me Admiral.", user_id=alice)
+    memory.outbox.kick()
+    await settled(entry)
+    alices = await call(hass, "export_memories", {"persona": agent, "person": person})
+    assert [m["text"] for m in rows(alices)] == ["From now on, call me Admiral."]
+    assert (alices["entities"], alices["relations"]) == ([], [])
+    bobs = rows(await call(hass, "export_memories", {"persona": agent, "person": "person.bob"}))
+    assert [m["text"] for m in bobs] == ["From now on, call me Skipper."]
+    assert (await memory.outbox.figures())["waiting"] == 0
+    assert await hass.config_entries.async_unload(entry.entry_id)

@@ -10,6 +10,7 @@ to Assist, so an assistant's to-do tools wrote household memories with no proven
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import pytest
 from homeassistant.components.homeassistant.exposed_entities import (
@@ -110,8 +111,8 @@ async def items(hass: HomeAssistant, listing: str) -> list[str]:
     result = await hass.services.async_call(
         "todo", "get_items", {"entity_id": listing}, blocking=True, return_response=True
     )
-    found = result[listing]["items"]  # type: ignore[index, call-overload]
-    return sorted(str(item["summary"]) for item in found)
+    listing_items = cast(dict[str, dict[str, list[dict[str, str]]]], result)
+    return sorted(item["summary"] for item in listing_items[listing]["items"])
 
 
 @pytest.mark.parametrize("added", ITEMS.values(), ids=ITEMS)

@@ -8,9 +8,8 @@ models by name, memory, the speech head starts and the follow-ups of conversatio
 companion started. ``close()`` lets running turns finish (bounded) and writes and closes
 everything; ``stop()`` writes everything when the host stops without unloading.
 
-What the engine keeps in its data folder: ``audit.jsonl``, ``exchanges.db`` (every
-persona's conversations and recent windows, one store with two views; the JSON folders of
-before are read into it once) and memory's files (``memory/backends.py``).
+Its data folder holds ``audit.jsonl``, ``exchanges.db`` (conversations and recent windows:
+one store, two views; old JSON folders read in once) and memory's files (``backends``).
 """
 
 from __future__ import annotations
@@ -62,7 +61,6 @@ __all__ = [
 
 AUDIT_FILE = "audit.jsonl"
 EXCHANGES_FILE = "exchanges.db"
-LEGACY_FOLDERS = ("conversations", "recent")
 TURN_GRACE = 5.0
 FLUSH_GRACE = 10.0
 MEMORY_CLOSE_GRACE = 5.0
@@ -121,12 +119,9 @@ class Engine:
         guard = Guard(confirmations=self._confirmations, audit=audit, rules=settings.rules)
         self._runner = TurnRunner(guard, self._usage, settings.limits)
         self._models = ChatModels(settings.model, settings.http, settings.on_model_round)
-        folders = [settings.data_dir / name for name in LEGACY_FOLDERS]
-        self._exchanges = ExchangeStore(
-            settings.data_dir / EXCHANGES_FILE,
-            legacy=LegacyFolders(conversations=folders[0], windows=folders[1]),
-            on_corrupt=settings.on_bad_history,
-        )
+        here, bad = settings.data_dir, settings.on_bad_history
+        old = LegacyFolders(conversations=here / "conversations", windows=here / "recent")
+        self._exchanges = ExchangeStore(here / EXCHANGES_FILE, legacy=old, on_corrupt=bad)
         self._follow_ups = FollowUps()
         self._speech_starts = SpeechHeadStarts()
         self._library = Library()
@@ -195,10 +190,8 @@ class Engine:
         self._library = await asyncio.to_thread(load_library, roots, self._library)
 
     def persona(self, persona_id: str, profile_id: str) -> Persona:
-        """Build a persona snapshot: its profile (else the default one), plugins and model.
-
-        Its plugins' problems join ``problems`` (replacing that persona's earlier ones).
-        """
+        """Build a persona snapshot: its profile (else the default), plugins (whose problems
+        join ``problems``, replacing that persona's earlier ones) and model."""
         profiles = self._library.profiles
         profile = profiles.get(profile_id) or profiles.default or FALLBACK_PROFILE
         plugins = self._library.activate(profile, self.settings.host)
@@ -275,9 +268,9 @@ class Engine:
 
     async def forget_persona(self, persona_id: str) -> int:
         """Forget everything of a persona: memories, graph, queued writes, exchanges."""
-        if self._memory is not None:
-            environment = self._memory.settings.environment
-            return await self._memory.forget(Forget(agent_id=persona_id, environment=environment))
+        if (memory := self._memory) is not None:
+            gone = Forget(agent_id=persona_id, environment=memory.settings.environment)
+            return await memory.forget(gone)
         return await self._exchanges.forget(persona_id=persona_id)
 
     async def flush(self, grace: float = FLUSH_GRACE) -> None:
@@ -301,7 +294,7 @@ class Engine:
         self._speech_starts.close()
 
     async def _close_memory(self) -> None:
-        """Let the outbox drain a little, write the windows, close the store (bounded)."""
-        memory, self._memory = self._memory, None
-        if memory is not None:
+        """Let the outbox drain a little, then close the store (bounded)."""
+        if (memory := self._memory) is not None:
+            self._memory = None
             await memory.close(MEMORY_CLOSE_GRACE)

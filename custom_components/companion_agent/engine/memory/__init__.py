@@ -2,15 +2,13 @@
 
 from ..turn.exchanges import HOUSEHOLD
 from .companion import CompanionMemory, MemorySettings
+from .pages import ExportPage, GraphItem, GraphPage
 from .provenance import Provenance, dump_provenance
 from .topics import statement_topic
 from .types import (
     MAX_PAGE,
-    ExportPage,
     Forget,
     GraphFacts,
-    GraphItem,
-    GraphPage,
     GraphStore,
     MemoryHit,
     MemoryKind,

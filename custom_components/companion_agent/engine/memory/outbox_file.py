@@ -10,10 +10,9 @@ the next call opens, and checks, the file again. After ``close`` a late call (a 
 ended while the host was unloading) still reaches the file, on a worker of its own that
 ends with the call, so nothing stays open.
 
-Forget wins here too: ``forget`` keeps a tombstone and screens the waiting entries by it in
-one transaction, and ``put`` and ``settle`` (an entry's follow-ups) pass every new entry
-through the ``screen`` against the tombstones in their own transaction, so an extraction
-that was still running when the forget came never lands its memories.
+Forget wins here too: ``forget`` keeps a tombstone and screens the waiting entries by it,
+and ``put`` and ``settle`` screen every new entry against the tombstones, each in its own
+transaction: an extraction still running when the forget came never lands its memories.
 """
 
 from __future__ import annotations
@@ -44,6 +43,10 @@ _SCHEMA = (
     " payload TEXT NOT NULL, attempts INTEGER NOT NULL, created REAL NOT NULL,"
     " reason TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS forgotten (id INTEGER PRIMARY KEY, tombstone TEXT NOT NULL)",
+)
+
+_KEEP_NEWEST_TOMBSTONES = (
+    "DELETE FROM forgotten WHERE id NOT IN (SELECT id FROM forgotten ORDER BY id DESC LIMIT ?)"
 )
 
 type Screen = Callable[[str, JSONObject, Sequence[Tombstone]], JSONObject | None]
@@ -82,8 +85,7 @@ class OutboxFile:
         self.screen = screen
         self.forgotten = 0
         """How many entries tombstones refused (put, follow-ups or dropped by a forget)."""
-        self._tombstones: list[Tombstone] | None = None
-        """The file's tombstones, read in its first transaction (on its thread) after opening."""
+        self._tombstones: list[Tombstone] | None = None  # read once, on the file's thread
         self._max_entries = max_entries
         self._max_aside = max_aside
         self._on_corrupt = on_corrupt
@@ -155,23 +157,14 @@ class OutboxFile:
         return await self._transaction(work)
 
     async def forget(self, tombstone: Tombstone) -> int:
-        """Keep ``tombstone`` and screen every waiting entry by it, in one transaction.
-
-        Return how many entries went whole (an entry part of which is refused is rewritten).
-        """
+        """Keep ``tombstone``, screen the waiting entries by it; return how many went whole."""
 
         def work(db: sqlite3.Connection) -> int:
             """Store the tombstone, then drop or rewrite what it covers."""
             known = self._known(db)
-            db.execute(
-                "INSERT INTO forgotten (tombstone) VALUES (?)",
-                (json.dumps(dump_tombstone(tombstone)),),
-            )
-            db.execute(
-                "DELETE FROM forgotten WHERE id NOT IN"
-                " (SELECT id FROM forgotten ORDER BY id DESC LIMIT ?)",
-                (MAX_TOMBSTONES,),
-            )
+            stored = json.dumps(dump_tombstone(tombstone))
+            db.execute("INSERT INTO forgotten (tombstone) VALUES (?)", (stored,))
+            db.execute(_KEEP_NEWEST_TOMBSTONES, (MAX_TOMBSTONES,))
             gone = 0
             for row_id, kind, raw in db.execute("SELECT id, kind, payload FROM entries").fetchall():
                 payload = _object(raw)
@@ -273,10 +266,8 @@ class OutboxFile:
             (reason, entry_id),
         )
         db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
-        db.execute(
-            "DELETE FROM aside WHERE id NOT IN (SELECT id FROM aside ORDER BY id DESC LIMIT ?)",
-            (self._max_aside,),
-        )
+        keep = "SELECT id FROM aside ORDER BY id DESC LIMIT ?"
+        db.execute(f"DELETE FROM aside WHERE id NOT IN ({keep})", (self._max_aside,))
 
 
 def open_outbox(path: Path) -> tuple[sqlite3.Connection, Path | None]:

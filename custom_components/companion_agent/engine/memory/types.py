@@ -26,11 +26,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..errors import MemoryInputError
 from ..turn.exchanges import HOUSEHOLD, owner_of
 from .provenance import Provenance
+
+if TYPE_CHECKING:
+    from .pages import ExportPage, GraphPage
 
 type MemoryKind = Literal["detail", "state", "summary"]
 type Channel = Literal["state", "detail", "summary", "graph"]
@@ -177,41 +180,6 @@ class GraphFacts:
     provenance: Provenance = field(default_factory=Provenance)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GraphItem:
-    """One exported entity or relation of the graph, with its id and where it came from.
-
-    ``relation`` is None for an entity (``name`` is its name). The id is made from the scope
-    and the normalised names, so the same fact merged again keeps it; ``forget`` takes it.
-    """
-
-    id: str
-    scope: MemoryScope
-    name: str = ""
-    relation: Relation | None = None
-    source: str = ""
-    at: datetime | None = None
-    provenance: Provenance = field(default_factory=Provenance)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExportPage:
-    """One page of an export, newest first, and how many records there are in all."""
-
-    records: tuple[MemoryRecord, ...] = ()
-    total: int = 0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GraphPage:
-    """One page of the graph's export, newest first, and how many of each there are."""
-
-    entities: tuple[GraphItem, ...] = ()
-    relations: tuple[GraphItem, ...] = ()
-    total_entities: int = 0
-    total_relations: int = 0
-
-
 class MemoryStore(Protocol):
     """The memory protocol: bounded search, add, supersede, forget, get, export."""
 
@@ -303,11 +271,6 @@ class GraphStore(Protocol):
 def bounded(limit: int) -> int:
     """Return ``limit`` clamped to 1..MAX_LIMIT."""
     return max(1, min(limit, MAX_LIMIT))
-
-
-def page_bounds(offset: int, limit: int) -> tuple[int, int]:
-    """Return an export page's ``offset`` (at least 0) and ``limit`` (1..MAX_PAGE)."""
-    return max(0, offset), max(1, min(limit, MAX_PAGE))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

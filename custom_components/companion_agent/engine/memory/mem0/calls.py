@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from ...errors import MemoryBackendError
 from ..bounds import MemoryBounds, ScopeKey
 from ..inputs import CheckedMemory
-from ..types import ExportPage, MemoryHit, MemoryKind, MemoryRecord, MemoryScope
+from ..pages import ExportPage
+from ..types import MemoryHit, MemoryKind, MemoryRecord, MemoryScope
 from . import records
 from .setup import BACKEND, Item, Mem0Memory, results
 

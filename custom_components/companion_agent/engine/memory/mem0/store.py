@@ -34,12 +34,12 @@ from ..bounds import MemoryBounds, PruneSchedule, ScopeKey
 from ..embeddings import Embedder
 from ..inputs import checked_memories, clean_scope, memory_text
 from ..keywords import query_terms
+from ..pages import ExportPage, page_bounds
 from ..query_vectors import QueryVectors
 from ..sqlite.forgotten_sql import forget_where
 from ..sqlite.prepared import EMBED_CHUNK
 from ..types import (
     MAX_PAGE,
-    ExportPage,
     Forget,
     MemoryHit,
     MemoryQuery,
@@ -47,7 +47,6 @@ from ..types import (
     MemoryScope,
     NewMemory,
     bounded,
-    page_bounds,
 )
 from . import calls, records
 from .setup import BACKEND, Mem0Memory, Mem0Settings, check_qdrant

@@ -31,19 +31,11 @@ from typing import TYPE_CHECKING, LiteralString
 from ..backend_check import BackendCheck
 from ..graph_names import MAX_NAME_CHARS, BoundedGraph
 from ..inputs import clean_scope
+from ..pages import GraphItem, GraphPage, page_bounds
 from ..provenance import load_provenance
 from ..sqlite.forgotten_sql import forget_where
 from ..sqlite.records_sql import iso
-from ..types import (
-    MAX_PAGE,
-    Forget,
-    GraphFacts,
-    GraphItem,
-    GraphPage,
-    MemoryScope,
-    Relation,
-    page_bounds,
-)
+from ..types import MAX_PAGE, Forget, GraphFacts, MemoryScope, Relation
 from . import cypher
 from .bolt import BACKEND, NEO4J_REQUIREMENT, BoltConnection, Neo4jSettings
 from .cypher import Params

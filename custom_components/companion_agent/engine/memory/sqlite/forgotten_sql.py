@@ -83,7 +83,7 @@ def forget(db: sqlite3.Connection, what: Forget, vectors: VectorCache) -> int:
         found = records_sql.by_id(db, what.record_id)
         if (tombstone := tombstone_of(what, None if found is None else found[0])) is not None:
             record(db, tombstone)
-        gone = records_sql.delete_history(db, what.record_id, what.environment)
+        gone = delete_history(db, what.record_id, what.environment)
     else:
         whole = tombstone_of(what)
         assert whole is not None
@@ -94,3 +94,25 @@ def forget(db: sqlite3.Connection, what: Forget, vectors: VectorCache) -> int:
     for agent, environment, owner in set(gone):
         vectors.invalidate((agent, environment, owner))
     return len(gone)
+
+
+def delete_history(
+    db: sqlite3.Connection, record_id: str, environment: str
+) -> list[tuple[str, ...]]:
+    """Delete a record and every record it superseded, in ``environment``; return scopes.
+
+    A newer record that superseded one of them keeps its place but no longer points back.
+    """
+    rows = db.execute(
+        "WITH RECURSIVE chain(id, depth) AS ("
+        " SELECT id, 0 FROM memories WHERE id = ? AND environment = ? UNION"
+        " SELECT m.supersedes, chain.depth + 1 FROM memories m JOIN chain ON m.id = chain.id"
+        " WHERE m.supersedes IS NOT NULL AND chain.depth < 1000) SELECT id FROM chain",
+        (record_id, environment),
+    )
+    ids = [str(row[0]) for row in rows]
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    db.execute(f"UPDATE memories SET supersedes = NULL WHERE supersedes IN ({marks})", ids)
+    return records_sql.delete(db, f"id IN ({marks}) AND environment = ?", [*ids, environment])

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 from ..bounds import MemoryBounds, PruneSchedule
 from ..graph_names import BoundedGraph
 from ..inputs import clean_scope
+from ..pages import GraphPage, page_bounds
 from ..tombstones import tombstone_of
-from ..types import Forget, GraphFacts, GraphPage, MemoryScope, Relation, page_bounds
+from ..types import Forget, GraphFacts, MemoryScope, Relation
 from . import forgotten_sql, graph_sql
 from .forgotten_sql import forget_where
 from .pruning import prune_graph

@@ -21,9 +21,10 @@ from datetime import datetime
 
 from ...chars import clean_text
 from ..graph_names import MAX_NAME_CHARS, clean_name, name_key
+from ..pages import GraphItem
 from ..provenance import Provenance, as_via
 from ..tombstones import graph_id
-from ..types import GraphFacts, GraphItem, MemoryScope, Relation
+from ..types import GraphFacts, MemoryScope, Relation
 from . import forgotten_sql
 from .records_sql import iso, scope_clause
 

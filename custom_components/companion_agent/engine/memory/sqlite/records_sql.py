@@ -13,14 +13,11 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
+from ..pages import ExportPage
 from ..provenance import Provenance, as_via
-from ..types import ExportPage, MemoryKind, MemoryRecord, MemoryScope
+from ..types import MemoryKind, MemoryRecord, MemoryScope
 from .prepared import PreparedMemory
-from .vectors import VectorCache
 
-EPOCH_SECONDS = "(julianday(valid_from) - 2440587.5) * 86400.0"
-REFUSED = "refused:"
-"""Prefix of ``vector_model`` on a record whose text the embedding server refused."""
 COLUMNS = (
     "rowid, id, agent_id, owner, environment, kind, topic, text, source, created_at, "
     "valid_from, valid_until, superseded_by, via, person, device, conversation"
@@ -243,23 +240,6 @@ def neighbours(db: sqlite3.Connection, rowids: Sequence[int]) -> list[int]:
     return list(found)
 
 
-def vector_rows(
-    db: sqlite3.Connection, scope: tuple[str, str, str], model: str, *, history: bool = False
-) -> Iterable[tuple[int, str, bytes, float]]:
-    """Yield ``(rowid, kind, vector, said at)`` of a scope's current records of ``model``.
-
-    ``said at`` is seconds since the epoch. ``history`` yields the retired records too.
-    """
-    agent, environment, owner = scope
-    current = "" if history else "AND valid_until IS NULL"
-    yield from db.execute(
-        f"SELECT rowid, kind, vector, {EPOCH_SECONDS} FROM memories WHERE agent_id = ? "
-        "AND environment = ? AND owner = ? AND vector_model = ? AND vector IS NOT NULL "
-        f"{current}",
-        (agent, environment, owner, model),
-    )
-
-
 def get(db: sqlite3.Connection, record_id: str, environment: str) -> MemoryRecord | None:
     """Return the record ``record_id`` of ``environment``, current or not, or None."""
     found = by_id(db, record_id)
@@ -290,79 +270,6 @@ def delete(
     db.executemany("DELETE FROM memory_terms WHERE rowid = ?", [(row[0],) for row in rows])
     db.executemany("DELETE FROM memories WHERE rowid = ?", [(row[0],) for row in rows])
     return [tuple(str(v) for v in row[1:]) for row in rows]
-
-
-def delete_history(
-    db: sqlite3.Connection, record_id: str, environment: str
-) -> list[tuple[str, ...]]:
-    """Delete a record and every record it superseded, in ``environment``; return scopes.
-
-    A newer record that superseded one of them keeps its place but no longer points back.
-    """
-    rows = db.execute(
-        "WITH RECURSIVE chain(id, depth) AS ("
-        " SELECT id, 0 FROM memories WHERE id = ? AND environment = ? UNION"
-        " SELECT m.supersedes, chain.depth + 1 FROM memories m JOIN chain ON m.id = chain.id"
-        " WHERE m.supersedes IS NOT NULL AND chain.depth < 1000) SELECT id FROM chain",
-        (record_id, environment),
-    )
-    ids = [str(row[0]) for row in rows]
-    if not ids:
-        return []
-    marks = ",".join("?" * len(ids))
-    db.execute(f"UPDATE memories SET supersedes = NULL WHERE supersedes IN ({marks})", ids)
-    return delete(db, f"id IN ({marks}) AND environment = ?", [*ids, environment])
-
-
-def unembedded(
-    db: sqlite3.Connection, model: str, limit: int
-) -> list[tuple[int, str, str, tuple[str, str, str]]]:
-    """Return ``(rowid, id, text, scope key)`` of current records without a ``model`` vector.
-
-    Newest first; records whose text the server refused for ``model`` are left out.
-    """
-    rows = db.execute(
-        "SELECT rowid, id, text, agent_id, environment, owner FROM memories "
-        "WHERE valid_until IS NULL AND (vector_model IS NULL OR "
-        "(vector_model != ? AND vector_model != ?)) ORDER BY rowid DESC LIMIT ?",
-        (model, REFUSED + model, limit),
-    )
-    return [(int(r[0]), str(r[1]), str(r[2]), (str(r[3]), str(r[4]), str(r[5]))) for r in rows]
-
-
-def store_vectors(
-    db: sqlite3.Connection,
-    rows: Sequence[tuple[int, str, str, tuple[str, str, str]]],
-    vectors: Sequence[bytes | None],
-    model: str,
-    cache: VectorCache,
-) -> int:
-    """Store the vectors of the ``unembedded`` rows still there; return how many.
-
-    A vector of None marks a text the server refused (``mark_refused``). A record forgotten
-    (or replaced) while its text was being embedded is matched by its id too, never by a
-    rowid a new record may have taken since. The scopes' cached matrices go.
-    """
-    stored = 0
-    for (rowid, record_id, _, scope), vector in zip(rows, vectors, strict=True):
-        if vector is None:
-            mark_refused(db, rowid, model, record_id)
-            continue
-        stored += db.execute(
-            "UPDATE memories SET vector = ?, vector_model = ? "
-            "WHERE rowid = ? AND id = ? AND valid_until IS NULL",
-            (vector, model, rowid, record_id),
-        ).rowcount
-        cache.invalidate(scope)
-    return stored
-
-
-def mark_refused(db: sqlite3.Connection, rowid: int, model: str, record_id: str) -> None:
-    """Mark a record whose text the embedding server refused, so it is not asked again."""
-    db.execute(
-        "UPDATE memories SET vector = NULL, vector_model = ? WHERE rowid = ? AND id = ?",
-        (REFUSED + model, rowid, record_id),
-    )
 
 
 def counts(db: sqlite3.Connection) -> dict[str, int]:

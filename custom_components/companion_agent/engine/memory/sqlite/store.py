@@ -32,18 +32,9 @@ from .. import types as memory_types
 from ..bounds import MemoryBounds, PruneSchedule
 from ..embeddings import Embedder
 from ..inputs import MAX_BATCH, checked_memories, clean_scope
-from ..types import (
-    MAX_PAGE,
-    ExportPage,
-    Forget,
-    MemoryHit,
-    MemoryQuery,
-    MemoryRecord,
-    MemoryScope,
-    NewMemory,
-    page_bounds,
-)
-from . import forgotten_sql, records_sql, states_sql
+from ..pages import ExportPage, page_bounds
+from ..types import MAX_PAGE, Forget, MemoryHit, MemoryQuery, MemoryRecord, MemoryScope, NewMemory
+from . import forgotten_sql, records_sql, states_sql, vectors_sql
 from .backfill import VectorBackfill
 from .forgotten_sql import forget_where
 from .graph import EmbeddedGraph
@@ -252,7 +243,7 @@ class EmbeddedStore(memory_types.MemoryStore):
             return 0
         model = self.embedder.model_id
         batch = max(1, min(limit, EMBED_CHUNK))
-        missing = await self._worker.run(lambda db: records_sql.unembedded(db, model, batch))
+        missing = await self._worker.run(lambda db: vectors_sql.unembedded(db, model, batch))
         if not missing:
             return 0
         try:
@@ -265,7 +256,7 @@ class EmbeddedStore(memory_types.MemoryStore):
             vectors = [await self._embed_one(text) for _, _, text, _ in missing]
         packed = [None if vector is None else pack(vector) for vector in vectors]
         await self._worker.transaction(
-            lambda db: records_sql.store_vectors(db, missing, packed, model, self._vectors)
+            lambda db: vectors_sql.store_vectors(db, missing, packed, model, self._vectors)
         )
         return len(missing)
 
