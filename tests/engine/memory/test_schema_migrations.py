@@ -46,7 +46,7 @@ async def test_an_old_file_migrates_with_provenance_graph_ids_and_tombstones(
         graph = await store.graph.export([ANNA])
         (relation,) = graph.relations
         assert relation.id == graph_id("rel", ANNA, "front door", "has code", "4711")
-        assert relation.at == MAY and relation.source == "conv-7"
+        assert (relation.at, relation.source) == (MAY, "conv-7")
         assert graph.total_entities == 2
         assert await store.graph.forget(Forget(record_id=relation.id)) == 1
         assert await store.graph.neighbourhood([ANNA], ["front door"]) == []
