@@ -138,7 +138,8 @@ async def test_forget_while_vectors_are_being_backfilled(
 ) -> None:
     """A vector embedded for a forgotten record never lands on the record that took its row."""
     embedder = OpenAIEmbedder(EmbeddingSettings(base_url=llm_server.url, model="test-embed"))
-    store = await EmbeddedStore.create(tmp_path / "memory.db", embedder=embedder)
+    # the background backfill is off: the one backfill here is the one the test holds
+    store = await EmbeddedStore.create(tmp_path / "memory.db", embedder=embedder, backfill=False)
     try:
         llm_server.embeddings_down = True  # stored without vectors, for the backfill
         await store.add([NewMemory(scope=ALICE, text=f"Alice secret {n}") for n in range(3)])
