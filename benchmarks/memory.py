@@ -153,7 +153,9 @@ async def recall(
             at=T0 + timedelta(days=fact.session),
         )
         if new.kind == "state":
-            stored = await store.supersede(new)
+            record = await store.supersede(new)
+            assert record is not None  # no forget in the benchmark
+            stored = record
         else:
             (stored,) = await store.add([new])
         ids[stored.text] = fact.id

@@ -32,6 +32,7 @@ from custom_components.companion_agent.engine.memory.companion import (
 from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
 from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.memory.types import MemoryScope, NewMemory
+from custom_components.companion_agent.engine.turn.exchanges import ExchangeStore
 
 SCOPE = MemoryScope(agent_id="bench", owner="user:alice", environment="test")
 TOPICS = ("coffee", "tea", "music", "garden", "car", "bins", "school", "doctor")
@@ -70,7 +71,7 @@ async def main(records: int, turns: int) -> bool:
         memory = CompanionMemory(
             store,
             MemoryOutbox(root / "outbox.db"),
-            windows=root / "recent",
+            exchanges=ExchangeStore(root / "exchanges.db"),
             answers_for=lambda _name: None,
             graph=store.graph,
             settings=MemorySettings(environment="test"),
@@ -88,6 +89,7 @@ async def main(records: int, turns: int) -> bool:
         puts = await timed(lambda i: memory.outbox.put("exchange", {"user": f"turn {i}"}), turns)
         ok &= report_p95("put", puts, 20, unit="entries")
         await memory.outbox.close()
+        await memory.exchanges.close()
         await store.close()
     return ok
 

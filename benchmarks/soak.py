@@ -92,7 +92,6 @@ async def engine_wave(
         return (await turn.result).outcome
 
     outcomes = await asyncio.gather(*(take(n) for n in range(turns)))
-    await talk.store.flush()
     await model.aclose()
     return {
         "completed": outcomes.count("complete"),

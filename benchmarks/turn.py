@@ -82,7 +82,6 @@ async def bench(turns: int, folder: Path) -> bool:
         await turn.result
         assert model.closed_at is not None
         model_ms.append((model.closed_at - cancelled) * 1000)
-    await talk.store.flush()
     print(f"{turns} turns cancelled after 1-40 items (endless in-process model, real files)")
     ok = report("items", items_ms)
     return report("model", model_ms) and ok

@@ -40,6 +40,7 @@ from .engine.plugins import HostServices
 from .engine.redaction import redact_url
 from .frontend.resources import async_setup_card
 from .guard_rules import DEFAULT_RULES
+from .memory.removal import async_remove_personas
 from .memory.setup import async_memory_config, async_memory_started
 from .proactive.home_state import HassPresence, HassStateWatcher
 from .proactive.request import SPEAKER_ENTITY
@@ -49,7 +50,13 @@ from .repairs import (
     async_report_bad_memory_file,
     async_sync_load_problems,
 )
-from .runtime import CompanionConfigEntry, CompanionRuntime, library_roots, llm_settings
+from .runtime import (
+    CompanionConfigEntry,
+    CompanionRuntime,
+    library_roots,
+    llm_settings,
+    persona_ids,
+)
 from .services import async_setup_services
 from .voice.pipelines import async_watch_pipelines
 from .voice.playback import PlaybackWatcher
@@ -84,45 +91,13 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
         and redact_url(entry.data[CONF_BASE_URL]) != entry.data[CONF_BASE_URL]
     ):
         hass.config_entries.async_update_entry(entry, title=safe)  # no secrets in titles
-    model = llm_settings(entry.data, entry.options)
-    health = ServerHealth(hass, entry, model)
+    health = ServerHealth(hass, entry, llm_settings(entry.data, entry.options))
     error = await health.async_check()
     health.async_observe(error, reauth=False)
     if isinstance(error, LLMAuthError):
         raise ConfigEntryAuthFailed(str(error)) from error
     entry.async_on_unload(health.async_stop)
-    data_dir = Path(hass.config.path(STORAGE_FOLDER))
-    http = get_async_client(hass)
-    engine = Engine(
-        EngineSettings(
-            model=model,
-            http=http,
-            data_dir=data_dir,
-            library_roots=library_roots(hass),
-            host=HostServices(
-                data_root=data_dir / "data",
-                time_zone=dt_util.get_default_time_zone(),
-                http=http,
-                presence=HassPresence(hass, entry.options.get(CONF_ASLEEP_ENTITY)),
-                states=HassStateWatcher(hass),
-                speakers=SPEAKER_ENTITY,
-            ),
-            rules=DEFAULT_RULES,
-            confirm_ttl=float(entry.options.get(CONF_CONFIRM_TTL, DEFAULT_CONFIRM_TTL)),
-            limits=TurnLimits(
-                turns_per_minute=int(
-                    entry.options.get(CONF_TURNS_PER_MINUTE, DEFAULT_TURNS_PER_MINUTE)
-                )
-            ),
-            memory=await async_memory_config(hass, entry),
-            on_confirmation=lambda token, status: async_fire_confirmation(
-                hass, entry, token, status
-            ),
-            on_model_round=health.async_observe,
-            on_bad_history=partial(async_report_bad_history, hass),
-            on_bad_memory_file=partial(async_report_bad_memory_file, hass),
-        )
-    )
+    engine = Engine(await _async_engine_settings(hass, entry, health))
     entry.runtime_data = CompanionRuntime(
         engine=engine, health=health, playback=PlaybackWatcher(hass, engine.speech)
     )
@@ -149,7 +124,10 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     )
     await hass.config_entries.async_forward_entry_setups(entry, await _async_platforms(hass, entry))
     async_watch_pipelines(hass, entry)
-    entry.async_on_unload(entry.add_update_listener(_async_update_listener))
+    personas = frozenset(persona_ids(entry))
+    entry.async_on_unload(
+        entry.add_update_listener(partial(_async_update_listener, personas=personas))
+    )
     LOGGER.debug("Companion Agent set up for %s", redact_url(entry.data[CONF_BASE_URL]))
     return True
 
@@ -170,10 +148,16 @@ async def async_unload_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
 
 
 async def async_remove_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -> None:
-    """Remove the entry's repair issues, and the integration's when it was the last entry."""
+    """Remove what the entry's personas remembered, its issues, and the integration's last.
+
+    Removing the entry is explicit: every persona's memories (in every backend), exchanges
+    and queued writes go, and the entry's outbox file.
+    """
     async_clear_entry_issues(hass, entry.entry_id)
     if not any(e.entry_id != entry.entry_id for e in hass.config_entries.async_entries(DOMAIN)):
         async_sync_load_problems(hass, [])
+    engine = Engine(await _async_engine_settings(hass, entry, None))
+    await async_remove_personas(hass, entry, engine, persona_ids(entry), started=False)
 
 
 async def _async_platforms(
@@ -207,6 +191,42 @@ def _loaded_platforms(hass: HomeAssistant, entry: CompanionConfigEntry) -> list[
     return [*PLATFORMS, *(p for p in SATELLITE_PLATFORMS if p in satellites)]
 
 
-async def _async_update_listener(hass: HomeAssistant, entry: CompanionConfigEntry) -> None:
-    """Reload the entry when its subentries or options change."""
+async def _async_update_listener(
+    hass: HomeAssistant, entry: CompanionConfigEntry, *, personas: frozenset[str]
+) -> None:
+    """Forget the personas (of those set up) whose sub-entries were removed; reload."""
+    removed = personas - set(persona_ids(entry))
+    await async_remove_personas(hass, entry, entry.runtime_data.engine, removed, started=True)
     await hass.config_entries.async_reload(entry.entry_id)
+
+
+async def _async_engine_settings(
+    hass: HomeAssistant, entry: CompanionConfigEntry, health: ServerHealth | None
+) -> EngineSettings:
+    """Return the engine settings of an entry (its memory's requirements installed)."""
+    data_dir = Path(hass.config.path(STORAGE_FOLDER))
+    http = get_async_client(hass)
+    return EngineSettings(
+        model=llm_settings(entry.data, entry.options),
+        http=http,
+        data_dir=data_dir,
+        library_roots=library_roots(hass),
+        host=HostServices(
+            data_root=data_dir / "data",
+            time_zone=dt_util.get_default_time_zone(),
+            http=http,
+            presence=HassPresence(hass, entry.options.get(CONF_ASLEEP_ENTITY)),
+            states=HassStateWatcher(hass),
+            speakers=SPEAKER_ENTITY,
+        ),
+        rules=DEFAULT_RULES,
+        confirm_ttl=float(entry.options.get(CONF_CONFIRM_TTL, DEFAULT_CONFIRM_TTL)),
+        limits=TurnLimits(
+            turns_per_minute=int(entry.options.get(CONF_TURNS_PER_MINUTE, DEFAULT_TURNS_PER_MINUTE))
+        ),
+        memory=await async_memory_config(hass, entry),
+        on_confirmation=lambda token, status: async_fire_confirmation(hass, entry, token, status),
+        on_model_round=None if health is None else health.async_observe,
+        on_bad_history=partial(async_report_bad_history, hass),
+        on_bad_memory_file=partial(async_report_bad_memory_file, hass),
+    )

@@ -23,6 +23,7 @@ from .const import (
     DEFAULT_FIRST_TOKEN_TIMEOUT,
     DOMAIN,
     STORAGE_FOLDER,
+    SUBENTRY_CONVERSATION,
 )
 from .engine.engine import Engine
 from .engine.llm import LLMSettings, OpenAIChatModel
@@ -68,6 +69,15 @@ def add_per_subentry(
     for subentry in entry.subentries.values():
         if subentry.subentry_type == kind:
             async_add_entities([make(entry, subentry)], config_subentry_id=subentry.subentry_id)
+
+
+def persona_ids(entry: ConfigEntry[Any]) -> list[str]:
+    """Return the entry's persona (conversation sub-entry) ids."""
+    return [
+        sub.subentry_id
+        for sub in entry.subentries.values()
+        if sub.subentry_type == SUBENTRY_CONVERSATION
+    ]
 
 
 def library_roots(hass: HomeAssistant) -> tuple[Path, ...]:

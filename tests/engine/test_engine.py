@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import AsyncIterator
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -82,12 +84,16 @@ async def finish(turn: Turn) -> tuple[str, TurnResult]:
 
 
 def stored(engine: Engine, conversation_id: str) -> list[str]:
-    """Return the words stored in one of ``p1``'s conversation files (none: empty)."""
-    folder = engine.settings.data_dir / "conversations" / "p1"
-    path = folder / f"{file_name(conversation_id)}.json"
+    """Return the words stored on disk in one of ``p1``'s conversations (none: empty)."""
+    path = engine.settings.data_dir / "exchanges.db"
     if not path.exists():
         return []
-    return [turn["user"] for turn in json.loads(path.read_text(encoding="utf-8"))["turns"]]
+    with closing(sqlite3.connect(path)) as db:
+        rows = db.execute(
+            "SELECT turn FROM exchanges WHERE persona = 'p1' AND conversation = ? ORDER BY rowid",
+            (file_name(conversation_id),),
+        ).fetchall()
+    return [json.loads(raw)["user"] for (raw,) in rows]
 
 
 async def test_an_engine_loads_its_library_and_builds_personas(
@@ -129,7 +135,7 @@ async def test_turns_are_stored_under_their_persona_and_told_to_the_observer(
     assert stored(engine, "conv-1") == ["Hi"]
     assert engine.usage.total.total_tokens > 0
     figures = await engine.figures()
-    assert figures["open_conversations"] == {"p1": 1}
+    assert figures["conversations"] == {"p1": 1}
     assert "default" in figures["profiles"]  # type: ignore[operator]
     await engine.close()
 

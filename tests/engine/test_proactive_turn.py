@@ -5,12 +5,10 @@ Runs through the real openai SDK against the local streaming server, with real J
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
-from custom_components.companion_agent.engine.turn.history import file_name
 from custom_components.companion_agent.engine.turn.prompt import PROACTIVE_OPENING
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.support.llm_script import Reply
@@ -37,7 +35,6 @@ async def test_the_instruction_reaches_the_model_as_the_homes_and_is_stored_as_p
 
     first = await run(runner, who, proactive)
     second = await run(runner, who, talk.request("Very well, thanks."))
-    await talk.store.flush()
 
     assert first.result.text == "Good morning! Sleep well?"
     assert second.result.outcome == "complete"
@@ -45,9 +42,9 @@ async def test_the_instruction_reaches_the_model_as_the_homes_and_is_stored_as_p
     assert asked == f"{PROACTIVE_OPENING}\nGreet them; ask how they slept."
     history = user_messages(llm_server, 1)
     assert history == [asked, "Very well, thanks."]
-    rows = json.loads((tmp_path / file_name("conv-1")).with_suffix(".json").read_text())["turns"]
-    assert [row.get("initiator", "person") for row in rows] == ["proactive", "person"]
-    assert rows[0]["user"] == "Greet them; ask how they slept."
+    turns = await talk.turns()
+    assert [turn.initiator for turn in turns] == ["proactive", "person"]
+    assert turns[0].user == "Greet them; ask how they slept."
 
 
 async def test_a_turn_cancelled_before_its_task_ran_is_still_stored_and_ends(
@@ -59,9 +56,8 @@ async def test_a_turn_cancelled_before_its_task_ran_is_still_stored_and_ends(
     turn.cancel("the device could not play it")
 
     finished = await finish(turn)
-    await talk.store.flush()
 
     assert finished.result.outcome == "interrupted"
     assert finished.result.reason == "the device could not play it"
     assert llm_server.requests == []
-    assert [m.role for m in await talk.store.get("conv-1").load()] == ["user", "assistant"]
+    assert [m.role for m in await talk.history("conv-1").load()] == ["user", "assistant"]

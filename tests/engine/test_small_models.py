@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -133,7 +135,6 @@ async def test_a_written_call_to_a_risky_tool_waits_for_the_person(
     runner = guarded(audit)
     with caplog.at_level(logging.DEBUG):
         done = await run(runner, persona(chat_model), talk.request("Disarm it", tools=tools))
-        await talk.store.flush()
         [token] = runner.guard.confirmations.pending_for("conv-1")
         result = await runner.guard.confirmations.resolve(
             token.token_id, approve=True, user_id="alice"
@@ -148,9 +149,11 @@ async def test_a_written_call_to_a_risky_tool_waits_for_the_person(
     assert thinking == "The code is ***. I will disarm with ***."
     assert CODE not in repr(done.items)
     assert CODE not in audit.path.read_text()
-    files = list(talk.folder.glob("*.json"))
-    assert files
-    assert all(CODE not in path.read_text() for path in files)
+    with closing(sqlite3.connect(talk.folder / "exchanges.db")) as db:
+        stored = [str(row[0]) for row in db.execute("SELECT turn FROM exchanges")]
+    db.close()
+    assert stored
+    assert all(CODE not in turn for turn in stored)
     assert CODE not in json.dumps(llm_server.requests[1])
     assert not [r for r in caplog.records if CODE in r.getMessage()]
     assert [r["decision"] for r in read_audit(audit.path)] == ["confirm", "approved"]

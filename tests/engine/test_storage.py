@@ -1,8 +1,11 @@
-"""Durable conversation history on real files."""
+"""Durable conversation history: one exchange store on a real SQLite file, two views of it."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
+import time
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,23 +15,49 @@ from custom_components.companion_agent.engine.messages import (
     ToolMessage,
     UserMessage,
 )
-from custom_components.companion_agent.engine.turn.history import (
-    ConversationStore,
-    JsonConversationHistory,
-    file_name,
+from custom_components.companion_agent.engine.turn.exchanges import (
+    MAX_WINDOW_TURNS,
+    ExchangeStore,
+    LegacyFolders,
 )
-from custom_components.companion_agent.engine.turn.stored import StoredTurn, stored_result
+from custom_components.companion_agent.engine.turn.history import file_name
+from custom_components.companion_agent.engine.turn.stored import (
+    FORMAT_VERSION,
+    StoredTurn,
+    dump_turn,
+    stored_result,
+)
 
 
-def exchange(user: str, answer: str) -> StoredTurn:
+def exchange(user: str, answer: str, at: float = 1.0, trace_id: str = "") -> StoredTurn:
     """Return a plain question and answer."""
-    return StoredTurn(user=user, messages=(AssistantMessage(content=answer),), time=1.0)
+    return StoredTurn(
+        user=user, messages=(AssistantMessage(content=answer),), time=at, trace_id=trace_id
+    )
+
+
+def store(root: Path, *, max_turns: int = 20) -> ExchangeStore:
+    """Return the exchange store in ``root``, reading the old folders there."""
+    return ExchangeStore(
+        root / "exchanges.db",
+        legacy=LegacyFolders(conversations=root / "conversations", windows=root / "recent"),
+        max_turns=max_turns,
+    )
+
+
+def write_legacy(root: Path, folder: str, key: str, turns: list[StoredTurn]) -> Path:
+    """Write an old version's history file of persona ``p1`` (a conversation or a window)."""
+    path = root / folder / "p1" / f"{file_name(key)}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"version": FORMAT_VERSION, "turns": [dump_turn(turn) for turn in turns]}
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    return path
 
 
 async def test_turns_survive_a_new_instance(tmp_path: Path) -> None:
     """What one instance wrote, the next one reads back in order, tool calls included."""
     call = ToolCallRequest(call_id="c1", name="get_time", arguments="{}")
-    first = ConversationStore(tmp_path).get("conv/1")
+    first = store(tmp_path).conversation("p1", "conv/1")
     await first.append(
         StoredTurn(
             user="What time is it?",
@@ -40,9 +69,8 @@ async def test_turns_survive_a_new_instance(tmp_path: Path) -> None:
             time=1.0,
         )
     )
-    await first.append(exchange("Thanks", "You're welcome."))
-    await first.flush()
-    again = ConversationStore(tmp_path).get("conv/1")
+    await first.append(exchange("Thanks", "You're welcome.", 2.0))
+    again = store(tmp_path).conversation("p1", "conv/1")
     assert await again.load() == [
         UserMessage(content="What time is it?"),
         AssistantMessage(tool_calls=(call,)),
@@ -51,28 +79,53 @@ async def test_turns_survive_a_new_instance(tmp_path: Path) -> None:
         UserMessage(content="Thanks"),
         AssistantMessage(content="You're welcome."),
     ]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{file_name('conv/1')}.json"]  # noqa: ASYNC240
+    assert await store(tmp_path).conversation("p2", "conv/1").load() == []  # another persona
 
 
 async def test_only_the_last_turns_are_kept(tmp_path: Path) -> None:
-    """The file keeps at most max_turns exchanges."""
-    history = JsonConversationHistory(tmp_path / "c.json", max_turns=2)
+    """A conversation keeps at most max_turns exchanges; the rows beyond are deleted."""
+    history = store(tmp_path, max_turns=2).conversation("p1", "c")
     for n in range(5):
-        await history.append(exchange(f"q{n}", f"a{n}"))
-    await history.flush()
-    data = json.loads((tmp_path / "c.json").read_text())
-    assert [t["user"] for t in data["turns"]] == ["q3", "q4"]
+        await history.append(exchange(f"q{n}", f"a{n}", float(n)))
+    assert [t.user for t in await history.turns()] == ["q3", "q4"]
+    with closing(sqlite3.connect(tmp_path / "exchanges.db")) as db:
+        assert db.execute("SELECT count(*) FROM exchanges").fetchone() == (2,)
+
+
+async def test_the_window_view_crosses_conversations_and_keeps_its_bound(tmp_path: Path) -> None:
+    """One row per turn: its conversation and its owner's window both read it, bounded."""
+    exchanges = store(tmp_path, max_turns=3)
+    for n in range(MAX_WINDOW_TURNS + 5):
+        view = exchanges.conversation("p1", f"conv-{n // 10}", owner="user:alice", windowed=True)
+        await view.append(exchange(f"q{n}", f"a{n}", float(n)))
+    await exchanges.conversation("p1", "elsewhere", owner="user:bob", windowed=True).append(
+        exchange("bob", "hi", 99.0)
+    )
+    window = await exchanges.window("p1", "user:alice")
+    assert [t.user for t in window] == [f"q{n}" for n in range(5, MAX_WINDOW_TURNS + 5)]
+    longer = await exchanges.window("p1", "user:alice", MAX_WINDOW_TURNS + 1)
+    assert longer[0].user == "q4"  # the one that just fell out, for the summaries
+    assert [t.user for t in await exchanges.conversation("p1", "conv-4").turns()] == [
+        "q42",
+        "q43",
+        "q44",
+    ]
+    assert [t.user for t in await exchanges.window("p1", "user:bob")] == ["bob"]
+    with closing(sqlite3.connect(tmp_path / "exchanges.db")) as db:
+        (rows,) = db.execute("SELECT count(*) FROM exchanges").fetchone()
+    assert rows == MAX_WINDOW_TURNS + 1 + 1  # the window (and the one fallen out), and bob's
 
 
 async def test_unfinished_turns_come_back_marked(tmp_path: Path) -> None:
     """An interrupted answer, and one cut while its tools ran, are marked for the model."""
-    history = JsonConversationHistory(tmp_path / "c.json")
+    history = store(tmp_path).conversation("p1", "c")
     call = ToolCallRequest(call_id="c1", name="get_time", arguments="{}")
     await history.append(
         StoredTurn(
             user="Tell me a story",
             messages=(AssistantMessage(content="Once upon"),),
             outcome="interrupted",
+            time=1.0,
         )
     )
     await history.append(
@@ -80,6 +133,7 @@ async def test_unfinished_turns_come_back_marked(tmp_path: Path) -> None:
             user="Time?",
             messages=(AssistantMessage(tool_calls=(call,)), ToolMessage(call_id="c1", content="x")),
             outcome="timed_out",
+            time=2.0,
         )
     )
     messages = await history.load()
@@ -89,10 +143,10 @@ async def test_unfinished_turns_come_back_marked(tmp_path: Path) -> None:
     assert messages[-1] == AssistantMessage(content="[this answer ran out of time here]")
 
 
-async def test_a_turn_is_amended_by_its_trace_id_and_the_file_follows(tmp_path: Path) -> None:
+async def test_a_turn_is_amended_by_its_trace_id_and_both_views_follow(tmp_path: Path) -> None:
     """Amend: the turn found by its trace id is interrupted, cut to what was heard, on disk."""
-    path = tmp_path / "c.json"
-    history = JsonConversationHistory(path)
+    exchanges = store(tmp_path)
+    history = exchanges.conversation("p1", "c", owner="user:alice", windowed=True)
     call = ToolCallRequest(call_id="c1", name="get_time", arguments="{}")
     await history.append(replace(exchange("q0", "Earlier."), trace_id="t0"))
     told = (
@@ -100,18 +154,18 @@ async def test_a_turn_is_amended_by_its_trace_id_and_the_file_follows(tmp_path: 
         ToolMessage(call_id="c1", content='{"time":"12:00"}'),
         AssistantMessage(content="It is noon. Lunch is at one."),
     )
-    await history.append(StoredTurn(user="Time?", messages=told, trace_id="t1"))
+    await history.append(StoredTurn(user="Time?", messages=told, trace_id="t1", time=2.0))
 
     assert not await history.amend("elsewhere", "Let me")
     assert not await history.amend("", "Let me")
     assert await history.amend("t1", "Let me look. It is noon. ")
-    await history.flush()
 
-    again = JsonConversationHistory(path)
-    turns = await again.turns()
+    again = store(tmp_path)
+    turns = await again.conversation("p1", "c").turns()
     assert [(t.trace_id, t.outcome) for t in turns] == [("t0", "complete"), ("t1", "interrupted")]
     assert turns[1].messages == (*told[:2], AssistantMessage(content="It is noon. "))
-    messages = await again.load()
+    assert (await again.window("p1", "user:alice"))[1] == turns[1]  # one row, two views
+    messages = await again.conversation("p1", "c").load()
     assert messages[-1] == AssistantMessage(
         content="It is noon. \n[the person interrupted you here and did not hear the rest]"
     )
@@ -119,7 +173,7 @@ async def test_a_turn_is_amended_by_its_trace_id_and_the_file_follows(tmp_path: 
 
 async def test_a_turn_amended_to_nothing_heard_keeps_its_tool_calls(tmp_path: Path) -> None:
     """Nothing heard: the answer's text goes, its tool calls and results stay."""
-    history = JsonConversationHistory(tmp_path / "c.json")
+    history = store(tmp_path).conversation("p1", "c")
     call = ToolCallRequest(call_id="c1", name="get_time", arguments="{}")
     told = (
         AssistantMessage(tool_calls=(call,)),
@@ -138,18 +192,66 @@ def test_stored_results_are_trimmed_and_masked() -> None:
     assert len(stored_result("x" * 10_000)) <= 1000
 
 
-async def test_corrupt_file_is_moved_aside_and_reported(tmp_path: Path) -> None:
-    """A corrupt file does not stop the conversation: it starts empty and is kept aside."""
-    path = tmp_path / "c.json"
-    path.write_text('{"version": 2, "turns": [{"user": 3')
-    reports: list[tuple[Path, Path]] = []
-    history = JsonConversationHistory(
-        path, on_corrupt=lambda bad, moved: reports.append((bad, moved))
-    )
-    assert await history.load() == []
-    assert len(reports) == 1
-    assert reports[0][0] == path
-    assert reports[0][1].read_text() == '{"version": 2, "turns": [{"user": 3'
-    await history.append(exchange("hello", "hi"))
-    await history.flush()
-    assert json.loads(path.read_text())["turns"][0]["user"] == "hello"
+async def test_old_history_files_are_read_in_once_and_deleted(tmp_path: Path) -> None:
+    """Upgrading keeps every history: an old conversation and an old window become rows.
+
+    A turn in both (the same trace id) is one row; the old files are gone after.
+    """
+    shared = exchange("My cat is Miso.", "Lovely.", 1.0, "t1")
+    talk = write_legacy(tmp_path, "conversations", "conv-1", [shared, exchange("ok", "ok", 2.0)])
+    other = exchange("Earlier, elsewhere.", "Yes.", 0.5, "t0")
+    window = write_legacy(tmp_path, "recent", "user:alice", [other, shared])
+
+    exchanges = store(tmp_path)
+    assert [t.user for t in await exchanges.conversation("p1", "conv-1").turns()] == [
+        "My cat is Miso.",
+        "ok",
+    ]
+    assert [t.user for t in await exchanges.window("p1", "user:alice")] == [
+        "Earlier, elsewhere.",
+        "My cat is Miso.",
+    ]
+    assert not talk.exists()
+    assert not window.exists()
+    with closing(sqlite3.connect(tmp_path / "exchanges.db")) as db:
+        assert db.execute("SELECT count(*) FROM exchanges").fetchone() == (3,)
+    assert await exchanges.forget(owner="user:alice") == 2  # the joined row is alice's
+    assert [t.user for t in await store(tmp_path).conversation("p1", "conv-1").turns()] == ["ok"]
+
+
+async def test_a_forget_refuses_a_turn_that_began_before_it(tmp_path: Path) -> None:
+    """A turn still being answered when its person is forgotten is never stored after."""
+    exchanges = store(tmp_path)
+    view = exchanges.conversation("p1", "c", owner="user:alice", windowed=True)
+    began = time.time()
+    await view.append(replace(exchange("Old words", "ok", began), began=began))
+    forgotten_at = time.time()
+    assert await exchanges.forget(owner="user:alice", at=forgotten_at) == 1
+    late = replace(exchange("Said before the forget", "stored after", time.time()), began=began)
+    await view.append(late)
+    later = time.time() + 1
+    await view.append(replace(exchange("Said after", "kept", later), began=later))
+    assert [t.user for t in await view.turns()] == ["Said after"]
+    assert [t.user for t in await exchanges.window("p1", "user:alice")] == ["Said after"]
+    bob = exchanges.conversation("p1", "c2", owner="user:bob", windowed=True)
+    await bob.append(replace(exchange("Bob", "ok", began), began=began))
+    assert [t.user for t in await bob.turns()] == ["Bob"]  # another owner's turn is not refused
+
+
+async def test_prune_deletes_exchanges_whose_conversation_and_window_are_idle(
+    tmp_path: Path,
+) -> None:
+    """A turn stays while its window is spoken in; it goes once both views are idle."""
+    exchanges = store(tmp_path)
+    long_ago, now = time.time() - 40 * 86400, time.time()
+    old = exchanges.conversation("p1", "old", owner="user:alice", windowed=True)
+    await old.append(exchange("old words", "ok", long_ago))
+    await exchanges.conversation("p1", "other").append(exchange("idle talk", "ok", long_ago))
+    new = exchanges.conversation("p1", "new", owner="user:alice", windowed=True)
+    await new.append(exchange("new words", "ok", now))
+    assert await exchanges.prune(30 * 86400) == 1  # the idle conversation outside any window
+    assert [t.user for t in await exchanges.window("p1", "user:alice")] == [
+        "old words",  # its conversation is idle, alice's window is not
+        "new words",
+    ]
+    assert await exchanges.prune(-1) == 2  # both views idle: gone

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
+import sqlite3
 import time
 from collections.abc import AsyncIterator
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,10 +37,7 @@ from custom_components.companion_agent.engine.messages import (
 from custom_components.companion_agent.engine.plugins import TurnContext
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
-from custom_components.companion_agent.engine.turn.history import (
-    ConversationStore,
-    file_name,
-)
+from custom_components.companion_agent.engine.turn.exchanges import ExchangeStore
 from custom_components.companion_agent.engine.turn.limits import TurnLimits
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
@@ -140,10 +138,9 @@ async def test_cancel_mid_sentence_stores_only_what_was_shown(
     assert result.reason == "the person spoke"
     assert result.shown.rstrip() == "The weather today is"
     assert result.spoken == ""
-    await talk.store.flush()
     await who.plugins.hooks.drain(5)
     assert listener.log == [f"after interrupted: {result.shown}"]
-    messages = await talk.store.get("conv-1").load()
+    messages = await talk.history("conv-1").load()
     assert [type(m).__name__ for m in messages] == ["UserMessage", "AssistantMessage"]
     assert isinstance(messages[1], AssistantMessage)
     mark = "[the person interrupted you here and did not hear the rest]"
@@ -177,8 +174,7 @@ async def test_cancel_lets_a_running_tool_finish_and_records_it(
     assert result.outcome == "interrupted"
     assert log == ["start", "end"]
     assert len(llm_server.requests) == 1
-    await talk.store.flush()
-    messages = await talk.store.get("conv-1").load()
+    messages = await talk.history("conv-1").load()
     tool = next(m for m in messages if isinstance(m, ToolMessage))
     assert json.loads(tool.content) == {"time": "12:00"}
 
@@ -196,8 +192,7 @@ async def test_cancel_takes_effect_before_any_further_item(
     result = await turn.result
     assert result.outcome == "interrupted"
     assert result.shown == ""
-    await talk.store.flush()
-    stored = await talk.store.get("conv-1").load()
+    stored = await talk.history("conv-1").load()
     assert isinstance(stored[1], AssistantMessage)
     assert stored[1].content.startswith("[the person interrupted you")
 
@@ -217,8 +212,7 @@ async def test_deadline_ends_the_turn_with_a_spoken_line(
     assert done.result.outcome == "timed_out"
     assert done.text == "Let me\nSorry, that took too long, so I stopped."
     assert done.sentences[-1].tts_text == "Sorry, that took too long, so I stopped."
-    await talk.store.flush()
-    stored = await talk.store.get("conv-1").load()
+    stored = await talk.history("conv-1").load()
     assert isinstance(stored[1], AssistantMessage)
     assert stored[1].content == f"{done.result.shown}\n[this answer ran out of time here]"
     assert done.result.shown.rstrip() == "Let me"
@@ -320,37 +314,35 @@ async def test_tool_calls_and_results_are_stored_and_sent_next_turn(
     await run(runner, who, talk.request("Time?", tools=[clock_tool(log)]))
     await run(runner, who, talk.request("Thanks", tools=[clock_tool(log)]))
     assert sent_messages(llm_server, 2) == snapshot
-    await talk.store.flush()
-    raw = json.loads((talk.folder / f"{file_name('conv-1')}.json").read_text("utf-8"))
-    assert raw["turns"][0]["messages"][0]["tool_calls"][0]["name"] == "get_time"
-    assert raw["turns"][0]["outcome"] == "complete"
+    with closing(sqlite3.connect(talk.folder / "exchanges.db")) as db:
+        (raw,) = db.execute("SELECT turn FROM exchanges ORDER BY rowid LIMIT 1").fetchone()
+    first = json.loads(raw)
+    assert first["messages"][0]["tool_calls"][0]["name"] == "get_time"
+    assert first["outcome"] == "complete"
 
 
 async def test_ids_that_once_shared_a_file_stay_apart(
     llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
 ) -> None:
-    """``alice's room`` and ``alice_s_room`` are two conversations with two files."""
+    """``alice's room`` and ``alice_s_room`` are two conversations, each with its own turns."""
     runner, who = TurnRunner(), persona(chat_model)
     await run(runner, who, talk.request("My secret is 42", conversation_id="alice's room"))
     await run(runner, who, talk.request("Hello", conversation_id="alice_s_room"))
     second = json.dumps(sent_messages(llm_server, 1))
     assert "My secret is 42" not in second
-    await talk.store.flush()
-    assert len(list(talk.folder.glob("*.json"))) == 2
+    assert await talk.store.counts() == {"p1": 2}
+    assert [t.user for t in await talk.turns("alice's room")] == ["My secret is 42"]
 
 
 async def test_prune_deletes_only_idle_conversations(tmp_path: Path) -> None:
     """Conversations idle past the retention are deleted; recent ones stay."""
-    store = ConversationStore(tmp_path)
-    for conversation_id in ("old", "new"):
-        await store.get(conversation_id).append(StoredTurn(user="hi", time=time.time()))
-    await store.flush()
-    old = tmp_path / f"{file_name('old')}.json"
+    store = ExchangeStore(tmp_path / "exchanges.db")
     long_ago = time.time() - 31 * 86400
-    os.utime(old, (long_ago, long_ago))
+    for conversation_id, when in (("old", long_ago), ("new", time.time())):
+        await store.conversation("p1", conversation_id).append(StoredTurn(user="hi", time=when))
     assert await store.prune(30 * 86400) == 1
-    assert not old.exists()
-    assert (tmp_path / f"{file_name('new')}.json").exists()
+    assert await store.conversation("p1", "old").turns() == []
+    assert [t.user for t in await store.conversation("p1", "new").turns()] == ["hi"]
 
 
 async def test_held_call_approved_after_100_other_conversations_runs_once(
@@ -469,10 +461,9 @@ async def test_heard_first_marks_the_finished_turn_interrupted_after_its_sentenc
     turn.played(Heard.first(1))
     turn.played(Heard.first(0))  # once per turn
     await runner.drain(5)
-    await talk.store.flush()
 
     assert done.result.outcome == "complete"  # the turn ended well; only its record changes
-    stored = await talk.store.get("conv-1").turns()
+    stored = await talk.history("conv-1").turns()
     assert [(t.trace_id, t.outcome) for t in stored] == [("trace", "interrupted")]
     assert stored[0].messages == (AssistantMessage(content="It is *sunny*."),)
     await who.plugins.hooks.drain(5)
@@ -489,7 +480,7 @@ async def test_heard_first_none_keeps_no_text(
     await finish(turn)
     turn.played(Heard.first(0))
     await runner.drain(5)
-    messages = await talk.store.get("conv-1").load()
+    messages = await talk.history("conv-1").load()
     assert messages[-1] == AssistantMessage(
         content="[the person interrupted you here and did not hear the rest]"
     )
@@ -506,8 +497,7 @@ async def test_a_cancel_for_a_failed_device_stores_the_turn_as_failed(
             turn.cancel("the speaker is gone", failed=True)
     result = await turn.result
     assert (result.outcome, result.reason) == ("failed", "the speaker is gone")
-    await talk.store.flush()
-    messages = await talk.store.get("conv-1").load()
+    messages = await talk.history("conv-1").load()
     assert isinstance(messages[-1], AssistantMessage)
     assert messages[-1].content.endswith("[you could not finish this answer]")
 
@@ -525,10 +515,9 @@ async def test_heard_undelivered_marks_the_finished_turn_failed_with_nothing_hea
     turn.played(Heard.undelivered())
     turn.played(Heard.first(0))  # once per turn: the first word stands
     await runner.drain(5)
-    await talk.store.flush()
-    (stored,) = await talk.store.get("conv-1").turns()
+    (stored,) = await talk.history("conv-1").turns()
     assert (stored.outcome, stored.messages) == ("failed", ())
-    messages = await talk.store.get("conv-1").load()
+    messages = await talk.history("conv-1").load()
     assert messages[-1] == AssistantMessage(content="[you could not finish this answer]")
 
 

@@ -17,6 +17,7 @@ from syrupy.filters import props
 
 from custom_components.companion_agent.const import DOMAIN
 from tests.ha.entries import SetupCompanion, async_load, companion_entry, persona
+from tests.ha.history_files import stored_conversations, stored_turns
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
@@ -123,8 +124,8 @@ async def test_turns_are_stored_and_sent_as_history(
         ("user", "Who am I?"),
     ]
     assert await hass.config_entries.async_unload(setup_entry.entry_id)
-    folder = Path(hass.config.path(DOMAIN)) / "conversations"
-    assert len(list(folder.rglob("*.json"))) == 1
+    assert len(stored_conversations(hass)) == 1
+    assert [turn["user"] for turn in stored_turns(hass)] == ["I am Ada.", "Who am I?"]
 
 
 async def test_model_down_mid_session_gives_a_spoken_apology(
@@ -234,9 +235,8 @@ async def test_stop_writes_what_is_still_in_memory(
     )
     hass.bus.async_fire(EVENT_HOMEASSISTANT_STOP)
     await hass.async_block_till_done()
-    folder = Path(hass.config.path(DOMAIN)) / "conversations"
-    [stored] = list(folder.rglob("*.json"))
-    assert "Remember the milk." in stored.read_text(encoding="utf-8")
+    [stored] = stored_turns(hass)
+    assert stored["user"] == "Remember the milk."
 
 
 async def test_removing_the_entry_clears_its_repair_issues(

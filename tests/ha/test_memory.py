@@ -98,7 +98,7 @@ async def test_supersede_history_rollback_export_and_forget(
         hass, "remember", {"persona": ada, "person": person, "text": "Oat", "topic": "coffee"}
     )
     exported = await call(hass, "export_memories", {"persona": ada, "person": person})
-    old, new = rows(exported)
+    new, old = rows(exported)  # newest first
     assert (old["text"], old["superseded_by"]) == ("Black", row(second, "memory")["id"])
     assert old["valid_until"] is not None
     assert (new["text"], new["valid_until"]) == ("Oat", None)
@@ -179,7 +179,13 @@ async def test_diagnostics_show_counts_not_content(
     diagnostics = await get_diagnostics_for_config_entry(hass, hass_client, entry)
     memory = cast(dict[str, dict[str, int]], diagnostics["memory"])
     assert sum(memory["records"].values()) >= 1
-    assert memory["outbox"] == {"waiting": 0, "set_aside": 0, "refused": 0, "lost": 0}
+    assert memory["outbox"] == {
+        "waiting": 0,
+        "set_aside": 0,
+        "refused": 0,
+        "lost": 0,
+        "forgotten": 0,
+    }
     assert "secret recipe" not in json.dumps(diagnostics)
 
 

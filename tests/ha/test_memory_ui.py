@@ -75,8 +75,8 @@ async def test_memory_list_shows_prunes_adds_and_renames_household_conclusions(
     assert sorted(await items(hass, listing)) == ["Bins go out on Monday", "Tea at five"]
     history = rows(await call(hass, "export_memories", {"persona": agent}))
     assert [(m["text"], m["valid_until"] is None) for m in history if m["topic"] == "tea"] == [
+        ("Tea at five", True),  # newest first
         ("Tea at four", False),
-        ("Tea at five", True),
     ]
 
     await todo(hass, "remove_item", {"entity_id": listing, "item": ["Tea at five"]})

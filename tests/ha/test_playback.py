@@ -233,6 +233,7 @@ async def test_without_an_exact_length_three_seconds_is_a_follow_up(
     entry, gate = await spoken_over_after(hass, llm_server, listener, freezer, 3.0)
     assert [turn["outcome"] for turn in stored_turns(hass)] == ["complete"]
     assert [assistant_text(turn) for turn in stored_turns(hass)] == [LONG_ANSWER]
+    await asyncio.wait_for(gate.passed.wait(), TIMEOUT)  # the hook runs in the background
     assert gate.log == [f"played: {LONG_ANSWER}"]
     assert await hass.config_entries.async_unload(entry.entry_id)
 

@@ -108,6 +108,5 @@ async def test_two_turns_of_one_conversation_never_interleave(
     sent = llm_server.requests[1]["messages"]
     assert isinstance(sent, list)
     assert [m["content"] for m in sent[1:]] == ["one", "First answer.", "two"]
-    await talk.store.flush()
-    stored = await talk.store.get("conv-1").load()
+    stored = await talk.history("conv-1").load()
     assert [m.content for m in stored] == ["one", "First answer.", "two", "Second answer."]

@@ -19,7 +19,6 @@ from custom_components.companion_agent.engine.llm.adapter import MODEL_RETRY
 from custom_components.companion_agent.engine.plugins import load_library
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
-from custom_components.companion_agent.engine.turn.history import file_name
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.support.lines import ENGLISH
 from tests.support.llm_script import Reply
@@ -97,12 +96,13 @@ async def test_an_unknown_tool_is_refused_with_the_tools_there_are(
 async def test_a_corrupt_history_file_starts_the_conversation_again(
     llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
 ) -> None:
-    """Broken JSON on disk: set aside, and the turn answers from an empty history."""
+    """A damaged exchange store on disk: set aside, and the turn answers from an empty history."""
     talk.folder.mkdir(parents=True)
-    (talk.folder / f"{file_name('conv-1')}.json").write_text('{"version": 2, "turns": [')
+    (talk.folder / "exchanges.db").write_text('{"version": 2, "turns": [')
     done = await run(TurnRunner(), persona(chat_model), talk.request("Hi"))
     assert done.result.outcome == "complete"
-    assert len(list(talk.folder.glob("*.corrupt-*"))) == 1
+    assert len(list(talk.folder.glob("exchanges.db.corrupt-*"))) == 1
+    assert [turn.user for turn in await talk.turns()] == ["Hi"]
 
 
 def test_a_broken_profile_and_a_broken_plugin_are_problems_not_failures(tmp_path: Path) -> None:

@@ -54,8 +54,7 @@ async def test_a_stream_that_ends_unfinished_is_cut_and_marked(
     done = await run(TurnRunner(), persona(quick_model), talk.request("Kitchen?"))
     assert done.result.outcome == "cut"
     assert done.text == f"The kitchen light is \n{CUT_LINE}"
-    await talk.store.flush()
-    [_, answer] = await talk.store.get("conv-1").load()
+    [_, answer] = await talk.history("conv-1").load()
     assert isinstance(answer, AssistantMessage)
     assert answer.content.endswith("the person heard only the text above]")
 

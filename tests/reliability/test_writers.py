@@ -6,14 +6,14 @@ Real files in a temporary folder; each test fails on the code before these were 
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import pytest
 
 from custom_components.companion_agent.engine.audit.log import AuditLog, read_audit, scan_audit
 from custom_components.companion_agent.engine.messages import AssistantMessage
-from custom_components.companion_agent.engine.turn.history import JsonConversationHistory
+from custom_components.companion_agent.engine.turn.exchanges import ExchangeStore, LegacyFolders
+from custom_components.companion_agent.engine.turn.history import file_name
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.engine.tools.test_audit import record
 
@@ -85,6 +85,22 @@ async def test_the_audit_rotates_by_size_without_dropping_a_record(tmp_path: Pat
     assert found == list(range(40))
 
 
+def legacy_file(root: Path, conversation_id: str = "conv-1") -> Path:
+    """Return where an old version kept a conversation of persona ``p1`` (folder made)."""
+    folder = root / "conversations" / "p1"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{file_name(conversation_id)}.json"
+
+
+def store_in(root: Path, reports: list[tuple[Path, Path]]) -> ExchangeStore:
+    """Return the exchange store of ``root``, reading its old folders, reporting bad files."""
+    return ExchangeStore(
+        root / "exchanges.db",
+        legacy=LegacyFolders(conversations=root / "conversations", windows=root / "recent"),
+        on_corrupt=lambda bad, moved: reports.append((bad, moved)),
+    )
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -93,43 +109,53 @@ async def test_the_audit_rotates_by_size_without_dropping_a_record(tmp_path: Pat
         pytest.param(lambda p: p.write_text('{"version": 2, "turns": [7]}'), id="wrong-shape"),
     ],
 )
-async def test_a_history_file_that_is_not_a_history_is_set_aside(
+async def test_an_old_history_file_that_is_not_a_history_is_set_aside(
     tmp_path: Path, make: object
 ) -> None:
-    """The conversation goes on empty, the bad file is kept aside, the host is told."""
-    path = tmp_path / "conv.json"
+    """Upgrading: the conversation goes on empty, the bad file is kept aside, the host told."""
+    path = legacy_file(tmp_path)
     make(path)  # type: ignore[operator]
     reports: list[tuple[Path, Path]] = []
-    history = JsonConversationHistory(
-        path, on_corrupt=lambda bad, moved: reports.append((bad, moved))
-    )
+    history = store_in(tmp_path, reports).conversation("p1", "conv-1")
     assert await history.load() == []
     [(bad, moved)] = reports
     assert bad == path
     assert moved != path
     assert moved.exists()
     await history.append(StoredTurn(user="hello", messages=(AssistantMessage(content="hi"),)))
-    await history.flush()
-    assert json.loads(path.read_text(encoding="utf-8"))["turns"][0]["user"] == "hello"
+    assert [
+        turn.user for turn in await store_in(tmp_path, []).conversation("p1", "conv-1").turns()
+    ] == ["hello"]
 
 
-async def test_a_history_that_cannot_be_read_is_set_aside(tmp_path: Path) -> None:
+async def test_an_old_history_that_cannot_be_read_is_set_aside(tmp_path: Path) -> None:
     """A link that loops on itself cannot be read: reported, and the conversation goes on."""
-    path = tmp_path / "conv.json"
+    path = legacy_file(tmp_path)
     path.symlink_to(path)
     reports: list[tuple[Path, Path]] = []
-    history = JsonConversationHistory(
-        path, on_corrupt=lambda bad, moved: reports.append((bad, moved))
-    )
-    assert await history.load() == []
+    assert await store_in(tmp_path, reports).conversation("p1", "conv-1").load() == []
     assert [bad for bad, _ in reports] == [path]
 
 
+async def test_an_exchange_file_that_is_not_sqlite_is_set_aside(tmp_path: Path) -> None:
+    """A damaged exchange store is moved aside and reported; a fresh one takes the turn."""
+    (tmp_path / "exchanges.db").write_bytes(b"\x00not SQLite at all\x00" * 100)
+    reports: list[tuple[Path, Path]] = []
+    history = store_in(tmp_path, reports).conversation("p1", "conv-1")
+    await history.append(StoredTurn(user="hello", messages=(AssistantMessage(content="hi"),)))
+    [(bad, moved)] = reports
+    assert bad == tmp_path / "exchanges.db"
+    assert moved.read_bytes().startswith(b"\x00not SQLite")
+    assert [turn.user for turn in await history.turns()] == ["hello"]
+
+
 async def test_a_lone_surrogate_does_not_stop_the_history_writer(tmp_path: Path) -> None:
-    """A broken character is replaced; the file is written, no temporary file is left."""
-    history = JsonConversationHistory(tmp_path / "conv.json")
+    """A broken character is replaced; the turn is stored, no temporary file is left."""
+    history = store_in(tmp_path, []).conversation("p1", "conv-1")
     answer = AssistantMessage(content="bad \ud800 char")
     await history.append(StoredTurn(user="x\udfff", messages=(answer,)))
-    await history.flush()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["conv.json"]  # noqa: ASYNC240
-    assert "\ufffd" in (tmp_path / "conv.json").read_text(encoding="utf-8")
+    (stored,) = await history.turns()
+    assert stored.user == "x\ufffd"
+    assert stored.messages == (AssistantMessage(content="bad \ufffd char"),)
+    names = sorted(p.name for p in tmp_path.iterdir())  # noqa: ASYNC240
+    assert [name for name in names if not name.startswith("exchanges.db")] == []

@@ -75,12 +75,15 @@ class LLMServer:
         self.embedding_requests: list[dict[str, object]] = []
         self.embeddings_down = False
         """While True, ``/v1/embeddings`` answers 503 (an embedding server that is away)."""
+        self.embeddings_hold: asyncio.Event | None = None
+        """When set to an event, ``/v1/embeddings`` answers only once it is set (a slow server)."""
         self.embeddings_stall = 0
         """How many of the next ``/v1/embeddings`` requests stall ``stall_seconds`` first."""
         self.stall_seconds = 5.0
         self.embeddings_refuse: str | None = None
         """A text ``/v1/embeddings`` refuses with 400 whenever a request holds it."""
         self.aborted = 0
+        self._seen = asyncio.Condition()
         self.refusals: list[Refusal] = []
         """Fields this server refuses in every request (as Ollama refuses tools for a model)."""
         self.refused: list[str] = []
@@ -103,6 +106,25 @@ class LLMServer:
     def pending(self) -> int:
         """Return how many scripted replies have not been consumed yet."""
         return len(self._script)
+
+    async def asked(self, *, chat: int = 0, structured: int = 0, embeddings: int = 0) -> None:
+        """Wait (at most 5 s) until the server has been asked at least that many times."""
+
+        def enough() -> bool:
+            """Say whether the requests so far reach the counts."""
+            return (
+                len(self.requests) >= chat
+                and len(self.structured_requests) >= structured
+                and len(self.embedding_requests) >= embeddings
+            )
+
+        async with asyncio.timeout(5), self._seen:
+            await self._seen.wait_for(enough)
+
+    async def _note(self) -> None:
+        """Tell ``asked`` a request came."""
+        async with self._seen:
+            self._seen.notify_all()
 
     def script(self, *replies: Reply) -> None:
         """Queue replies; each chat completion request consumes the next one."""
@@ -197,6 +219,7 @@ class LLMServer:
             reply = (
                 self._script.popleft() if self._script else default_reply(body, len(self.requests))
             )
+        await self._note()
         if reply.status != 200:
             return _error_response(reply.status)
         wire = _Completion(
@@ -231,6 +254,9 @@ class LLMServer:
         if body is None or body.get("input") is None:
             return _error_response(400, "'input' is required.")
         self.embedding_requests.append(body)
+        await self._note()
+        if self.embeddings_hold is not None:
+            await self.embeddings_hold.wait()
         raw = body["input"]
         texts = raw if isinstance(raw, list) and not _is_tokens(raw) else [raw]
         if self.embeddings_refuse is not None and self.embeddings_refuse in texts:

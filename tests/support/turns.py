@@ -1,8 +1,9 @@
 """Whole engine turns for tests: a persona from parts, a request, and a run to the end.
 
 ``Conversations.request`` returns an ``Ask``: a turn's request before its persona is
-chosen, with where it is stored (its conversation, and a recent window if a test sets one);
-``start`` and ``run`` hand it to a ``TurnRunner`` as the persona's.
+chosen, with where it is stored (its conversation in a real exchange store, in a person's
+recent window too when ``owner`` is given, and the window a test may set); ``start`` and
+``run`` hand it to a ``TurnRunner`` as the persona's.
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ from custom_components.companion_agent.engine.plugins import (
 )
 from custom_components.companion_agent.engine.tools.contract import ToolContext
 from custom_components.companion_agent.engine.tools.registry import Tool
+from custom_components.companion_agent.engine.turn.exchanges import ConversationView, ExchangeStore
 from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.engine.turn.history import (
     ConversationHistory,
-    ConversationStore,
+    HistoryView,
 )
 from custom_components.companion_agent.engine.turn.loop import SpokenLines
 from custom_components.companion_agent.engine.turn.request import Initiator, Persona, TurnRequest
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
+from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.support.lines import ENGLISH
 
 PROFILE = Profile(id="test", name="Test", source=Path("<test>"), persona="You are a test.")
@@ -56,7 +59,7 @@ class Ask:
     host_hooks: Sequence[Hook] = ()
     device_id: str | None = None
     initiator: Initiator = "person"
-    window: ConversationHistory | None = None
+    window: HistoryView | None = None
 
     def turn_request(self, who: Persona) -> TurnRequest:
         """Return the request as ``who``'s."""
@@ -74,14 +77,25 @@ class Ask:
 
 @dataclass
 class Conversations:
-    """Real conversation files for one persona under a temporary folder."""
+    """Real exchanges of one persona (``p1``) in an exchange store under a temporary folder."""
 
     folder: Path
-    store: ConversationStore = field(init=False)
+    exchanges: ExchangeStore | None = None
+    """The store to use (memory's, when a test has memory); else one in ``folder``."""
+    persona_id: str = "p1"
+    store: ExchangeStore = field(init=False)
 
     def __post_init__(self) -> None:
-        """Open the store."""
-        self.store = ConversationStore(self.folder)
+        """Open the store (its file in ``folder``) unless one was given."""
+        self.store = self.exchanges or ExchangeStore(self.folder / "exchanges.db")
+
+    def history(self, conversation_id: str = "conv-1") -> ConversationView:
+        """Return a conversation's view (its own turns, not in a window)."""
+        return self.store.conversation(self.persona_id, conversation_id)
+
+    async def turns(self, conversation_id: str = "conv-1") -> list[StoredTurn]:
+        """Return a conversation's stored turns, oldest first."""
+        return await self.store.conversation(self.persona_id, conversation_id).turns()
 
     def request(
         self,
@@ -92,14 +106,17 @@ class Conversations:
         tools: Sequence[Tool] = (),
         hooks: Sequence[Hook] = (),
         trace_id: str = "trace",
+        owner: str | None = None,
     ) -> Ask:
-        """Return a request in one conversation, stored in this folder."""
+        """Return a request in one conversation; with ``owner``, in their window too."""
         return Ask(
             text=text,
             context=ToolContext(
                 conversation_id=conversation_id, user_id=user_id, trace_id=trace_id
             ),
-            history=self.store.get(conversation_id),
+            history=self.store.conversation(
+                self.persona_id, conversation_id, owner=owner, windowed=owner is not None
+            ),
             host_tools=tools,
             host_hooks=hooks,
         )

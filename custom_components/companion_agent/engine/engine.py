@@ -7,8 +7,8 @@ the audit log and the usage counters, the turn runner, every persona's conversat
 models, memory, every turn's speech (``speech``) and the follow-ups of conversations the
 companion started. ``close()`` lets turns finish (bounded), writes and closes everything.
 
-What the engine keeps in its data folder: ``audit.jsonl``, ``conversations/<persona>/``,
-and memory's files (``memory/backends.py``).
+Its data folder holds ``audit.jsonl``, ``exchanges.db`` (conversations and recent windows:
+one store, two views; old JSON folders read in once) and memory's files (``backends``).
 """
 
 from __future__ import annotations
@@ -37,16 +37,17 @@ from .llm.models import ChatModels, RoundObserver
 from .memory.backends import MemoryConfig, open_memory, unreachable
 from .memory.companion import CompanionMemory
 from .memory.hook import MemoryHook
+from .memory.types import Forget
 from .pipeline import speech_config, spoken_sentences
 from .plugins import HostServices, Library, LoadProblem, Profile, load_library
 from .plugins.profile import DEFAULT_PROFILE
 from .speech.turn_speech import SpeechTurns, TurnSpeech
+from .turn.exchanges import ExchangeStore, LegacyFolders, owner_of
 from .turn.follow_ups import FollowUps
 from .turn.handle import Turn
 from .turn.limits import TurnLimits
 from .turn.request import Persona, TurnRequest
 from .turn.runner import TurnRunner
-from .turn.stores import ConversationStores
 from .turn.usage import UsageCounters
 
 __all__ = [
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 AUDIT_FILE = "audit.jsonl"
-CONVERSATIONS_FOLDER = "conversations"
+EXCHANGES_FILE = "exchanges.db"
 TURN_GRACE = 5.0
 FLUSH_GRACE = 10.0
 MEMORY_CLOSE_GRACE = 5.0
@@ -91,7 +92,7 @@ class EngineSettings:
     on_model_round: RoundObserver | None = None
     """Told how each chat model round ended, so the host can follow the server's health."""
     on_bad_history: CorruptionReporter | None = None
-    """Told of a conversation file that was moved aside (it was not what it should be)."""
+    """Told of a history file (the exchange store, an old one) that was moved aside."""
     on_bad_memory_file: CorruptionReporter | None = None
     """Told of a memory file (store, outbox) that was moved aside."""
 
@@ -119,9 +120,9 @@ class Engine:
         guard = Guard(confirmations=self._confirmations, audit=audit, rules=settings.rules)
         self._runner = TurnRunner(guard, self._usage, settings.limits)
         self._models = ChatModels(settings.model, settings.http, settings.on_model_round)
-        self._conversations = ConversationStores(
-            settings.data_dir / CONVERSATIONS_FOLDER, on_corrupt=settings.on_bad_history
-        )
+        here, bad = settings.data_dir, settings.on_bad_history
+        old = LegacyFolders(conversations=here / "conversations", windows=here / "recent")
+        self._exchanges = ExchangeStore(here / EXCHANGES_FILE, legacy=old, on_corrupt=bad)
         self._follow_ups = FollowUps()
         self._speech = SpeechTurns()
         self._library = Library()
@@ -159,11 +160,12 @@ class Engine:
         tags = (self._library.profiles.default or FALLBACK_PROFILE).output.tags
         return spoken_sentences(text, speech_config(tags))
 
-    async def start(self) -> MemoryProblem | None:
+    async def start(self, *, drain: bool = True) -> MemoryProblem | None:
         """Load plugins and profiles (off the loop) and open memory; say what did not answer.
 
         A memory that cannot open leaves memory off; one that opened but does not answer
-        yet stays on (writes wait in its outbox). Turns answer either way.
+        yet stays on (writes wait in its outbox). Turns answer either way. ``drain`` False
+        leaves the outbox waiting (an engine opened only to forget).
         """
         self._library = await asyncio.to_thread(load_library, self.settings.library_roots)
         config = self.settings.memory
@@ -177,12 +179,13 @@ class Engine:
                 model=settings.model,
                 http=settings.http,
                 window_tokens=settings.limits.history_tokens,
+                exchanges=self._exchanges,
                 on_corrupt=settings.on_bad_memory_file,
             )
         except (CompanionError, OSError) as err:
             return MemoryProblem(detail=str(err), opened=False)
         self._memory = memory
-        memory.start()
+        await memory.start(drain=drain)
         if (problem := await unreachable(memory)) is not None:
             return MemoryProblem(detail=problem, opened=True)
         return None
@@ -193,10 +196,8 @@ class Engine:
         self._library = await asyncio.to_thread(load_library, roots, self._library)
 
     def persona(self, persona_id: str, profile_id: str) -> Persona:
-        """Build a persona snapshot: its profile (else the default one), plugins and model.
-
-        Its plugins' problems join ``problems`` (replacing that persona's earlier ones).
-        """
+        """Build a persona snapshot: its profile (else the default), plugins (whose problems
+        join ``problems``, replacing that persona's earlier ones) and model."""
         profiles = self._library.profiles
         profile = profiles.get(profile_id) or profiles.default or FALLBACK_PROFILE
         plugins = self._library.activate(profile, self.settings.host)
@@ -215,14 +216,18 @@ class Engine:
         ctx = request.context
         now = asyncio.get_running_loop().time()
         history_id = self._follow_ups.history_id(ctx.conversation_id, request.satellite_id, now)
-        history = self._conversations.store(ctx.agent_id).get(history_id)
         memory = self._memory
-        if memory is None or request.initiator != "person":
+        remembered = memory is not None and request.initiator == "person"
+        windowed = remembered and history_id == ctx.conversation_id
+        history = self._exchanges.conversation(
+            ctx.agent_id, history_id, owner=owner_of(ctx.user_id), windowed=windowed
+        )
+        if memory is None or not remembered:
             turn = self._runner.start(request, history)
         else:
             scope = memory.scope(ctx.agent_id, ctx.user_id)
             model = request.persona.profile.models.memory
-            window = memory.window(scope, model) if history_id == ctx.conversation_id else None
+            window = memory.window(scope, model) if windowed else None
             hook = MemoryHook(memory, scope, model)
             turn = self._runner.start(
                 replace(request, host_hooks=(*request.host_hooks, hook)), history, window
@@ -263,20 +268,24 @@ class Engine:
             "problems": [str(problem) for problem in self.problems],
             "usage": self._usage.snapshot(),
             "pending_confirmations": self._confirmations.pending_count(),
-            "open_conversations": self._conversations.open_counts(),
+            "conversations": await self._exchanges.counts(),
             "memory": await memory.figures() if memory is not None else None,
         }
 
     async def prune(self, retention: float) -> int:
-        """Delete conversations (and memory's windows) idle longer than ``retention`` s."""
-        removed = await self._conversations.prune(retention)
-        if self._memory is not None:
-            removed += await self._memory.prune(retention)
-        return removed
+        """Delete exchanges whose conversation and window were idle longer than ``retention``."""
+        return await self._exchanges.prune(retention)
+
+    async def forget_persona(self, persona_id: str) -> int:
+        """Forget everything of a persona: memories, graph, queued writes, exchanges."""
+        if (memory := self._memory) is not None:
+            gone = Forget(agent_id=persona_id, environment=memory.settings.environment)
+            return await memory.forget(gone)
+        return await self._exchanges.forget(persona_id=persona_id)
 
     async def flush(self, grace: float = FLUSH_GRACE) -> None:
-        """Write what is still in memory (turns, audit records), waiting ``grace`` s at most."""
-        await self._conversations.flush(grace)
+        """Write what is still in memory (audit records, amended turns), ``grace`` s at most."""
+        await self._runner.flush(grace)
         await self._audit.flush(grace)
 
     async def stop(self) -> None:
@@ -290,11 +299,12 @@ class Engine:
         self._confirmations.close()
         await self.flush()
         await self._close_memory()
+        await self._exchanges.close()
         await self._audit.close()
         self._speech.close()
 
     async def _close_memory(self) -> None:
-        """Let the outbox drain a little, write the windows, close the store (bounded)."""
-        memory, self._memory = self._memory, None
-        if memory is not None:
+        """Let the outbox drain a little, then close the store (bounded)."""
+        if (memory := self._memory) is not None:
+            self._memory = None
             await memory.close(MEMORY_CLOSE_GRACE)

@@ -15,7 +15,9 @@ from homeassistant.auth.permissions.const import POLICY_CONTROL, POLICY_READ
 from homeassistant.core import HomeAssistant, ServiceCall
 from homeassistant.exceptions import Unauthorized, UnknownUser
 
-from ..engine.memory import HOUSEHOLD, CompanionMemory, MemoryScope
+from ..engine.memory import HOUSEHOLD, MAX_PAGE, CompanionMemory, MemoryScope
+
+MAX_PAGES = 200
 
 
 async def async_caller_owner(hass: HomeAssistant, call: ServiceCall) -> str | None:
@@ -48,15 +50,29 @@ async def async_may_touch(
 ) -> bool:
     """Say whether a caller limited to ``limit`` may touch record ``record_id`` in ``memory``.
 
-    Without a limit, yes. With one, only when the record is one of the caller's own or the
-    household's (of these personas).
+    Without a limit, yes. With one, only when the record (or graph entity or relation) is
+    one of the caller's own or the household's (of these personas).
     """
     if limit is None:
         return True
+    ids = set(persona_ids)
+    if not record_id.startswith(("rel-", "ent-")):
+        record = await memory.get(record_id)
+        return (
+            record is not None
+            and record.scope.agent_id in ids
+            and (record.scope.owner in (limit, HOUSEHOLD))
+        )
     environment = memory.settings.environment
     scopes = [
         MemoryScope(agent_id=persona_id, owner=owner, environment=environment)
-        for persona_id in persona_ids
+        for persona_id in ids
         for owner in (limit, HOUSEHOLD)
     ]
-    return any(record.id == record_id for record in await memory.export(scopes))
+    for page in range(MAX_PAGES):  # the graph's ids are hashes: look through its pages
+        _, graph = await memory.export(scopes, offset=page * MAX_PAGE, limit=MAX_PAGE)
+        if any(item.id == record_id for item in (*graph.entities, *graph.relations)):
+            return True
+        if not graph.entities and not graph.relations:
+            return False
+    return False

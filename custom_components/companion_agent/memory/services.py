@@ -1,14 +1,15 @@
 """Memory services: remember, forget, roll back, export (what each persona remembers).
 
-A persona is named by its conversation entity, a person by their ``person`` entity (its HA
-user); without a person a memory belongs to the household. Errors are translated. Who may
+A persona is named by its conversation entity (or its id: a persona that was removed can
+still be forgotten by it), a person by their ``person`` entity (its HA user); without a
+person a memory belongs to the household. Every write says where it came from: the caller
+(``service``), or an automation or script (``automation``). Errors are translated. Who may
 act on whose memories is ``memory_access``'s: a non-admin user only on their own and the
-household's.
+household's. What export answers is ``memory_export``'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import partial
 
 import voluptuous as vol
@@ -17,7 +18,6 @@ from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.dispatcher import async_dispatcher_send
-from homeassistant.util.json import JsonObjectType
 
 from ..const import (
     DOMAIN,
@@ -29,28 +29,13 @@ from ..const import (
     signal_memory_changed,
 )
 from ..engine.errors import MemoryInputError
-from ..engine.memory import HOUSEHOLD, CompanionMemory, Forget, MemoryRecord, MemoryScope
+from ..engine.memory import HOUSEHOLD, MAX_PAGE, CompanionMemory, Forget, MemoryScope, Provenance
 from ..runtime import CompanionConfigEntry, loaded_entries
 from .access import async_caller_owner, async_may_touch, check_admin, check_owner
+from .export import DEFAULT_PAGE, MAX_OFFSET, async_export_page, async_export_scopes, record_data
 
-MAX_EXPORT = 2000
-
-
-def record_data(record: MemoryRecord) -> JsonObjectType:
-    """Return a record as service response data."""
-    return {
-        "id": record.id,
-        "persona": record.scope.agent_id,
-        "owner": record.scope.owner,
-        "kind": record.kind,
-        "topic": record.topic,
-        "text": record.text,
-        "source": record.source,
-        "created_at": record.created_at.isoformat(),
-        "valid_from": record.valid_from.isoformat(),
-        "valid_until": record.valid_until.isoformat() if record.valid_until else None,
-        "superseded_by": record.superseded_by,
-    }
+PERSONA = vol.All(cv.string, vol.Length(min=1, max=255))
+"""A persona's conversation entity id, or the persona's (sub-entry) id."""
 
 
 def _error(key: str) -> ServiceValidationError:
@@ -58,15 +43,22 @@ def _error(key: str) -> ServiceValidationError:
     return ServiceValidationError(translation_domain=DOMAIN, translation_key=key)
 
 
-def _persona(hass: HomeAssistant, entity_id: str) -> tuple[CompanionConfigEntry, str]:
-    """Return the loaded entry and subentry id of a persona's conversation entity."""
-    entity = er.async_get(hass).async_get(entity_id)
-    if entity is None or entity.platform != DOMAIN or entity.config_subentry_id is None:
-        raise _error("persona_not_found")
+def _persona(hass: HomeAssistant, persona: str) -> tuple[CompanionConfigEntry, str]:
+    """Return the loaded entry and persona id a conversation entity (or a persona id) names."""
+    entity = er.async_get(hass).async_get(persona) if persona.startswith("conversation.") else None
     for entry in loaded_entries(hass):
-        if entry.entry_id == entity.config_entry_id:
-            return entry, entity.config_subentry_id
+        if entity is not None and entity.platform == DOMAIN and entity.config_subentry_id:
+            if entry.entry_id == entity.config_entry_id:
+                return entry, entity.config_subentry_id
+        elif entity is None and persona in _persona_ids(entry):
+            return entry, persona
     raise _error("persona_not_found")
+
+
+def _provenance(call: ServiceCall) -> Provenance:
+    """Return who wrote through a service call: a person, or an automation or script."""
+    user_id = call.context.user_id
+    return Provenance(via="service" if user_id else "automation", person=user_id)
 
 
 def _persona_ids(entry: CompanionConfigEntry) -> list[str]:
@@ -114,7 +106,9 @@ async def _async_remember(hass: HomeAssistant, call: ServiceCall) -> ServiceResp
     check_owner(call, limit, owner)
     scope = MemoryScope(agent_id=persona_id, owner=owner, environment=memory.settings.environment)
     try:
-        record = await memory.remember(scope, call.data["text"], topic=call.data.get("topic"))
+        record = await memory.remember(
+            scope, call.data["text"], topic=call.data.get("topic"), provenance=_provenance(call)
+        )
     except MemoryInputError as err:
         raise _error("memory_invalid") from err
     async_dispatcher_send(hass, signal_memory_changed(entry.entry_id))
@@ -122,25 +116,30 @@ async def _async_remember(hass: HomeAssistant, call: ServiceCall) -> ServiceResp
 
 
 async def _async_forget(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
-    """Forget one memory by id, everything of a person, or everything of a persona."""
+    """Forget one memory by id, everything of a person, or everything of a persona.
+
+    A persona that no longer exists (its sub-entry was removed) is forgotten by its id in
+    every entry with memory.
+    """
     given = [key for key in ("id", "person", "persona") if call.data.get(key)]
     if len(given) != 1:
         raise _error("forget_needs_one")
     limit = await async_caller_owner(hass, call)
     owner = HOUSEHOLD
+    persona: tuple[CompanionConfigEntry, str] | None = None
     if "persona" in given:
         check_admin(call, limit)
+        persona = _known_persona(hass, call.data["persona"])
     elif "person" in given:
         owner = _owner(hass, call.data["person"])
         check_owner(call, limit, owner)
-    entries = await _entries_for(hass, call, limit)
     removed = 0
-    for entry, memory in entries:
+    for entry, memory in await _entries_for(hass, call, limit):
         environment = memory.settings.environment
         if "persona" in given:
-            owner_entry, persona_id = _persona(hass, call.data["persona"])
-            if owner_entry is not entry:
+            if persona is not None and persona[0] is not entry:
                 continue
+            persona_id = call.data["persona"] if persona is None else persona[1]
             what = Forget(agent_id=persona_id, environment=environment)
         elif "person" in given:
             what = Forget(owner=owner, environment=environment)
@@ -152,6 +151,16 @@ async def _async_forget(hass: HomeAssistant, call: ServiceCall) -> ServiceRespon
             raise _unavailable(err) from err
         async_dispatcher_send(hass, signal_memory_changed(entry.entry_id))
     return {"forgotten": removed}
+
+
+def _known_persona(hass: HomeAssistant, persona: str) -> tuple[CompanionConfigEntry, str] | None:
+    """Return the entry and id of an existing persona; None for the id of a removed one."""
+    try:
+        return _persona(hass, persona)
+    except ServiceValidationError:
+        if persona.startswith("conversation."):
+            raise  # an agent that is not ours, or gone: name it by its id instead
+        return None
 
 
 async def _entries_for(
@@ -198,21 +207,17 @@ async def _async_rollback(hass: HomeAssistant, call: ServiceCall) -> ServiceResp
 
 
 async def _async_export(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
-    """Return what a persona remembers (of one person, or of all known people)."""
+    """Return one page of what a persona remembers (of one person, or of all), newest first."""
     limit = await async_caller_owner(hass, call)
     entry, persona_id = _persona(hass, call.data["persona"])
     memory = _memory(entry)
-    scopes = await _scopes(hass, memory, persona_id, call.data.get("person"), limit)
-    for scope in scopes:
-        check_owner(call, limit, scope.owner, read=True)
+    person = call.data.get("person")
+    owner = None if person is None else _owner(hass, person)
+    scopes = await async_export_scopes(hass, call, memory, persona_id, owner=owner, limit=limit)
     try:
-        records = await memory.export(scopes)
+        return await async_export_page(memory, scopes, call.data["offset"], call.data["limit"])
     except Exception as err:
         raise _unavailable(err) from err
-    return {
-        "memories": [record_data(r) for r in records[:MAX_EXPORT]],
-        "truncated": len(records) > MAX_EXPORT,
-    }
 
 
 def async_setup_memory_services(hass: HomeAssistant) -> None:
@@ -241,7 +246,7 @@ def async_setup_memory_services(hass: HomeAssistant) -> None:
             {
                 vol.Optional("id"): cv.string,
                 vol.Optional("person"): person,
-                vol.Optional("persona"): persona,
+                vol.Optional("persona"): PERSONA,
             }
         ),
         supports_response=SupportsResponse.OPTIONAL,
@@ -257,29 +262,17 @@ def async_setup_memory_services(hass: HomeAssistant) -> None:
         DOMAIN,
         SERVICE_EXPORT_MEMORIES,
         partial(_async_export, hass),
-        schema=vol.Schema({vol.Required("persona"): persona, vol.Optional("person"): person}),
+        schema=vol.Schema(
+            {
+                vol.Required("persona"): PERSONA,
+                vol.Optional("person"): person,
+                vol.Optional("offset", default=0): vol.All(
+                    vol.Coerce(int), vol.Range(min=0, max=MAX_OFFSET)
+                ),
+                vol.Optional("limit", default=DEFAULT_PAGE): vol.All(
+                    vol.Coerce(int), vol.Range(min=1, max=MAX_PAGE)
+                ),
+            }
+        ),
         supports_response=SupportsResponse.ONLY,
     )
-
-
-async def _scopes(
-    hass: HomeAssistant,
-    memory: CompanionMemory,
-    persona_id: str,
-    person: str | None,
-    limit: str | None,
-) -> Sequence[MemoryScope]:
-    """Return the scopes to export: one person's, else the household's and every user's.
-
-    A caller limited to their own memories gets, without a person, their own and the
-    household's.
-    """
-    environment = memory.settings.environment
-    if person is not None:
-        owners = [_owner(hass, person)]
-    elif limit is not None:
-        owners = [HOUSEHOLD, limit]
-    else:
-        users = await hass.auth.async_get_users()
-        owners = [HOUSEHOLD, *(f"user:{user.id}" for user in users)]
-    return [MemoryScope(agent_id=persona_id, owner=o, environment=environment) for o in owners]

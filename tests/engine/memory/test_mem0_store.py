@@ -23,6 +23,7 @@ from custom_components.companion_agent.engine.memory.types import (
     MemoryScope,
     NewMemory,
 )
+from tests.engine.memory import every_record, superseded
 
 ODD = MemoryScope(agent_id="my persona", owner="user:anna smith", environment="test run")
 
@@ -53,21 +54,23 @@ async def test_scopes_with_spaces_round_trip(store: Mem0Store) -> None:
     assert record.scope == ODD
     hits = await store.search(MemoryQuery(text="sailing", scopes=ODD.readable()))
     assert [hit.record.id for hit in hits] == [record.id]
-    assert [r.scope for r in await store.export([ODD])] == [ODD]
+    assert [r.scope for r in await every_record(store, [ODD])] == [ODD]
 
 
 async def test_records_survive_a_restart(tmp_path: Path, embedder: OpenAIEmbedder) -> None:
     """Test that closing and reopening the same folder keeps records and states."""
     settings = Mem0Settings(folder=tmp_path / "mem0")
     first = await Mem0Store.create(settings, embedder)
-    tea = await first.supersede(
-        NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks tea")
+    tea = await superseded(
+        first, NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks tea")
     )
-    await first.supersede(NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks gin"))
+    await superseded(
+        first, NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks gin")
+    )
     await first.close()
     second = await Mem0Store.create(settings, embedder)
     try:
-        exported = await second.export([ODD])
+        exported = await every_record(second, [ODD])
         assert [(r.text, r.current) for r in exported] == [
             ("Anna drinks tea", False),
             ("Anna drinks gin", True),
@@ -152,7 +155,7 @@ async def test_an_add_the_embedder_cannot_serve_stores_nothing(
         assert caught.value.retryable
     finally:
         await down.aclose()
-    assert await store.export([ODD]) == []
+    assert await every_record(store, [ODD]) == []
 
 
 async def test_check_says_missing_dependency_without_mem0(
@@ -177,21 +180,23 @@ async def test_details_beyond_the_cap_go_oldest_first(
     other = MemoryScope(agent_id="my persona")
     try:
         await store.add([NewMemory(scope=other, text="the household owns a red car")])
-        state = await store.supersede(
-            NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks tea")
+        state = await superseded(
+            store, NewMemory(scope=ODD, kind="state", topic="drink", text="Anna drinks tea")
         )
         for text in ("Anna likes apples", "Anna likes pears", "Anna likes plums"):
             await store.add([NewMemory(scope=ODD, text=text)])
         for text in ("a summary of Monday", "a summary of Tuesday"):
             await store.add([NewMemory(scope=ODD, kind="summary", text=text)])
-        assert [r.text for r in await store.export([ODD])] == [
+        assert [r.text for r in await every_record(store, [ODD])] == [
             "Anna drinks tea",
             "Anna likes pears",
             "Anna likes plums",
             "a summary of Tuesday",
         ]
         assert [s.id for s in await store.current_states([ODD])] == [state.id]
-        assert [r.text for r in await store.export([other])] == ["the household owns a red car"]
+        assert [r.text for r in await every_record(store, [other])] == [
+            "the household owns a red car"
+        ]
         hits = await store.search(MemoryQuery(text="Which fruit does Anna like?", scopes=(ODD,)))
         assert "Anna likes apples" not in [hit.record.text for hit in hits]
         figures = await store.count()

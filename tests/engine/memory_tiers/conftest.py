@@ -17,6 +17,7 @@ from custom_components.companion_agent.engine.memory.companion import (
 from custom_components.companion_agent.engine.memory.outbox import OUTBOX_RETRY, MemoryOutbox
 from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
+from custom_components.companion_agent.engine.turn.exchanges import ExchangeStore
 
 
 @pytest.fixture
@@ -30,20 +31,20 @@ async def store(tmp_path: Path) -> AsyncIterator[EmbeddedStore]:
 QUICK_RETRY = replace(OUTBOX_RETRY, first_delay=0.01, max_delay=0.05)
 
 
-def make_memory(
+async def make_memory(
     tmp_path: Path, store: MemoryStore, model: OpenAIChatModel, graph: GraphStore | None = None
 ) -> CompanionMemory:
-    """Return started memory on ``store`` with its outbox and windows under ``tmp_path``."""
+    """Return started memory on ``store`` with its outbox and exchanges under ``tmp_path``."""
     answers = JsonAnswers(model, timeout=5)
     memory = CompanionMemory(
         store,
         MemoryOutbox(tmp_path / "outbox.db", retry=QUICK_RETRY),
-        windows=tmp_path / "windows",
+        exchanges=ExchangeStore(tmp_path / "exchanges.db"),
         answers_for=lambda _name: answers,
         graph=graph,
         settings=MemorySettings(environment="test", window_tokens=400),
     )
-    memory.start()
+    await memory.start()
     return memory
 
 
@@ -51,7 +52,8 @@ def make_memory(
 async def memory(
     tmp_path: Path, store: EmbeddedStore, chat_model: OpenAIChatModel
 ) -> AsyncIterator[CompanionMemory]:
-    """Return memory on ``store`` with its outbox and windows under ``tmp_path``."""
-    memory = make_memory(tmp_path, store, chat_model, store.graph)
+    """Return memory on ``store`` with its outbox and exchanges under ``tmp_path``."""
+    memory = await make_memory(tmp_path, store, chat_model, store.graph)
     yield memory
     await memory.close(grace=1.0)
+    await memory.exchanges.close()

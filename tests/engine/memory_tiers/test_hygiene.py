@@ -6,6 +6,7 @@ import pytest
 
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
 from custom_components.companion_agent.engine.memory.instructions import lasting_instruction
+from custom_components.companion_agent.engine.memory.topics import statement_topic
 from custom_components.companion_agent.engine.memory.types import MemoryScope
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.support.llm_server import LLMServer
@@ -18,23 +19,27 @@ PIXELS = (
 
 
 @pytest.mark.parametrize(
-    ("text", "topic"),
+    ("text", "said"),
     [
-        ("From now on, call me Bob.", "call me"),
-        ("ok. Remember that my wife is Ann", "my wife"),
-        ("Please don't forget that I hate jazz", "i hate"),
-        ("以后叫我小王", "叫我"),
-        ("记住我不吃香菜。", "我不"),
-        ("你从现在开始说话慢一点", "说话"),
-        ("Ab jetzt bitte auf Deutsch", "bitte auf"),
-        ("これからは敬語で話して", "敬語"),
+        ("From now on, call me Bob.", "self/name"),
+        ("ok. Remember that my wife is Ann", "my wife is Ann"),
+        ("Please don't forget that I hate jazz", "I hate jazz"),
+        ("以后叫我小王", "self/name"),
+        ("记住我不吃香菜。", "我不吃香菜"),
+        ("你从现在开始说话慢一点", "说话慢一点"),
+        ("Ab jetzt bitte auf Deutsch", "bitte auf Deutsch"),
+        ("これからは敬語で話して", "敬語で話して"),
     ],
 )
-def test_lasting_instructions_in_several_languages(text: str, topic: str) -> None:
-    """The cue is found and the topic is the words after it; the sentence is kept whole."""
+def test_lasting_instructions_in_several_languages(text: str, said: str) -> None:
+    """The cue is found, the sentence is kept whole, the topic is what it says after the cue.
+
+    How to call the person is one attribute; anything else is a note of its own statement.
+    """
     found = lasting_instruction(text)
     assert found is not None
-    assert found.topic == topic
+    assert found.topic == (said if said.startswith("self/") else statement_topic(said))
+    assert found.topic.startswith(("self/", "note/"))
     assert found.text == text
 
 
@@ -52,7 +57,8 @@ async def test_images_never_enter_the_window_or_extraction(
 ) -> None:
     """An inline image is replaced before the window file and the memory model see it."""
     window = memory.window(SCOPE)
-    await window.append(StoredTurn(user=f"Look: {PIXELS} and ![cat](http://x/cat.png)"))
+    view = memory.exchanges.conversation(SCOPE.agent_id, "c", owner=SCOPE.owner, windowed=True)
+    await view.append(StoredTurn(user=f"Look: {PIXELS} and ![cat](http://x/cat.png)"))
     [turn] = await window.turns()
     assert turn.user == "Look: [image] and [image]"
 

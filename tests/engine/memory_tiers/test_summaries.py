@@ -18,6 +18,7 @@ from custom_components.companion_agent.engine.memory.summaries import SessionSum
 from custom_components.companion_agent.engine.memory.types import MemoryScope, NewMemory
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
+from tests.engine.memory import every_record
 from tests.engine.memory_tiers.conftest import make_memory
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -31,12 +32,13 @@ async def turns(
     memory: CompanionMemory, tmp_path: Path, model: OpenAIChatModel, count: int
 ) -> None:
     """Run ``count`` long turns of alice's, each in a conversation of its own."""
-    talk = Conversations(tmp_path / "conversations")
+    talk = Conversations(tmp_path, memory.exchanges)
     for index in range(count):
         request = talk.request(
             f"Tell me about topic {index}.",
             conversation_id=f"c{index}",
             hooks=(MemoryHook(memory, ALICE, None),),
+            owner=ALICE.owner,
         )
         done = await run(
             TurnRunner(), persona(model), replace(request, window=memory.window(ALICE))
@@ -59,7 +61,7 @@ async def test_overflow_becomes_a_summary(
     llm_server.script_structured(*[Reply.text(SUMMARY)] * 40)
     await turns(memory, tmp_path, chat_model, 8)
     assert await memory.settle(5)
-    summaries = [r for r in await store.export([ALICE]) if r.kind == "summary"]
+    summaries = [r for r in await every_record(store, [ALICE]) if r.kind == "summary"]
     asked = [
         str(body["messages"])
         for body in llm_server.structured_requests
@@ -77,7 +79,7 @@ async def test_idle_window_is_summarised_and_a_bad_answer_costs_only_it(
     tmp_path: Path, store: EmbeddedStore, llm_server: LLMServer, chat_model: OpenAIChatModel
 ) -> None:
     """An idle window gets a summary; an unusable answer gives none and the turns stand."""
-    memory = make_memory(tmp_path, store, chat_model, store.graph)
+    memory = await make_memory(tmp_path, store, chat_model, store.graph)
     memory.summaries._idle_after = 0.05
     llm_server.script_structured(*[Reply.text(SUMMARY)] * 3)
     await turns(memory, tmp_path, chat_model, 2)
@@ -86,7 +88,7 @@ async def test_idle_window_is_summarised_and_a_bad_answer_costs_only_it(
             break
         await asyncio.sleep(0.02)
     assert await memory.settle(5)
-    [summary] = [r for r in await store.export([ALICE]) if r.kind == "summary"]
+    [summary] = [r for r in await every_record(store, [ALICE]) if r.kind == "summary"]
     assert summary.text == "Alice asked about a few topics."
 
     llm_server.script_structured(*[Reply.text("not json at all")] * 3)
@@ -96,7 +98,7 @@ async def test_idle_window_is_summarised_and_a_bad_answer_costs_only_it(
             break
         await asyncio.sleep(0.02)
     assert memory.summaries.failed == 1
-    assert len([r for r in await store.export([ALICE]) if r.kind == "summary"]) == 1
+    assert len([r for r in await every_record(store, [ALICE]) if r.kind == "summary"]) == 1
     await memory.close(grace=1.0)
 
 

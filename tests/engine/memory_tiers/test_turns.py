@@ -22,6 +22,7 @@ from custom_components.companion_agent.engine.memory.types import (
     NewMemory,
 )
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
+from tests.engine.memory import every_record
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.turns import Conversations, persona, run
@@ -41,9 +42,10 @@ def user_message(body: dict[str, object]) -> str:
 
 async def turn(memory: CompanionMemory, tmp_path: Path, model: OpenAIChatModel, text: str) -> str:
     """Run one turn of alice's with memory as a host hook; return what was shown."""
-    talk = Conversations(tmp_path / "conversations")
+    talk = Conversations(tmp_path, memory.exchanges)
     hook = MemoryHook(memory, ALICE, None)
-    request = replace(talk.request(text, hooks=(hook,)), window=memory.window(ALICE))
+    ask = talk.request(text, hooks=(hook,), owner=ALICE.owner)
+    request = replace(ask, window=memory.window(ALICE))
     done = await run(TurnRunner(), persona(model), request)
     assert done.result.outcome == "complete"
     return done.text
@@ -111,11 +113,11 @@ async def test_lasting_instruction_is_written_before_the_turn_ends(
     llm_server.script(Reply.text("Sure, Bob."))
     await ask_alice("From now on, call me Bob.")
     states = await store.current_states([ALICE])
-    assert [(s.topic, s.text) for s in states] == [("call me", "From now on, call me Bob.")]
+    assert [(s.topic, s.text) for s in states] == [("self/name", "From now on, call me Bob.")]
 
     llm_server.script(Reply.text("好的。"))
     await ask_alice("from now on call me Robert")
-    history = [r for r in await store.export([ALICE]) if r.kind == "state"]
+    history = [r for r in await every_record(store, [ALICE]) if r.kind == "state"]
     assert [(r.text, r.current) for r in history] == [
         ("From now on, call me Bob.", False),
         ("from now on call me Robert", True),
@@ -148,7 +150,7 @@ async def test_slow_store_misses_the_budget_and_the_turn_goes_on(
     slow_store = await SlowStore.create(tmp_path / "memory.db")
     slow = slow_store
     await slow.supersede(NewMemory(scope=ALICE, text="Likes tea.", kind="state", topic="tea"))
-    memory = make_memory(tmp_path, slow, chat_model, slow.graph)
+    memory = await make_memory(tmp_path, slow, chat_model, slow.graph)
     llm_server.script(Reply.text("Hello."))
     shown = await turn(memory, tmp_path, chat_model, "Hello tea")
     assert shown == "Hello."

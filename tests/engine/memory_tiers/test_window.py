@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from custom_components.companion_agent.engine.memory.companion import CompanionM
 from custom_components.companion_agent.engine.memory.types import MemoryScope
 from custom_components.companion_agent.engine.memory.window import (
     TRIMMED_RESULT,
-    WindowFiles,
+    RecentWindow,
     trim_window,
     turn_tokens,
 )
@@ -19,6 +20,7 @@ from custom_components.companion_agent.engine.messages import (
     ToolCallRequest,
     ToolMessage,
 )
+from custom_components.companion_agent.engine.turn.exchanges import MAX_WINDOW_TURNS, ExchangeStore
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.support.llm_script import Reply
@@ -69,15 +71,14 @@ async def test_window_crosses_conversations_and_owners(
 ) -> None:
     """A new conversation id sees the person's earlier exchanges; another person does not."""
     runner = TurnRunner()
-    talk = Conversations(tmp_path / "conversations")
-    windows = WindowFiles(tmp_path / "windows")
+    talk = Conversations(tmp_path)
     me = persona(chat_model)
 
     def request(text: str, conversation_id: str, owner: str) -> Ask:
         scope = replace(SCOPE, owner=owner)
         return replace(
-            talk.request(text, conversation_id=conversation_id),
-            window=windows.window(scope, budget=2000),
+            talk.request(text, conversation_id=conversation_id, owner=owner),
+            window=RecentWindow(talk.store, scope, budget=2000),
         )
 
     await run(runner, me, request("My cat is called Miso.", "conv-1", "user:alice"))
@@ -87,7 +88,7 @@ async def test_window_crosses_conversations_and_owners(
     second, third = llm_server.requests[1], llm_server.requests[2]
     assert "My cat is called Miso." in str(second["messages"])
     assert "Miso" not in str(third["messages"])
-    assert len(await talk.store.get("conv-2").turns()) == 1  # the conversation's own file
+    assert len(await talk.history("conv-2").turns()) == 1  # the conversation's own view
 
 
 async def test_window_budget_cuts_across_conversations(
@@ -95,12 +96,14 @@ async def test_window_budget_cuts_across_conversations(
 ) -> None:
     """Exchanges of earlier conversations are cut oldest first to the window's budget."""
     runner = TurnRunner()
-    talk = Conversations(tmp_path / "conversations")
+    talk = Conversations(tmp_path, memory.exchanges)
     me = persona(chat_model)
     for index in range(8):
         padding = "".join(f"w{n:04d} " for n in range(60))  # no loop: each word differs
         llm_server.script(Reply.text(f"Answer {index}: " + padding))
-        request = talk.request(f"Question {index}.", conversation_id=f"conv-{index}")
+        request = talk.request(
+            f"Question {index}.", conversation_id=f"conv-{index}", owner=SCOPE.owner
+        )
         await run(runner, me, replace(request, window=memory.window(SCOPE)))
 
     last = str(llm_server.requests[-1]["messages"])
@@ -108,14 +111,31 @@ async def test_window_budget_cuts_across_conversations(
     assert "Answer 6:" in last
     assert "Answer 0:" not in last  # the oldest answer did not fit...
     assert "Question 0." in last  # ...but the person's words are cut last
-    assert len(await memory.window(SCOPE).turns()) == 8  # the file keeps them all
+    assert len(await memory.window(SCOPE).turns()) == 8  # the store keeps them all
+
+
+async def test_the_turn_that_falls_out_of_the_window_goes_to_the_summaries(
+    tmp_path: Path,
+) -> None:
+    """Past MAX_WINDOW_TURNS the oldest turn leaves the window and is handed on, once read."""
+    exchanges = ExchangeStore(tmp_path / "exchanges.db")
+    view = exchanges.conversation("p1", "c", owner=SCOPE.owner, windowed=True)
+    fell: list[str] = []
+    window = RecentWindow(
+        exchanges, SCOPE, budget=100_000, on_overflow=lambda _s, t: fell.extend(x.user for x in t)
+    )
+    for index in range(MAX_WINDOW_TURNS + 1):
+        await view.append(StoredTurn(user=f"q{index}", time=float(index)))
+    sent = await window.load()
+    assert fell == ["q0"]
+    assert len(sent) == MAX_WINDOW_TURNS
+    assert (await window.turns())[0].user == "q1"
 
 
 async def test_idle_windows_are_pruned(memory: CompanionMemory, tmp_path: Path) -> None:
     """A window nobody has spoken in for the retention is deleted like a conversation."""
-    await memory.window(SCOPE).append(StoredTurn(user="Hello", time=1.0))
-    await memory.flush()
-    assert await memory.prune(retention=3600) == 0
-    assert await memory.prune(retention=-1) == 1
-    from_disk = WindowFiles(tmp_path / "windows" / SCOPE.agent_id).window(SCOPE, budget=100)
-    assert await from_disk.turns() == []
+    view = memory.exchanges.conversation("p1", "c", owner=SCOPE.owner, windowed=True)
+    await view.append(StoredTurn(user="Hello", time=time.time() - 7200))
+    assert await memory.exchanges.prune(retention=3600 * 3) == 0
+    assert await memory.exchanges.prune(retention=3600) == 1
+    assert await memory.window(SCOPE).turns() == []

@@ -1,9 +1,12 @@
 """Memory: who remembers what, the stores behind one protocol, the three tiers, the outbox."""
 
+from ..turn.exchanges import HOUSEHOLD
 from .companion import CompanionMemory, MemorySettings
-from .instructions import instruction_topic
+from .pages import ExportPage, GraphItem, GraphPage
+from .provenance import Provenance, dump_provenance
+from .topics import statement_topic
 from .types import (
-    HOUSEHOLD,
+    MAX_PAGE,
     Forget,
     GraphFacts,
     GraphStore,
@@ -19,9 +22,13 @@ from .types import (
 
 __all__ = [
     "HOUSEHOLD",
+    "MAX_PAGE",
     "CompanionMemory",
+    "ExportPage",
     "Forget",
     "GraphFacts",
+    "GraphItem",
+    "GraphPage",
     "GraphStore",
     "MemoryHit",
     "MemoryKind",
@@ -31,6 +38,8 @@ __all__ = [
     "MemorySettings",
     "MemoryStore",
     "NewMemory",
+    "Provenance",
     "Relation",
-    "instruction_topic",
+    "dump_provenance",
+    "statement_topic",
 ]

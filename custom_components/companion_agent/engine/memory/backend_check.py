@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import MemoryBackendError, MemoryBackendProblem
+from ..errors import MemoryBackendError, MemoryBackendProblem, MemoryStoreError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -22,6 +22,9 @@ class BackendCheck:
         return self.problem is None
 
     @classmethod
-    def failed(cls, err: MemoryBackendError) -> BackendCheck:
-        """Return the check that ``err`` ended."""
-        return cls(backend=err.backend, problem=err.problem, detail=str(err))
+    def failed(cls, err: MemoryStoreError, backend: str = "") -> BackendCheck:
+        """Return the check that ``err`` ended (a store error of ``backend``'s, if not its own)."""
+        if isinstance(err, MemoryBackendError):
+            return cls(backend=err.backend, problem=err.problem, detail=str(err))
+        problem: MemoryBackendProblem = "cannot_connect" if err.retryable else "failed"
+        return cls(backend=backend, problem=problem, detail=str(err))

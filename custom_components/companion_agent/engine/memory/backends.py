@@ -19,6 +19,7 @@ import httpx
 from ..errors import CorruptionReporter, MemoryBackendError, MemoryStoreError
 from ..llm import LLMSettings, OpenAIChatModel
 from ..retry import NO_RETRY
+from ..turn.exchanges import ExchangeStore
 from .answers import JsonAnswers
 from .backend_check import BackendCheck
 from .companion import CompanionMemory, MemorySettings
@@ -33,7 +34,6 @@ from .types import GraphStore, MemoryStore
 LOGGER = logging.getLogger(__name__)
 
 MEMORY_FILE = "memory.db"
-WINDOWS_FOLDER = "recent"
 MEM0_FOLDER = "mem0"
 MODEL_TIMEOUT = 30.0
 
@@ -125,9 +125,11 @@ async def open_memory(
     model: LLMSettings,
     http: httpx.AsyncClient,
     window_tokens: int,
+    exchanges: ExchangeStore,
     on_corrupt: CorruptionReporter | None = None,
 ) -> CompanionMemory:
-    """Open ``config``'s memory (not started): its store, outbox, windows and extractors.
+    """Open ``config``'s memory (not started): its store, outbox, extractors; windows on
+    ``exchanges``.
 
     Extraction uses ``model``'s server with the model a profile names (``model``'s own when
     it names none), without retries: the outbox retries, with backoff.
@@ -152,7 +154,7 @@ async def open_memory(
     return CompanionMemory(
         store,
         MemoryOutbox(data_dir / config.outbox_file, on_corrupt=on_corrupt),
-        windows=data_dir / WINDOWS_FOLDER,
+        exchanges=exchanges,
         answers_for=answers_for,
         graph=graph,
         settings=MemorySettings(environment=config.environment, window_tokens=window_tokens),

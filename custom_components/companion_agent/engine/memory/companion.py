@@ -1,13 +1,18 @@
 """``CompanionMemory``: the three tiers and the outbox around one store, for one host.
 
-- Tier 1: ``window(scope)`` is the rolling window a turn uses as its history.
+- Tier 1: ``window(scope)`` is the rolling window a turn uses as its history (a view of
+  the exchange store the turns are written to).
 - Tier 2: turns that overflow the window, and idle windows, become summaries.
 - Tier 3: ``before_turn`` reads conclusions, details and the graph within the retrieval
   budget; ``after_turn`` puts the exchange in the durable outbox, whose worker extracts
   and writes its memories. A lasting instruction in the person's words is written as a
   conclusion before the turn goes on (or queued on disk when the store does not answer).
 
-Counters (retrieval misses, bad answers, summaries) are figures, never content.
+Forget wins: ``forget`` (``forgetting``) keeps a tombstone every later write checks, and
+deletes what it names everywhere, so nothing said before it comes back.
+
+Counters (retrieval misses, bad answers, summaries, refused writes) are figures, never
+content.
 """
 
 from __future__ import annotations
@@ -15,17 +20,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 from ..errors import MemoryInputError
+from ..turn.exchanges import ExchangeStore
 from .extraction import clean_memory
+from .forgetting import forget_everywhere
 from .instructions import lasting_instruction
 from .outbox import MemoryOutbox
+from .payloads import exchange_entry, screen_entry
+from .provenance import Provenance
+from .reads import CALL_TIMEOUT, MemoryReads
 from .retrieval import DEFAULT_BUDGET, RetrievalCounters, render, retrieve
 from .summaries import IDLE_AFTER, SessionSummaries
+from .tombstones import ForgetLedger
 from .types import (
     Forget,
     GraphStore,
@@ -35,16 +44,14 @@ from .types import (
     MemoryStore,
     NewMemory,
 )
-from .window import RecentWindow, WindowFiles, forget_windows
-from .writes import AnswersFor, MemoryWriter, dump_memory, exchange_entry, forgotten_by
+from .window import RecentWindow
+from .writes import AnswersFor, MemoryWriter
 
 LOGGER = logging.getLogger(__name__)
 
 WRITE_TIMEOUT = 1.0
-CALL_TIMEOUT = 10.0
 MAX_NAMES = 200
 MAX_NAMED_SCOPES = 64
-MAX_PERSONAS = 64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,7 +65,7 @@ class MemorySettings:
     write_timeout: float = WRITE_TIMEOUT
 
 
-class CompanionMemory:
+class CompanionMemory(MemoryReads):
     """Every persona's memory on one store, with its windows, outbox and summaries."""
 
     def __init__(
@@ -66,31 +73,39 @@ class CompanionMemory:
         store: MemoryStore,
         outbox: MemoryOutbox,
         *,
-        windows: Path,
+        exchanges: ExchangeStore,
         answers_for: AnswersFor,
         graph: GraphStore | None = None,
         settings: MemorySettings | None = None,
     ) -> None:
-        """Use ``store`` (and ``graph``); keep windows under ``windows``."""
+        """Use ``store`` (and ``graph``); the windows are views of ``exchanges``."""
         self.store = store
         self.graph = graph
         self.outbox = outbox
+        self.exchanges = exchanges
         self.settings = settings or MemorySettings()
+        self.environment = self.settings.environment
         self.retrieval = RetrievalCounters()
+        self.ledger = ForgetLedger()
         self._answers_for = answers_for
-        self._windows_root = windows
-        self._windows: OrderedDict[str, WindowFiles] = OrderedDict()
         self._names: OrderedDict[MemoryScope, list[str]] = OrderedDict()
         self._writes: set[asyncio.Task[None]] = set()
         self._open_turns = 0
         self._no_open_turns = asyncio.Event()
         self._no_open_turns.set()
-        self.writer = MemoryWriter(store, graph, answers_for, on_names=self._seen_names)
-        self.summaries = SessionSummaries(self._queue, idle_after=self.settings.idle_after)
+        outbox.use_screen(screen_entry)
+        self.writer = MemoryWriter(
+            store, graph, answers_for, ledger=self.ledger, on_names=self._seen_names,
+            queue=outbox.put,
+        )  # fmt: skip
+        self.summaries = SessionSummaries(self.writer.queue, idle_after=self.settings.idle_after)
 
-    def start(self) -> None:
-        """Start draining the outbox (what a restart left in it, too)."""
-        self.outbox.start(self.writer.process, self.store.count)
+    async def start(self, *, drain: bool = True) -> None:
+        """Read the tombstones kept on disk, then drain the outbox (what a restart left too)."""
+        for tombstone in await self.outbox.tombstones():
+            self.ledger.add(tombstone)
+        if drain:
+            self.outbox.start(self.writer.process, self.store.count)
 
     def scope(self, agent_id: str, user_id: str | None) -> MemoryScope:
         """Return the scope a turn of ``agent_id`` for ``user_id`` writes to."""
@@ -98,24 +113,29 @@ class CompanionMemory:
 
     def window(self, scope: MemoryScope, model: str | None = None) -> RecentWindow:
         """Return the rolling window of ``scope``; what overflows it gets summarised."""
-        files = self._windows.pop(scope.agent_id, None) or WindowFiles(
-            self._windows_root / scope.agent_id
-        )
-        self._windows[scope.agent_id] = files
-        while len(self._windows) > MAX_PERSONAS:
-            self._windows.popitem(last=False)
         answers = self._answers_for(model)
-        return files.window(
+        return RecentWindow(
+            self.exchanges,
             scope,
             budget=self.settings.window_tokens,
             on_overflow=lambda s, turns: self.summaries.overflowed(s, turns, answers),
         )
 
-    async def before_turn(self, scope: MemoryScope, text: str) -> str | None:
+    async def before_turn(
+        self,
+        scope: MemoryScope,
+        text: str,
+        *,
+        began: datetime | None = None,
+        provenance: Provenance | None = None,
+    ) -> str | None:
         """Write a lasting instruction, then return what the turn may know, as quoted data.
 
-        The turn counts as open until its ``after_turn`` (so ``settle`` waits for it).
+        The instruction is dated ``began`` (when the person spoke; now if not given). The
+        turn counts as open until its ``after_turn`` (so ``settle`` waits for it).
         """
+        began = began or datetime.now(UTC)
+        provenance = provenance or Provenance()
         self._open_turns += 1
         self._no_open_turns.clear()
         found, _ = await asyncio.gather(
@@ -128,19 +148,29 @@ class CompanionMemory:
                 known_names=self._names.get(scope, ()),
                 counters=self.retrieval,
             ),
-            self._instruction(scope, text),
+            self._instruction(scope, text, began, replace(provenance, via="instruction")),
         )
         return render(found)
 
     async def after_turn(
-        self, scope: MemoryScope, user_text: str, said: str, *, source: str, model: str | None
+        self,
+        scope: MemoryScope,
+        user_text: str,
+        said: str,
+        *,
+        source: str,
+        model: str | None,
+        began: datetime | None = None,
+        provenance: Provenance | None = None,
     ) -> None:
-        """Queue the exchange for extraction (on disk) and restart the idle timer."""
+        """Queue the exchange (dated ``began``, when the person spoke); restart the idle timer."""
         try:
             if not user_text.strip():
                 return
+            origin = replace(provenance or Provenance(), via="turn")
+            at = began or datetime.now(UTC)
             entry = exchange_entry(
-                scope, user_text, said, source=source, model=model, at=datetime.now(UTC)
+                scope, user_text, said, source=source, model=model, at=at, provenance=origin
             )
             await self.outbox.put("exchange", entry)
             answers = self._answers_for(model)
@@ -151,57 +181,33 @@ class CompanionMemory:
                 self._no_open_turns.set()
 
     async def remember(
-        self, scope: MemoryScope, text: str, *, topic: str | None = None, source: str = "service"
+        self,
+        scope: MemoryScope,
+        text: str,
+        *,
+        topic: str | None = None,
+        source: str = "service",
+        provenance: Provenance | None = None,
     ) -> MemoryRecord | None:
         """Store a memory now (a conclusion when ``topic`` is given); None: it was queued.
 
         A memory the store refuses as input (``MemoryInputError``: empty text, a bad topic)
-        raises; one it cannot take now is queued.
+        raises; one it cannot take now is queued (a tombstone refuses one said before a
+        forget: None too).
         """
-        clean = clean_memory(text)
         kind: MemoryKind = "state" if topic else "detail"
-        memory = NewMemory(scope=scope, text=clean, kind=kind, topic=topic, source=source)
-        try:
-            async with asyncio.timeout(CALL_TIMEOUT):
-                if topic:
-                    return await self.store.supersede(memory)
-                return (await self.store.add([memory]))[0]
-        except MemoryInputError:
-            raise
-        except Exception as err:
-            LOGGER.warning("Memory store did not take the memory (%s); it is queued", err)
-        if topic:
-            await self.outbox.put("state", {"memory": dump_memory(memory)})
-        else:
-            await self.outbox.put("add", {"memories": [dump_memory(memory)]})
-        return None
+        memory = NewMemory(
+            scope=scope, text=clean_memory(text), kind=kind, topic=topic, source=source,
+            at=datetime.now(UTC), provenance=provenance or Provenance(via="service"),
+        )  # fmt: skip
+        return await self.writer.write_or_queue(memory, CALL_TIMEOUT)
 
     async def forget(self, what: Forget) -> int:
-        """Forget what ``what`` names: store, graph and rolling windows; return records gone."""
-        if what.record_id is None:  # what waits on disk would bring it back
-            await self.outbox.drop(forgotten_by(what))
-        async with asyncio.timeout(CALL_TIMEOUT):
-            removed = await self.store.forget(what)
-            if self.graph is not None and what.record_id is None:
-                removed += await self.graph.forget(what)
-        await forget_windows(self._windows_root, self._windows, what)
-        return removed
+        """Forget what ``what`` names, everywhere, and refuse anything older ever after.
 
-    async def rollback(self, record_id: str) -> MemoryRecord | None:
-        """Retire a conclusion and bring back the one it superseded."""
-        async with asyncio.timeout(CALL_TIMEOUT):
-            return await self.store.rollback(record_id, self.settings.environment)
-
-    async def conclusions(self, scope: MemoryScope) -> list[MemoryRecord]:
-        """Return the current conclusions of exactly ``scope``, newest first."""
-        async with asyncio.timeout(CALL_TIMEOUT):
-            states = await self.store.current_states([scope])
-        return [record for record in states if record.scope == scope]
-
-    async def export(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
-        """Return every record of ``scopes``, history included, oldest first."""
-        async with asyncio.timeout(CALL_TIMEOUT):
-            return await self.store.export(scopes)
+        Return how many records (and graph relations) went (see ``forgetting``).
+        """
+        return await forget_everywhere(self, what, self._names)
 
     async def figures(self) -> dict[str, object]:
         """Return counts for diagnostics: records, outbox, retrieval misses; no content."""
@@ -215,6 +221,8 @@ class CompanionMemory:
             "outbox": await self.outbox.figures(),
             "retrieval": self.retrieval.snapshot(),
             "bad_answers": self.writer.bad_answers,
+            "refused_writes": self.writer.refused,
+            "tombstones": len(self.ledger),
             "summaries": {"made": self.summaries.made, "failed": self.summaries.failed},
         }
 
@@ -230,22 +238,6 @@ class CompanionMemory:
             return False
         return await self.outbox.drained(grace)
 
-    async def prune(self, retention: float) -> int:
-        """Delete windows nobody has spoken in for ``retention`` seconds; return how many."""
-        root = self._windows_root
-        personas = await asyncio.to_thread(
-            lambda: [p.name for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
-        )
-        removed = 0
-        for persona_id in personas:
-            files = self._windows.get(persona_id) or WindowFiles(root / persona_id)
-            removed += await files.store.prune(retention)
-        return removed
-
-    async def flush(self) -> None:
-        """Write every open window to disk."""
-        await asyncio.gather(*(files.flush() for files in self._windows.values()))
-
     async def close(self, grace: float = 5.0) -> None:
         """Let queued writes drain for ``grace`` seconds, then release everything."""
         try:
@@ -253,21 +245,23 @@ class CompanionMemory:
             if self._writes:
                 await asyncio.wait(self._writes, timeout=grace / 2)
             await self.outbox.close(grace / 2)
-            await self.flush()
         finally:  # even when cancelled: the threads and connections must go
             await self.outbox.close()
             await self.store.close()
             if self.graph is not None:
                 await self.graph.close()
 
-    async def _instruction(self, scope: MemoryScope, text: str) -> None:
+    async def _instruction(
+        self, scope: MemoryScope, text: str, began: datetime, provenance: Provenance
+    ) -> None:
         """Write a lasting instruction as a conclusion, waiting at most the write timeout."""
         found = lasting_instruction(text)
         if found is None:
             return
         memory = NewMemory(
-            scope=scope, text=clean_memory(found.text), kind="state", topic=found.topic
-        )
+            scope=scope, text=clean_memory(found.text), kind="state", topic=found.topic,
+            source=provenance.conversation or "", at=began, provenance=provenance,
+        )  # fmt: skip
         task = asyncio.create_task(self._write_state(memory), name="memory instruction")
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
@@ -276,19 +270,9 @@ class CompanionMemory:
     async def _write_state(self, memory: NewMemory) -> None:
         """Supersede now; when the store does not answer in time, queue it on disk."""
         try:
-            async with asyncio.timeout(self.settings.write_timeout):
-                await self.store.supersede(memory)
-                return
+            await self.writer.write_or_queue(memory, self.settings.write_timeout)
         except MemoryInputError as err:
             LOGGER.warning("Memory store refused an instruction: %s", err)
-            return
-        except Exception as err:
-            LOGGER.warning("Memory store did not take an instruction (%s); it is queued", err)
-        await self.outbox.put("state", {"memory": dump_memory(memory)})
-
-    async def _queue(self, memory: NewMemory) -> None:
-        """Queue a summary for the store."""
-        await self.outbox.put("add", {"memories": [dump_memory(memory)]})
 
     def _seen_names(self, scope: MemoryScope, names: tuple[str, ...]) -> None:
         """Remember entity names extraction found, to look for them in later turns."""

@@ -4,6 +4,12 @@ The memory-role model reads one exchange (the person's words and what they were 
 JSON data) and answers in a JSON Schema. Its answer is distrusted like any outside input:
 every text is made valid, stripped of format characters and images, bounded, and an item
 that reads as an order to the agent ("ignore previous instructions…") is dropped.
+
+A conclusion's topic comes from its meaning: the model names its ``subject`` and
+``attribute`` (``topics.topic_of`` normalises them to ``anna/allergy``), or ``replaces`` a
+known topic it updates (given with their conclusions, so a topic made without a model can
+be replaced too). A conclusion without a usable subject and attribute gets the
+deterministic topic of its own statement (``topics.statement_topic``).
 """
 
 from __future__ import annotations
@@ -17,9 +23,10 @@ from typing import cast
 from ..chars import clean_text, fold_for_matching, strip_format
 from ..json_types import JSONObject
 from ..messages import ChatMessage, SystemMessage, UserMessage
+from ..turn.stored import without_images
 from .answers import JsonAnswers
+from .topics import statement_topic, topic_of
 from .types import Relation
-from .window import without_images
 
 MAX_ITEMS = 10
 MAX_ITEM_CHARS = 500
@@ -37,8 +44,8 @@ def _strings(max_items: int, max_chars: int) -> JSONObject:
     }
 
 
-def _objects(keys: Sequence[str], max_items: int) -> JSONObject:
-    """Return the schema of a bounded list of objects with string ``keys``."""
+def _objects(keys: Sequence[str], max_items: int, optional: Sequence[str] = ()) -> JSONObject:
+    """Return the schema of a bounded list of objects with string ``keys`` (and ``optional``)."""
     return {
         "type": "array",
         "maxItems": max_items,
@@ -46,7 +53,9 @@ def _objects(keys: Sequence[str], max_items: int) -> JSONObject:
             "type": "object",
             "additionalProperties": False,
             "required": list(keys),
-            "properties": {key: {"type": "string", "maxLength": MAX_ITEM_CHARS} for key in keys},
+            "properties": {
+                key: {"type": "string", "maxLength": MAX_ITEM_CHARS} for key in (*keys, *optional)
+            },
         },
     }
 
@@ -57,7 +66,7 @@ EXTRACTION_SCHEMA: JSONObject = {
     "required": ["facts", "conclusions", "entities", "relations"],
     "properties": {
         "facts": _strings(MAX_ITEMS, MAX_ITEM_CHARS),
-        "conclusions": _objects(("topic", "conclusion"), MAX_ITEMS),
+        "conclusions": _objects(("subject", "attribute", "conclusion"), MAX_ITEMS, ("replaces",)),
         "entities": _strings(2 * MAX_ITEMS, MAX_NAME_CHARS),
         "relations": _objects(("subject", "predicate", "object"), 2 * MAX_ITEMS),
     },
@@ -67,9 +76,12 @@ EXTRACTION_RULES = (
     "person and the companion as JSON data. Answer with one JSON object only:\n"
     '- "facts": durable things the person said about themselves, their home or people they '
     "know, each a short third-person sentence;\n"
-    '- "conclusions": the current state of a topic ({"topic": a short noun phrase, '
-    '"conclusion": one sentence}); reuse a topic from "known_topics" when it is the same '
-    "topic, so the new conclusion replaces the old one;\n"
+    '- "conclusions": the current state of one attribute of one subject ({"subject": who '
+    'or what it is about, "self" for the person speaking, else a name; "attribute": which '
+    'single property, a short noun such as "allergy", "diet", "address", "bedtime"; '
+    '"conclusion": one sentence}); two different properties of one subject are two '
+    'conclusions; when it updates one of "known_topics", add "replaces": that topic, '
+    "so the new conclusion replaces the old one;\n"
     '- "entities": names of people, pets, places and things mentioned;\n'
     '- "relations": {"subject", "predicate", "object"} between those entities.\n'
     "Leave out small talk, the companion's own words, questions, and anything about devices' "
@@ -118,13 +130,23 @@ def _kept(text: str, limit: int) -> str:
 
 
 async def extract(
-    answers: JsonAnswers, user_text: str, assistant_text: str, known_topics: Sequence[str] = ()
+    answers: JsonAnswers,
+    user_text: str,
+    assistant_text: str,
+    known: Sequence[tuple[str, str]] = (),
 ) -> Extraction:
-    """Ask the memory model what the exchange leaves; raise on an unusable answer."""
+    """Ask the memory model what the exchange leaves; raise on an unusable answer.
+
+    ``known`` are the current conclusions as ``(topic, conclusion)``: a new conclusion may
+    replace one of them by its topic.
+    """
     exchange = {
         "person": clean_memory(user_text, MAX_INPUT_CHARS),
         "companion": clean_memory(assistant_text, MAX_INPUT_CHARS),
-        "known_topics": [clean_memory(t, MAX_NAME_CHARS) for t in known_topics[:MAX_TOPICS]],
+        "known_topics": [
+            {"topic": clean_memory(topic, 2 * MAX_NAME_CHARS), "conclusion": clean_memory(text)}
+            for topic, text in known[:MAX_TOPICS]
+        ],
     }
     messages: list[ChatMessage] = [
         SystemMessage(content=EXTRACTION_RULES),
@@ -136,18 +158,27 @@ async def extract(
         name="memory_extraction",
         defaults={"facts": [], "conclusions": [], "entities": [], "relations": []},
     )
-    return read_extraction(raw)
+    return read_extraction(raw, [topic for topic, _ in known])
 
 
-def read_extraction(raw: JSONObject) -> Extraction:
+def conclusion_topic(row: dict[str, str], known: Sequence[str], text: str) -> str:
+    """Return a conclusion's topic: a known one it replaces, its subject/attribute, or its own."""
+    replaces = " ".join(row.get("replaces", "").split())
+    if replaces and replaces in known:
+        return replaces
+    subject = _kept(row["subject"], MAX_NAME_CHARS)
+    attribute = _kept(row["attribute"], MAX_NAME_CHARS)
+    return topic_of(subject, attribute) or statement_topic(text)
+
+
+def read_extraction(raw: JSONObject, known: Sequence[str] = ()) -> Extraction:
     """Return the validated answer as an ``Extraction``, dropping unusable items."""
     facts = [_kept(str(fact), MAX_ITEM_CHARS) for fact in cast(list[object], raw["facts"])]
     conclusions: list[tuple[str, str]] = []
     for row in cast(list[dict[str, str]], raw["conclusions"]):
-        topic = _kept(row["topic"], MAX_NAME_CHARS).lower()
         text = _kept(row["conclusion"], MAX_ITEM_CHARS)
-        if topic and text:
-            conclusions.append((topic, text))
+        if text:
+            conclusions.append((conclusion_topic(row, known, text), text))
     entities = [_kept(str(name), MAX_NAME_CHARS) for name in cast(list[object], raw["entities"])]
     relations = [
         Relation(subject=s, predicate=p, object=o)

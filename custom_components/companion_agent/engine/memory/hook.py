@@ -2,13 +2,18 @@
 
 Before the turn it writes a lasting instruction and returns the retrieved memories for the
 ``[memory context]`` block (within the retrieval budget); after the turn it queues the
-exchange (the person's words and what they were shown) for extraction.
+exchange (the person's words and what they were shown) for extraction. Both are dated when
+the turn began (a forget after that wins over them) and say who spoke, on which device, in
+which conversation.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from ..plugins.types import TurnContext
 from .companion import CompanionMemory
+from .provenance import Provenance
 from .types import MemoryScope
 
 
@@ -22,6 +27,7 @@ class MemoryHook:
         self.memory = memory
         self.scope = scope
         self.model = model
+        self.began = datetime.now(UTC)
 
     async def on_first_turn(self, ctx: TurnContext) -> str | None:
         """Add nothing at a conversation's start: every turn reads memory."""
@@ -29,15 +35,30 @@ class MemoryHook:
 
     async def on_before_turn(self, user_text: str, ctx: TurnContext) -> str | None:
         """Return what this scope remembers about ``user_text``, as quoted data."""
-        return await self.memory.before_turn(self.scope, user_text)
+        return await self.memory.before_turn(
+            self.scope, user_text, began=self.began, provenance=_provenance(ctx)
+        )
 
     async def on_after_turn(self, user_text: str, assistant_text: str, ctx: TurnContext) -> None:
         """Queue the exchange for extraction; a turn that failed before a word still counts."""
         await self.memory.after_turn(
-            self.scope, user_text, assistant_text, source=ctx.conversation_id, model=self.model
+            self.scope,
+            user_text,
+            assistant_text,
+            source=ctx.conversation_id,
+            model=self.model,
+            began=self.began,
+            provenance=_provenance(ctx),
         )
 
     async def on_after_playback(
         self, user_text: str, assistant_text: str, ctx: TurnContext
     ) -> None:
         """Do nothing after playback."""
+
+
+def _provenance(ctx: TurnContext) -> Provenance:
+    """Return who spoke in a turn, on which device and in which conversation."""
+    return Provenance(
+        via="turn", person=ctx.user_id, device=ctx.device_id, conversation=ctx.conversation_id
+    )

@@ -8,12 +8,13 @@ length, and a scope without a persona or owner is refused with a clear error.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ..chars import clean_text
 from ..errors import MemoryInputError
 from .keywords import fold
+from .provenance import Provenance
 from .types import MAX_TEXT_CHARS, MemoryKind, MemoryScope, NewMemory
 
 MAX_FIELD_CHARS = 200
@@ -51,6 +52,8 @@ class CheckedMemory:
     at: datetime
     names: tuple[str, ...] = ()
     """Who and what it is about, each valid and bounded (at most ``MAX_NAMES``)."""
+    provenance: Provenance = field(default_factory=Provenance)
+    """Who wrote it, from where, by which way (each field valid and bounded)."""
 
 
 def checked_memory(memory: NewMemory) -> CheckedMemory:
@@ -76,6 +79,7 @@ def checked_memory(memory: NewMemory) -> CheckedMemory:
             )
             if name
         ),
+        provenance=memory.provenance.cleaned(),
     )
 
 

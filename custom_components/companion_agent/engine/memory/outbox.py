@@ -14,7 +14,8 @@ exchange becomes its extracted memories) in the same transaction. The file is bo
 ``max_entries`` a new entry is refused and counted; the set-aside entries keep the newest
 ``max_aside``. A file that is not a sound outbox is moved aside and reported through
 ``on_corrupt`` (``outbox_file``); a file that cannot be written at all costs the entry
-(counted and logged), never the turn.
+(counted and logged), never the turn. ``forget`` keeps a tombstone in the file and drops
+what it covers; every later entry is screened against the tombstones as it is written.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from ..chars import clean_text
 from ..errors import CorruptionReporter, MemoryStoreError, MemoryUnavailableError
 from ..json_types import JSONObject
 from ..retry import RetryPolicy
-from .outbox_file import MAX_ASIDE, MAX_ENTRIES, OutboxEntry, OutboxFile
+from .outbox_file import MAX_ASIDE, MAX_ENTRIES, OutboxEntry, OutboxFile, Screen, no_screen
+from .tombstones import Tombstone
 
 LOGGER = logging.getLogger(__name__)
 
@@ -55,14 +57,16 @@ class MemoryOutbox:
         max_aside: int = MAX_ASIDE,
         retry: RetryPolicy = OUTBOX_RETRY,
         on_corrupt: CorruptionReporter | None = None,
+        screen: Screen = no_screen,
     ) -> None:
-        """Keep the queue in ``path``; nothing is opened until the first call."""
+        """Keep the queue in ``path``; ``screen`` applies tombstones to what is written."""
         self.path = path
         self.refused = 0
         self.lost = 0
         self._file = OutboxFile(
-            path, max_entries=max_entries, max_aside=max_aside, on_corrupt=on_corrupt
-        )
+            path, max_entries=max_entries, max_aside=max_aside, on_corrupt=on_corrupt,
+            screen=screen,
+        )  # fmt: skip
         self._retry = retry
         self._wake = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
@@ -93,10 +97,20 @@ class MemoryOutbox:
         self._resting.clear()
         self._wake.set()
 
+    def use_screen(self, screen: Screen) -> None:
+        """Screen every entry written from now on (and every forget) with ``screen``."""
+        self._file.screen = screen
+
     async def figures(self) -> dict[str, int]:
-        """Return how many entries wait, were set aside, refused or lost: figures only."""
+        """Return how many entries wait, were set aside, refused, lost or forgotten: figures."""
         waiting, aside = await self._file.counts()
-        return {"waiting": waiting, "set_aside": aside, "refused": self.refused, "lost": self.lost}
+        return {
+            "waiting": waiting,
+            "set_aside": aside,
+            "refused": self.refused,
+            "lost": self.lost,
+            "forgotten": self._file.forgotten,
+        }
 
     def start(self, process: Processor, probe: Probe) -> None:
         """Start the worker: ``process`` handles an entry, ``probe`` tells an outage apart."""
@@ -131,9 +145,13 @@ class MemoryOutbox:
             self._worker = None
         await self._file.close()
 
-    async def drop(self, matches: Callable[[OutboxEntry], bool]) -> int:
-        """Delete the waiting entries ``matches`` picks (forgotten before they are written)."""
-        return await self._file.drop(matches)
+    async def forget(self, tombstone: Tombstone) -> int:
+        """Keep ``tombstone`` on disk and drop the waiting writes it covers; return how many."""
+        return await self._file.forget(tombstone)
+
+    async def tombstones(self) -> list[Tombstone]:
+        """Return the tombstones kept on disk, oldest first."""
+        return await self._file.tombstones()
 
     async def entries(self, limit: int = BATCH) -> list[OutboxEntry]:
         """Return the oldest waiting entries."""

@@ -1,4 +1,4 @@
-"""The outbox's SQLite file: waiting entries and the ones set aside, bounded.
+"""The outbox's SQLite file: waiting entries, the ones set aside, and tombstones, bounded.
 
 The file runs on its own ``SQLiteWorker`` (one thread, one connection), opened with
 ``synchronous=FULL``: an entry is on disk when ``put`` returns. A file that is not a sound
@@ -9,6 +9,10 @@ the oldest set-aside entries go. Nothing is opened until the first call; after `
 the next call opens, and checks, the file again. After ``close`` a late call (a turn that
 ended while the host was unloading) still reaches the file, on a worker of its own that
 ends with the call, so nothing stays open.
+
+Forget wins here too: ``forget`` keeps a tombstone and screens the waiting entries by it,
+and ``put`` and ``settle`` screen every new entry against the tombstones, each in its own
+transaction: an extraction still running when the forget came never lands its memories.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from ..errors import CorruptionReporter
 from ..json_types import JSONObject
 from .sqlite.connection import open_checked, quick_check
 from .sqlite.worker import SQLiteWorker
+from .tombstones import MAX_TOMBSTONES, Tombstone, dump_tombstone, load_tombstone
 
 MAX_ENTRIES = 5000
 MAX_ASIDE = 500
@@ -37,7 +42,20 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS aside (id INTEGER PRIMARY KEY, kind TEXT NOT NULL,"
     " payload TEXT NOT NULL, attempts INTEGER NOT NULL, created REAL NOT NULL,"
     " reason TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS forgotten (id INTEGER PRIMARY KEY, tombstone TEXT NOT NULL)",
 )
+
+_KEEP_NEWEST_TOMBSTONES = (
+    "DELETE FROM forgotten WHERE id NOT IN (SELECT id FROM forgotten ORDER BY id DESC LIMIT ?)"
+)
+
+type Screen = Callable[[str, JSONObject, Sequence[Tombstone]], JSONObject | None]
+"""Return an entry's payload less what the tombstones refuse (None: nothing is left)."""
+
+
+def no_screen(kind: str, payload: JSONObject, tombstones: Sequence[Tombstone]) -> JSONObject:
+    """Keep every entry as it is (an outbox that holds no memories)."""
+    return payload
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,9 +78,14 @@ class OutboxFile:
         max_entries: int = MAX_ENTRIES,
         max_aside: int = MAX_ASIDE,
         on_corrupt: CorruptionReporter | None = None,
+        screen: Screen = no_screen,
     ) -> None:
-        """Keep the queue in ``path``; nothing is opened until the first call."""
+        """Keep the queue in ``path``; ``screen`` applies tombstones to what is written."""
         self.path = path
+        self.screen = screen
+        self.forgotten = 0
+        """How many entries tombstones refused (put, follow-ups or dropped by a forget)."""
+        self._tombstones: list[Tombstone] | None = None  # read once, on the file's thread
         self._max_entries = max_entries
         self._max_aside = max_aside
         self._on_corrupt = on_corrupt
@@ -77,7 +100,7 @@ class OutboxFile:
             (waiting,) = db.execute("SELECT COUNT(*) FROM entries").fetchone()
             if waiting + len(rows) > self._max_entries:
                 return False
-            _insert(db, rows)
+            self._insert(db, rows)
             return True
 
         return await self._transaction(work)
@@ -97,17 +120,11 @@ class OutboxFile:
             ).fetchall()
             entries: list[OutboxEntry] = []
             for row_id, kind, payload, attempts in rows:
-                try:
-                    data = json.loads(payload)
-                except ValueError as err:
-                    data = f"unreadable: {err}"
-                if not isinstance(data, dict):
-                    self._set_aside(db, row_id, clean_text(str(data), 300))
+                data = _object(payload)
+                if data is None:
+                    self._set_aside(db, row_id, clean_text(f"unreadable: {payload}", 300))
                     continue
-                entry = OutboxEntry(
-                    id=row_id, kind=kind, payload=cast(JSONObject, data), attempts=attempts
-                )
-                entries.append(entry)
+                entries.append(OutboxEntry(id=row_id, kind=kind, payload=data, attempts=attempts))
             return entries
 
         return await self._transaction(work)
@@ -118,7 +135,7 @@ class OutboxFile:
         def work(db: sqlite3.Connection) -> None:
             """Delete and insert."""
             db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
-            _insert(db, follow)
+            self._insert(db, follow)
 
         await self._transaction(work)
 
@@ -139,26 +156,38 @@ class OutboxFile:
 
         return await self._transaction(work)
 
-    async def drop(self, matches: Callable[[OutboxEntry], bool]) -> int:
-        """Delete the waiting entries ``matches`` picks (unreadable ones stay); return how many."""
+    async def forget(self, tombstone: Tombstone) -> int:
+        """Keep ``tombstone``, screen the waiting entries by it; return how many went whole."""
 
         def work(db: sqlite3.Connection) -> int:
-            """Pick, then delete."""
-            gone: list[tuple[int]] = []
-            for row_id, kind, payload, attempts in db.execute(
-                "SELECT id, kind, payload, attempts FROM entries"
-            ).fetchall():
-                try:
-                    data = json.loads(payload)
-                    entry = OutboxEntry(id=row_id, kind=kind, payload=data, attempts=attempts)
-                    if isinstance(data, dict) and matches(entry):
-                        gone.append((row_id,))
-                except (ValueError, KeyError, TypeError):
+            """Store the tombstone, then drop or rewrite what it covers."""
+            known = self._known(db)
+            stored = json.dumps(dump_tombstone(tombstone))
+            db.execute("INSERT INTO forgotten (tombstone) VALUES (?)", (stored,))
+            db.execute(_KEEP_NEWEST_TOMBSTONES, (MAX_TOMBSTONES,))
+            gone = 0
+            for row_id, kind, raw in db.execute("SELECT id, kind, payload FROM entries").fetchall():
+                payload = _object(raw)
+                if payload is None:
                     continue
-            db.executemany("DELETE FROM entries WHERE id = ?", gone)
-            return len(gone)
+                kept = self.screen(kind, payload, (tombstone,))
+                if kept is None:
+                    db.execute("DELETE FROM entries WHERE id = ?", (row_id,))
+                    gone += 1
+                elif kept != payload:
+                    db.execute(
+                        "UPDATE entries SET payload = ? WHERE id = ?", (_dumped(kept), row_id)
+                    )
+            known.append(tombstone)
+            del known[:-MAX_TOMBSTONES]
+            self.forgotten += gone
+            return gone
 
         return await self._transaction(work)
+
+    async def tombstones(self) -> list[Tombstone]:
+        """Return the tombstones the file keeps, oldest first."""
+        return await self._transaction(lambda db: list(self._known(db)))
 
     async def counts(self) -> tuple[int, int]:
         """Return the waiting and the set-aside entries."""
@@ -173,6 +202,7 @@ class OutboxFile:
 
     async def reset(self) -> None:
         """Close the connection; the next call opens, and checks, the file again."""
+        self._tombstones = None
         if self._worker is not None:
             await self._worker.reset()
 
@@ -203,6 +233,31 @@ class OutboxFile:
         """Return a worker that opens (and checks) the outbox file on its first call."""
         return SQLiteWorker(self.path, opener=open_outbox, on_corrupt=self._on_corrupt)
 
+    def _known(self, db: sqlite3.Connection) -> list[Tombstone]:
+        """Return the file's tombstones, read once (one that cannot be read is left out)."""
+        if self._tombstones is None:
+            known: list[Tombstone] = []
+            for (raw,) in db.execute("SELECT tombstone FROM forgotten ORDER BY id"):
+                try:
+                    known.append(load_tombstone(json.loads(raw)))
+                except (ValueError, TypeError):
+                    continue
+            self._tombstones = known
+        return self._tombstones
+
+    def _insert(self, db: sqlite3.Connection, rows: Sequence[tuple[str, JSONObject]]) -> None:
+        """Insert entries the tombstones leave something of (inside a transaction)."""
+        now = time.time()
+        known = self._known(db)
+        kept: list[tuple[str, str, float]] = []
+        for kind, payload in rows:
+            screened = self.screen(kind, payload, known)
+            if screened is None:
+                self.forgotten += 1
+                continue
+            kept.append((kind, _dumped(screened), now))
+        db.executemany("INSERT INTO entries (kind, payload, created) VALUES (?, ?, ?)", kept)
+
     def _set_aside(self, db: sqlite3.Connection, entry_id: int, reason: str) -> None:
         """Move one entry to the aside table, dropping the oldest beyond ``max_aside``."""
         db.execute(
@@ -211,10 +266,8 @@ class OutboxFile:
             (reason, entry_id),
         )
         db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
-        db.execute(
-            "DELETE FROM aside WHERE id NOT IN (SELECT id FROM aside ORDER BY id DESC LIMIT ?)",
-            (self._max_aside,),
-        )
+        keep = "SELECT id FROM aside ORDER BY id DESC LIMIT ?"
+        db.execute(f"DELETE FROM aside WHERE id NOT IN ({keep})", (self._max_aside,))
 
 
 def open_outbox(path: Path) -> tuple[sqlite3.Connection, Path | None]:
@@ -232,13 +285,15 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
         db.execute(statement)
 
 
-def _insert(db: sqlite3.Connection, rows: Sequence[tuple[str, JSONObject]]) -> None:
-    """Insert entries (inside a transaction)."""
-    now = time.time()
-    db.executemany(
-        "INSERT INTO entries (kind, payload, created) VALUES (?, ?, ?)",
-        [
-            (kind, valid_text(json.dumps(payload, ensure_ascii=False)), now)
-            for kind, payload in rows
-        ],
-    )
+def _object(raw: str) -> JSONObject | None:
+    """Return a stored payload as a JSON object, None when it is not one."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return cast(JSONObject, data) if isinstance(data, dict) else None
+
+
+def _dumped(payload: JSONObject) -> str:
+    """Return a payload as stored: JSON, valid text."""
+    return valid_text(json.dumps(payload, ensure_ascii=False))

@@ -23,6 +23,8 @@ from ..messages import AssistantMessage, ChatMessage, SystemMessage, UserMessage
 from ..turn.stored import StoredTurn
 from .answers import JsonAnswers
 from .extraction import clean_memory, is_injection
+from .provenance import Provenance
+from .tombstones import Tombstone
 from .types import MemoryScope, NewMemory
 
 LOGGER = logging.getLogger(__name__)
@@ -102,6 +104,21 @@ class SessionSummaries:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
+    def forget(self, tombstone: Tombstone) -> None:
+        """Stop following the scopes ``tombstone`` covers: cancel their summaries and timers.
+
+        A summary already asked of the model would be refused when written (it is dated
+        by its exchanges); cancelling it saves the model's work.
+        """
+        for scope in list({*self._timers, *self._tasks, *self._done_until}):
+            if not tombstone.covers(scope, None):
+                continue
+            if (timer := self._timers.pop(scope, None)) is not None:
+                timer.cancel()
+            if (task := self._tasks.get(scope)) is not None:
+                task.cancel()
+            self._done_until.pop(scope, None)
+
     async def settled(self) -> None:
         """Wait until no summary is being made.
 
@@ -158,8 +175,17 @@ class SessionSummaries:
             self.failed += 1
             LOGGER.info("No session summary this time: empty, or it reads as an instruction")
             return
-        at = datetime.fromtimestamp(turns[-1].time, UTC)
-        await self._sink(NewMemory(scope=scope, text=text, kind="summary", source="summary", at=at))
+        said = min(turn.began or turn.time for turn in turns)  # as old as its oldest words
+        await self._sink(
+            NewMemory(
+                scope=scope,
+                text=text,
+                kind="summary",
+                source="summary",
+                at=datetime.fromtimestamp(said, UTC),
+                provenance=Provenance(via="summary"),
+            )
+        )
         self.made += 1
 
 

@@ -10,7 +10,11 @@ household's; nothing ever crosses personas or environments.
 **Two channels.** ``detail`` records are things said (found by keyword and vector);
 ``state`` records are ``topic → conclusion``: a newer conclusion on a topic supersedes the
 older one, which is kept with ``valid_until`` and ``superseded_by`` so a wrong memory can be
-traced and rolled back. ``summary`` records are session summaries (tier 2).
+traced and rolled back. ``summary`` records are session summaries (tier 2). Every record
+and graph fact carries its ``Provenance`` (who wrote it, from where, by which way).
+
+**Forget wins.** A ``Forget`` has a time: everything of its scope said at or before it goes,
+and every later write dated at or before it is refused (see ``tombstones``).
 
 Every backend bounds what it returns (``MemoryQuery.limit``, at most ``MAX_LIMIT``), takes
 and returns only these types, and is safe to call from the event loop (blocking work runs
@@ -21,17 +25,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Literal, Protocol
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..errors import MemoryInputError
+from ..turn.exchanges import HOUSEHOLD, owner_of
+from .provenance import Provenance
+
+if TYPE_CHECKING:
+    from .pages import ExportPage, GraphPage
 
 type MemoryKind = Literal["detail", "state", "summary"]
 type Channel = Literal["state", "detail", "summary", "graph"]
-
-HOUSEHOLD = "household"
 MAX_LIMIT = 50
 MAX_TEXT_CHARS = 2000
+MAX_PAGE = 500
+"""The most records one export page holds."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,8 +56,7 @@ class MemoryScope:
         cls, agent_id: str, user_id: str | None, environment: str = "production"
     ) -> MemoryScope:
         """Return the scope a turn writes to: its person's, or the household's."""
-        owner = f"user:{user_id}" if user_id else HOUSEHOLD
-        return cls(agent_id=agent_id, owner=owner, environment=environment)
+        return cls(agent_id=agent_id, owner=owner_of(user_id), environment=environment)
 
     @property
     def household(self) -> MemoryScope:
@@ -73,9 +81,11 @@ class NewMemory:
     source: str = ""
     """The conversation id (or ``service``, ``import``) the memory came from."""
     at: datetime | None = None
-    """When it was said; the store's clock when None. A search can filter by it."""
+    """When it was said; the store's clock when None. A search can filter by it; a forget
+    after it wins over it."""
     names: tuple[str, ...] = ()
     """Who and what it is about (the speaker, the entities named): searched as a field."""
+    provenance: Provenance = field(default_factory=Provenance)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,6 +102,7 @@ class MemoryRecord:
     valid_from: datetime
     valid_until: datetime | None = None
     superseded_by: str | None = None
+    provenance: Provenance = field(default_factory=Provenance)
 
     @property
     def current(self) -> bool:
@@ -129,15 +140,24 @@ class MemoryHit:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Forget:
-    """What to forget: one record id, or everything of a person, or of a persona.
+    """What to forget: one record id, or everything of a person, a persona, or both.
 
-    Exactly one of the three is set; ``environment`` limits it to one environment.
+    Either ``record_id`` alone, or ``owner`` and/or ``agent_id`` (a person across personas,
+    a whole persona, or one person of one persona); ``environment`` limits it to one
+    environment. ``at`` is when it was asked (the store's clock when None): what was said
+    at or before it goes, and a write dated at or before it is refused ever after.
     """
 
     record_id: str | None = None
     owner: str | None = None
     agent_id: str | None = None
     environment: str = "production"
+    at: datetime | None = None
+
+    @property
+    def moment(self) -> datetime:
+        """Return when the forget was asked (now when it does not say)."""
+        return self.at or datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,10 +177,11 @@ class GraphFacts:
     relations: tuple[Relation, ...] = ()
     source: str = ""
     at: datetime | None = None
+    provenance: Provenance = field(default_factory=Provenance)
 
 
 class MemoryStore(Protocol):
-    """The memory protocol: bounded search, add, supersede, forget, export."""
+    """The memory protocol: bounded search, add, supersede, forget, get, export."""
 
     async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
         """Store ``memories`` (one transaction) and return them as records."""
@@ -170,16 +191,17 @@ class MemoryStore(Protocol):
         """Return at most ``query.limit`` current records matching ``query.text``, best first."""
         ...
 
-    async def supersede(self, memory: NewMemory) -> MemoryRecord:
+    async def supersede(self, memory: NewMemory) -> MemoryRecord | None:
         """Store a state conclusion; the current one on the same topic and scope retires.
 
         Shared by the backends that derive from this protocol: ``add`` sends a state
-        through the state channel, which retires the current one.
+        through the state channel, which retires the current one. None when the store
+        refuses it (a tombstone: it was said before a forget).
         """
         if memory.kind != "state" or not (memory.topic or "").strip():
             raise MemoryInputError("supersede takes a state memory with a topic")
-        (record,) = await self.add([memory])
-        return record
+        added = await self.add([memory])
+        return added[0] if added else None
 
     async def rollback(
         self, record_id: str, environment: str = "production"
@@ -192,11 +214,20 @@ class MemoryStore(Protocol):
         ...
 
     async def forget(self, what: Forget) -> int:
-        """Delete what ``what`` names, history included; return how many records went."""
+        """Delete what ``what`` names (said at or before ``what.at``), history included.
+
+        Return how many records went.
+        """
         ...
 
-    async def export(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
-        """Return every record of ``scopes``, superseded ones included, oldest first."""
+    async def get(self, record_id: str, environment: str = "production") -> MemoryRecord | None:
+        """Return the record ``record_id`` of ``environment``, current or not, if it exists."""
+        ...
+
+    async def export(
+        self, scopes: Sequence[MemoryScope], *, offset: int = 0, limit: int = MAX_PAGE
+    ) -> ExportPage:
+        """Return one page of the records of ``scopes``, superseded ones included, newest first."""
         ...
 
     async def count(self) -> dict[str, int]:
@@ -222,7 +253,14 @@ class GraphStore(Protocol):
         ...
 
     async def forget(self, what: Forget) -> int:
-        """Delete the graph of a person or persona; return how many relations went."""
+        """Delete what ``what`` names (said at or before ``what.at``): a scope's graph, or one
+        entity (with its relations) or relation by id; return how many relations went."""
+        ...
+
+    async def export(
+        self, scopes: Sequence[MemoryScope], *, offset: int = 0, limit: int = MAX_PAGE
+    ) -> GraphPage:
+        """Return one page of the entities and relations of ``scopes``, newest first."""
         ...
 
     async def close(self) -> None:

@@ -1,44 +1,33 @@
 """Memory tier 1, the rolling window: one persona's recent exchanges with one owner.
 
 HA starts a new conversation id after five idle minutes, so a conversation's own history
-forgets what was said a quarter of an hour ago. The window keeps the last exchanges of a
-persona with a person (or the household) across conversation ids: every stored turn is
-also added to a per-persona, per-owner file (the same atomic JSON files as conversations,
-named by a hash of the owner), and a turn's prompt is built from it.
+forgets what was said a quarter of an hour ago. The window is the last exchanges of a
+persona with a person (or the household) across conversation ids: the window view of the
+exchange store (``turn.exchanges``), whose rows the conversations share, and a turn's
+prompt is built from it.
 
 What is sent is cut to a token budget, in this order: the oldest tool output first (a short
 mark stays, so every call keeps its answer), then the model's side of the oldest turns, the
 person's own words last; the newest turn stays whole as long as it fits. Turns that fall
-out of the window are handed to ``on_overflow`` (tier 2 summarises them in the background).
+out of the window (past ``MAX_WINDOW_TURNS``, or cut to the budget) are handed to
+``on_overflow`` (tier 2 summarises them in the background).
 """
 
 from __future__ import annotations
 
-import asyncio
-import re
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 
-from ..events import TurnOutcome
 from ..messages import AssistantMessage, ChatMessage, ToolMessage
-from ..turn.history import ConversationStore, as_messages
+from ..turn.exchanges import MAX_WINDOW_TURNS, ExchangeStore
+from ..turn.history import as_messages
 from ..turn.limits import estimate_tokens, message_tokens
 from ..turn.stored import StoredTurn
-from .types import Forget, MemoryScope
+from .types import MemoryScope
 
-MAX_WINDOW_TURNS = 40
 TRIMMED_RESULT = "[older tool output left out]"
-_IMAGE = re.compile(
-    r"data:image/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/=]+|!\[[^\]\n]{0,200}\]\([^)\s]{0,2000}\)"
-)
 
 type OverflowListener = Callable[[MemoryScope, Sequence[StoredTurn]], None]
-
-
-def without_images(text: str) -> str:
-    """Return ``text`` without inline images (data URLs, markdown images): never remembered."""
-    return _IMAGE.sub("[image]", text)
 
 
 def turn_tokens(turn: StoredTurn) -> int:
@@ -76,33 +65,34 @@ def _slim(message: AssistantMessage | ToolMessage) -> AssistantMessage | ToolMes
 
 
 class RecentWindow:
-    """The window of one scope, used by the turn runner as its prompt history."""
+    """The window of one scope, used by the turn runner as its prompt history (read only)."""
 
     def __init__(
         self,
-        store: ConversationStore,
+        store: ExchangeStore,
         scope: MemoryScope,
         *,
         budget: int,
         on_overflow: OverflowListener | None = None,
     ) -> None:
-        """Read and add to ``scope``'s file in ``store``; send at most ``budget`` tokens."""
+        """Read ``scope``'s window in ``store``; send at most ``budget`` tokens."""
         self.scope = scope
-        self._file = store.get(scope.owner)
+        self._store = store
         self._budget = budget
         self._on_overflow = on_overflow
 
     async def turns(self) -> list[StoredTurn]:
         """Return the window's turns, oldest first, uncut."""
-        return await self._file.turns()
+        return await self._store.window(self.scope.agent_id, self.scope.owner)
 
     async def load(self) -> list[ChatMessage]:
         """Return the window cut to the budget, as the messages the model sees.
 
-        Turns dropped or cut to the person's words have overflowed: they go to
-        ``on_overflow``.
+        The turn that fell out past ``MAX_WINDOW_TURNS``, and turns dropped or cut to the
+        person's words, have overflowed: they go to ``on_overflow``.
         """
-        turns = await self._file.turns()
+        read = await self._store.window(self.scope.agent_id, self.scope.owner, MAX_WINDOW_TURNS + 1)
+        fallen, turns = read[: len(read) - MAX_WINDOW_TURNS], read[-MAX_WINDOW_TURNS:]
         kept = trim_window(turns, self._budget)
         dropped = len(turns) - len(kept)
         dropped += sum(
@@ -110,76 +100,6 @@ class RecentWindow:
             for turn, was in zip(kept, turns[dropped:], strict=True)
             if was.messages and not turn.messages
         )
-        if dropped and self._on_overflow is not None:
-            self._on_overflow(self.scope, turns[:dropped])
+        if (fallen or dropped) and self._on_overflow is not None:
+            self._on_overflow(self.scope, [*fallen, *turns[:dropped]])
         return as_messages(kept)
-
-    async def append(self, turn: StoredTurn) -> None:
-        """Add a finished turn (images left out); hand what falls out to ``on_overflow``."""
-        turns = await self._file.turns()
-        if len(turns) >= MAX_WINDOW_TURNS and self._on_overflow is not None:
-            self._on_overflow(self.scope, turns[: len(turns) - MAX_WINDOW_TURNS + 1])
-        await self._file.append(replace(turn, user=without_images(turn.user)))
-
-    async def amend(self, trace_id: str, heard: str, outcome: TurnOutcome = "interrupted") -> bool:
-        """Mark the window's turn ``trace_id`` ``outcome`` after ``heard``; return if found."""
-        return await self._file.amend(trace_id, heard, outcome)
-
-
-class WindowFiles:
-    """Every window of one persona, in a folder: one file per owner."""
-
-    def __init__(self, folder: Path, *, capacity: int = 32) -> None:
-        """Keep windows in ``folder``, ``capacity`` of them open."""
-        self.store = ConversationStore(folder, capacity=capacity, max_turns=MAX_WINDOW_TURNS)
-
-    def window(
-        self, scope: MemoryScope, *, budget: int, on_overflow: OverflowListener | None = None
-    ) -> RecentWindow:
-        """Return the window of ``scope``."""
-        return RecentWindow(self.store, scope, budget=budget, on_overflow=on_overflow)
-
-    async def flush(self) -> None:
-        """Wait until every open window is on disk."""
-        await self.store.flush()
-
-    async def forget(self, owner: str) -> bool:
-        """Delete ``owner``'s window; say whether there was one on disk."""
-        return await self.store.delete(owner)
-
-
-async def forget_windows(
-    root: Path, open_files: MutableMapping[str, WindowFiles], what: Forget
-) -> int:
-    """Delete the windows ``what`` names (a person's, or a persona's); return how many.
-
-    A persona's windows held in memory are dropped from ``open_files`` first (after their
-    pending writes), so nothing writes them back.
-    """
-    if what.record_id is not None:
-        return 0
-    if what.agent_id is not None:
-        files = open_files.pop(what.agent_id, None)
-        if files is not None:
-            await files.flush()
-        folder = root / what.agent_id
-        return await asyncio.to_thread(_delete_all, folder)
-    if what.owner is None:
-        return 0
-    personas = await asyncio.to_thread(
-        lambda: [p.name for p in root.iterdir() if p.is_dir()] if root.is_dir() else []
-    )
-    removed = 0
-    for persona_id in personas:
-        files = open_files.get(persona_id) or WindowFiles(root / persona_id)
-        removed += await files.forget(what.owner)
-    return removed
-
-
-def _delete_all(folder: Path) -> int:
-    """Delete every window file in ``folder``; return how many (blocking)."""
-    removed = 0
-    for path in folder.glob("*.json") if folder.is_dir() else ():
-        path.unlink(missing_ok=True)
-        removed += 1
-    return removed

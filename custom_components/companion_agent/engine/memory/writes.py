@@ -1,14 +1,14 @@
-"""What the outbox holds and how each entry reaches the store.
+"""How each outbox entry reaches the store and the graph, with forget winning every time.
 
-Four kinds of entry, each a JSON payload:
+An ``exchange`` asks the memory model for an ``Extraction`` and leaves its memories as
+follow-up entries (dated when the exchange was said, with its provenance); a bad answer
+costs that memory (no follow-ups), an unreachable model keeps the entry for later. ``add``,
+``state`` and ``graph`` entries are written as they are (``payloads`` has their shapes).
 
-- ``exchange``: one finished turn (the person's words, what they were shown, which memory
-  model reads it). Processing asks the model for an ``Extraction`` and leaves its memories
-  as follow-up entries; a bad answer costs that memory (no follow-ups), an unreachable
-  model keeps the entry for later.
-- ``add``: details or summaries, added in one call.
-- ``state``: one conclusion; the current one on the topic is superseded.
-- ``graph``: entities and relations, merged in one call.
+Every write is checked against the ``ForgetLedger`` before it goes and again after it
+went: a memory or fact said at or before a forget is never written, and one that slipped
+in while the forget ran (mem0 and Neo4j have no transaction to share) is deleted at once,
+so the later intent wins. The embedded store also checks inside its own transaction.
 
 Store errors are re-raised for the outbox to tell an outage (its probe fails) from an
 entry the store will never take.
@@ -16,128 +16,56 @@ entry the store will never take.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import cast
 
-from ..errors import MemoryAnswerError, MemoryStoreError, MemoryUnavailableError
+from ..errors import (
+    MemoryAnswerError,
+    MemoryInputError,
+    MemoryStoreError,
+    MemoryUnavailableError,
+)
 from ..json_types import JSONObject, JSONValue
 from .answers import JsonAnswers
-from .extraction import MAX_INPUT_CHARS, clean_memory, extract
+from .extraction import extract
 from .outbox import FollowUps, OutboxEntry
+from .payloads import (
+    dump_memory,
+    facts_left,
+    graph_entry,
+    json_list,
+    json_str,
+    load_at,
+    load_facts,
+    load_memory,
+    load_scope,
+)
+from .provenance import Provenance, load_provenance
+from .tombstones import ForgetLedger, memory_key, new_memory_key
 from .types import (
     Forget,
     GraphFacts,
     GraphStore,
-    MemoryKind,
+    MemoryRecord,
     MemoryScope,
     MemoryStore,
     NewMemory,
-    Relation,
 )
 
 _LOGGER = logging.getLogger(__name__)
 
-KINDS: frozenset[str] = frozenset({"detail", "state", "summary"})
 MAX_NAMES = 16
 
 type AnswersFor = Callable[[str | None], JsonAnswers | None]
 type NamesListener = Callable[[MemoryScope, tuple[str, ...]], None]
-
-
-def dump_scope(scope: MemoryScope) -> JSONObject:
-    """Return a scope as JSON."""
-    return {"agent_id": scope.agent_id, "owner": scope.owner, "environment": scope.environment}
-
-
-def load_scope(data: JSONValue) -> MemoryScope:
-    """Return a scope from JSON; raise on a bad shape."""
-    row = _object(data)
-    return MemoryScope(
-        agent_id=_str(row["agent_id"]),
-        owner=_str(row["owner"]),
-        environment=_str(row["environment"]),
-    )
-
-
-def forgotten_by(what: Forget) -> Callable[[OutboxEntry], bool]:
-    """Return a test of whether a waiting entry holds memories ``what`` forgets."""
-
-    def matches(entry: OutboxEntry) -> bool:
-        """Say whether any scope of the entry is one ``what`` names."""
-        data = entry.payload
-        rows = [data.get("scope"), *(_memory_scopes(data))]
-        scopes = [load_scope(row) for row in rows if isinstance(row, dict)]
-        return any(
-            scope.environment == what.environment
-            and (scope.owner == what.owner or scope.agent_id == what.agent_id)
-            for scope in scopes
-        )
-
-    return matches
-
-
-def _memory_scopes(data: JSONObject) -> list[JSONValue]:
-    """Return the scopes of the memories an ``add`` or ``state`` entry carries."""
-    listed = data.get("memories")
-    single = data.get("memory")
-    memories = [*(listed if isinstance(listed, list) else ()), single]
-    return [m.get("scope") for m in memories if isinstance(m, dict)]
-
-
-def dump_memory(memory: NewMemory) -> JSONObject:
-    """Return a new memory as JSON."""
-    return {
-        "scope": dump_scope(memory.scope),
-        "text": memory.text,
-        "kind": memory.kind,
-        "topic": memory.topic,
-        "source": memory.source,
-        "at": memory.at.isoformat() if memory.at else None,
-        "names": list(memory.names),
-    }
-
-
-def load_memory(data: JSONValue) -> NewMemory:
-    """Return a new memory from JSON; raise on a bad shape."""
-    row = _object(data)
-    kind, topic, at = row["kind"], row["topic"], row["at"]
-    if kind not in KINDS:
-        raise ValueError(f"unknown memory kind {kind!r}")
-    return NewMemory(
-        scope=load_scope(row["scope"]),
-        text=_str(row["text"]),
-        kind=cast(MemoryKind, kind),
-        topic=None if topic is None else _str(topic),
-        source=_str(row["source"]),
-        at=None if at is None else datetime.fromisoformat(_str(at)),
-        names=tuple(_str(name) for name in _list(row.get("names", []))),
-    )
-
-
-def exchange_entry(
-    scope: MemoryScope,
-    user_text: str,
-    assistant_text: str,
-    *,
-    source: str,
-    model: str | None,
-    at: datetime,
-) -> JSONObject:
-    """Return the payload of an ``exchange`` entry: bounded, without images, as extracted."""
-    return {
-        "scope": dump_scope(scope),
-        "user": clean_memory(user_text, MAX_INPUT_CHARS),
-        "assistant": clean_memory(assistant_text, MAX_INPUT_CHARS),
-        "source": source,
-        "model": model,
-        "at": at.isoformat(),
-    }
+type Queue = Callable[[str, JSONObject], Awaitable[object]]
 
 
 class MemoryWriter:
-    """Process outbox entries into the store and the graph."""
+    """Write memories and graph facts, and process outbox entries, behind the tombstones."""
 
     def __init__(
         self,
@@ -145,14 +73,90 @@ class MemoryWriter:
         graph: GraphStore | None,
         answers_for: AnswersFor,
         *,
+        ledger: ForgetLedger | None = None,
         on_names: NamesListener | None = None,
+        queue: Queue | None = None,
     ) -> None:
-        """Write to ``store`` (and ``graph``); ``answers_for`` names a model's extractor."""
+        """Write to ``store`` (and ``graph``); ``answers_for`` names a model's extractor.
+
+        ``queue`` puts an entry in the outbox (for writes the store cannot take now).
+        """
+        self._queue = queue
         self._store = store
         self._graph = graph
         self._answers_for = answers_for
+        self.ledger = ledger or ForgetLedger()
         self._on_names = on_names
         self.bad_answers = 0
+        self.refused = 0
+        """Writes a tombstone refused (before, or deleted right after)."""
+
+    def refuses(self, memory: NewMemory) -> bool:
+        """Say whether a tombstone refuses ``memory`` (said at or before a forget of it)."""
+        return self.ledger.covers(memory.scope, memory.at, (new_memory_key(memory),))
+
+    async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
+        """Add the memories no tombstone refuses; delete any that a forget meanwhile covers."""
+        kept = [memory for memory in memories if not self.refuses(memory)]
+        self.refused += len(memories) - len(kept)
+        if not kept:
+            return []
+        stored = await self._store.add(kept)
+        return await self._undo_forgotten(stored)
+
+    async def supersede(self, memory: NewMemory) -> MemoryRecord | None:
+        """Store a conclusion unless a tombstone refuses it (then, or after, None)."""
+        if self.refuses(memory):
+            self.refused += 1
+            return None
+        record = await self._store.supersede(memory)
+        if record is None:
+            return None
+        kept = await self._undo_forgotten([record])
+        return kept[0] if kept else None
+
+    async def write_or_queue(self, memory: NewMemory, within: float) -> MemoryRecord | None:
+        """Write ``memory`` now (within ``within`` s), or queue it on disk; None: not written now.
+
+        A memory the store refuses as input raises ``MemoryInputError``; one it cannot take
+        now (down, slow) waits in the outbox.
+        """
+        try:
+            async with asyncio.timeout(within):
+                if memory.kind == "state":
+                    return await self.supersede(memory)
+                stored = await self.add([memory])
+                return stored[0] if stored else None
+        except MemoryInputError:
+            raise
+        except Exception as err:
+            _LOGGER.warning("Memory store did not take a memory (%s); it is queued", err)
+        await self.queue(memory)
+        return None
+
+    async def queue(self, memory: NewMemory) -> None:
+        """Put one memory in the outbox (a conclusion as a ``state`` entry)."""
+        if self._queue is None:
+            return
+        if memory.kind == "state":
+            await self._queue("state", {"memory": dump_memory(memory)})
+        else:
+            await self._queue("add", {"memories": [dump_memory(memory)]})
+
+    async def merge(self, scope: MemoryScope, facts: GraphFacts) -> None:
+        """Merge what no tombstone refuses into the graph; undo it if a forget came meanwhile."""
+        if self._graph is None:
+            return
+        left = facts_left(scope, facts, self.ledger.tombstones)
+        if left is None:
+            self.refused += 1
+            return
+        await self._graph.merge(scope, left)
+        if facts_left(scope, left, self.ledger.tombstones) != left:
+            for tombstone in self.ledger.covering(scope, left.at):
+                await self._graph.forget(tombstone.as_forget())
+            for key in self.ledger.keyed(scope, left.at):
+                await self._graph.forget(Forget(record_id=key, environment=scope.environment))
 
     async def process(self, entry: OutboxEntry) -> FollowUps:
         """Carry out one entry; return the entries it leaves behind.
@@ -174,107 +178,101 @@ class MemoryWriter:
             case "exchange":
                 return await self._extract(data)
             case "add":
-                memories = [load_memory(row) for row in _list(data["memories"])]
-                await self._store.add(memories)
+                await self.add([load_memory(row) for row in json_list(data["memories"])])
             case "state":
-                await self._store.supersede(load_memory(data["memory"]))
+                await self.supersede(load_memory(data["memory"]))
             case "graph":
-                if self._graph is not None:
-                    await self._graph.merge(load_scope(data["scope"]), _facts(data))
+                await self.merge(load_scope(data["scope"]), load_facts(data))
             case _:
                 raise ValueError(f"unknown outbox entry kind {entry.kind!r}")
         return ()
 
+    async def _undo_forgotten(self, stored: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        """Delete the records a forget covered while they were written; return the rest."""
+        kept: list[MemoryRecord] = []
+        for record in stored:
+            key = memory_key(record.kind == "state", record.topic, record.text)
+            if self.ledger.covers(record.scope, record.valid_from, (key,)):
+                self.refused += 1
+                await self._store.forget(
+                    Forget(record_id=record.id, environment=record.scope.environment)
+                )
+            else:
+                kept.append(record)
+        return kept
+
     async def _extract(self, data: JSONObject) -> FollowUps:
         """Extract memories from an exchange and return them as follow-up entries."""
-        scope = load_scope(data["scope"])
+        scope, at = load_scope(data["scope"]), load_at(data)
+        if self.ledger.covers(scope, at):
+            self.refused += 1
+            return ()
         model = data["model"]
-        answers = self._answers_for(None if model is None else _str(model))
+        answers = self._answers_for(None if model is None else json_str(model))
         if answers is None:
             return ()
         states = await self._store.current_states(scope.readable())
-        topics = [record.topic for record in states if record.topic]
+        known = [(record.topic, record.text) for record in states if record.topic]
         try:
-            found = await extract(answers, _str(data["user"]), _str(data["assistant"]), topics)
+            found = await extract(
+                answers, json_str(data["user"]), json_str(data["assistant"]), known
+            )
         except MemoryAnswerError as err:
             self.bad_answers += 1
             _LOGGER.info("Memory extraction gave nothing usable: %s", err)
             return ()
-        source, at = _str(data["source"]), datetime.fromisoformat(_str(data["at"]))
+        source = json_str(data["source"])
+        origin = load_provenance(data.get("provenance"), source)
         follow: list[tuple[str, JSONObject]] = []
         if found.facts:
             details = [
                 dump_memory(
-                    NewMemory(
-                        scope=scope,
-                        text=fact,
-                        source=source,
-                        at=at,
-                        names=_named_in(fact, found.entities),
-                    )
+                    _said(scope, fact, source, at, origin, names=_named_in(fact, found.entities))
                 )
                 for fact in found.facts
             ]
             follow.append(("add", {"memories": cast(list[JSONValue], details)}))
         for topic, text in found.conclusions:
-            memory = NewMemory(
-                scope=scope, text=text, kind="state", topic=topic, source=source, at=at
-            )
+            memory = _said(scope, text, source, at, origin, topic=topic)
             follow.append(("state", {"memory": dump_memory(memory)}))
         if self._graph is not None and (found.entities or found.relations):
-            follow.append(
-                (
-                    "graph",
-                    {
-                        "scope": dump_scope(scope),
-                        "entities": list(found.entities),
-                        "relations": [[r.subject, r.predicate, r.object] for r in found.relations],
-                        "source": source,
-                    },
-                )
+            facts = GraphFacts(
+                entities=found.entities,
+                relations=found.relations,
+                source=source,
+                at=at,
+                provenance=origin,
             )
+            follow.append(("graph", graph_entry(scope, facts)))
         if found.entities and self._on_names is not None:
             self._on_names(scope, found.entities)
         return follow
+
+
+def _said(
+    scope: MemoryScope,
+    text: str,
+    source: str,
+    at: datetime | None,
+    provenance: Provenance,
+    *,
+    topic: str | None = None,
+    names: tuple[str, ...] = (),
+) -> NewMemory:
+    """Return a memory extracted from an exchange: dated when it was said, its provenance."""
+    return NewMemory(
+        scope=scope,
+        text=text,
+        kind="state" if topic else "detail",
+        topic=topic,
+        source=source,
+        at=at,
+        provenance=provenance,
+        names=names,
+    )
 
 
 def _named_in(text: str, entities: tuple[str, ...]) -> tuple[str, ...]:
     """Return the entities ``text`` names (searched as the memory's names)."""
     lowered = text.casefold()
     return tuple(name for name in entities if name and name.casefold() in lowered)[:MAX_NAMES]
-
-
-def _facts(data: JSONObject) -> GraphFacts:
-    """Return the graph facts of a ``graph`` entry."""
-    relations = []
-    for row in _list(data["relations"]):
-        subject, predicate, obj = _list(row)
-        relations.append(
-            Relation(subject=_str(subject), predicate=_str(predicate), object=_str(obj))
-        )
-    return GraphFacts(
-        entities=tuple(_str(name) for name in _list(data["entities"])),
-        relations=tuple(relations),
-        source=_str(data["source"]),
-    )
-
-
-def _object(value: JSONValue) -> JSONObject:
-    """Return a JSON object; raise on anything else."""
-    if not isinstance(value, dict):
-        raise TypeError("expected an object")
-    return value
-
-
-def _list(value: JSONValue) -> list[JSONValue]:
-    """Return a JSON list; raise on anything else."""
-    if not isinstance(value, list):
-        raise TypeError("expected a list")
-    return value
-
-
-def _str(value: JSONValue) -> str:
-    """Return a JSON string; raise on anything else."""
-    if not isinstance(value, str):
-        raise TypeError("expected a string")
-    return value

@@ -1,8 +1,9 @@
 """``TurnJob``: one started turn as the runner holds it, and what happens when it ends.
 
 Whatever ends a turn, ``store_turn`` adds what the person said and what they were really
-shown to its conversation (and recent window); ``after_playback`` runs the hooks once its
-audio has played; ``end_unstarted`` ends a turn whose task never ran.
+shown to its conversation (one exchange, in the person's recent window too when the turn
+reads it), dated when the person spoke; ``after_playback`` runs the hooks once its audio
+has played; ``end_unstarted`` ends a turn whose task never ran.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from ..events import TurnResult
 from ..messages import AssistantMessage
 from ..pipeline import join_speech
 from ..plugins import TurnContext
-from .history import ConversationHistory, store_in
+from .history import ConversationHistory, HistoryView, store_in
 from .loop import TurnRecord
 from .request import Persona, TurnRequest
 from .sink import TurnSink
@@ -27,20 +28,18 @@ class TurnJob:
 
     request: TurnRequest
     history: ConversationHistory
-    window: ConversationHistory | None
+    """Where the turn is stored (its conversation; the person's window too, if it reads it)."""
+    window: HistoryView | None
     said: int
     """How many characters the person said (the text may have been cut to the limit)."""
     sink: TurnSink
+    began: float
+    """When the person spoke (``time.time()``)."""
 
     @property
     def persona(self) -> Persona:
         """Return the persona the turn runs as."""
         return self.request.persona
-
-    @property
-    def histories(self) -> tuple[ConversationHistory, ...]:
-        """Return where the turn is stored: its conversation, and the recent window if any."""
-        return (self.history, *(() if self.window is None else (self.window,)))
 
 
 def turn_result(sink: TurnSink, record: TurnRecord) -> TurnResult:
@@ -71,8 +70,9 @@ async def store_turn(job: TurnJob, record: TurnRecord, result: TurnResult) -> No
         time=time.time(),
         initiator=request.initiator,
         trace_id=request.context.trace_id,
+        began=job.began,
     )
-    await store_in(job.histories, stored, request.context.conversation_id)
+    await store_in(job.history, stored, request.context.conversation_id)
 
 
 def end_unstarted(sink: TurnSink) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import weakref
 from asyncio import Task
 from collections.abc import Coroutine
@@ -24,7 +25,7 @@ from ..pipeline import PipelineConfig, build_pipeline, speakable, speech_config
 from ..plugins import Profile, TurnContext
 from ..tools.registry import ToolRegistry
 from .handle import Turn
-from .history import ConversationHistory, amend_in
+from .history import ConversationHistory, HistoryView, amend_in
 from .job import TurnJob, after_playback, end_unstarted, store_turn, turn_context, turn_result
 from .limits import RateLimiter, TurnLimits, cut_notice, pace_keys, within_budget
 from .loop import AgentCore, TurnRecord
@@ -56,6 +57,7 @@ class TurnRunner:
         self.limits = TurnLimits() if limits is None else limits
         self._pace = RateLimiter(self.limits.turns_per_minute)
         self._running: set[asyncio.Task[None]] = set()
+        self._amending: set[asyncio.Task[None]] = set()
         self._conversations: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
@@ -64,12 +66,13 @@ class TurnRunner:
         self,
         request: TurnRequest,
         history: ConversationHistory,
-        window: ConversationHistory | None = None,
+        window: HistoryView | None = None,
     ) -> Turn:
         """Start a turn in a task of its own and return its handle at once.
 
         The turn reads ``history`` (or the recent ``window``, when given: memory tier 1)
-        and is added to both. The person's words are made valid text here, at the boundary.
+        and is stored once, in ``history`` (a view of the exchange store that puts it in the
+        window too). The person's words are made valid text here, at the boundary.
         """
         text = valid_text(request.text)
         request = replace(request, text=cut_text(text, self.limits.max_input_chars))
@@ -81,7 +84,14 @@ class TurnRunner:
             lambda result: after_playback(job, result),
             lambda heard, outcome: self._amend(job, heard, outcome),
         )
-        job = TurnJob(request=request, history=history, window=window, said=len(text), sink=sink)
+        job = TurnJob(
+            request=request,
+            history=history,
+            window=window,
+            said=len(text),
+            sink=sink,
+            began=time.time(),
+        )
         task = self._track(self._drive(job), name=f"turn {trace_id}")
         task.add_done_callback(lambda _task: end_unstarted(sink))
         sink.bind(task)
@@ -89,7 +99,14 @@ class TurnRunner:
 
     def _amend(self, job: TurnJob, heard: str, outcome: TurnOutcome) -> None:
         """Mark the stored turn ``outcome`` after ``heard`` (spoken over, or never heard)."""
-        self._track(amend_in(job.histories, job.request.context.trace_id, heard, outcome))
+        task = self._track(amend_in(job.history, job.request.context.trace_id, heard, outcome))
+        self._amending.add(task)
+        task.add_done_callback(self._amending.discard)
+
+    async def flush(self, grace: float) -> None:
+        """Wait up to ``grace`` seconds for the stored turns still being amended."""
+        if self._amending:
+            await asyncio.wait(set(self._amending), timeout=grace)
 
     def _track(self, work: Coroutine[None, None, None], name: str | None = None) -> Task[None]:
         """Run ``work`` in a task of its own that ``drain`` waits for."""

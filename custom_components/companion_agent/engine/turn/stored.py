@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, cast
@@ -13,6 +14,9 @@ from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessa
 from ..redaction import redact, scrub_text
 from ..tools.results import truncate
 
+_IMAGE = re.compile(
+    r"data:image/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/=]+|!\[[^\]\n]{0,200}\]\([^)\s]{0,2000}\)"
+)
 FORMAT_VERSION = 2
 MAX_STORED_RESULT = 1000
 OUTCOMES: frozenset[str] = frozenset({"complete", "cut", "interrupted", "failed", "timed_out"})
@@ -38,6 +42,13 @@ class StoredTurn:
     initiator: Initiator = "person"
     trace_id: str = ""
     """The turn's trace id, so a later signal (the person spoke over its audio) finds it."""
+    began: float = 0.0
+    """When the person spoke (``time`` is when the turn was stored): a forget after it wins."""
+
+
+def without_images(text: str) -> str:
+    """Return ``text`` without inline images (data URLs, markdown images): never stored."""
+    return _IMAGE.sub("[image]", text)
 
 
 def dump_turn(turn: StoredTurn) -> JSONObject:
@@ -57,6 +68,8 @@ def dump_turn(turn: StoredTurn) -> JSONObject:
         row["initiator"] = turn.initiator
     if turn.trace_id:
         row["trace_id"] = turn.trace_id
+    if turn.began:
+        row["began"] = turn.began
     row["messages"] = messages
     return row
 
@@ -69,11 +82,13 @@ def parse_turns(raw: str) -> list[StoredTurn]:
     turns = data["turns"]
     if not isinstance(turns, list):
         raise TypeError("turns is not a list")
-    return [_turn(row) for row in turns]
+    return [parse_turn(row) for row in turns]
 
 
-def _turn(row: dict[str, object]) -> StoredTurn:
-    """Parse one stored turn."""
+def parse_turn(row: object) -> StoredTurn:
+    """Parse one stored turn; raise on any shape problem."""
+    if not isinstance(row, dict):
+        raise TypeError("a turn is not an object")
     outcome, user, rows = row["outcome"], row["user"], row["messages"]
     if outcome not in OUTCOMES or not isinstance(user, str) or not isinstance(rows, list):
         raise TypeError("bad turn")
@@ -83,8 +98,8 @@ def _turn(row: dict[str, object]) -> StoredTurn:
         else _assistant(item)
         for item in rows
     ]
-    when, initiator = row["time"], row.get("initiator", "person")
-    if not isinstance(when, int | float):
+    when, initiator, began = row["time"], row.get("initiator", "person"), row.get("began", 0.0)
+    if not isinstance(when, int | float) or not isinstance(began, int | float):
         raise TypeError("bad time")
     trace_id = _text(row.get("trace_id", ""))
     if initiator not in INITIATORS:
@@ -96,6 +111,7 @@ def _turn(row: dict[str, object]) -> StoredTurn:
         time=float(when),
         initiator=cast(Initiator, initiator),
         trace_id=trace_id,
+        began=float(began),
     )
 
 

@@ -12,7 +12,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ...errors import MemoryBackendError
+from ..bounds import MemoryBounds, ScopeKey
 from ..inputs import CheckedMemory
+from ..pages import ExportPage
 from ..types import MemoryHit, MemoryKind, MemoryRecord, MemoryScope
 from . import records
 from .setup import BACKEND, Item, Mem0Memory, results
@@ -24,6 +26,7 @@ type Clock = Callable[[], datetime]
 
 MAX_STATES = 50
 FORGET_BATCH = 500
+MAX_LISTED = 100_000
 MAX_HISTORY = 1000
 
 
@@ -106,6 +109,33 @@ def search(
     return hits[:limit]
 
 
+def current_states(memory: Mem0Memory, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
+    """Return the current states of ``scopes``, newest first, at most ``MAX_STATES``."""
+    found: list[MemoryRecord] = []
+    for scope in scopes:
+        filters = {**records.scope_filters(scope), "kind": "state", "current": True}
+        found.extend(listed(memory, filters, MAX_STATES))
+    found.sort(key=lambda r: (r.valid_from, r.created_at), reverse=True)
+    return found[:MAX_STATES]
+
+
+def get(memory: Mem0Memory, record_id: str, environment: str) -> MemoryRecord | None:
+    """Return the record ``record_id`` of ``environment``, or None."""
+    item = memory.get(record_id)
+    return records.record(item) if records.environment(item) == environment else None
+
+
+def export(
+    memory: Mem0Memory, scopes: Sequence[MemoryScope], offset: int, limit: int
+) -> ExportPage:
+    """Return a page of the records of ``scopes`` (read, then sorted newest first)."""
+    found: list[MemoryRecord] = []
+    for scope in scopes:
+        found.extend(listed(memory, records.scope_filters(scope), MAX_LISTED))
+    found.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+    return ExportPage(records=tuple(found[offset : offset + limit]), total=len(found))
+
+
 def listed(memory: Mem0Memory, filters: records.Metadata, top: int) -> list[MemoryRecord]:
     """Return the records ``filters`` match (at most ``top``)."""
     answer = memory.get_all(filters=filters, top_k=top, show_expired=True)
@@ -126,14 +156,38 @@ def forget_history(memory: Mem0Memory, record_id: str, environment: str) -> int:
     return gone
 
 
-def forget_matching(memory: Mem0Memory, filters: records.Metadata) -> int:
-    """Delete every record ``filters`` match, a batch at a time; return how many went."""
-    gone = 0
-    while batch := results(memory.get_all(filters=filters, top_k=FORGET_BATCH, show_expired=True)):
-        for item in batch:
+def forget_matching(memory: Mem0Memory, filters: records.Metadata, before: datetime) -> int:
+    """Delete every record ``filters`` match said at or before ``before``; return how many.
+
+    A batch at a time; records said later (after a forget) stay.
+    """
+    gone, top = 0, FORGET_BATCH
+    while batch := results(memory.get_all(filters=filters, top_k=top, show_expired=True)):
+        old = [item for item in batch if _said_by(item, before)]
+        for item in old:
             memory.delete(str(item.get("id")))
-        gone += len(batch)
+        gone += len(old)
+        if not old:  # what is left is newer: look further, or stop at the end
+            if len(batch) < top or top >= MAX_LISTED:
+                break
+            top *= 2
     return gone
+
+
+def _said_by(item: Item, before: datetime) -> bool:
+    """Say whether an item was said at or before ``before`` (one not ours: yes)."""
+    found = records.record(item)
+    return found is None or found.valid_from <= before
+
+
+def prune_scope(
+    memory: Mem0Memory, client: QdrantClient, collection: str, key: ScopeKey, bounds: MemoryBounds
+) -> None:
+    """Delete a scope's oldest details and summaries beyond their caps."""
+    agent, environment, owner = key
+    scope = MemoryScope(agent_id=agent, owner=owner, environment=environment)
+    prune(memory, client, collection, scope, kind="detail", cap=bounds.details)
+    prune(memory, client, collection, scope, kind="summary", cap=bounds.summaries)
 
 
 def prune(

@@ -6,6 +6,8 @@ ids; the environment is metadata. Every read filters on all three. mem0 has no v
 interval, so the state channel keeps its own in the metadata: ``current`` (what filters
 use), ``valid_from``, ``valid_until``, ``superseded_by`` and ``supersedes`` (the record a
 state retired, for rollback); ``topic_key`` is the folded topic a supersede matches on.
+Provenance is four more keys (``via``, ``person``, ``device``, ``conversation``); a record
+written before them reads its provenance from its ``source`` (``provenance.load_provenance``).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from typing import cast
 from urllib.parse import quote, unquote
 
 from ..inputs import CheckedMemory
+from ..provenance import dump_provenance, load_provenance
 from ..sqlite.records_sql import iso
-from ..types import MemoryKind, MemoryRecord, MemoryScope
+from ..types import Forget, MemoryKind, MemoryRecord, MemoryScope
 
 type Metadata = dict[str, object]
 _KINDS: frozenset[str] = frozenset({"detail", "state", "summary"})
@@ -45,6 +48,16 @@ def scope_filters(scope: MemoryScope) -> Metadata:
     }
 
 
+def forget_filters(what: Forget) -> Metadata:
+    """Return the mem0 filters that match what a person's and/or persona's forget names."""
+    filters: Metadata = {"environment": what.environment}
+    if what.owner is not None:
+        filters["user_id"] = mem0_id(what.owner)
+    if what.agent_id is not None:
+        filters["agent_id"] = mem0_id(what.agent_id)
+    return filters
+
+
 def metadata(memory: CheckedMemory, created_at: datetime, supersedes: str | None) -> Metadata:
     """Return the metadata mem0 keeps with ``memory`` (a current record)."""
     return {
@@ -59,6 +72,7 @@ def metadata(memory: CheckedMemory, created_at: datetime, supersedes: str | None
         "superseded_by": None,
         "supersedes": supersedes,
         "current": True,
+        **dump_provenance(memory.provenance),
     }
 
 
@@ -102,6 +116,7 @@ def record(item: Mapping[str, object] | None) -> MemoryRecord | None:
         valid_from=_moment(meta.get("valid_from")) or created,
         valid_until=_moment(meta.get("valid_until")),
         superseded_by=_text_or_none(meta.get("superseded_by")),
+        provenance=load_provenance(meta, str(meta.get("source") or "")),
     )
 
 

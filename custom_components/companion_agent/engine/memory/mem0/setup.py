@@ -170,6 +170,19 @@ def import_mem0(folder: Path) -> Any:
     return mem0
 
 
+def check_qdrant(settings: Mem0Settings) -> None:
+    """Import mem0; reach a Qdrant server, or make the local folder (blocking)."""
+    import_mem0(settings.folder)
+    if settings.qdrant_url:
+        client = qdrant_client(settings)
+        try:
+            client.get_collections()
+        finally:
+            client.close()
+    else:
+        (settings.folder / "qdrant").mkdir(parents=True, exist_ok=True)
+
+
 def qdrant_client(settings: Mem0Settings) -> QdrantClient:
     """Return a Qdrant client for the settings (a local folder is locked by it)."""
     try:

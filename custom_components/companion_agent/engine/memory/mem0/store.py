@@ -11,15 +11,15 @@ fastembed, which downloads its model at run time, and its entity boost spaCy; ne
 installed), so a query always finds the nearest records of its scopes that clear mem0's
 threshold, and one whose embedding is late or fails finds nothing (the searches of one
 turn share one embedding request); an add embeds ``EMBED_CHUNK`` texts a request; mem0
-has no transactions, so an ``add`` that fails part way deletes what it added, and
-supersede/rollback are metadata updates in sequence on the one worker thread;
+has no transactions, so an ``add`` that fails part way deletes what it added,
+supersede/rollback are metadata updates in sequence on the one worker thread, and
+tombstones are checked around each write by the caller (``writes``);
 ``count`` has no graph figures (the graph is a separate ``GraphStore``). A store made while
 its backend was away opens at its first call after (``worker.REOPEN_RETRY``).
 
 Bounds (``MemoryBounds``): every ``check_every`` adds, the scopes written since lose their
-oldest details and summaries beyond the caps. Retired states are not pruned here (each
-retirement is a metadata update; finding a topic's oldest would mean listing the topic on
-every check), nor mem0's own ``history.db`` (mem0 writes it; it is not trimmed here).
+oldest details and summaries beyond the caps. Retired states are not pruned (finding a
+topic's oldest would list the topic on every check), nor mem0's own ``history.db``.
 """
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ from ..bounds import MemoryBounds, PruneSchedule, ScopeKey
 from ..embeddings import Embedder
 from ..inputs import checked_memories, clean_scope, memory_text
 from ..keywords import query_terms
+from ..pages import ExportPage, page_bounds
 from ..query_vectors import QueryVectors
-from ..sqlite.graph import forget_where
+from ..sqlite.forgotten_sql import forget_where
 from ..sqlite.prepared import EMBED_CHUNK
 from ..types import (
+    MAX_PAGE,
     Forget,
     MemoryHit,
-    MemoryKind,
     MemoryQuery,
     MemoryRecord,
     MemoryScope,
@@ -48,11 +49,8 @@ from ..types import (
     bounded,
 )
 from . import calls, records
-from .calls import MAX_STATES
-from .setup import BACKEND, Mem0Memory, Mem0Settings, import_mem0, qdrant_client
+from .setup import BACKEND, Mem0Memory, Mem0Settings, check_qdrant
 from .worker import Mem0Worker
-
-MAX_EXPORT = 10_000
 
 
 class Mem0Store(memory_types.MemoryStore):
@@ -89,31 +87,11 @@ class Mem0Store(memory_types.MemoryStore):
 
     async def check(self) -> BackendCheck:
         """Check mem0 imports, the embedder answers and (a server) Qdrant lets us in."""
-        settings = self.settings
-
-        def work() -> None:
-            """Import mem0; reach a Qdrant server, or make the local folder."""
-            import_mem0(settings.folder)
-            if settings.qdrant_url:
-                client = qdrant_client(settings)
-                try:
-                    client.get_collections()
-                finally:
-                    client.close()
-            else:
-                (settings.folder / "qdrant").mkdir(parents=True, exist_ok=True)
-
         try:
             await self.embedder.embed(["connection check"], "query")
-            await self._mem0.run(work)
-        except MemoryBackendError as err:
-            return BackendCheck.failed(err)
+            await self._mem0.run(lambda: check_qdrant(self.settings))
         except MemoryStoreError as err:
-            return BackendCheck(
-                backend=BACKEND,
-                problem="cannot_connect" if err.retryable else "failed",
-                detail=str(err),
-            )
+            return BackendCheck.failed(err, BACKEND)
         return BackendCheck(backend=BACKEND)
 
     async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
@@ -144,12 +122,9 @@ class Mem0Store(memory_types.MemoryStore):
         """Retire a current state of ``environment``, restore the one it superseded; return it."""
         if not records.is_record_id(record_id):
             return None
-
-        def work(memory: Mem0Memory) -> MemoryRecord | None:
-            """Roll back on the worker thread."""
-            return calls.rollback(memory, record_id, environment, self._now)
-
-        return await self._mem0.call(work)
+        return await self._mem0.call(
+            lambda memory: calls.rollback(memory, record_id, environment, self._now)
+        )
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
         """Return at most ``query.limit`` records nearest ``query.text``, best first."""
@@ -176,43 +151,34 @@ class Mem0Store(memory_types.MemoryStore):
     async def current_states(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
         """Return the current state conclusions of ``scopes``, newest first (bounded)."""
         cleaned = list(dict.fromkeys(clean_scope(scope) for scope in scopes))
+        return await self._mem0.call(lambda memory: calls.current_states(memory, cleaned))
 
-        def work(memory: Mem0Memory) -> list[MemoryRecord]:
-            """List each scope's current states."""
-            found: list[MemoryRecord] = []
-            for scope in cleaned:
-                filters = {**records.scope_filters(scope), "kind": "state", "current": True}
-                found.extend(calls.listed(memory, filters, MAX_STATES))
-            found.sort(key=lambda r: (r.valid_from, r.created_at), reverse=True)
-            return found[:MAX_STATES]
+    async def get(self, record_id: str, environment: str = "production") -> MemoryRecord | None:
+        """Return the record ``record_id`` of ``environment``, current or not."""
+        if not records.is_record_id(record_id):
+            return None
+        return await self._mem0.call(lambda memory: calls.get(memory, record_id, environment))
 
-        return await self._mem0.call(work)
+    async def export(
+        self, scopes: Sequence[MemoryScope], *, offset: int = 0, limit: int = MAX_PAGE
+    ) -> ExportPage:
+        """Return one page of the records of ``scopes``, superseded ones included, newest first.
 
-    async def export(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
-        """Return every record of ``scopes``, superseded ones included, oldest first."""
+        mem0 lists a scope's records unordered: they are read and sorted here.
+        """
         cleaned = list(dict.fromkeys(clean_scope(scope) for scope in scopes))
-
-        def work(memory: Mem0Memory) -> list[MemoryRecord]:
-            """List each scope's records."""
-            found: list[MemoryRecord] = []
-            for scope in cleaned:
-                found.extend(calls.listed(memory, records.scope_filters(scope), MAX_EXPORT))
-            found.sort(key=lambda r: (r.created_at, r.id))
-            return found[:MAX_EXPORT]
-
-        return await self._mem0.call(work)
+        first, size = page_bounds(offset, limit)
+        return await self._mem0.call(lambda memory: calls.export(memory, cleaned, first, size))
 
     async def forget(self, what: Forget) -> int:
-        """Delete what ``what`` names, history included; return how many records went."""
+        """Delete what ``what`` names (said at or before ``what.at``), history included."""
         forget_where(what)
 
         def work(memory: Mem0Memory) -> int:
-            """Delete a record and the states it superseded, or a person's or persona's."""
+            """Delete a record and the states it superseded, or a person's and/or persona's."""
             if what.record_id is not None:
                 return calls.forget_history(memory, what.record_id, what.environment)
-            key = "user_id" if what.owner is not None else "agent_id"
-            value = records.mem0_id(what.owner or what.agent_id or "")
-            return calls.forget_matching(memory, {key: value, "environment": what.environment})
+            return calls.forget_matching(memory, records.forget_filters(what), what.moment)
 
         return await self._mem0.call(work)
 
@@ -234,12 +200,8 @@ class Mem0Store(memory_types.MemoryStore):
 
     def _prune(self, memory: Mem0Memory, key: ScopeKey) -> None:
         """Delete the scope's oldest details and summaries beyond their caps (worker thread)."""
-        agent, environment, owner = key
-        scope = MemoryScope(agent_id=agent, owner=owner, environment=environment)
         if (client := self._mem0.client) is not None:
-            kinds: tuple[MemoryKind, ...] = ("detail", "summary")
-            for kind, cap in zip(kinds, (self.bounds.details, self.bounds.summaries), strict=True):
-                calls.prune(memory, client, self.settings.collection, scope, kind=kind, cap=cap)
+            calls.prune_scope(memory, client, self.settings.collection, key, self.bounds)
 
     def _now(self) -> datetime:
         """Return the store's clock, strictly increasing (export keeps insertion order)."""

@@ -9,6 +9,11 @@ and on FalkorDB 4.16's Bolt listener, which differs in three ways that matter he
 - the query text with its parameters must stay under about 4 KB, or the server crashes:
   ``chunks`` cuts long lists into statements below ``FALKORDB_TEXT_BYTES``;
 - ``CREATE INDEX … IF NOT EXISTS`` is refused (``INDEXES`` tries FalkorDB's form next).
+
+A relation carries its id (``tombstones.graph_id``), when it was last said (``said_at``,
+ISO 8601 in UTC, so strings compare as times) and its provenance. Who mentioned an entity
+is a ``:CompanionMention`` node per owner (id, key, spelling, when, provenance): what an
+export lists and a forget deletes; the ``:CompanionEntity`` nodes only join the relations.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from typing import LiteralString
 from ...chars import clean_text
 from ..graph_names import MAX_HOPS, MAX_NAME_CHARS, clean_name, name_key
 from ..inputs import clean_scope
+from ..provenance import dump_provenance
 from ..sqlite.records_sql import iso
+from ..tombstones import graph_id
 from ..types import GraphFacts, MemoryScope
 
 LOGGER = logging.getLogger(__name__)
@@ -36,6 +43,14 @@ type Params = dict[str, object]
 type RelationRow = dict[str, str]
 
 MERGE: LiteralString = """
+UNWIND $mentions AS mention
+MERGE (m:CompanionMention {id: mention.id})
+ON CREATE SET m.agent_id = $agent_id, m.environment = $environment, m.owner = $owner,
+  m.key = mention.key, m.name = mention.name, m.created_at = $at
+SET m.said_at = CASE WHEN m.said_at IS NULL OR m.said_at < $at THEN $at ELSE m.said_at END,
+  m.source = $source, m.via = $via, m.person = $person, m.device = $device,
+  m.conversation = $conversation
+WITH count(m) AS noted
 UNWIND $entities AS entity
 MERGE (n:CompanionEntity {agent_id: $agent_id, environment: $environment, key: entity})
 ON CREATE SET n.created_at = $at
@@ -45,8 +60,10 @@ MATCH (a:CompanionEntity {agent_id: $agent_id, environment: $environment, key: r
 MATCH (b:CompanionEntity {agent_id: $agent_id, environment: $environment, key: rel.object_key})
 MERGE (a)-[r:RELATES {owner: $owner, predicate_key: rel.predicate_key}]->(b)
 ON CREATE SET r.agent_id = $agent_id, r.environment = $environment, r.subject = rel.subject,
-  r.predicate = rel.predicate, r.object = rel.object, r.created_at = $at
-SET r.updated_at = $at, r.source = $source
+  r.predicate = rel.predicate, r.object = rel.object, r.created_at = $at, r.id = rel.id
+SET r.updated_at = $at, r.source = $source,
+  r.said_at = CASE WHEN r.said_at IS NULL OR r.said_at < $at THEN $at ELSE r.said_at END,
+  r.via = $via, r.person = $person, r.device = $device, r.conversation = $conversation
 """
 
 
@@ -67,22 +84,75 @@ def _walk(hops: LiteralString) -> LiteralString:
 
 WALKS: dict[int, LiteralString] = {1: _walk("1"), 2: _walk("2"), 3: _walk("3")}
 assert max(WALKS) == MAX_HOPS
-FORGET_OWNER: tuple[LiteralString, LiteralString] = (
-    "MATCH (:CompanionEntity)-[r:RELATES]->(:CompanionEntity) "
-    "WHERE r.owner = $owner AND r.environment = $environment DELETE r RETURN count(r) AS gone",
-    "MATCH (n:CompanionEntity) WHERE n.environment = $environment AND NOT (n)--() DELETE n",
+_SAID = "(x.said_at IS NULL OR x.said_at <= $at)"
+_PRUNE_NODES: LiteralString = (
+    "MATCH (n:CompanionEntity) WHERE n.environment = $environment AND NOT (n)--() DELETE n"
 )
-FORGET_PERSONA: tuple[LiteralString, LiteralString] = (
-    "MATCH (:CompanionEntity)-[r:RELATES]->(:CompanionEntity) "
-    "WHERE r.agent_id = $agent_id AND r.environment = $environment "
-    "DELETE r RETURN count(r) AS gone",
-    "MATCH (n:CompanionEntity) WHERE n.agent_id = $agent_id AND n.environment = $environment "
-    "DETACH DELETE n",
+
+
+def _forget(where: LiteralString) -> tuple[LiteralString, LiteralString, LiteralString]:
+    """Return the statements that forget a scope's relations, mentions, then lone nodes."""
+    return (
+        "MATCH (:CompanionEntity)-[x:RELATES]->(:CompanionEntity) "
+        f"WHERE {where} AND {_SAID} DELETE x RETURN count(x) AS gone",
+        f"MATCH (x:CompanionMention) WHERE {where} AND {_SAID} DELETE x",
+        _PRUNE_NODES,
+    )
+
+
+_OWNER: LiteralString = "x.owner = $owner AND x.environment = $environment"
+_PERSONA: LiteralString = "x.agent_id = $agent_id AND x.environment = $environment"
+FORGET_OWNER = _forget(_OWNER)
+FORGET_PERSONA = _forget(_PERSONA)
+FORGET_BOTH = _forget(f"{_OWNER} AND x.agent_id = $agent_id")
+FORGET_RELATION: LiteralString = (
+    "MATCH (:CompanionEntity)-[x:RELATES]->(:CompanionEntity) "
+    "WHERE x.id = $id AND x.environment = $environment DELETE x RETURN count(x) AS gone"
 )
-INDEXES: tuple[LiteralString, ...] = (
-    "CREATE INDEX companion_entity IF NOT EXISTS "
-    "FOR (n:CompanionEntity) ON (n.agent_id, n.environment, n.key)",
-    "CREATE INDEX FOR (n:CompanionEntity) ON (n.key)",
+MENTION: LiteralString = (
+    "MATCH (x:CompanionMention) WHERE x.id = $id AND x.environment = $environment "
+    "RETURN x.agent_id AS agent_id, x.owner AS owner, x.key AS key"
+)
+FORGET_MENTION: tuple[LiteralString, LiteralString, LiteralString] = (
+    "MATCH (n:CompanionEntity)-[x:RELATES]-(:CompanionEntity) WHERE n.agent_id = $agent_id "
+    "AND n.environment = $environment AND n.key = $key AND x.owner = $owner "
+    "DELETE x RETURN count(x) AS gone",
+    "MATCH (x:CompanionMention) WHERE x.id = $id AND x.environment = $environment DELETE x",
+    _PRUNE_NODES,
+)
+_FIELDS: LiteralString = (
+    "x.id AS id, x.owner AS owner, x.source AS source, x.said_at AS said_at, x.via AS via, "
+    "x.person AS person, x.device AS device, x.conversation AS conversation"
+)
+_SCOPES: LiteralString = (
+    "x.agent_id = $agent_id AND x.environment = $environment AND x.owner IN $owners"
+)
+EXPORT_RELATIONS: LiteralString = (
+    f"MATCH (:CompanionEntity)-[x:RELATES]->(:CompanionEntity) WHERE {_SCOPES} "
+    f"RETURN {_FIELDS}, x.subject AS subject, x.predicate AS predicate, x.object AS object "
+    "ORDER BY x.said_at DESC SKIP $offset LIMIT $limit"
+)
+EXPORT_MENTIONS: LiteralString = (
+    f"MATCH (x:CompanionMention) WHERE {_SCOPES} RETURN {_FIELDS}, x.name AS name "
+    "ORDER BY x.said_at DESC SKIP $offset LIMIT $limit"
+)
+COUNT_RELATIONS: LiteralString = (
+    f"MATCH (:CompanionEntity)-[x:RELATES]->(:CompanionEntity) WHERE {_SCOPES} "
+    "RETURN count(x) AS total"
+)
+COUNT_MENTIONS: LiteralString = (
+    f"MATCH (x:CompanionMention) WHERE {_SCOPES} RETURN count(x) AS total"
+)
+INDEXES: tuple[tuple[LiteralString, ...], ...] = (
+    (
+        "CREATE INDEX companion_entity IF NOT EXISTS "
+        "FOR (n:CompanionEntity) ON (n.agent_id, n.environment, n.key)",
+        "CREATE INDEX FOR (n:CompanionEntity) ON (n.key)",
+    ),
+    (
+        "CREATE INDEX companion_mention IF NOT EXISTS FOR (n:CompanionMention) ON (n.id)",
+        "CREATE INDEX FOR (n:CompanionMention) ON (n.id)",
+    ),
 )
 
 
@@ -91,16 +161,18 @@ def merge_statements(
 ) -> list[Params]:
     """Return the parameters of the merge statements for ``facts`` (one, unless cut).
 
-    With ``text_bytes`` (FalkorDB) the relations and the entities that stand alone are cut
-    into statements whose text stays under that size.
+    With ``text_bytes`` (FalkorDB) the relations and the mentions are cut into statements
+    whose text stays under that size.
     """
     cleaned = clean_scope(scope)
+    origin = facts.provenance.cleaned()
     fixed: Params = {
         "agent_id": cleaned.agent_id,
         "owner": cleaned.owner,
         "environment": cleaned.environment,
         "at": iso(facts.at or datetime.now(UTC)),
         "source": clean_text(facts.source, MAX_NAME_CHARS),
+        **dump_provenance(origin),
     }
     spelled: dict[str, str] = {}
     for raw in [*facts.entities, *(n for r in facts.relations for n in (r.subject, r.object))]:
@@ -116,23 +188,27 @@ def merge_statements(
             relations.setdefault(key, {
                 "subject_key": key[0], "predicate_key": key[1], "object_key": key[2],
                 "subject": spelled[key[0]], "predicate": predicate, "object": spelled[key[2]],
+                "id": graph_id("rel", cleaned, *key),
             })  # fmt: skip
     rows = list(relations.values())
+    mentions = [
+        {"id": graph_id("ent", cleaned, key), "key": key, "name": name}
+        for key, name in spelled.items()
+    ]
     if text_bytes is None:
         if not spelled:
             return []
-        return [{**fixed, "entities": list(spelled), "relations": rows}]
+        return [{**fixed, "mentions": mentions, "entities": list(spelled), "relations": rows}]
     budget = text_bytes - len(MERGE.encode()) - _size(fixed)
-    linked = {key for row in rows for key in (row["subject_key"], row["object_key"])}
-    alone = [key for key in spelled if key not in linked]
     statements: list[Params] = [
-        {**fixed, "entities": part, "relations": []} for part in chunks(alone, budget)
+        {**fixed, "mentions": part, "entities": [m["key"] for m in part], "relations": []}
+        for part in chunks(mentions, budget // 2)
     ]
     for part in chunks(rows, budget // 2):
         ends = list(
             dict.fromkeys(k for row in part for k in (row["subject_key"], row["object_key"]))
         )
-        statements.append({**fixed, "entities": ends, "relations": part})
+        statements.append({**fixed, "mentions": [], "entities": ends, "relations": part})
     return statements
 
 

@@ -14,55 +14,38 @@ facts are one statement in one write transaction. The same texts run on Neo4j 5 
 FalkorDB's Bolt listener (see ``docs/memory-backends.md`` for FalkorDB's differences; its
 string parameters need escaping, detected once per driver by a probe).
 
-The ``neo4j`` package is imported on first use, off the event loop: a host installs it on
-demand (``NEO4J_REQUIREMENT``); without it every call raises ``missing_dependency``.
+**Ids and provenance.** A relation keeps its id, when it was last said and who said it; who
+mentioned an entity is a ``:CompanionMention`` per owner (``cypher``): export lists them,
+forget deletes a scope's (said at or before its time) or one by id. Reaching the server is
+``bolt``'s.
 """
 
 from __future__ import annotations
 
-import asyncio
-import importlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from itertools import product
-from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, LiteralString
 
-from ...chars import valid_text
-from ...errors import MemoryBackendError, MemoryInputError
 from ..backend_check import BackendCheck
 from ..graph_names import MAX_NAME_CHARS, BoundedGraph
 from ..inputs import clean_scope
-from ..sqlite.graph import forget_where
-from ..types import Forget, GraphFacts, MemoryScope, Relation
+from ..pages import GraphItem, GraphPage, page_bounds
+from ..provenance import load_provenance
+from ..sqlite.forgotten_sql import forget_where
+from ..sqlite.records_sql import iso
+from ..types import MAX_PAGE, Forget, GraphFacts, MemoryScope, Relation
 from . import cypher
+from .bolt import BACKEND, NEO4J_REQUIREMENT, BoltConnection, Neo4jSettings
 from .cypher import Params
 
 if TYPE_CHECKING:
-    from neo4j import AsyncDriver, AsyncManagedTransaction, AsyncSession
+    from neo4j import AsyncManagedTransaction, Record
+
+__all__ = ["BACKEND", "NEO4J_REQUIREMENT", "Neo4jGraph", "Neo4jSettings"]
 
 LOGGER = logging.getLogger(__name__)
-
-NEO4J_REQUIREMENT = "neo4j>=6.4.1,<7"  # a range: HA installs it under its own pins
-BACKEND = "neo4j"
-BOLT_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
-
-type Work[T] = Callable[[AsyncManagedTransaction], Awaitable[T]]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Neo4jSettings:
-    """Where the Bolt server is and how to log in; ``user`` None means no authentication."""
-
-    uri: str
-    """``bolt://``, ``bolt+s://``, ``neo4j://`` or ``neo4j+s://`` and a host (and port)."""
-    user: str | None = None
-    password: str | None = field(default=None, repr=False)
-    database: str | None = None
-    """None for the server's home database (FalkorDB ignores it inside transactions)."""
-    timeout: float = 5.0
-    """Seconds for connecting and for each call, retries included."""
 
 
 class Neo4jGraph(BoundedGraph):
@@ -71,23 +54,18 @@ class Neo4jGraph(BoundedGraph):
     def __init__(self, settings: Neo4jSettings) -> None:
         """Keep the settings; the driver is made on first use."""
         self.settings = settings
-        self._driver: AsyncDriver | None = None
-        self._text_bytes: int | None = None
-        """FalkorDB's bound on a statement's text (None on Neo4j, whose values are safe)."""
-        self._lock = asyncio.Lock()
+        self._bolt = BoltConnection(settings)
+        self._outgoing = self._bolt.outgoing
+        self._incoming = self._bolt.incoming
 
     async def check(self) -> BackendCheck:
         """Connect and log in once; say what failed, if anything."""
-        try:
-            await self._session_driver()
-        except MemoryBackendError as err:
-            return BackendCheck.failed(err)
-        return BackendCheck(backend=BACKEND)
+        return await self._bolt.check()
 
     async def _merge(self, scope: MemoryScope, facts: GraphFacts) -> None:
         """Merge in one write transaction (FalkorDB: statements within its size bound)."""
-        driver = await self._session_driver()  # first: it learns the server's dialect
-        statements = cypher.merge_statements(scope, facts, text_bytes=self._text_bytes)
+        await self._bolt.driver()  # first: it learns the server's dialect
+        statements = cypher.merge_statements(scope, facts, text_bytes=self._bolt.text_bytes)
         if not statements:
             return
 
@@ -96,7 +74,7 @@ class Neo4jGraph(BoundedGraph):
             for params in statements:
                 await (await tx.run(cypher.MERGE, self._outgoing(params))).consume()
 
-        await self._call(driver, work, write=True)
+        await self._bolt.run(work, write=True)
 
     async def _walk(
         self, scopes: list[MemoryScope], keys: list[str], hops: int, limit: int
@@ -104,11 +82,12 @@ class Neo4jGraph(BoundedGraph):
         """Walk each persona's and environment's graph; merge the walks, nearest first."""
         groups = _owners_by_space(scopes)
         query = cypher.WALKS[hops]
-        driver = await self._session_driver()  # first: it learns the server's dialect
-        if self._text_bytes is None:
+        await self._bolt.driver()  # first: it learns the server's dialect
+        text_bytes = self._bolt.text_bytes
+        if text_bytes is None:
             key_runs = [keys]
         else:
-            budget = self._text_bytes - len(query.encode()) - 2 * MAX_NAME_CHARS * len(scopes)
+            budget = text_bytes - len(query.encode()) - 2 * MAX_NAME_CHARS * len(scopes)
             key_runs = cypher.chunks(keys, budget)
 
         async def work(tx: AsyncManagedTransaction) -> list[tuple[int, str, Relation]]:
@@ -128,128 +107,129 @@ class Neo4jGraph(BoundedGraph):
                     rows.append((int(record["distance"]), str(record["updated"]), relation))
             return rows
 
-        rows = await self._call(driver, work, write=False)
+        rows = await self._bolt.run(work, write=False)
         rows.sort(key=lambda row: row[1], reverse=True)
         rows.sort(key=lambda row: row[0])
         return list(dict.fromkeys(relation for _, _, relation in rows))[:limit]
 
     async def forget(self, what: Forget) -> int:
-        """Delete the graph of a person or persona; return how many relations went."""
+        """Delete a scope's graph said at or before ``what.at``, or one entity or relation.
+
+        Return how many relations went.
+        """
         forget_where(what)
+        params: Params = {"environment": what.environment, "at": iso(what.moment)}
         if what.record_id is not None:
-            return 0
-        if what.owner is not None:
+            if not what.record_id.startswith(("rel-", "ent-")):
+                return 0
+            params["id"] = what.record_id
+        statements: Sequence[LiteralString]
+        if what.record_id is not None and what.record_id.startswith("rel-"):
+            statements = (cypher.FORGET_RELATION,)
+        elif what.record_id is not None:
+            statements = cypher.FORGET_MENTION
+        elif what.owner is not None:
+            params["owner"] = what.owner
             statements = cypher.FORGET_OWNER
-            params: Params = {"owner": what.owner, "environment": what.environment}
+            if what.agent_id is not None:
+                params["agent_id"] = what.agent_id
+                statements = cypher.FORGET_BOTH
         else:
+            params["agent_id"] = what.agent_id
             statements = cypher.FORGET_PERSONA
-            params = {"agent_id": what.agent_id, "environment": what.environment}
 
         async def work(tx: AsyncManagedTransaction) -> int:
-            """Delete the relations, count them, then the entities left alone."""
-            record = await (await tx.run(statements[0], self._outgoing(params))).single()
-            await (await tx.run(statements[1], self._outgoing(params))).consume()
+            """Delete the relations (counted), then what is left of the scope's entities."""
+            if statements is cypher.FORGET_MENTION:
+                found = await (await tx.run(cypher.MENTION, self._outgoing(params))).single()
+                if found is None:
+                    return 0
+                params.update(
+                    agent_id=self._incoming(found["agent_id"]),
+                    owner=self._incoming(found["owner"]),
+                    key=self._incoming(found["key"]),
+                )
+            first, *rest = statements
+            record = await (await tx.run(first, self._outgoing(params))).single()
+            for statement in rest:
+                await (await tx.run(statement, self._outgoing(params))).consume()
             return 0 if record is None else int(record["gone"])
 
-        return await self._call(await self._session_driver(), work, write=True)
+        return await self._bolt.run(work, write=True)
+
+    async def export(
+        self, scopes: Sequence[MemoryScope], *, offset: int = 0, limit: int = MAX_PAGE
+    ) -> GraphPage:
+        """Return a page of the mentioned entities and the relations of ``scopes``, newest first.
+
+        Each persona and environment is read apart; the page is cut from their union.
+        """
+        first, size = page_bounds(offset, limit)
+        groups = _owners_by_space(scopes)
+
+        async def work(tx: AsyncManagedTransaction) -> GraphPage:
+            """Read each group's page and totals."""
+            entities: list[GraphItem] = []
+            relations: list[GraphItem] = []
+            totals = [0, 0]
+            for (agent_id, environment), owners in groups.items():
+                params: Params = {"agent_id": agent_id, "environment": environment,
+                                  "owners": owners, "offset": 0, "limit": first + size}  # fmt: skip
+                space = (agent_id, environment)
+                async for row in await tx.run(cypher.EXPORT_MENTIONS, self._outgoing(params)):
+                    entities.append(self._item(space, row, name=self._incoming(row["name"])))
+                async for row in await tx.run(cypher.EXPORT_RELATIONS, self._outgoing(params)):
+                    relations.append(self._item(space, row, relation=self._relation(row)))
+                for index, query in enumerate((cypher.COUNT_MENTIONS, cypher.COUNT_RELATIONS)):
+                    counted = await (await tx.run(query, self._outgoing(params))).single()
+                    totals[index] += 0 if counted is None else int(counted["total"])
+            newest = lambda item: item.at or datetime.min.replace(tzinfo=UTC)  # noqa: E731
+            entities.sort(key=newest, reverse=True)
+            relations.sort(key=newest, reverse=True)
+            return GraphPage(
+                entities=tuple(entities[first : first + size]),
+                relations=tuple(relations[first : first + size]),
+                total_entities=totals[0],
+                total_relations=totals[1],
+            )
+
+        return await self._bolt.run(work, write=False)
 
     async def close(self) -> None:
         """Close the driver's connections."""
-        async with self._lock:
-            driver, self._driver = self._driver, None
-        if driver is not None:
-            await driver.close()
+        await self._bolt.close()
 
-    async def _call[T](self, driver: AsyncDriver, work: Work[T], *, write: bool) -> T:
-        """Run one transaction function; map every driver error to ``MemoryBackendError``."""
-        try:
-            async with asyncio.timeout(self.settings.timeout):
-                async with driver.session(database=self.settings.database) as session:
-                    if write:
-                        result: T = await session.execute_write(work)
-                    else:
-                        result = await session.execute_read(work)
-                    return result
-        except MemoryInputError:
-            raise
-        except Exception as err:
-            raise _backend_error(err) from err
+    def _relation(self, row: Record) -> Relation:
+        """Return the relation of an exported row."""
+        return Relation(
+            subject=self._incoming(row["subject"]),
+            predicate=self._incoming(row["predicate"]),
+            object=self._incoming(row["object"]),
+        )
 
-    async def _session_driver(self) -> AsyncDriver:
-        """Return the driver, making it (and probing the server) on first use."""
-        async with self._lock:
-            if self._driver is not None:
-                return self._driver
-            driver = await self._connect()
-            self._driver = driver
-            return driver
-
-    async def _connect(self) -> AsyncDriver:
-        """Import the driver off the loop, connect, log in, learn the server's dialect."""
-        loop = asyncio.get_running_loop()
-        try:
-            await loop.run_in_executor(None, importlib.import_module, "neo4j")
-        except ImportError as err:
-            raise MemoryBackendError(
-                f"the neo4j package is not installed ({NEO4J_REQUIREMENT})",
-                backend=BACKEND,
-                problem="missing_dependency",
-            ) from err
-        import neo4j  # noqa: PLC0415 - loaded above, off the event loop
-
-        settings = self.settings
-        if urlsplit(settings.uri).scheme not in BOLT_SCHEMES:
-            raise MemoryBackendError(
-                f"the address must start with one of {', '.join(sorted(BOLT_SCHEMES))}://",
-                backend=BACKEND,
-                problem="invalid_config",
-            )
-        auth = None if settings.user is None else (settings.user, settings.password or "")
-        try:
-            driver = neo4j.AsyncGraphDatabase.driver(
-                settings.uri,
-                auth=auth,
-                connection_timeout=settings.timeout,
-                connection_acquisition_timeout=settings.timeout,
-                max_transaction_retry_time=settings.timeout,
-                user_agent="companion_agent",
-            )
-        except Exception as err:
-            raise _backend_error(err) from err
-        try:
-            async with asyncio.timeout(settings.timeout):
-                await driver.verify_connectivity()
-                async with driver.session(database=settings.database) as session:
-                    answer = await session.run("RETURN $probe AS probe", probe=cypher.PROBE)
-                    probe = await answer.single()
-                    if probe is None or probe["probe"] != cypher.PROBE:
-                        self._text_bytes = cypher.FALKORDB_TEXT_BYTES
-                    await self._create_indexes(session)
-        except Exception as err:
-            await driver.close()
-            raise _backend_error(err) from err
-        return driver
-
-    async def _create_indexes(self, session: AsyncSession) -> None:
-        """Create the entity index in whichever dialect the server takes (best effort)."""
-        neo4j_errors = importlib.import_module("neo4j.exceptions")
-        for statement in cypher.INDEXES:
-            try:
-                await (await session.run(statement)).consume()
-            except neo4j_errors.Neo4jError as err:
-                LOGGER.debug("Graph index not created (%s): %s", statement[:40], err)
-            else:
-                return
-
-    def _outgoing(self, params: Params) -> Params:
-        """Return ``params`` as the server needs them (escaped for FalkorDB)."""
-        if self._text_bytes is None:
-            return params
-        return {key: cypher.escaped(value) for key, value in params.items()}
-
-    def _incoming(self, value: object) -> str:
-        """Return a string the server sent back as valid text."""
-        return valid_text(str(value)) if value is not None else ""
+    def _item(
+        self,
+        space: tuple[str, str],
+        row: Record,
+        *,
+        name: str = "",
+        relation: Relation | None = None,
+    ) -> GraphItem:
+        """Return an exported entity or relation of one persona and environment."""
+        said = self._incoming(row["said_at"])
+        return GraphItem(
+            id=self._incoming(row["id"]),
+            scope=MemoryScope(
+                agent_id=space[0], environment=space[1], owner=self._incoming(row["owner"])
+            ),
+            name=name,
+            relation=relation,
+            source=self._incoming(row["source"]),
+            at=datetime.fromisoformat(said) if said else None,
+            provenance=load_provenance(
+                {key: row[key] for key in ("via", "person", "device", "conversation")}
+            ),
+        )
 
 
 def _owners_by_space(scopes: Sequence[MemoryScope]) -> dict[tuple[str, str], list[str]]:
@@ -261,26 +241,3 @@ def _owners_by_space(scopes: Sequence[MemoryScope]) -> dict[tuple[str, str], lis
         if cleaned.owner not in owners:
             owners.append(cleaned.owner)
     return groups
-
-
-def _backend_error(err: BaseException) -> MemoryBackendError:
-    """Return the ``MemoryBackendError`` a driver error means (nothing secret in it)."""
-    if isinstance(err, MemoryBackendError):
-        return err
-    errors = importlib.import_module("neo4j.exceptions")
-    name = type(err).__name__
-    if isinstance(err, errors.AuthError):
-        return MemoryBackendError("the server refused the credentials", backend=BACKEND,
-                                  problem="auth")  # fmt: skip
-    if isinstance(err, errors.ConfigurationError | ValueError):
-        return MemoryBackendError(f"the address or settings are not valid ({err})",
-                                  backend=BACKEND, problem="invalid_config")  # fmt: skip
-    if isinstance(err, errors.ServiceUnavailable | errors.SessionExpired | errors.DriverError
-                  | errors.TransientError | OSError | TimeoutError):  # fmt: skip
-        return MemoryBackendError(f"the server could not be reached in time ({name})",
-                                  backend=BACKEND, problem="cannot_connect")  # fmt: skip
-    if isinstance(err, errors.Neo4jError):
-        code = getattr(err, "code", None) or name
-        return MemoryBackendError(f"the server refused the operation ({code})",
-                                  backend=BACKEND, problem="failed")  # fmt: skip
-    return MemoryBackendError(f"the driver failed ({name})", backend=BACKEND, problem="failed")

@@ -11,14 +11,13 @@ is ``BEGIN IMMEDIATE`` … ``COMMIT`` (``SQLiteWorker.transaction``).
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from ...errors import MemoryStoreError
+from ...sqlite_file import SQLiteFileError, move_aside
 
 LOGGER = logging.getLogger(__name__)
 
@@ -44,7 +43,10 @@ def open_checked(
     except sqlite3.DatabaseError as err:
         if isinstance(err, sqlite3.OperationalError) and path.exists():
             raise  # locked or unreadable: not proof of damage, leave it
-        moved = move_aside(path, err)
+        try:
+            moved = move_aside(path, err)
+        except SQLiteFileError as move_err:
+            raise MemoryStoreError(str(move_err), retryable=False) from move_err
     return _connect(path, prepare, synchronous), moved
 
 
@@ -66,20 +68,3 @@ def quick_check(connection: sqlite3.Connection) -> None:
     check = connection.execute("PRAGMA quick_check").fetchone()
     if check is None or check[0] != "ok":
         raise sqlite3.DatabaseError(f"quick_check: {check[0] if check else 'no answer'}")
-
-
-def move_aside(path: Path, err: Exception) -> Path:
-    """Move an unusable SQLite file (and its WAL and shared-memory files) out of the way."""
-    moved = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
-    for suffix in ("", "-wal", "-shm"):
-        source = Path(f"{path}{suffix}")
-        if source.exists():
-            try:
-                os.replace(source, Path(f"{moved}{suffix}"))
-            except OSError as move_err:
-                raise MemoryStoreError(
-                    f"{path} is unusable ({err}) and cannot be moved aside ({move_err})",
-                    retryable=False,
-                ) from move_err
-    LOGGER.warning("Memory file %s is unusable (%s); moved to %s", path, err, moved)
-    return moved

@@ -3,34 +3,22 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from ...errors import MemoryInputError
 from ..bounds import MemoryBounds, PruneSchedule
 from ..graph_names import BoundedGraph
+from ..inputs import clean_scope
+from ..pages import GraphPage, page_bounds
+from ..tombstones import tombstone_of
 from ..types import Forget, GraphFacts, MemoryScope, Relation
-from . import graph_sql
+from . import forgotten_sql, graph_sql
+from .forgotten_sql import forget_where
 from .pruning import prune_graph
 
 if TYPE_CHECKING:
     from .worker import SQLiteWorker
-
-
-def forget_where(what: Forget) -> tuple[str, list[str]]:
-    """Return the WHERE fragment and params a ``Forget`` of a person or persona names.
-
-    Raise ``MemoryInputError`` unless exactly one of record, person and persona is set.
-    For a record it names nothing (the caller resolves the record's history).
-    """
-    named = [v for v in (what.record_id, what.owner, what.agent_id) if v is not None]
-    if len(named) != 1 or not named[0]:
-        raise MemoryInputError("forget names exactly one record, person or persona")
-    if what.owner is not None:
-        return "owner = ? AND environment = ?", [what.owner, what.environment]
-    if what.agent_id is not None:
-        return "agent_id = ? AND environment = ?", [what.agent_id, what.environment]
-    return "0", []
 
 
 class EmbeddedGraph(BoundedGraph):
@@ -64,11 +52,46 @@ class EmbeddedGraph(BoundedGraph):
         )
 
     async def forget(self, what: Forget) -> int:
-        """Delete the graph of a person or persona; return how many relations went."""
+        """Delete a scope's graph (said at or before ``what.at``), or one entity or relation.
+
+        A tombstone is kept in the same transaction (see ``EmbeddedStore.forget``).
+        """
         where, params = forget_where(what)
-        if what.record_id is not None:
+        record_id = what.record_id
+        if record_id is not None and not record_id.startswith(("rel-", "ent-")):
             return 0
-        return await self._worker.transaction(lambda db: graph_sql.forget(db, where, params))
+        tombstone = tombstone_of(what)
+
+        def work(db: sqlite3.Connection) -> int:
+            """Keep the tombstone, delete what it names."""
+            if tombstone is not None:
+                forgotten_sql.record(db, tombstone)
+            if record_id is not None:
+                return graph_sql.forget_id(db, record_id, what.environment)
+            return graph_sql.forget(db, where, params, what.moment)
+
+        return await self._worker.transaction(work)
+
+    async def export(
+        self, scopes: Sequence[MemoryScope], *, offset: int = 0, limit: int = 100
+    ) -> GraphPage:
+        """Return a page of the entities and relations of ``scopes``, newest first."""
+        cleaned = [clean_scope(scope) for scope in scopes]
+        first, size = page_bounds(offset, limit)
+
+        def work(db: sqlite3.Connection) -> GraphPage:
+            """Read the page and the totals."""
+            entities, relations, entity_total, relation_total = graph_sql.export(
+                db, cleaned, first, size
+            )
+            return GraphPage(
+                entities=tuple(entities),
+                relations=tuple(relations),
+                total_entities=entity_total,
+                total_relations=relation_total,
+            )
+
+        return await self._worker.run(work)
 
     async def close(self) -> None:
         """Close the shared file (the memory store's ``close`` does the same)."""

@@ -5,6 +5,11 @@ so "Ann", "ann " and "ＡＮＮ" are one entity; the first spelling seen is kept
 A neighbourhood walks relations in both directions from the entities named, with a
 recursive CTE, across the scopes given (the same name in the person's and the household's
 graph is one node), at most ``MAX_HOPS`` hops and ``MAX_REACHED`` nodes.
+
+Each entity and relation has an id made from its scope and keys (``tombstones.graph_id``),
+when it was last said (``said_at``) and its provenance. A merge leaves out what a
+tombstone refuses (the scope's, an entity's — with the relations touching it — or a
+relation's), in its own transaction.
 """
 
 from __future__ import annotations
@@ -16,16 +21,21 @@ from datetime import datetime
 
 from ...chars import clean_text
 from ..graph_names import MAX_NAME_CHARS, clean_name, name_key
+from ..pages import GraphItem
+from ..provenance import Provenance, as_via
+from ..tombstones import graph_id
 from ..types import GraphFacts, MemoryScope, Relation
+from . import forgotten_sql
 from .records_sql import iso, scope_clause
 
 MAX_REACHED = 1000
 
 
 def merge(db: sqlite3.Connection, scope: MemoryScope, facts: GraphFacts, now: datetime) -> None:
-    """Upsert the entities and relations of ``facts`` into ``scope`` (caller's transaction)."""
-    at = iso(facts.at or now)
-    source = clean_text(facts.source, MAX_NAME_CHARS)
+    """Upsert what ``facts`` holds into ``scope`` (caller's transaction), less what is refused."""
+    said = facts.at or now
+    at, source = iso(said), clean_text(facts.source, MAX_NAME_CHARS)
+    origin = facts.provenance.cleaned()
     names = [*facts.entities]
     for relation in facts.relations:
         names.extend((relation.subject, relation.object))
@@ -34,14 +44,6 @@ def merge(db: sqlite3.Connection, scope: MemoryScope, facts: GraphFacts, now: da
         name = clean_name(raw)
         if name and name_key(name) not in seen:
             seen[name_key(name)] = name
-    db.executemany(
-        "INSERT INTO entities (agent_id, environment, owner, key, name, source, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        [
-            (scope.agent_id, scope.environment, scope.owner, key, name, source, at)
-            for key, name in seen.items()
-        ],
-    )
     rows = []
     for relation in facts.relations:
         subject, predicate, obj = (
@@ -50,17 +52,63 @@ def merge(db: sqlite3.Connection, scope: MemoryScope, facts: GraphFacts, now: da
             clean_name(relation.object),
         )
         if subject and predicate and obj:
-            rows.append(
-                (scope.agent_id, scope.environment, scope.owner, name_key(subject),
-                 seen.get(name_key(subject), subject), name_key(predicate), predicate,
-                 name_key(obj), seen.get(name_key(obj), obj), source, at, at)
-            )  # fmt: skip
+            keys = (name_key(subject), name_key(predicate), name_key(obj))
+            rows.append((keys, seen.get(keys[0], subject), predicate, seen.get(keys[2], obj)))
+    entity_ids = {key: graph_id("ent", scope, key) for key in seen}
+    relation_ids = [graph_id("rel", scope, *keys) for keys, *_ in rows]
+    refused = forgotten_sql.refused(db, scope, said, [*entity_ids.values(), *relation_ids])
+    if "" in refused:
+        return
+    fields = (source, at, origin.via, origin.person, origin.device, origin.conversation)
+    db.executemany(
+        "INSERT INTO entities (agent_id, environment, owner, key, name, created_at, id, "
+        "source, said_at, via, person, device, conversation) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+        "said_at = max(coalesce(said_at, ''), excluded.said_at)",
+        [
+            (
+                scope.agent_id,
+                scope.environment,
+                scope.owner,
+                key,
+                name,
+                at,
+                entity_ids[key],
+                *fields,
+            )
+            for key, name in seen.items()
+            if entity_ids[key] not in refused
+        ],
+    )
     db.executemany(
         "INSERT INTO relations (agent_id, environment, owner, subject_key, subject, "
-        "predicate_key, predicate, object_key, object, source, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT DO UPDATE SET updated_at = excluded.updated_at, source = excluded.source",
-        rows,
+        "predicate_key, predicate, object_key, object, created_at, updated_at, id, "
+        "source, said_at, via, person, device, conversation) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT DO UPDATE SET updated_at = excluded.updated_at, source = excluded.source, "
+        "said_at = max(coalesce(said_at, ''), excluded.said_at), via = excluded.via, "
+        "person = excluded.person, device = excluded.device, conversation = excluded.conversation",
+        [
+            (
+                scope.agent_id,
+                scope.environment,
+                scope.owner,
+                keys[0],
+                subject,
+                keys[1],
+                predicate,
+                keys[2],
+                obj,
+                iso(now),
+                iso(now),
+                relation_id,
+                *fields,
+            )
+            for ((keys, subject, predicate, obj), relation_id) in zip(
+                rows, relation_ids, strict=True
+            )
+            if not refused & {relation_id, entity_ids[keys[0]], entity_ids[keys[2]]}
+        ],
     )
 
 
@@ -93,8 +141,82 @@ def neighbourhood(
     return [Relation(subject=str(s), predicate=str(p), object=str(o)) for s, p, o, _, _ in rows]
 
 
-def forget(db: sqlite3.Connection, where: str, params: Sequence[str]) -> int:
-    """Delete the entities and relations matching ``where``; return how many relations went."""
-    gone = db.execute(f"DELETE FROM relations WHERE {where}", params).rowcount
-    db.execute(f"DELETE FROM entities WHERE {where}", params)
-    return int(gone)
+def forget(db: sqlite3.Connection, where: str, params: Sequence[str], before: datetime) -> int:
+    """Delete the entities and relations matching ``where`` said at or before ``before``.
+
+    Return how many relations went.
+    """
+    said = "AND (said_at IS NULL OR said_at <= ?)"
+    gone = db.execute(f"DELETE FROM relations WHERE {where} {said}", [*params, iso(before)])
+    db.execute(f"DELETE FROM entities WHERE {where} {said}", [*params, iso(before)])
+    return int(gone.rowcount)
+
+
+def forget_id(db: sqlite3.Connection, item_id: str, environment: str) -> int:
+    """Delete one relation, or one entity with every relation touching it; return relations."""
+    if item_id.startswith("rel-"):
+        gone = db.execute(
+            "DELETE FROM relations WHERE id = ? AND environment = ?", (item_id, environment)
+        )
+        return int(gone.rowcount)
+    row = db.execute(
+        "SELECT agent_id, owner, key FROM entities WHERE id = ? AND environment = ?",
+        (item_id, environment),
+    ).fetchone()
+    if row is None:
+        return 0
+    agent, owner, key = row
+    gone = db.execute(
+        "DELETE FROM relations WHERE agent_id = ? AND environment = ? AND owner = ? "
+        "AND (subject_key = ? OR object_key = ?)",
+        (agent, environment, owner, key, key),
+    )
+    db.execute("DELETE FROM entities WHERE id = ? AND environment = ?", (item_id, environment))
+    return int(gone.rowcount)
+
+
+def export(
+    db: sqlite3.Connection, scopes: Sequence[MemoryScope], offset: int, limit: int
+) -> tuple[list[GraphItem], list[GraphItem], int, int]:
+    """Return a page of the entities and of the relations of ``scopes``, newest first, and
+    how many of each there are."""
+    where, params = scope_clause(scopes)
+    tail = "ORDER BY said_at DESC, rowid DESC LIMIT ? OFFSET ?"
+    common = "id, agent_id, environment, owner, source, said_at, via, person, device, conversation"
+    entities = [
+        _item(row[:10], name=str(row[10]))
+        for row in db.execute(
+            f"SELECT {common}, name FROM entities WHERE {where} {tail}", (*params, limit, offset)
+        )
+    ]
+    relations = [
+        _item(row[:10], relation=Relation(subject=row[10], predicate=row[11], object=row[12]))
+        for row in db.execute(
+            f"SELECT {common}, subject, predicate, object FROM relations WHERE {where} {tail}",
+            (*params, limit, offset),
+        )
+    ]
+    (entity_total,) = db.execute(f"SELECT count(*) FROM entities WHERE {where}", params).fetchone()
+    (relation_total,) = db.execute(
+        f"SELECT count(*) FROM relations WHERE {where}", params
+    ).fetchone()
+    return entities, relations, int(entity_total), int(relation_total)
+
+
+def _item(row: Sequence[object], *, name: str = "", relation: Relation | None = None) -> GraphItem:
+    """Return an exported graph item from its common columns."""
+    item_id, agent, environment, owner, source, said, via, person, device, conversation = row
+    return GraphItem(
+        id=str(item_id),
+        scope=MemoryScope(agent_id=str(agent), environment=str(environment), owner=str(owner)),
+        name=name,
+        relation=relation,
+        source=str(source),
+        at=datetime.fromisoformat(str(said)) if said else None,
+        provenance=Provenance(
+            via=as_via(via),
+            person=None if person is None else str(person),
+            device=None if device is None else str(device),
+            conversation=None if conversation is None else str(conversation),
+        ),
+    )

@@ -11,6 +11,7 @@ from ...errors import EmbeddingError
 from ..embeddings import Embedder
 from ..inputs import CheckedMemory
 from ..keywords import segment
+from ..tombstones import memory_key
 from .vectors import pack
 
 LOGGER = logging.getLogger(__name__)
@@ -32,6 +33,11 @@ class PreparedMemory(CheckedMemory):
     vector: bytes | None = None
     vector_model: str | None = None
 
+    @property
+    def key(self) -> str:
+        """Return the content key a one-record tombstone names (its topic, or its text)."""
+        return memory_key(self.kind == "state", self.topic, self.text)
+
 
 def prepare(checked: CheckedMemory) -> PreparedMemory:
     """Return a checked memory with a new row id and its text segmented for FTS5."""
@@ -47,6 +53,7 @@ def prepare(checked: CheckedMemory) -> PreparedMemory:
         source=checked.source,
         at=checked.at,
         names=checked.names,
+        provenance=checked.provenance,
     )
 
 

@@ -13,17 +13,14 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
+from ..pages import ExportPage
+from ..provenance import Provenance, as_via
 from ..types import MemoryKind, MemoryRecord, MemoryScope
 from .prepared import PreparedMemory
 
-MAX_EXPORT = 100_000
-MAX_STATES = 50
-EPOCH_SECONDS = "(julianday(valid_from) - 2440587.5) * 86400.0"
-REFUSED = "refused:"
-"""Prefix of ``vector_model`` on a record whose text the embedding server refused."""
-_COLUMNS = (
+COLUMNS = (
     "rowid, id, agent_id, owner, environment, kind, topic, text, source, created_at, "
-    "valid_from, valid_until, superseded_by"
+    "valid_from, valid_until, superseded_by, via, person, device, conversation"
 )
 
 
@@ -47,9 +44,10 @@ def scope_clause(scopes: Sequence[MemoryScope], table: str = "") -> tuple[str, l
     return "(" + " OR ".join(parts) + ")", params
 
 
-def _record(row: sqlite3.Row | tuple[object, ...]) -> MemoryRecord:
-    """Return the record of one ``_COLUMNS`` row."""
-    (_, rid, agent, owner, env, kind, topic, text, source, created, since, until, by) = row
+def record(row: sqlite3.Row | tuple[object, ...]) -> MemoryRecord:
+    """Return the record of one ``COLUMNS`` row."""
+    (_, rid, agent, owner, env, kind, topic, text, source, created, since, until, by) = row[:13]
+    via, person, device, conversation = row[13:17]
     return MemoryRecord(
         id=str(rid),
         scope=MemoryScope(agent_id=str(agent), owner=str(owner), environment=str(env)),
@@ -61,7 +59,18 @@ def _record(row: sqlite3.Row | tuple[object, ...]) -> MemoryRecord:
         valid_from=datetime.fromisoformat(str(since)),
         valid_until=None if until is None else datetime.fromisoformat(str(until)),
         superseded_by=None if by is None else str(by),
+        provenance=Provenance(
+            via=as_via(via),
+            person=_text(person),
+            device=_text(device),
+            conversation=_text(conversation),
+        ),
     )
+
+
+def _text(value: object) -> str | None:
+    """Return a stored optional text."""
+    return None if value is None else str(value)
 
 
 def _kind(value: object) -> MemoryKind:
@@ -83,10 +92,12 @@ def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> int
     supersedes: str | None = None
     if memory.kind == "state" and memory.topic_key is not None:
         supersedes = _retire_topic(db, memory, now)
+    origin = memory.provenance
     cursor = db.execute(
         "INSERT INTO memories (id, agent_id, owner, environment, kind, topic, topic_key, "
-        "text, source, created_at, valid_from, supersedes, vector, vector_model) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "text, source, created_at, valid_from, supersedes, vector, vector_model, "
+        "via, person, device, conversation) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             memory.id,
             memory.scope.agent_id,
@@ -102,6 +113,10 @@ def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> int
             supersedes,
             memory.vector,
             memory.vector_model,
+            origin.via,
+            origin.person,
+            origin.device,
+            origin.conversation,
         ),
     )
     rowid = cursor.lastrowid
@@ -148,18 +163,18 @@ def records(db: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, MemoryRe
     if not rowids:
         return {}
     marks = ",".join("?" * len(rowids))
-    rows = db.execute(f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks})", rowids)
-    return {int(row[0]): _record(row) for row in rows}
+    rows = db.execute(f"SELECT {COLUMNS} FROM memories WHERE rowid IN ({marks})", rowids)
+    return {int(row[0]): record(row) for row in rows}
 
 
 def by_id(db: sqlite3.Connection, record_id: str) -> tuple[MemoryRecord, str | None] | None:
     """Return the record ``record_id`` and the id it superseded, or None."""
     row = db.execute(
-        f"SELECT {_COLUMNS}, supersedes FROM memories WHERE id = ?", (record_id,)
+        f"SELECT {COLUMNS}, supersedes FROM memories WHERE id = ?", (record_id,)
     ).fetchone()
     if row is None:
         return None
-    return _record(row[:-1]), None if row[-1] is None else str(row[-1])
+    return record(row[:-1]), None if row[-1] is None else str(row[-1])
 
 
 def keyword_ranking(
@@ -225,42 +240,24 @@ def neighbours(db: sqlite3.Connection, rowids: Sequence[int]) -> list[int]:
     return list(found)
 
 
-def vector_rows(
-    db: sqlite3.Connection, scope: tuple[str, str, str], model: str, *, history: bool = False
-) -> Iterable[tuple[int, str, bytes, float]]:
-    """Yield ``(rowid, kind, vector, said at)`` of a scope's current records of ``model``.
-
-    ``said at`` is seconds since the epoch. ``history`` yields the retired records too.
-    """
-    agent, environment, owner = scope
-    current = "" if history else "AND valid_until IS NULL"
-    yield from db.execute(
-        f"SELECT rowid, kind, vector, {EPOCH_SECONDS} FROM memories WHERE agent_id = ? "
-        "AND environment = ? AND owner = ? AND vector_model = ? AND vector IS NOT NULL "
-        f"{current}",
-        (agent, environment, owner, model),
-    )
+def get(db: sqlite3.Connection, record_id: str, environment: str) -> MemoryRecord | None:
+    """Return the record ``record_id`` of ``environment``, current or not, or None."""
+    found = by_id(db, record_id)
+    return found[0] if found is not None and found[0].scope.environment == environment else None
 
 
-def current_states(db: sqlite3.Connection, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
-    """Return the current states of ``scopes``, newest first, at most ``MAX_STATES``."""
+def export(
+    db: sqlite3.Connection, scopes: Sequence[MemoryScope], offset: int, limit: int
+) -> ExportPage:
+    """Return one page of the records of ``scopes``, newest first, and how many there are."""
     where, params = scope_clause(scopes)
+    (total,) = db.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()
     rows = db.execute(
-        f"SELECT {_COLUMNS} FROM memories WHERE {where} AND kind = 'state' "
-        "AND valid_until IS NULL ORDER BY valid_from DESC, rowid DESC LIMIT ?",
-        (*params, MAX_STATES),
+        f"SELECT {COLUMNS} FROM memories WHERE {where} "
+        "ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+        (*params, limit, offset),
     )
-    return [_record(row) for row in rows]
-
-
-def export(db: sqlite3.Connection, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
-    """Return every record of ``scopes``, oldest first, at most ``MAX_EXPORT``."""
-    where, params = scope_clause(scopes)
-    rows = db.execute(
-        f"SELECT {_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, rowid LIMIT ?",
-        (*params, MAX_EXPORT),
-    )
-    return [_record(row) for row in rows]
+    return ExportPage(records=tuple(record(row) for row in rows), total=int(total))
 
 
 def delete(
@@ -273,52 +270,6 @@ def delete(
     db.executemany("DELETE FROM memory_terms WHERE rowid = ?", [(row[0],) for row in rows])
     db.executemany("DELETE FROM memories WHERE rowid = ?", [(row[0],) for row in rows])
     return [tuple(str(v) for v in row[1:]) for row in rows]
-
-
-def delete_history(
-    db: sqlite3.Connection, record_id: str, environment: str
-) -> list[tuple[str, ...]]:
-    """Delete a record and every record it superseded, in ``environment``; return scopes.
-
-    A newer record that superseded one of them keeps its place but no longer points back.
-    """
-    rows = db.execute(
-        "WITH RECURSIVE chain(id, depth) AS ("
-        " SELECT id, 0 FROM memories WHERE id = ? AND environment = ? UNION"
-        " SELECT m.supersedes, chain.depth + 1 FROM memories m JOIN chain ON m.id = chain.id"
-        " WHERE m.supersedes IS NOT NULL AND chain.depth < 1000) SELECT id FROM chain",
-        (record_id, environment),
-    )
-    ids = [str(row[0]) for row in rows]
-    if not ids:
-        return []
-    marks = ",".join("?" * len(ids))
-    db.execute(f"UPDATE memories SET supersedes = NULL WHERE supersedes IN ({marks})", ids)
-    return delete(db, f"id IN ({marks}) AND environment = ?", [*ids, environment])
-
-
-def unembedded(
-    db: sqlite3.Connection, model: str, limit: int
-) -> list[tuple[int, str, tuple[str, str, str]]]:
-    """Return ``(rowid, text, scope key)`` of current records without a ``model`` vector.
-
-    Newest first; records whose text the server refused for ``model`` are left out.
-    """
-    rows = db.execute(
-        "SELECT rowid, text, agent_id, environment, owner FROM memories "
-        "WHERE valid_until IS NULL AND (vector_model IS NULL OR "
-        "(vector_model != ? AND vector_model != ?)) ORDER BY rowid DESC LIMIT ?",
-        (model, REFUSED + model, limit),
-    )
-    return [(int(r[0]), str(r[1]), (str(r[2]), str(r[3]), str(r[4]))) for r in rows]
-
-
-def mark_refused(db: sqlite3.Connection, rowid: int, model: str) -> None:
-    """Mark a record whose text the embedding server refused, so it is not asked again."""
-    db.execute(
-        "UPDATE memories SET vector = NULL, vector_model = ? WHERE rowid = ?",
-        (REFUSED + model, rowid),
-    )
 
 
 def counts(db: sqlite3.Connection) -> dict[str, int]:

@@ -3,10 +3,10 @@
 One file holds everything: ``memories`` (one row per record, its vector as a float32
 BLOB), ``memory_terms`` (FTS5 over the segmented text, the turn before it in the same
 conversation, and the names it is about; rowid = the memory's rowid), ``entities`` and
-``relations`` (the graph). Every row carries its scope. The file runs in WAL mode
+``relations`` (the graph), and ``forgotten`` (the tombstones every write checks in its own
+transaction). Every row carries its scope and its provenance. The file runs in WAL mode
 (``connection``); ``user_version`` says which schema it has, and an older file is migrated
-when it opens (schema 1 had one FTS5 column: its terms move over, with no context or
-names).
+when it opens, one step after another (``migrations``).
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from pathlib import Path
 
 from ...errors import MemoryStoreError
 from .connection import open_checked, quick_check
+from .migrations import migrate
 
 LOGGER = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
     rowid INTEGER PRIMARY KEY,
@@ -39,7 +40,11 @@ CREATE TABLE IF NOT EXISTS memories (
     superseded_by TEXT,
     supersedes TEXT,
     vector BLOB,
-    vector_model TEXT
+    vector_model TEXT,
+    via TEXT NOT NULL DEFAULT 'unknown',
+    person TEXT,
+    device TEXT,
+    conversation TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_scope
     ON memories (agent_id, environment, owner, kind, valid_until);
@@ -59,6 +64,12 @@ CREATE TABLE IF NOT EXISTS entities (
     name TEXT NOT NULL,
     source TEXT NOT NULL,
     created_at TEXT NOT NULL,
+    id TEXT,
+    said_at TEXT,
+    via TEXT NOT NULL DEFAULT 'unknown',
+    person TEXT,
+    device TEXT,
+    conversation TEXT,
     PRIMARY KEY (agent_id, environment, owner, key)
 );
 CREATE TABLE IF NOT EXISTS relations (
@@ -74,10 +85,26 @@ CREATE TABLE IF NOT EXISTS relations (
     source TEXT NOT NULL,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
+    id TEXT,
+    said_at TEXT,
+    via TEXT NOT NULL DEFAULT 'unknown',
+    person TEXT,
+    device TEXT,
+    conversation TEXT,
     PRIMARY KEY (agent_id, environment, owner, subject_key, predicate_key, object_key)
 );
 CREATE INDEX IF NOT EXISTS relations_object
     ON relations (agent_id, environment, owner, object_key);
+CREATE INDEX IF NOT EXISTS relations_id ON relations (id);
+CREATE INDEX IF NOT EXISTS entities_id ON entities (id);
+CREATE TABLE IF NOT EXISTS forgotten (
+    environment TEXT NOT NULL,
+    agent_id TEXT NOT NULL DEFAULT '',
+    owner TEXT NOT NULL DEFAULT '',
+    key TEXT NOT NULL DEFAULT '',
+    at TEXT NOT NULL,
+    PRIMARY KEY (environment, agent_id, owner, key)
+);
 """
 _TABLES = frozenset({"memories", "memory_terms", "entities", "relations"})
 
@@ -107,34 +134,6 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
     if version > 0 and not names >= _TABLES:
         raise sqlite3.DatabaseError("a memory store with tables missing")
     if 0 < version < SCHEMA_VERSION:
-        _migrate(connection, version)
+        migrate(connection, version, SCHEMA_VERSION)
     connection.executescript(SCHEMA)
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-
-def _migrate(connection: sqlite3.Connection, version: int) -> None:
-    """Bring a file of an older schema up to this one, in one transaction."""
-    LOGGER.info("Migrating the memory file from schema %s to %s", version, SCHEMA_VERSION)
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        if version == 1:  # one FTS5 column → terms, context, names
-            connection.execute("ALTER TABLE memory_terms RENAME TO memory_terms_v1")
-            connection.execute(
-                "CREATE VIRTUAL TABLE memory_terms USING fts5(terms, context, names, "
-                "tokenize = 'porter unicode61 remove_diacritics 2')"
-            )
-            connection.execute(
-                "INSERT INTO memory_terms (rowid, terms, context, names) "
-                "SELECT rowid, terms, '', '' FROM memory_terms_v1"
-            )
-            connection.execute("DROP TABLE memory_terms_v1")
-        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    except sqlite3.Error as err:  # not a bad file: never moved aside for this
-        connection.execute("ROLLBACK")
-        raise MemoryStoreError(
-            f"the memory file could not be migrated ({err}); left as it is", retryable=True
-        ) from err
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")

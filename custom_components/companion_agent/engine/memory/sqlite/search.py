@@ -29,7 +29,7 @@ from ..keywords import match_expression
 from ..query_vectors import QueryVectors
 from ..types import MemoryHit, MemoryQuery, MemoryScope, bounded
 from ..when import TimeSpan, asked_about
-from . import records_sql
+from . import records_sql, vectors_sql
 from .vectors import RRF_K, Span, VectorCache, VectorRow, fuse, pack
 from .worker import SQLiteWorker
 
@@ -247,7 +247,7 @@ class StoreSearch:
 
         def load(scope: tuple[str, str, str]) -> Iterable[VectorRow]:
             """Read a scope's vectors of this model (retired ones only for history)."""
-            return records_sql.vector_rows(db, scope, model, history=history)
+            return vectors_sql.vector_rows(db, scope, model, history=history)
 
         keys = [(scope.agent_id, scope.environment, scope.owner) for scope in scopes]
         spans: list[tuple[Span | None, float]] = [(None, self.settings.vectors)]

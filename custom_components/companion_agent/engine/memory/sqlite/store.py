@@ -13,6 +13,10 @@ A state (``kind="state"`` with a topic) is always added through the state channe
 current state on the same scope and topic retires (kept, with ``valid_until`` and
 ``superseded_by``). ``forget`` of a person or persona also forgets their graph. Each scope
 is kept within ``MemoryBounds`` (see ``bounds`` and ``sqlite_pruning``).
+
+Forget wins: ``forget`` keeps its tombstone in the same transaction as its deletes, and
+``add`` leaves out, in its own transaction, every memory a tombstone refuses (dated at or
+before a forget of its scope or its content), so the two never race.
 """
 
 from __future__ import annotations
@@ -28,17 +32,12 @@ from .. import types as memory_types
 from ..bounds import MemoryBounds, PruneSchedule
 from ..embeddings import Embedder
 from ..inputs import MAX_BATCH, checked_memories, clean_scope
-from ..types import (
-    Forget,
-    MemoryHit,
-    MemoryQuery,
-    MemoryRecord,
-    MemoryScope,
-    NewMemory,
-)
-from . import graph_sql, records_sql
+from ..pages import ExportPage, page_bounds
+from ..types import MAX_PAGE, Forget, MemoryHit, MemoryQuery, MemoryRecord, MemoryScope, NewMemory
+from . import forgotten_sql, records_sql, states_sql, vectors_sql
 from .backfill import VectorBackfill
-from .graph import EmbeddedGraph, forget_where
+from .forgotten_sql import forget_where
+from .graph import EmbeddedGraph
 from .prepared import EMBED_CHUNK, prepare, with_vectors
 from .pruning import prune_records
 from .search import RANKINGS, Ranking, SearchSettings, StoreSearch
@@ -153,6 +152,7 @@ class EmbeddedStore(memory_types.MemoryStore):
     async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
         """Store ``memories`` in one transaction (states through the state channel).
 
+        A memory a tombstone refuses is left out (the records returned are those stored).
         Every ``bounds.check_every`` adds, the scopes written since are pruned to their bounds.
         """
         prepared = [prepare(memory) for memory in checked_memories(memories)]
@@ -165,8 +165,13 @@ class EmbeddedStore(memory_types.MemoryStore):
         def work(db: sqlite3.Connection) -> list[MemoryRecord]:
             """Insert every memory, then read them back as records."""
             now = datetime.now(UTC)
-            rowids = [records_sql.insert(db, memory, now) for memory in prepared]
-            for rowid, memory in zip(rowids, prepared, strict=True):
+            kept = [
+                memory
+                for memory in prepared
+                if not forgotten_sql.refused(db, memory.scope, memory.at, [memory.key])
+            ]
+            rowids = [records_sql.insert(db, memory, now) for memory in kept]
+            for rowid, memory in zip(rowids, kept, strict=True):
                 if memory.kind == "state" and memory.topic_key is not None:
                     self._vectors.invalidate(_key(memory.scope))  # it may retire a record
                 elif memory.vector is not None:
@@ -174,7 +179,7 @@ class EmbeddedStore(memory_types.MemoryStore):
                     row = (rowid, memory.kind, memory.vector, moment)
                     self._vectors.append(_key(memory.scope), row)
             found = records_sql.records(db, rowids)
-            for scope in self._schedule.due([_key(memory.scope) for memory in prepared]):
+            for scope in self._schedule.due([_key(memory.scope) for memory in kept]):
                 if prune_records(db, scope, self.bounds):
                     self._vectors.invalidate(scope)
             return [found[rowid] for rowid in rowids]
@@ -189,28 +194,9 @@ class EmbeddedStore(memory_types.MemoryStore):
         None when there is no such current state, or it superseded nothing (it is then
         retired all the same).
         """
-
-        def work(db: sqlite3.Connection) -> MemoryRecord | None:
-            """Retire the record, restore its predecessor, read the predecessor back."""
-            found = records_sql.by_id(db, record_id)
-            if found is None or found[0].kind != "state" or not found[0].current:
-                return None
-            if found[0].scope.environment != environment:  # never across environments
-                return None
-            record, previous = found
-            now = records_sql.iso(datetime.now(UTC))
-            db.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (now, record.id))
-            self._vectors.invalidate(_key(record.scope))
-            if previous is None:
-                return None
-            db.execute(
-                "UPDATE memories SET valid_until = NULL, superseded_by = NULL WHERE id = ?",
-                (previous,),
-            )
-            restored = records_sql.by_id(db, previous)
-            return None if restored is None else restored[0]
-
-        return await self._worker.transaction(work)
+        return await self._worker.transaction(
+            lambda db: states_sql.rollback(db, record_id, environment, self._vectors)
+        )
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
         """Return at most ``query.limit`` records matching ``query.text``, best first."""
@@ -219,29 +205,30 @@ class EmbeddedStore(memory_types.MemoryStore):
     async def current_states(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
         """Return the current state conclusions of ``scopes``, newest first (bounded)."""
         cleaned = [clean_scope(scope) for scope in scopes]
-        return await self._worker.run(lambda db: records_sql.current_states(db, cleaned))
+        return await self._worker.run(lambda db: states_sql.current_states(db, cleaned))
 
-    async def export(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
-        """Return every record of ``scopes``, superseded ones included, oldest first."""
+    async def get(self, record_id: str, environment: str = "production") -> MemoryRecord | None:
+        """Return the record ``record_id`` of ``environment``, current or not."""
+        return await self._worker.run(lambda db: records_sql.get(db, record_id, environment))
+
+    async def export(
+        self, scopes: Sequence[MemoryScope], *, offset: int = 0, limit: int = MAX_PAGE
+    ) -> ExportPage:
+        """Return one page of the records of ``scopes``, superseded ones included, newest first."""
         cleaned = [clean_scope(scope) for scope in scopes]
-        return await self._worker.run(lambda db: records_sql.export(db, cleaned))
+        first, size = page_bounds(offset, limit)
+        return await self._worker.run(lambda db: records_sql.export(db, cleaned, first, size))
 
     async def forget(self, what: Forget) -> int:
-        """Delete what ``what`` names, history included (a person's or persona's graph too)."""
-        where, params = forget_where(what)
+        """Delete what ``what`` names, history included (a person's or persona's graph too).
 
-        def work(db: sqlite3.Connection) -> int:
-            """Delete the records (and graph), drop their scopes' cached vectors."""
-            if what.record_id is not None:
-                gone = records_sql.delete_history(db, what.record_id, what.environment)
-            else:
-                graph_sql.forget(db, where, params)
-                gone = records_sql.delete(db, where, params)
-            for agent, environment, owner in set(gone):
-                self._vectors.invalidate((agent, environment, owner))
-            return len(gone)
-
-        return await self._worker.transaction(work)
+        A person's or persona's records go if said at or before ``what.at``; the tombstone
+        is kept in the same transaction, so no later add of an older memory lands.
+        """
+        forget_where(what)
+        return await self._worker.transaction(
+            lambda db: forgotten_sql.forget(db, what, self._vectors)
+        )
 
     async def backfill_vectors(self, limit: int = EMBED_CHUNK) -> int:
         """Embed up to ``limit`` current records lacking this embedder's vector; say how many.
@@ -256,32 +243,22 @@ class EmbeddedStore(memory_types.MemoryStore):
             return 0
         model = self.embedder.model_id
         batch = max(1, min(limit, EMBED_CHUNK))
-        missing = await self._worker.run(lambda db: records_sql.unembedded(db, model, batch))
+        missing = await self._worker.run(lambda db: vectors_sql.unembedded(db, model, batch))
         if not missing:
             return 0
         try:
             vectors: list[list[float] | None] = list(
-                await self.embedder.embed([text for _, text, _ in missing], "passage")
+                await self.embedder.embed([text for _, _, text, _ in missing], "passage")
             )
         except EmbeddingError as err:
             if err.retryable:
                 raise
-            vectors = [await self._embed_one(text) for _, text, _ in missing]
-
-        def work(db: sqlite3.Connection) -> int:
-            """Store the vectors (mark the refused); drop the scopes' cached matrices."""
-            for (rowid, _, scope), vector in zip(missing, vectors, strict=True):
-                if vector is None:
-                    records_sql.mark_refused(db, rowid, model)
-                    continue
-                db.execute(
-                    "UPDATE memories SET vector = ?, vector_model = ? WHERE rowid = ?",
-                    (pack(vector), model, rowid),
-                )
-                self._vectors.invalidate(scope)
-            return len(missing)
-
-        return await self._worker.transaction(work)
+            vectors = [await self._embed_one(text) for _, _, text, _ in missing]
+        packed = [None if vector is None else pack(vector) for vector in vectors]
+        await self._worker.transaction(
+            lambda db: vectors_sql.store_vectors(db, missing, packed, model, self._vectors)
+        )
+        return len(missing)
 
     async def _embed_one(self, text: str) -> list[float] | None:
         """Embed one passage; None when the server refuses it (a retryable error raises)."""

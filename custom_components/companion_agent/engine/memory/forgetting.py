@@ -1,0 +1,60 @@
+"""Forget, everywhere, and for good: what ``CompanionMemory.forget`` does, in order.
+
+1. The tombstone (``tombstones``) is written to the outbox file, which in the same
+   transaction drops (or trims) every waiting write it covers — on disk first, so a
+   restart keeps it — then joins the ledger every later write checks before and after.
+2. The store and the graph delete what the forget names (said at or before its time; the
+   embedded store keeps its own tombstone in the same transaction).
+3. For a person or a persona: their exchanges (conversations and recent windows) go from
+   the exchange store, which refuses any turn begun before the forget from then on; their
+   summaries in progress are cancelled; the entity names extraction found are dropped.
+
+A record id is resolved first (its scope and topic, or its text), so a conclusion forgotten
+while its exchange is being extracted does not come back either; a graph id (``rel-…``,
+``ent-…``) names its entity or relation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import MutableMapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from .reads import CALL_TIMEOUT
+from .tombstones import tombstone_of
+from .types import Forget, MemoryScope
+
+if TYPE_CHECKING:
+    from .companion import CompanionMemory
+
+
+async def forget_everywhere(
+    memory: CompanionMemory, what: Forget, names: MutableMapping[MemoryScope, list[str]]
+) -> int:
+    """Forget ``what`` in every part of ``memory``; return how many records and relations went."""
+    what = replace(what, at=what.at or datetime.now(UTC))
+    graph_id = what.record_id is not None and what.record_id.startswith(("rel-", "ent-"))
+    record = None
+    if what.record_id is not None and not graph_id:
+        async with asyncio.timeout(CALL_TIMEOUT):
+            record = await memory.store.get(what.record_id, what.environment)
+    tombstone = tombstone_of(what, record)
+    if tombstone is not None:
+        await memory.outbox.forget(tombstone)
+        memory.ledger.add(tombstone)
+    async with asyncio.timeout(CALL_TIMEOUT):
+        removed = await memory.store.forget(what)
+        if memory.graph is not None and (what.record_id is None or graph_id):
+            removed += await memory.graph.forget(what)
+    if tombstone is None or tombstone.key is not None:
+        return removed
+    if what.environment == memory.settings.environment:  # the exchanges are this one's
+        await memory.exchanges.forget(
+            persona_id=what.agent_id, owner=what.owner, at=what.moment.timestamp()
+        )
+    memory.summaries.forget(tombstone)
+    for scope in [scope for scope in names if tombstone.covers(scope, None)]:
+        del names[scope]
+    return removed

@@ -1,0 +1,66 @@
+"""One migration chain: a store file of any earlier schema opens at the current one.
+
+Files as old main wrote them (schema 1, before recall) and as main wrote them after recall
+(schema 2) keep every memory and graph fact, gain provenance read from their ``source``
+and graph ids, and then forget wins over them like over anything new.
+"""
+
+import asyncio
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from custom_components.companion_agent.engine.memory.sqlite.schema import SCHEMA_VERSION
+from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
+from custom_components.companion_agent.engine.memory.tombstones import graph_id
+from custom_components.companion_agent.engine.memory.types import (
+    Forget,
+    MemoryScope,
+    NewMemory,
+)
+from tests.engine.memory import every_record
+from tests.engine.memory.old_files import old_person_file
+
+ANNA = MemoryScope(agent_id="nova", owner="user:anna")
+MAY = datetime(2023, 5, 8, 14, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_an_old_file_migrates_with_provenance_graph_ids_and_tombstones(
+    tmp_path: Path, version: int
+) -> None:
+    """Schema 1 and 2 files open at the current schema; nothing is lost, forget works on them."""
+    path = tmp_path / "memory.db"
+    await asyncio.to_thread(old_person_file, path, MAY, version=version)
+    store = await EmbeddedStore.create(path)
+    try:
+        records = {r.id: r for r in await every_record(store, [ANNA])}
+        assert {r.text for r in records.values()} == {"Anna parks in bay 12", "Anna drinks tea"}
+        detail, state = records["a2"], records["a3"]
+        assert (detail.provenance.via, detail.provenance.conversation) == ("turn", "conv-7")
+        assert (state.provenance.via, state.provenance.conversation) == ("service", None)
+        assert [s.id for s in await store.current_states([ANNA])] == ["a3"]
+
+        graph = await store.graph.export([ANNA])
+        (relation,) = graph.relations
+        assert relation.id == graph_id("rel", ANNA, "front door", "has code", "4711")
+        assert (relation.at, relation.source) == (MAY, "conv-7")
+        assert graph.total_entities == 2
+        assert await store.graph.forget(Forget(record_id=relation.id)) == 1
+        assert await store.graph.neighbourhood([ANNA], ["front door"]) == []
+
+        forgotten = MAY + timedelta(days=1)
+        assert await store.forget(Forget(owner=ANNA.owner, at=forgotten)) == 2
+        late = NewMemory(scope=ANNA, text="Anna parks in bay 3", at=forgotten)  # said before
+        assert await store.add([late]) == []
+        new = NewMemory(scope=ANNA, text="Anna parks in bay 9", at=forgotten + timedelta(1))
+        assert [r.text for r in await store.add([new])] == ["Anna parks in bay 9"]
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        columns = {row[1] for row in db.execute("PRAGMA table_info(memories)")}
+    db.close()
+    assert {"via", "person", "device", "conversation"} <= columns
