@@ -32,7 +32,7 @@ from .const import (
 from .engine.events import SentenceOutput
 from .engine.plugins import ProactiveRequest
 from .engine.turn.request import Persona, TurnRequest
-from .frontend.timeline import async_follow_turn
+from .frontend.follow import async_follow_turn
 from .ha_tools import HassTurnTools
 from .proactive.briefing import HomeBriefing
 from .proactive.speak import async_speak_for_trigger

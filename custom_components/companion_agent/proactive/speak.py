@@ -31,7 +31,7 @@ from ..agent.turn_request import async_turn_request
 from ..const import DOMAIN, EVENT_SPOKE, LOGGER
 from ..engine.events import Heard, OutputItem, SentenceOutput, TurnResult
 from ..engine.plugins import ProactiveRequest
-from ..frontend.timeline import async_follow_proactive
+from ..frontend.follow import async_follow_proactive
 from ..voice.speaking import speaking
 from .request import (
     MEDIA_PLAYER,

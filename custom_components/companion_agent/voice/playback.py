@@ -38,18 +38,15 @@ from homeassistant.core import (
 from homeassistant.helpers.event import async_call_later, async_track_state_change_event
 
 from ..const import LOGGER
-from ..engine.events import TurnResult
 from ..engine.speech import AudioProgress, SpeechTurns, spoken_seconds
 from ..engine.turn.handle import Turn
 from .pipeline_voice import satellite_of
-from .playback_cut import cut_turn, keep_heard
+from .playback_cut import HeardCallback, cut_turn, keep_heard, tell_heard
 from .spoken_over import BARGE_IN_REASON, heard_by
 
 WATCH_TIMEOUT = 300.0
 NEWER_TURN_REASON = "a newer turn started on the device"
 FALLBACK_MARGIN = 3.0
-
-type HeardCallback = Callable[[TurnResult], None]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -273,12 +270,7 @@ class PlaybackWatcher:
     def _tell(watch: _Watch) -> None:
         """Call the watch's ``on_heard`` once with the turn's result, when it has one."""
         on_heard, watch.on_heard = watch.on_heard, None
-        if on_heard is None:
-            return
-        if (result := watch.turn.finished) is not None:
-            on_heard(result)
-        else:
-            watch.turn.on_finished(on_heard)
+        tell_heard(watch.turn, on_heard)
 
     def _on_timeout(self, device: str, watch: _Watch) -> Callable[[object], None]:
         """Return the callback that drops a turn watched for too long."""

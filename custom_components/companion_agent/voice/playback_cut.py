@@ -71,3 +71,13 @@ def keep_heard(turn: Turn, heard: int, result: TurnResult, on_heard: HeardCallba
     if on_heard is not None:
         spoken = join_speech(turn.spoken[:heard])
         on_heard(replace(result, outcome="interrupted", spoken=spoken))
+
+
+def tell_heard(turn: Turn, on_heard: HeardCallback | None) -> None:
+    """Call ``on_heard`` with the turn's result: now if it has ended, else when it ends."""
+    if on_heard is None:
+        return
+    if (result := turn.finished) is not None:
+        on_heard(result)
+    else:
+        turn.on_finished(on_heard)
