@@ -15,8 +15,10 @@ and memory's files (``memory/backends.py``).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 
 import httpx
 
@@ -33,13 +35,15 @@ from .guard.confirmations.tokens import DEFAULT_TTL
 from .guard.executor import Guard
 from .guard.policy import PolicyRule
 from .llm import LLMSettings
-from .llm.models import ChatModels, RoundObserver
+from .llm.models import ChatModels, ModelCall, RoundObserver
+from .llm.roles import BackgroundModels, PersonaModels, RoleChoice, RoleChoices, persona_models
 from .memory.backends import MemoryConfig, open_memory, unreachable
 from .memory.companion import CompanionMemory
 from .memory.hook import MemoryHook
 from .plugins import HostServices, Library, LoadProblem, Profile, load_library
 from .plugins.profile import DEFAULT_PROFILE
 from .speech.head_start import SpeechHeadStarts
+from .tasks import TaskRequest, TaskResult, TaskRunner
 from .turn.follow_ups import FollowUps
 from .turn.handle import Turn
 from .turn.limits import TurnLimits
@@ -55,6 +59,12 @@ __all__ = [
     "Engine",
     "EngineSettings",
     "MemoryProblem",
+    "ModelCall",
+    "PersonaSetup",
+    "RoleChoice",
+    "RoleChoices",
+    "TaskRequest",
+    "TaskResult",
     "TurnLimits",
 ]
 
@@ -67,11 +77,19 @@ FALLBACK_PROFILE = Profile(id=DEFAULT_PROFILE, name="Companion", source=Path("<b
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PersonaSetup:
+    """A persona as the host configured it: its profile and its choice of model per role."""
+
+    profile_id: str
+    roles: RoleChoices = field(default_factory=RoleChoices)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EngineSettings:
     """Everything the engine needs from its host, fixed for the engine's life."""
 
     model: LLMSettings
-    """The chat model's server and name; profiles may name other models on it."""
+    """The host's server and model: every role's default (profiles and personas change it)."""
     http: httpx.AsyncClient
     """The HTTP client every model (chat and memory) uses."""
     data_dir: Path
@@ -93,6 +111,8 @@ class EngineSettings:
     """Told of a conversation file that was moved aside (it was not what it should be)."""
     on_bad_memory_file: CorruptionReporter | None = None
     """Told of a memory file (store, outbox) that was moved aside."""
+    personas: Mapping[str, PersonaSetup] = field(default_factory=lambda: MappingProxyType({}))
+    """The personas known at ``start``: memory's queued work finds their models at once."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,6 +138,8 @@ class Engine:
         guard = Guard(confirmations=self._confirmations, audit=audit, rules=settings.rules)
         self._runner = TurnRunner(guard, self._usage, settings.limits)
         self._models = ChatModels(settings.model, settings.http, settings.on_model_round)
+        self._background = BackgroundModels(settings.model)
+        self._tasks = TaskRunner(settings.model, self._models)
         self._conversations = ConversationStores(
             settings.data_dir / CONVERSATIONS_FOLDER, on_corrupt=settings.on_bad_history
         )
@@ -160,6 +182,8 @@ class Engine:
         yet stays on (writes wait in its outbox). Turns answer either way.
         """
         self._library = await asyncio.to_thread(load_library, self.settings.library_roots)
+        for persona_id, setup in self.settings.personas.items():
+            self._bind(persona_id, setup.profile_id, setup.roles)
         config = self.settings.memory
         if config is None:
             return None
@@ -172,6 +196,7 @@ class Engine:
                 http=settings.http,
                 window_tokens=settings.limits.history_tokens,
                 on_corrupt=settings.on_bad_memory_file,
+                roles=self._background,
             )
         except (CompanionError, OSError) as err:
             return MemoryProblem(detail=str(err), opened=False)
@@ -186,17 +211,34 @@ class Engine:
         roots = self.settings.library_roots
         self._library = await asyncio.to_thread(load_library, roots, self._library)
 
-    def persona(self, persona_id: str, profile_id: str) -> Persona:
-        """Build a persona snapshot: its profile (else the default one), plugins and model.
+    def persona(
+        self, persona_id: str, profile_id: str, roles: RoleChoices | None = None
+    ) -> Persona:
+        """Build a persona snapshot: its profile (else the default one), plugins and models.
 
-        Its plugins' problems join ``problems`` (replacing that persona's earlier ones).
+        Each role's model is ``roles``' choice, else the profile's, else the host's. Its
+        plugins' problems join ``problems`` (replacing that persona's earlier ones).
         """
-        profiles = self._library.profiles
-        profile = profiles.get(profile_id) or profiles.default or FALLBACK_PROFILE
+        profile, models, key = self._bind(persona_id, profile_id, roles or RoleChoices())
         plugins = self._library.activate(profile, self.settings.host)
         self._persona_problems[persona_id] = plugins.problems
-        model = self._models.named(profile.models.chat)
-        return Persona(profile=profile, plugins=plugins, model=model)
+        return Persona(
+            profile=profile,
+            plugins=plugins,
+            model=self._models.bound(models.chat),
+            vision=None if models.vision is None else self._models.bound(models.vision),
+            models=models,
+            memory_key=key,
+        )
+
+    def _bind(
+        self, persona_id: str, profile_id: str, roles: RoleChoices
+    ) -> tuple[Profile, PersonaModels, str]:
+        """Resolve a persona's profile and models; bind its memory models to its key."""
+        profiles = self._library.profiles
+        profile = profiles.get(profile_id) or profiles.default or FALLBACK_PROFILE
+        models = persona_models(self.settings.model, roles, profile.models)
+        return profile, models, self._background.bind(persona_id, models)
 
     def start_turn(self, request: TurnRequest) -> Turn:
         """Start a turn in a task of its own and return its handle at once.
@@ -214,12 +256,16 @@ class Engine:
         if memory is None or request.initiator != "person":
             return self._runner.start(request, history)
         scope = memory.scope(ctx.agent_id, ctx.user_id)
-        model = request.persona.profile.models.memory
+        model = request.persona.memory_key or request.persona.profile.models.memory
         window = memory.window(scope, model) if history_id == ctx.conversation_id else None
         hook = MemoryHook(memory, scope, model)
         return self._runner.start(
             replace(request, host_hooks=(*request.host_hooks, hook)), history, window
         )
+
+    async def generate(self, request: TaskRequest) -> TaskResult:
+        """Answer an AI task (``tasks.py``); raise ``TaskError`` when it gets no usable answer."""
+        return await self._tasks.run(request)
 
     def expect_answer(self, satellite_id: str, conversation_id: str) -> None:
         """Say ``satellite_id`` just asked the person something in ``conversation_id``.
@@ -251,6 +297,7 @@ class Engine:
             "pending_confirmations": self._confirmations.pending_count(),
             "open_conversations": self._conversations.open_counts(),
             "memory": await memory.figures() if memory is not None else None,
+            "models": self._background.figures(),
         }
 
     async def prune(self, retention: float) -> int:

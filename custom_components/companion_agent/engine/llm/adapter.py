@@ -25,7 +25,7 @@ from ..tools.contract import ToolSpec
 from .done import DoneWatch
 from .stream import LLMItem, RoundEnd, ToolCallAccumulator
 from .think import ThinkSplitter
-from .wire import map_error, reasoning_text, to_wire, usage_of
+from .wire import map_error, reasoning_text, usage_of, wire_messages
 
 LOGGER = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ class OpenAIChatModel:
             ]
         return await self._client.chat.completions.create(  # type: ignore[call-overload,no-any-return]
             model=s.model,
-            messages=[to_wire(m) for m in messages],
+            messages=wire_messages(messages),
             stream=True,
             stream_options={"include_usage": True},
             timeout=self._timeout,

@@ -68,16 +68,22 @@ class CompanionMemory:
         *,
         windows: Path,
         answers_for: AnswersFor,
+        summaries_for: AnswersFor | None = None,
         graph: GraphStore | None = None,
         settings: MemorySettings | None = None,
     ) -> None:
-        """Use ``store`` (and ``graph``); keep windows under ``windows``."""
+        """Use ``store`` (and ``graph``); keep windows under ``windows``.
+
+        ``answers_for`` gives the extraction model of a key, ``summaries_for`` the summary
+        model (else the extraction model).
+        """
         self.store = store
         self.graph = graph
         self.outbox = outbox
         self.settings = settings or MemorySettings()
         self.retrieval = RetrievalCounters()
         self._answers_for = answers_for
+        self._summaries_for = summaries_for or answers_for
         self._windows_root = windows
         self._windows: OrderedDict[str, WindowFiles] = OrderedDict()
         self._names: OrderedDict[MemoryScope, list[str]] = OrderedDict()
@@ -104,7 +110,7 @@ class CompanionMemory:
         self._windows[scope.agent_id] = files
         while len(self._windows) > MAX_PERSONAS:
             self._windows.popitem(last=False)
-        answers = self._answers_for(model)
+        answers = self._summaries_for(model)
         return files.window(
             scope,
             budget=self.settings.window_tokens,
@@ -143,7 +149,7 @@ class CompanionMemory:
                 scope, user_text, said, source=source, model=model, at=datetime.now(UTC)
             )
             await self.outbox.put("exchange", entry)
-            answers = self._answers_for(model)
+            answers = self._summaries_for(model)
             self.summaries.went_on(scope, lambda s: self.window(s, model).turns(), answers)
         finally:
             self._open_turns = max(0, self._open_turns - 1)
