@@ -29,6 +29,7 @@ ALLOWED = {
     "engine.speech": "the Wyoming and embedded voices behind the TTS/STT entities",
     "engine.pipeline": "the output pipeline a TTS entity runs on HA's text",
     "engine.memory": "memory and its records, for the memory services and list",
+    "engine.vision": "the cameras a host supplies, and the bounds and checks of images",
     # What only the host supplies.
     "engine.tools.contract": "the contract of the host's tools (HA's LLM API)",
     "engine.tools.registry": "the host's tools",

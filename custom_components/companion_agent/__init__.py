@@ -16,7 +16,9 @@ from homeassistant.helpers.typing import ConfigType
 from homeassistant.util import dt as dt_util
 
 from .agent.confirmations import async_fire_confirmation
+from .agent.entry_changes import EntryChanges
 from .agent.health import ServerHealth
+from .agent.personas import persona_setups
 from .config_flow import entry_title
 from .const import (
     CONF_ASLEEP_ENTITY,
@@ -50,7 +52,14 @@ from .services import async_setup_services
 from .voice.pipelines import async_watch_pipelines
 from .voice.playback import PlaybackWatcher
 
-PLATFORMS = (Platform.CONVERSATION, Platform.SENSOR, Platform.STT, Platform.TODO, Platform.TTS)
+PLATFORMS = (
+    Platform.AI_TASK,
+    Platform.CONVERSATION,
+    Platform.SENSOR,
+    Platform.STT,
+    Platform.TODO,
+    Platform.TTS,
+)
 PRUNE_INTERVAL = timedelta(hours=24)
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
@@ -109,6 +118,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
             on_model_round=health.async_observe,
             on_bad_history=partial(async_report_bad_history, hass),
             on_bad_memory_file=partial(async_report_bad_memory_file, hass),
+            personas=persona_setups(entry),
         )
     )
     entry.runtime_data = CompanionRuntime(
@@ -137,7 +147,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     )
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     async_watch_pipelines(hass, entry)
-    entry.async_on_unload(entry.add_update_listener(_async_update_listener))
+    entry.async_on_unload(entry.add_update_listener(EntryChanges(entry).async_updated))
     LOGGER.debug("Companion Agent set up for %s", redact_url(entry.data[CONF_BASE_URL]))
     return True
 
@@ -160,8 +170,3 @@ async def async_remove_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
     async_clear_entry_issues(hass, entry.entry_id)
     if not any(e.entry_id != entry.entry_id for e in hass.config_entries.async_entries(DOMAIN)):
         async_sync_load_problems(hass, [])
-
-
-async def _async_update_listener(hass: HomeAssistant, entry: CompanionConfigEntry) -> None:
-    """Reload the entry when its subentries or options change."""
-    await hass.config_entries.async_reload(entry.entry_id)

@@ -1,4 +1,4 @@
-"""Config flow: the model server (user, reconfigure, reauth); personas and voices (subentries)."""
+"""Config flow: the model server (user, reconfigure, reauth); the sub-entry kinds it offers."""
 
 from __future__ import annotations
 
@@ -8,48 +8,41 @@ from typing import Any
 import voluptuous as vol
 from homeassistant.config_entries import (
     ConfigEntry,
-    ConfigEntryState,
     ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
     OptionsFlow,
-    SubentryFlowResult,
 )
-from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
+from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.helpers import llm
 from homeassistant.helpers.selector import (
     EntitySelector,
     EntitySelectorConfig,
     NumberSelector,
     NumberSelectorConfig,
-    SelectOptionDict,
-    SelectSelector,
-    SelectSelectorConfig,
-    TemplateSelector,
     TextSelector,
     TextSelectorConfig,
     TextSelectorType,
 )
 
+from .ai_task_flow import AITaskSubentryFlow
 from .const import (
     CONF_ASLEEP_ENTITY,
     CONF_BASE_URL,
     CONF_CONFIRM_TTL,
     CONF_FIRST_TOKEN_TIMEOUT,
     CONF_MODEL,
-    CONF_PROFILE,
-    CONF_PROMPT,
     CONF_RETENTION_DAYS,
     CONF_TURNS_PER_MINUTE,
+    DEFAULT_AI_TASK_NAME,
     DEFAULT_CONFIRM_TTL,
     DEFAULT_CONVERSATION_NAME,
     DEFAULT_FIRST_TOKEN_TIMEOUT,
-    DEFAULT_PROFILE,
     DEFAULT_RETENTION_DAYS,
     DEFAULT_TURNS_PER_MINUTE,
     DOMAIN,
     LOGGER,
+    SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
     SUBENTRY_STT,
     SUBENTRY_TTS,
@@ -57,7 +50,8 @@ from .const import (
 from .engine.errors import LLMAuthError, LLMError
 from .engine.redaction import redact_url
 from .memory_flow import memory_schema, validate_memory
-from .runtime import CompanionConfigEntry, build_model
+from .persona_flow import PersonaSubentryFlow, default_persona
+from .runtime import build_model
 from .stt_flow import SttSubentryFlow
 from .tts_flow import TtsSubentryFlow
 
@@ -91,11 +85,6 @@ async def validate_server(hass: HomeAssistant, data: Mapping[str, Any]) -> dict[
     return {}
 
 
-def default_persona() -> dict[str, Any]:
-    """Return the settings of the persona created with a new entry."""
-    return {CONF_PROFILE: DEFAULT_PROFILE, CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]}
-
-
 class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
     """Set up a connection to an OpenAI-compatible model server."""
 
@@ -120,7 +109,13 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
                             "data": default_persona(),
                             "title": DEFAULT_CONVERSATION_NAME,
                             "unique_id": None,
-                        }
+                        },
+                        {
+                            "subentry_type": SUBENTRY_AI_TASK,
+                            "data": {},
+                            "title": DEFAULT_AI_TASK_NAME,
+                            "unique_id": None,
+                        },
                     ],
                 )
         return self.async_show_form(
@@ -179,11 +174,12 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
     def async_get_supported_subentry_types(
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
-        """Return the subentry kinds: an agent per persona, a TTS per voice, an STT per model."""
+        """Return the subentry kinds: personas, voices, speech-to-text models, AI tasks."""
         return {
             SUBENTRY_CONVERSATION: PersonaSubentryFlow,
             SUBENTRY_TTS: TtsSubentryFlow,
             SUBENTRY_STT: SttSubentryFlow,
+            SUBENTRY_AI_TASK: AITaskSubentryFlow,
         }
 
 
@@ -251,64 +247,6 @@ class CompanionOptionsFlow(OptionsFlow):
         )
 
 
-class PersonaSubentryFlow(ConfigSubentryFlow):
-    """Add or change a persona: a conversation agent with its own prompt and tools."""
-
-    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
-        """Create a persona."""
-        return await self.async_step_set_options(user_input)
-
-    async def async_step_reconfigure(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
-        """Change a persona."""
-        return await self.async_step_set_options(user_input)
-
-    async def async_step_set_options(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
-        """Show and store the persona's settings."""
-        is_new = self.source == "user"
-        entry: CompanionConfigEntry = self._get_entry()
-        if entry.state is not ConfigEntryState.LOADED:
-            return self.async_abort(reason="entry_not_loaded")
-        if user_input is not None:
-            if not user_input.get(CONF_LLM_HASS_API):
-                user_input.pop(CONF_LLM_HASS_API, None)
-            if is_new:
-                return self.async_create_entry(title=user_input.pop(CONF_NAME), data=user_input)
-            return self.async_update_and_abort(
-                self._get_entry(), self._get_reconfigure_subentry(), data=user_input
-            )
-        current = default_persona() if is_new else dict(self._get_reconfigure_subentry().data)
-        return self.async_show_form(
-            step_id="set_options",
-            data_schema=self.add_suggested_values_to_schema(
-                persona_schema(self.hass, entry, is_new), current
-            ),
-        )
-
-
 def entry_title(data: Mapping[str, Any]) -> str:
     """Return an entry's title: the model and the server, with no credentials in it."""
     return f"{data[CONF_MODEL]} @ {redact_url(data[CONF_BASE_URL])}"
-
-
-def persona_schema(hass: HomeAssistant, entry: CompanionConfigEntry, is_new: bool) -> vol.Schema:
-    """Return the persona form: name (new only), profile, extra prompt, HA LLM APIs."""
-    apis = [SelectOptionDict(label=api.name, value=api.id) for api in llm.async_get_apis(hass)]
-    profiles = [
-        SelectOptionDict(label=profile.name, value=profile.id)
-        for profile in entry.runtime_data.engine.library.profiles
-    ]
-    fields: dict[vol.Marker, object] = {}
-    if is_new:
-        fields[vol.Required(CONF_NAME, default=DEFAULT_CONVERSATION_NAME)] = str
-    fields[vol.Required(CONF_PROFILE, default=DEFAULT_PROFILE)] = SelectSelector(
-        SelectSelectorConfig(options=profiles, custom_value=True)
-    )
-    fields[vol.Optional(CONF_PROMPT)] = TemplateSelector()
-    fields[vol.Optional(CONF_LLM_HASS_API)] = SelectSelector(
-        SelectSelectorConfig(options=apis, multiple=True)
-    )
-    return vol.Schema(fields)

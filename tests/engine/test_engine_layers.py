@@ -34,8 +34,8 @@ ENGINE_FLOORS: Floors = (
     ("turn",),
     # 6: memory: the hook and tiers over the turn's stored exchanges, the stores
     ("memory",),
-    # 7: engine.py, the one place the parts are put together; AI tasks on the same models
-    ("engine", "tasks"),
+    # 7: engine.py, the one place the parts are put together; personas and AI tasks beside it
+    ("engine", "personas", "tasks"),
 )
 """Bottom first. A package may import from its own floor and the floors below."""
 

@@ -26,8 +26,8 @@ from custom_components.companion_agent.engine.llm.roles import (
     persona_models,
 )
 from custom_components.companion_agent.engine.memory.backends import MemoryConfig
-from tests.engine.test_engine import ask, finish, http, settings
 from tests.engine.plugins.samples import write_profile
+from tests.engine.test_engine import ask, finish, http, settings
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 

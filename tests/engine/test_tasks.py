@@ -17,6 +17,7 @@ from custom_components.companion_agent.engine.engine import (
     TaskRequest,
 )
 from custom_components.companion_agent.engine.errors import TaskError
+from custom_components.companion_agent.engine.json_types import JSONObject
 from custom_components.companion_agent.engine.vision import ImagePart
 from tests.engine.test_engine import http, settings
 from tests.engine.test_images import picture
@@ -26,7 +27,7 @@ from tests.support.llm_server import LLMServer
 
 __all__ = ["http", "settings"]
 
-COUNT = {
+COUNT: JSONObject = {
     "type": "object",
     "properties": {"people": {"type": "integer"}, "parcel": {"type": "boolean"}},
     "required": ["people"],
@@ -69,7 +70,8 @@ async def test_a_text_task_is_answered_and_timed(
     ]
     (call,) = calls
     assert (call.role, call.model, call.error) == ("task", "test-model", None)
-    assert call.prompt_tokens and call.first_token_ms is not None
+    assert call.prompt_tokens
+    assert call.first_token_ms is not None
 
 
 async def test_a_structured_task_fits_its_schema(

@@ -1,4 +1,4 @@
-"""The camera tool in whole engine turns: to a chat model that sees, or described by the vision model.
+"""The camera tool in whole engine turns: to a chat model that sees, or described for one.
 
 Real peers: the openai SDK against the local streaming server (which records what each
 model was sent), the engine's conversation, audit and memory files in a temporary folder.
@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from custom_components.companion_agent.engine.engine import (
     Engine,
@@ -23,8 +24,8 @@ from custom_components.companion_agent.engine.engine import (
 )
 from custom_components.companion_agent.engine.memory.backends import MemoryConfig
 from custom_components.companion_agent.engine.messages import ToolCallRequest
-from custom_components.companion_agent.engine.tools.contract import ToolContext
-from custom_components.companion_agent.engine.tools.registry import ToolRegistry
+from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolOutcome
+from custom_components.companion_agent.engine.tools.registry import Tool, ToolRegistry
 from custom_components.companion_agent.engine.vision import (
     Camera,
     ImageBounds,
@@ -32,6 +33,7 @@ from custom_components.companion_agent.engine.vision import (
     VisionSummarizer,
     camera_tool,
 )
+from tests.engine.plugins.samples import write_profile
 from tests.engine.test_engine import ask, finish, http, settings
 from tests.engine.test_images import picture
 from tests.support.llm_script import Reply
@@ -62,11 +64,24 @@ class FrontDoor:
         return ImagePart(mime_type="image/jpeg", data=self.image, source=camera_id)
 
 
-def parts(request: dict[str, object]) -> list[dict[str, object]]:
-    """Return every content part of a request's messages (text-only messages have none)."""
+def messages_of(request: dict[str, object]) -> list[dict[str, Any]]:
+    """Return the messages a request sent."""
     messages = request["messages"]
     assert isinstance(messages, list)
+    return messages
+
+
+def parts(request: dict[str, object]) -> list[dict[str, object]]:
+    """Return every content part of a request's messages (text-only messages have none)."""
+    messages = messages_of(request)
     return [part for m in messages if isinstance(m["content"], list) for part in m["content"]]
+
+
+async def look(tool: Tool | None) -> ToolOutcome:
+    """Call the camera tool once through a registry, as a turn would."""
+    assert tool is not None
+    call = ToolCallRequest(call_id="c1", name="camera", arguments=LOOK)
+    return await ToolRegistry([tool]).execute(call, ToolContext(conversation_id="c"))
 
 
 def everything_written(folder: Path) -> bytes:
@@ -97,11 +112,8 @@ async def test_a_chat_model_that_sees_gets_the_snapshot_and_nothing_keeps_it(
     encoded = base64.b64encode(door.image).decode()
     url = {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{encoded}"}}
     assert url in parts(llm_server.requests[1])
-    assert [m["role"] for m in llm_server.requests[1]["messages"]][-3:] == [  # type: ignore[index]
-        "assistant",
-        "tool",
-        "user",
-    ]
+    roles = [m["role"] for m in messages_of(llm_server.requests[1])]
+    assert roles[-3:] == ["assistant", "tool", "user"]
     written = everything_written(settings.data_dir)
     assert encoded[1000:1100].encode() not in written
     assert door.image[1000:1100] not in written
@@ -146,7 +158,9 @@ async def test_a_chat_model_that_cannot_see_gets_the_vision_models_description(
         ("chat", "test-model"),
     ]
     for call in calls:
-        assert call.prompt_tokens and call.completion_tokens and call.error is None
+        assert call.prompt_tokens
+        assert call.completion_tokens
+        assert call.error is None
     assert calls[0].first_token_ms is None  # it only called a tool: no text came
     for call in calls[1:]:
         assert call.first_token_ms is not None
@@ -170,11 +184,7 @@ async def test_a_slow_snapshot_is_a_clear_error_and_is_not_tried_again() -> None
     """A camera slower than the snapshot wait: a retryable error for the model, one try only."""
     door = FrontDoor(delay=1.0)
     tool = camera_tool(door, sees_images=True, summarizer=None, snapshot_timeout=0.05)
-    assert tool is not None
-    outcome = await ToolRegistry([tool]).execute(
-        ToolCallRequest(call_id="c1", name="camera", arguments=LOOK),
-        ToolContext(conversation_id="c"),
-    )
+    outcome = await look(tool)
     error = json.loads(outcome.content)
     assert error == {
         "error": "dependency",
@@ -190,11 +200,7 @@ async def test_an_image_over_the_bounds_is_refused_not_sent(llm_server: LLMServe
     tool = camera_tool(
         door, sees_images=True, summarizer=None, bounds=ImageBounds(max_pixels=10_000)
     )
-    assert tool is not None
-    outcome = await ToolRegistry([tool]).execute(
-        ToolCallRequest(call_id="c1", name="camera", arguments=LOOK),
-        ToolContext(conversation_id="c"),
-    )
+    outcome = await look(tool)
     assert json.loads(outcome.content)["error"] == "execution"
     assert "2000x1500 pixels" in json.loads(outcome.content)["message"]
     assert not llm_server.requests
@@ -210,11 +216,7 @@ async def test_a_vision_model_that_fails_is_a_clear_error(
     assert persona.vision is not None
     llm_server.script(Reply.error(500))
     tool = camera_tool(FrontDoor(), sees_images=False, summarizer=VisionSummarizer(persona.vision))
-    assert tool is not None
-    outcome = await ToolRegistry([tool]).execute(
-        ToolCallRequest(call_id="c1", name="camera", arguments=LOOK),
-        ToolContext(conversation_id="c"),
-    )
+    outcome = await look(tool)
     await engine.close()
     error = json.loads(outcome.content)
     assert (error["error"], error["retryable"]) == ("dependency", True)
@@ -224,3 +226,30 @@ async def test_a_vision_model_that_fails_is_a_clear_error(
 def replace_memory(settings: EngineSettings) -> EngineSettings:
     """Return ``settings`` with the embedded memory store (and its outbox) on."""
     return replace(settings, memory=MemoryConfig(environment="test"))
+
+
+async def test_a_profile_may_hold_the_camera_for_a_yes(
+    llm_server: LLMServer, settings: EngineSettings, tmp_path: Path
+) -> None:
+    """``[policy] camera = "confirm"``: the snapshot waits for the person; nothing is taken."""
+    write_profile(
+        tmp_path / "user",
+        "careful",
+        """
+        [models]
+        chat_images = true
+        [policy]
+        "camera" = "confirm"
+        """,
+    )
+    engine = Engine(settings)
+    await engine.start()
+    door = FrontDoor()
+    llm_server.script(Reply.tool_calls(("c1", "camera", LOOK)), Reply.text("Shall I look?"))
+    persona = engine.persona("p1", "careful")
+    _text, result = await finish(
+        engine.start_turn(ask(persona, "Who is at the door?", host_cameras=door))
+    )
+    await engine.close()
+    assert [call.status for call in result.tool_calls] == ["pending_confirmation"]
+    assert door.taken == 0

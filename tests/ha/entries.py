@@ -1,8 +1,9 @@
 """Our config entry for tests, with any of its sub-entry kinds, and its entities once loaded.
 
 One builder per sub-entry kind (``const.SUBENTRY_*``): a persona (conversation), a voice
-(a Wyoming server or embedded Piper) and a speech-to-text model. Each has the defaults most
-tests want and takes what a test changes; ``companion_entry`` puts them in one entry.
+(a Wyoming server or embedded Piper), a speech-to-text model and an AI task. Each has the
+defaults most tests want and takes what a test changes; ``companion_entry`` puts them in
+one entry.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from custom_components.companion_agent.const import (
     CONF_VOICE,
     DOMAIN,
     ENGINE_EMBEDDED,
+    SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
     SUBENTRY_STT,
     SUBENTRY_TTS,
@@ -60,13 +62,27 @@ class SetupPersonas(Protocol):
 
 
 def persona(
-    title: str = "Companion", profile: str = "default", *, llm_apis: Sequence[str] = ()
+    title: str = "Companion",
+    profile: str = "default",
+    *,
+    llm_apis: Sequence[str] = (),
+    roles: Mapping[str, Mapping[str, object]] | None = None,
 ) -> ConfigSubentryData:
-    """Return a persona sub-entry: a conversation agent on ``profile``, using ``llm_apis``."""
-    data: dict[str, object] = {CONF_PROFILE: profile}
+    """Return a persona sub-entry: a conversation agent on ``profile``, using ``llm_apis``.
+
+    ``roles`` are its form's model sections (``chat``, ``vision``, ``memory``, ``summary``).
+    """
+    data: dict[str, object] = {CONF_PROFILE: profile, **(roles or {})}
     if llm_apis:
         data[CONF_LLM_HASS_API] = list(llm_apis)
     return _subentry(SUBENTRY_CONVERSATION, title, data)
+
+
+def ai_task(
+    title: str = "Companion AI task", roles: Mapping[str, Mapping[str, object]] | None = None
+) -> ConfigSubentryData:
+    """Return an AI task sub-entry whose model sections are ``roles`` (``chat``, ``vision``)."""
+    return _subentry(SUBENTRY_AI_TASK, title, dict(roles or {}))
 
 
 def wyoming_voice(

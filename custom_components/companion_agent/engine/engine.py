@@ -3,12 +3,11 @@
 A host builds one ``Engine``, ``await engine.start()`` (plugins and profiles are loaded off
 the loop, memory opened), builds a ``Persona`` per persona with ``persona()`` and starts
 turns with ``start_turn(request) -> Turn``. The engine owns the guard and its held calls,
-the audit log and the usage counters, the turn runner, every persona's conversations, the
-models by name, memory, the speech head starts and the follow-ups of conversations the
-companion started. ``close()`` lets running turns finish (bounded) and writes and closes
-everything; ``stop()`` writes everything when the host stops without unloading.
-
-What the engine keeps in its data folder: ``audit.jsonl``, ``conversations/<persona>/``,
+the audit log and the usage counters, the turn runner, every persona's conversations and
+models (``personas.py``), memory, AI tasks (``tasks.py``), the speech head starts and the
+follow-ups of conversations the companion started. ``close()`` lets running turns finish
+(bounded) and writes and closes everything; ``stop()`` writes everything when the host
+stops without unloading. Its data folder holds ``audit.jsonl``, ``conversations/<persona>/``
 and memory's files (``memory/backends.py``).
 """
 
@@ -36,12 +35,12 @@ from .guard.executor import Guard
 from .guard.policy import PolicyRule
 from .llm import LLMSettings
 from .llm.models import ChatModels, ModelCall, RoundObserver
-from .llm.roles import BackgroundModels, PersonaModels, RoleChoice, RoleChoices, persona_models
+from .llm.roles import RoleChoice, RoleChoices
 from .memory.backends import MemoryConfig, open_memory, unreachable
 from .memory.companion import CompanionMemory
 from .memory.hook import MemoryHook
-from .plugins import HostServices, Library, LoadProblem, Profile, load_library
-from .plugins.profile import DEFAULT_PROFILE
+from .personas import Personas, PersonaSetup
+from .plugins import HostServices, Library, LoadProblem, load_library
 from .speech.head_start import SpeechHeadStarts
 from .tasks import TaskRequest, TaskResult, TaskRunner
 from .turn.follow_ups import FollowUps
@@ -73,15 +72,6 @@ CONVERSATIONS_FOLDER = "conversations"
 TURN_GRACE = 5.0
 FLUSH_GRACE = 10.0
 MEMORY_CLOSE_GRACE = 5.0
-FALLBACK_PROFILE = Profile(id=DEFAULT_PROFILE, name="Companion", source=Path("<built-in>"))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PersonaSetup:
-    """A persona as the host configured it: its profile and its choice of model per role."""
-
-    profile_id: str
-    roles: RoleChoices = field(default_factory=RoleChoices)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,7 +128,6 @@ class Engine:
         guard = Guard(confirmations=self._confirmations, audit=audit, rules=settings.rules)
         self._runner = TurnRunner(guard, self._usage, settings.limits)
         self._models = ChatModels(settings.model, settings.http, settings.on_model_round)
-        self._background = BackgroundModels(settings.model)
         self._tasks = TaskRunner(settings.model, self._models)
         self._conversations = ConversationStores(
             settings.data_dir / CONVERSATIONS_FOLDER, on_corrupt=settings.on_bad_history
@@ -146,7 +135,7 @@ class Engine:
         self._follow_ups = FollowUps()
         self._speech_starts = SpeechHeadStarts()
         self._library = Library()
-        self._persona_problems: dict[str, tuple[LoadProblem, ...]] = {}
+        self._personas = Personas(self._models, settings.model)
         self._memory: CompanionMemory | None = None
 
     @property
@@ -157,8 +146,7 @@ class Engine:
     @property
     def problems(self) -> list[LoadProblem]:
         """Return every plugin and profile problem: the library's and each persona's."""
-        active = [p for problems in self._persona_problems.values() for p in problems]
-        return [*self._library.problems, *active]
+        return [*self._library.problems, *self._personas.problems]
 
     @property
     def usage(self) -> UsageCounters:
@@ -182,8 +170,7 @@ class Engine:
         yet stays on (writes wait in its outbox). Turns answer either way.
         """
         self._library = await asyncio.to_thread(load_library, self.settings.library_roots)
-        for persona_id, setup in self.settings.personas.items():
-            self._bind(persona_id, setup.profile_id, setup.roles)
+        self._personas.bind_all(self._library, self.settings.personas)
         config = self.settings.memory
         if config is None:
             return None
@@ -196,7 +183,7 @@ class Engine:
                 http=settings.http,
                 window_tokens=settings.limits.history_tokens,
                 on_corrupt=settings.on_bad_memory_file,
-                roles=self._background,
+                roles=self._personas.background,
             )
         except (CompanionError, OSError) as err:
             return MemoryProblem(detail=str(err), opened=False)
@@ -216,29 +203,10 @@ class Engine:
     ) -> Persona:
         """Build a persona snapshot: its profile (else the default one), plugins and models.
 
-        Each role's model is ``roles``' choice, else the profile's, else the host's. Its
-        plugins' problems join ``problems`` (replacing that persona's earlier ones).
+        Each role's model is ``roles``' choice, else the profile's, else the host's.
         """
-        profile, models, key = self._bind(persona_id, profile_id, roles or RoleChoices())
-        plugins = self._library.activate(profile, self.settings.host)
-        self._persona_problems[persona_id] = plugins.problems
-        return Persona(
-            profile=profile,
-            plugins=plugins,
-            model=self._models.bound(models.chat),
-            vision=None if models.vision is None else self._models.bound(models.vision),
-            models=models,
-            memory_key=key,
-        )
-
-    def _bind(
-        self, persona_id: str, profile_id: str, roles: RoleChoices
-    ) -> tuple[Profile, PersonaModels, str]:
-        """Resolve a persona's profile and models; bind its memory models to its key."""
-        profiles = self._library.profiles
-        profile = profiles.get(profile_id) or profiles.default or FALLBACK_PROFILE
-        models = persona_models(self.settings.model, roles, profile.models)
-        return profile, models, self._background.bind(persona_id, models)
+        setup = PersonaSetup(profile_id=profile_id, roles=roles or RoleChoices())
+        return self._personas.build(self._library, self.settings.host, persona_id, setup)
 
     def start_turn(self, request: TurnRequest) -> Turn:
         """Start a turn in a task of its own and return its handle at once.
@@ -288,7 +256,6 @@ class Engine:
 
     async def figures(self) -> dict[str, object]:
         """Return what support needs to see: what is loaded, counted, held and open."""
-        memory = self._memory
         return {
             "profiles": sorted(profile.id for profile in self._library.profiles),
             "plugins": sorted(self._library.catalog.plugins),
@@ -296,8 +263,8 @@ class Engine:
             "usage": self._usage.snapshot(),
             "pending_confirmations": self._confirmations.pending_count(),
             "open_conversations": self._conversations.open_counts(),
-            "memory": await memory.figures() if memory is not None else None,
-            "models": self._background.figures(),
+            "memory": await self._memory.figures() if self._memory is not None else None,
+            "models": self._personas.background.figures(),
         }
 
     async def prune(self, retention: float) -> int:

@@ -10,19 +10,16 @@ validated (``JsonAnswers``). Each call's tokens and timings go to the host's lis
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .chars import valid_text
 from .errors import LLMError, MemoryAnswerError, MemoryUnavailableError, TaskError
-from .events import ThinkingDelta
 from .json_types import JSONObject, JSONValue
-from .llm import LLMItem, LLMSettings, RoundEnd
-from .llm.models import CallListener, ChatModels, ObservedModel, timed
+from .llm import LLMSettings
+from .llm.models import CallListener, ChatModels, ObservedModel, answer_text
 from .llm.roles import ModelChoice, RoleChoices, persona_models
 from .memory.answers import JsonAnswers
 from .messages import ChatMessage, ImagePart, SystemMessage, UserMessage
-from .tools.contract import ToolSpec
 
 TASK_TIMEOUT = 120.0
 MAX_TEXT_CHARS = 20000
@@ -66,7 +63,7 @@ class TaskRunner:
     async def run(self, request: TaskRequest) -> TaskResult:
         """Answer ``request``; raise ``TaskError`` when no model can, or the answer is unusable."""
         settings = self._settings(request)
-        model = _Timed(self._models.bound(settings), request.on_model_call)
+        model = self._models.bound(settings).traced("task", request.on_model_call)
         messages: list[ChatMessage] = [
             SystemMessage(content=request.system),
             UserMessage(content=request.instructions, images=request.images),
@@ -92,31 +89,8 @@ class TaskRunner:
         return models.vision
 
 
-class _Timed:
-    """A model whose calls (structured ones too) are told to the task's listener."""
-
-    def __init__(self, model: ObservedModel, listener: CallListener | None) -> None:
-        """Wrap ``model``."""
-        self._model = model
-        self._listener = listener
-
-    def stream_with_tools(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec],
-        *,
-        response_format: Mapping[str, object] | None = None,
-    ) -> AsyncIterator[LLMItem]:
-        """Stream the call unchanged; tell the listener what it cost."""
-        stream = self._model.stream_with_tools(messages, tools, response_format=response_format)
-        if self._listener is None:
-            return stream
-        name = self._model.settings.model
-        return timed(stream, role="task", name=name, listener=self._listener)
-
-
 async def _structured(
-    model: _Timed, messages: Sequence[ChatMessage], schema: JSONObject, name: str
+    model: ObservedModel, messages: Sequence[ChatMessage], schema: JSONObject, name: str
 ) -> JSONObject:
     """Ask for a JSON object that fits ``schema``."""
     answers = JsonAnswers(model, timeout=TASK_TIMEOUT)
@@ -130,28 +104,17 @@ async def _structured(
         raise TaskError(f"the model failed: {err}", reason="unreachable") from err
 
 
-async def _text(model: _Timed, messages: Sequence[ChatMessage]) -> str:
+async def _text(model: ObservedModel, messages: Sequence[ChatMessage]) -> str:
     """Collect a text answer (thinking left out), bounded in time and length."""
-    parts: list[str] = []
-    size = 0
-    end: RoundEnd | None = None
     try:
         async with asyncio.timeout(TASK_TIMEOUT):
-            async for item in model.stream_with_tools(messages, ()):
-                match item:
-                    case RoundEnd():
-                        end = item
-                    case ThinkingDelta():
-                        continue
-                    case str() if size < MAX_TEXT_CHARS:
-                        parts.append(item)
-                        size += len(item)
+            text, end = await answer_text(model.stream_with_tools(messages, ()), MAX_TEXT_CHARS)
     except TimeoutError as err:
         raise TaskError("the model did not finish in time", reason="unreachable") from err
     if end is None or end.error is not None:
         reason = "the stream ended early" if end is None else str(end.error)
         raise TaskError(f"the model failed: {reason}", reason="unreachable")
-    return valid_text("".join(parts)).strip()[:MAX_TEXT_CHARS]
+    return text.strip()
 
 
 def _schema_name(name: str) -> str:

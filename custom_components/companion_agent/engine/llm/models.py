@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from ..chars import valid_text
 from ..errors import LLMError
 from ..messages import ChatMessage
 from ..tools.contract import ToolSpec
@@ -60,13 +61,28 @@ type CallListener = Callable[[ModelCall], None]
 
 
 class ObservedModel:
-    """A chat model whose every round's end is told to an observer (if it has one)."""
+    """A chat model whose every round's end is told to an observer (if it has one).
 
-    def __init__(self, model: OpenAIChatModel, observer: RoundObserver | None) -> None:
-        """Wrap ``model``."""
+    ``traced`` returns it with each call also told to a listener (a turn's or a task's trace).
+    """
+
+    def __init__(
+        self,
+        model: OpenAIChatModel,
+        observer: RoundObserver | None,
+        trace: tuple[str, CallListener] | None = None,
+    ) -> None:
+        """Wrap ``model``; ``trace`` is the role and listener each call is told to."""
         self.settings = model.settings
         self._model = model
         self._observer = observer
+        self._trace = trace
+
+    def traced(self, role: str, listener: CallListener | None) -> ObservedModel:
+        """Return this model with each call told to ``listener`` under ``role`` (None: as is)."""
+        if listener is None:
+            return self
+        return ObservedModel(self._model, self._observer, (role, listener))
 
     async def stream_with_tools(
         self,
@@ -77,6 +93,9 @@ class ObservedModel:
     ) -> AsyncIterator[LLMItem]:
         """Stream the round unchanged, noting how it ended."""
         stream = self._model.stream_with_tools(messages, tools, response_format=response_format)
+        if self._trace is not None:
+            role, listener = self._trace
+            stream = timed(stream, role=role, name=self.settings.model, listener=listener)
         async for item in stream:
             if isinstance(item, RoundEnd) and self._observer is not None:
                 self._observer(item.error)
@@ -149,3 +168,20 @@ async def timed(
         elif first is None:
             first = now
         yield item
+
+
+async def answer_text(
+    stream: AsyncIterator[LLMItem], max_chars: int
+) -> tuple[str, RoundEnd | None]:
+    """Collect a round's text (thinking left out, ``max_chars`` at most) and its end."""
+    parts: list[str] = []
+    size = 0
+    end: RoundEnd | None = None
+    async for item in stream:
+        match item:
+            case RoundEnd():
+                end = item
+            case str() if size < max_chars:
+                parts.append(item)
+                size += len(item)
+    return valid_text("".join(parts))[:max_chars], end

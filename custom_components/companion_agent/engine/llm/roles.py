@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ..redaction import redact_url
+from ..redaction import REDACTED, redact_url
 from .adapter import LLMSettings
 
 type Role = Literal["chat", "vision", "memory", "summary"]
@@ -172,7 +172,7 @@ def shown(settings: LLMSettings) -> dict[str, object]:
     return {
         "base_url": redact_url(settings.base_url),
         "model": settings.model,
-        "api_key": "**REDACTED**" if settings.api_key else None,
+        "api_key": REDACTED if settings.api_key else None,
         "temperature": settings.temperature,
         "max_tokens": settings.max_tokens,
         "first_token_timeout": settings.first_token_timeout,

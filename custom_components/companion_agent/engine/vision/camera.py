@@ -99,7 +99,6 @@ def camera_tool(
         spec=_spec(cameras),
         handler=look,
         timeout_ms=int((snapshot_timeout + described + 2.0) * 1000),
-        idempotent=True,
     )
 
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import asyncio
 
-from ..chars import valid_text
 from ..errors import VisionError
-from ..events import ThinkingDelta
-from ..llm import ChatModel, RoundEnd
+from ..llm import ChatModel
+from ..llm.models import answer_text
 from ..messages import ChatMessage, ImagePart, SystemMessage, UserMessage
 
 DESCRIBE_TIMEOUT = 30.0
@@ -46,20 +45,10 @@ class VisionSummarizer:
             SystemMessage(content=DESCRIBE_PROMPT.format(language=language)),
             UserMessage(content=question.strip() or DEFAULT_QUESTION, images=(image,)),
         ]
-        parts: list[str] = []
-        size = 0
-        end: RoundEnd | None = None
         try:
             async with asyncio.timeout(self._timeout):
-                async for item in self._model.stream_with_tools(messages, ()):
-                    match item:
-                        case RoundEnd():
-                            end = item
-                        case ThinkingDelta():
-                            continue
-                        case str() if size < MAX_DESCRIPTION_CHARS:
-                            parts.append(item)
-                            size += len(item)
+                stream = self._model.stream_with_tools(messages, ())
+                text, end = await answer_text(stream, MAX_DESCRIPTION_CHARS)
         except TimeoutError as err:
             raise VisionError(
                 f"the vision model did not describe {image.source} within {self._timeout:g} s"
@@ -67,7 +56,7 @@ class VisionSummarizer:
         if end is None or end.error is not None:
             reason = "it stopped" if end is None else str(end.error)
             raise VisionError(f"the vision model could not describe {image.source}: {reason}")
-        text = valid_text("".join(parts)).strip()[:MAX_DESCRIPTION_CHARS]
+        text = text.strip()
         if not text:
             raise VisionError(f"the vision model said nothing about {image.source}")
         return text

@@ -1,0 +1,71 @@
+"""The persona sub-entry flow: a conversation agent's profile, prompt, HA APIs and models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import voluptuous as vol
+from homeassistant.const import CONF_LLM_HASS_API, CONF_NAME
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import llm
+from homeassistant.helpers.selector import (
+    SelectOptionDict,
+    SelectSelector,
+    SelectSelectorConfig,
+    TemplateSelector,
+)
+
+from .const import (
+    CONF_PROFILE,
+    CONF_PROMPT,
+    DEFAULT_CONVERSATION_NAME,
+    DEFAULT_PROFILE,
+    ROLE_SECTIONS,
+)
+from .roles_flow import RolesSubentryFlow, role_sections
+from .runtime import CompanionConfigEntry
+
+
+def default_persona() -> dict[str, Any]:
+    """Return the settings of the persona created with a new entry."""
+    return {CONF_PROFILE: DEFAULT_PROFILE, CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]}
+
+
+class PersonaSubentryFlow(RolesSubentryFlow):
+    """Add or change a persona: a conversation agent with its own prompt, tools and models."""
+
+    roles = ROLE_SECTIONS
+
+    def form(self, entry: CompanionConfigEntry, is_new: bool) -> vol.Schema:
+        """Return the persona form."""
+        return persona_schema(self.hass, entry, is_new)
+
+    def defaults(self) -> dict[str, Any]:
+        """Start a new persona on the default profile, with HA's Assist API."""
+        return default_persona()
+
+    def cleaned(self, user_input: dict[str, Any]) -> dict[str, Any]:
+        """Drop an empty choice of HA APIs (no control of HA)."""
+        if not user_input.get(CONF_LLM_HASS_API):
+            user_input.pop(CONF_LLM_HASS_API, None)
+        return user_input
+
+
+def persona_schema(hass: HomeAssistant, entry: CompanionConfigEntry, is_new: bool) -> vol.Schema:
+    """Return the persona form: name (new only), profile, extra prompt, HA LLM APIs."""
+    apis = [SelectOptionDict(label=api.name, value=api.id) for api in llm.async_get_apis(hass)]
+    profiles = [
+        SelectOptionDict(label=profile.name, value=profile.id)
+        for profile in entry.runtime_data.engine.library.profiles
+    ]
+    fields: dict[vol.Marker, object] = {}
+    if is_new:
+        fields[vol.Required(CONF_NAME, default=DEFAULT_CONVERSATION_NAME)] = str
+    fields[vol.Required(CONF_PROFILE, default=DEFAULT_PROFILE)] = SelectSelector(
+        SelectSelectorConfig(options=profiles, custom_value=True)
+    )
+    fields[vol.Optional(CONF_PROMPT)] = TemplateSelector()
+    fields[vol.Optional(CONF_LLM_HASS_API)] = SelectSelector(
+        SelectSelectorConfig(options=apis, multiple=True)
+    )
+    return vol.Schema({**fields, **role_sections(ROLE_SECTIONS)})
