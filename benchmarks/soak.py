@@ -39,6 +39,7 @@ from homeassistant.core import Context  # noqa: E402
 from homeassistant.helpers import chat_session  # noqa: E402
 
 from custom_components.companion_agent.engine.llm import LLMSettings, OpenAIChatModel  # noqa: E402
+from custom_components.companion_agent.engine.retry import NO_RETRY  # noqa: E402
 from custom_components.companion_agent.engine.turn.limits import TurnLimits  # noqa: E402
 from custom_components.companion_agent.engine.turn.runner import TurnRunner  # noqa: E402
 from script.demo import configure, start_home_assistant  # noqa: E402
@@ -70,7 +71,7 @@ async def engine_wave(
     server: LLMServer, folder: Path, turns: int, chance: random.Random
 ) -> dict[str, int]:
     """Run ``turns`` concurrent turns, cancelling about one in ten; return the counts."""
-    model = OpenAIChatModel(LLMSettings(base_url=server.url, model="test-model", max_retries=0))
+    model = OpenAIChatModel(LLMSettings(base_url=server.url, model="test-model", retry=NO_RETRY))
     runner = TurnRunner(limits=TurnLimits(turns_per_minute=0))
     talk = Conversations(folder)
     who = persona(model)

@@ -47,10 +47,10 @@ from homeassistant.components.assist_pipeline.pipeline import (
 
 from benchmarks.figures import percentile, report_p95
 from benchmarks.voice_home import Bench, launch_piper, set_up, wait_for_piper
-from custom_components.companion_agent import tts as our_tts
 from custom_components.companion_agent.engine.pipeline import PipelineConfig
 from custom_components.companion_agent.engine.plugins import Profile
 from custom_components.companion_agent.engine.turn import runner as turn_runner
+from custom_components.companion_agent.voice import tts_audio as our_tts
 from script.demo import start_home_assistant
 from tests.support.llm_server import LLMServer
 

@@ -33,6 +33,7 @@ from custom_components.companion_agent.engine.llm import (  # noqa: E402
     LLMSettings,
     OpenAIChatModel,
 )
+from custom_components.companion_agent.engine.retry import NO_RETRY  # noqa: E402
 
 # The real peers (Wyoming servers, the Bolt server), defined here once so that each starts
 # once per session: a module that imports these fixtures itself gets a server of its own.
@@ -63,7 +64,7 @@ async def llm_server(socket_enabled: None) -> AsyncIterator[LLMServer]:
 async def chat_model(llm_server: LLMServer) -> AsyncIterator[OpenAIChatModel]:
     """Return the real OpenAI SDK adapter pointed at the local server, with no retries."""
     model = OpenAIChatModel(
-        LLMSettings(base_url=llm_server.url, model="test-model", max_retries=0, chunk_timeout=5)
+        LLMSettings(base_url=llm_server.url, model="test-model", retry=NO_RETRY, chunk_timeout=5)
     )
     yield model
     await model.aclose()

@@ -36,6 +36,7 @@ ALLOWED = {
     "engine.guard.policy": "the host's guard rules (HA's locks, alarms, covers), its targets",
     "engine.memory.backends": "the memory a host configures, and checking it",
     "engine.redaction": "secrets out of titles and log lines",
+    "engine.chars": "the one text cleaner, for outside text put in HA's errors and issues",
 }
 """Engine modules the glue may import, and why."""
 

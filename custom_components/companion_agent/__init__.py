@@ -37,6 +37,7 @@ from .engine.engine import Engine, EngineSettings, TurnLimits
 from .engine.errors import LLMAuthError
 from .engine.plugins import HostServices
 from .engine.redaction import redact_url
+from .frontend.resources import async_setup_card
 from .guard_rules import DEFAULT_RULES
 from .memory.setup import async_memory_config, async_memory_started
 from .proactive.home_state import HassPresence, HassStateWatcher
@@ -65,8 +66,9 @@ CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
 
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
-    """Register the integration's services."""
+    """Register the integration's services; serve the companion card."""
     async_setup_services(hass)
+    await async_setup_card(hass)
     return True
 
 

@@ -1,4 +1,4 @@
-"""Config flow: the model server (user, reconfigure, reauth); the sub-entry kinds it offers."""
+"""Config flow: the model server (user, reconfigure, reauth, options); its subentry kinds."""
 
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ from .const import (
 )
 from .engine.errors import LLMAuthError, LLMError
 from .engine.redaction import redact_url
-from .memory_flow import memory_schema, validate_memory
+from .memory.options import memory_schema
+from .memory_flow import validate_memory
 from .persona_flow import PersonaSubentryFlow, default_persona
 from .runtime import build_model
 from .stt_flow import SttSubentryFlow

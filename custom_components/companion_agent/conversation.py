@@ -33,6 +33,7 @@ from .engine.events import SentenceOutput
 from .engine.plugins import ProactiveRequest
 from .engine.tools.contract import ToolContext
 from .engine.turn.request import Persona
+from .frontend.timeline import async_follow_turn
 from .ha_tools import HassTurnTools
 from .proactive.briefing import HomeBriefing
 from .proactive.speak import async_speak_for_trigger
@@ -193,7 +194,8 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             head_start(sentence)
             self._async_sentence(sentence, request.context)
 
-        stream = ChatLogStream(turn.items(), on_sentence=_on_sentence)
+        items = async_follow_turn(self.hass, self.subentry.subentry_id, user_input, turn)
+        stream = ChatLogStream(items, on_sentence=_on_sentence)
         try:
             async for _content in chat_log.async_add_delta_content_stream(
                 self.entity_id, stream.deltas()

@@ -1,10 +1,11 @@
-"""The memory step of the options flow: which backend, its graph, its embeddings; checks.
+"""The memory step of the options flow: every server the memory options name, checked.
 
-Embedded (the default) needs nothing; mem0 needs an embeddings endpoint (and a Qdrant
-server, or none: files); "Neo4j graph on top of
-either" needs a ``bolt://`` / ``neo4j://`` URI, a user and a password; an embeddings
-endpoint (URL, model, key) is optional for embedded and mem0. Every server named is
-checked before the options are saved: errors show in the form.
+The form is ``memory.options``. Embedded (the default) needs nothing; mem0 needs an
+embeddings endpoint (and a Qdrant server, or none: files); "Neo4j graph on top of either"
+needs a ``bolt://`` / ``neo4j://`` URI, a user and a password; an embeddings endpoint (URL,
+model, key) is optional for embedded and mem0. Every server named is checked before the
+options are saved (the embeddings one through the embedder memory uses): errors show in
+the form.
 """
 
 from __future__ import annotations
@@ -14,26 +15,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-import voluptuous as vol
 from homeassistant.core import HomeAssistant
-from homeassistant.helpers.httpx_client import get_async_client
-from homeassistant.helpers.selector import (
-    BooleanSelector,
-    SelectSelector,
-    SelectSelectorConfig,
-    SelectSelectorMode,
-    TextSelector,
-    TextSelectorConfig,
-    TextSelectorType,
-)
 from homeassistant.requirements import RequirementsNotFound, async_process_requirements
 
 from .const import (
-    CONF_EMBEDDINGS_KEY,
     CONF_EMBEDDINGS_MODEL,
     CONF_EMBEDDINGS_URL,
-    CONF_MEM0_API_KEY,
     CONF_MEM0_URL,
     CONF_MEMORY_BACKEND,
     CONF_MEMORY_GRAPH,
@@ -42,48 +29,20 @@ from .const import (
     CONF_NEO4J_USER,
     DOMAIN,
     LOGGER,
-    MEMORY_BACKENDS,
-    MEMORY_EMBEDDED,
     MEMORY_MEM0,
     STORAGE_FOLDER,
 )
 from .engine.memory.backends import (
     MEM0_REQUIREMENTS,
     NEO4J_REQUIREMENT,
+    check_embeddings,
     check_graph,
     check_mem0,
 )
 from .engine.redaction import scrub_text
-from .memory.setup import memory_config, neo4j_settings
+from .memory.options import embedding_settings, memory_config, neo4j_settings
 
-CHECK_TIMEOUT = 5.0
 NEO4J_SCHEMES = {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}
-_URL = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
-_SECRET = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
-
-
-def memory_schema() -> vol.Schema:
-    """Return the memory form."""
-    return vol.Schema(
-        {
-            vol.Required(CONF_MEMORY_BACKEND, default=MEMORY_EMBEDDED): SelectSelector(
-                SelectSelectorConfig(
-                    options=list(MEMORY_BACKENDS),
-                    translation_key=CONF_MEMORY_BACKEND,
-                    mode=SelectSelectorMode.LIST,
-                )
-            ),
-            vol.Optional(CONF_MEM0_URL): _URL,
-            vol.Optional(CONF_MEM0_API_KEY): _SECRET,
-            vol.Required(CONF_MEMORY_GRAPH, default=False): BooleanSelector(),
-            vol.Optional(CONF_NEO4J_URI): str,
-            vol.Optional(CONF_NEO4J_USER): str,
-            vol.Optional(CONF_NEO4J_PASSWORD): _SECRET,
-            vol.Optional(CONF_EMBEDDINGS_URL): _URL,
-            vol.Optional(CONF_EMBEDDINGS_MODEL): str,
-            vol.Optional(CONF_EMBEDDINGS_KEY): _SECRET,
-        }
-    )
 
 
 async def validate_memory(hass: HomeAssistant, options: Mapping[str, Any]) -> dict[str, str]:
@@ -102,10 +61,10 @@ async def validate_memory(hass: HomeAssistant, options: Mapping[str, Any]) -> di
             errors[CONF_NEO4J_PASSWORD] = "neo4j_credentials_required"
         elif problem := await _neo4j_problem(hass, options):
             errors[CONF_NEO4J_URI] = problem
-    if url := options.get(CONF_EMBEDDINGS_URL):
+    if options.get(CONF_EMBEDDINGS_URL):
         if not options.get(CONF_EMBEDDINGS_MODEL):
             errors[CONF_EMBEDDINGS_MODEL] = "embeddings_model_required"
-        elif not await _embeds(hass, url, options[CONF_EMBEDDINGS_MODEL], options):
+        elif not await _embeds(options):
             errors[CONF_EMBEDDINGS_URL] = "embeddings_unreachable"
     return errors
 
@@ -139,20 +98,12 @@ async def _neo4j_problem(hass: HomeAssistant, options: Mapping[str, Any]) -> str
     return None
 
 
-async def _embeds(hass: HomeAssistant, url: str, model: str, options: Mapping[str, Any]) -> bool:
-    """Say whether the embeddings endpoint returns a vector for one short text."""
-    key = options.get(CONF_EMBEDDINGS_KEY)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    try:
-        response = await get_async_client(hass).post(
-            f"{url.rstrip('/')}/embeddings",
-            json={"model": model, "input": ["check"]},
-            headers=headers,
-            timeout=CHECK_TIMEOUT,
-        )
-        data = response.json()
-        vector = data["data"][0]["embedding"]
-    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as err:
-        LOGGER.debug("Embeddings check failed: %s", err)
+async def _embeds(options: Mapping[str, Any]) -> bool:
+    """Say whether the embeddings endpoint gives a vector for one short text, as memory asks."""
+    settings = embedding_settings(options)
+    if settings is None:
         return False
-    return response.status_code == 200 and isinstance(vector, list) and bool(vector)
+    check = await check_embeddings(settings)
+    if not check.ok:
+        LOGGER.debug("Embeddings check failed: %s", scrub_text(check.detail))
+    return check.ok

@@ -84,16 +84,8 @@ def async_report_missing_voice(
     hass: HomeAssistant, entry_id: str, subentry_id: str, voice: str, server: str
 ) -> None:
     """Say that the TTS server at ``server`` has no voice ``voice``, which a TTS entity uses."""
-    ir.async_create_issue(
-        hass,
-        DOMAIN,
-        f"{VOICE_PREFIX}{subentry_id}",
-        is_fixable=False,
-        severity=ir.IssueSeverity.ERROR,
-        translation_key="tts_voice_missing",
-        translation_placeholders={"voice": voice, "server": server},
-        data={"entry_id": entry_id},
-    )
+    placeholders = {"voice": voice, "server": server}
+    _async_report_voice(hass, entry_id, subentry_id, "tts_voice_missing", placeholders)
 
 
 @callback
@@ -101,14 +93,23 @@ def async_report_bad_voice_file(
     hass: HomeAssistant, entry_id: str, subentry_id: str, voice: str, path: str
 ) -> None:
     """Say that the embedded voice ``voice`` (model file ``path``) is missing or unusable."""
+    placeholders = {"voice": voice, "path": path}
+    _async_report_voice(hass, entry_id, subentry_id, "tts_voice_file", placeholders)
+
+
+@callback
+def _async_report_voice(
+    hass: HomeAssistant, entry_id: str, subentry_id: str, key: str, placeholders: dict[str, str]
+) -> None:
+    """Raise a TTS entity's voice issue (one per entity, whichever problem it has now)."""
     ir.async_create_issue(
         hass,
         DOMAIN,
         f"{VOICE_PREFIX}{subentry_id}",
         is_fixable=False,
         severity=ir.IssueSeverity.ERROR,
-        translation_key="tts_voice_file",
-        translation_placeholders={"voice": voice, "path": path},
+        translation_key=key,
+        translation_placeholders=placeholders,
         data={"entry_id": entry_id},
     )
 

@@ -1,7 +1,8 @@
 """Text to speech, each sentence spoken once it is complete: a Wyoming server or embedded Piper.
 
-The reply's text runs through the engine's output pipeline first, so the voice hears each
-sentence's ``tts_text``: no markdown, URLs, emoji or action tags. Which synthesizer speaks
+The reply's text runs through the engine's output pipeline first (``voice/tts_audio``), so
+the voice hears each sentence's ``tts_text``: no markdown, URLs, emoji or action tags. Which
+synthesizer speaks
 is the subentry's choice (``_async_synthesizer``); a request may pick another of its voices.
 A turn's first sentence may already be under way when HA opens the stream
 (``speech_start.py``): the stream plays that audio instead of asking again, and ends at once
@@ -10,9 +11,7 @@ if the turn is cancelled.
 
 from __future__ import annotations
 
-import io
 import time
-import wave
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import suppress
 from typing import Any
@@ -33,7 +32,6 @@ from .const import (
     CONF_SPEAKER,
     CONF_VOICE,
     DOMAIN,
-    EMOTIONS,
     ENGINE_EMBEDDED,
     SUBENTRY_TTS,
 )
@@ -44,8 +42,6 @@ from .engine.errors import (
     SpeechVoiceNotFoundError,
     VoiceFileError,
 )
-from .engine.events import SentenceOutput, TextDelta
-from .engine.pipeline import FIRST_CLAUSE_CUT, PipelineConfig, build_pipeline
 from .engine.speech import (
     AudioChunk,
     EmbeddedPiper,
@@ -64,11 +60,10 @@ from .repairs import (
 )
 from .runtime import CompanionConfigEntry, add_per_subentry
 from .voice.embedded_piper import async_require_piper, voices_folder
+from .voice.sentence_timing import SpokenSentences
+from .voice.tts_audio import message_sentences, streamed_sentences, wav_stream, whole_wav
 from .voice.tts_voices import offered_voice, supported_voices, unknown_voice_error
 
-# Emotion tags are actions, never words; the rest of the text is cleaned for speech. The
-# first sentence is cut as the turn cuts it, so a sentence spoken ahead is found again.
-PIPELINE_CONFIG = PipelineConfig(action_tags=EMOTIONS, faster_first_response=FIRST_CLAUSE_CUT)
 # How long a server that had our voice is trusted without asking again (a failure forgets it).
 SERVER_CHECK_TTL = 60.0
 
@@ -147,14 +142,15 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         sentence already under way (a head start) plays without waiting for that check.
         """
         voice, speaker = self._requested_voice(request.options)
-        sentences = _sentences(_deltas(request.message_gen))
+        spoken = SpokenSentences(self.hass, self.entity_id)  # the card's subtitles follow it
+        sentences = spoken.texts(streamed_sentences(request.message_gen))
         heads = self.entry.runtime_data.engine.speech_starts
         synthesis = self._synthesis(voice, speaker)
         playback = self.entry.runtime_data.playback
         audio = heads.speak(
             self._speech_key(voice, speaker), sentences, synthesis, playback.async_report_duration
         )
-        return TTSAudioResponse("wav", self._wav_stream(audio, voice))
+        return TTSAudioResponse("wav", wav_stream(self._guarded(spoken.audio(audio), voice)))
 
     def async_speak_ahead(self, text: str, trace_id: str) -> bool:
         """Start synthesising a turn's first sentence before HA's stream asks for it."""
@@ -187,17 +183,11 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         """Speak the whole message sentence by sentence and return one WAV file."""
         voice, speaker = self._requested_voice(options)
         synthesizer = await self._async_synthesizer(voice, speaker)
-        audio = synthesizer.synthesize(_sentences(_whole(message)))
-        with io.BytesIO() as wav_io:
-            wav_file: wave.Wave_write | None = None
-            async for chunk in self._guarded(audio, voice):
-                if wav_file is None:
-                    wav_file = _open_wav(wav_io, chunk)
-                wav_file.writeframes(chunk.audio)
-            if wav_file is None:
-                raise HomeAssistantError(translation_domain=DOMAIN, translation_key="tts_silent")
-            wav_file.close()
-            return "wav", wav_io.getvalue()
+        audio = synthesizer.synthesize(message_sentences(message))
+        wav = await whole_wav(self._guarded(audio, voice))
+        if wav is None:
+            raise HomeAssistantError(translation_domain=DOMAIN, translation_key="tts_silent")
+        return "wav", wav
 
     def _requested_voice(self, options: Mapping[str, Any]) -> tuple[str, str | None]:
         """Return the voice and speaker a request asks for, else the subentry's."""
@@ -267,19 +257,6 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             return  # loading it says what is wrong with the file
         offered_voice(self._voices, voice, speaker, self.supported_languages)
 
-    async def _wav_stream(
-        self, audio: AsyncGenerator[AudioChunk], voice: str
-    ) -> AsyncGenerator[bytes]:
-        """Yield a streaming WAV header (no frame count) before the first PCM, then the PCM."""
-        header_sent = False
-        async for chunk in self._guarded(audio, voice):
-            if not header_sent:
-                with io.BytesIO() as wav_io:
-                    _open_wav(wav_io, chunk).close()
-                    yield wav_io.getvalue()
-                header_sent = True
-            yield chunk.audio
-
     async def _guarded(
         self, audio: AsyncGenerator[AudioChunk], voice: str
     ) -> AsyncGenerator[AudioChunk]:
@@ -319,30 +296,3 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             translation_key="tts_voice_missing",
             translation_placeholders={"voice": self._voice, "server": server},
         )
-
-
-async def _deltas(message_gen: AsyncIterator[str]) -> AsyncIterator[TextDelta]:
-    """Wrap HA's text chunks as the pipeline's text deltas."""
-    async for text in message_gen:
-        yield TextDelta(text=text, model_text=text)
-
-
-async def _whole(message: str) -> AsyncIterator[TextDelta]:
-    """Yield the whole message as one text delta."""
-    yield TextDelta(text=message, model_text=message)
-
-
-async def _sentences(deltas: AsyncIterator[TextDelta]) -> AsyncIterator[str]:
-    """Yield each finished sentence's speakable text, skipping the empty ones."""
-    async for item in build_pipeline(PIPELINE_CONFIG)(deltas):
-        if isinstance(item, SentenceOutput) and item.tts_text:
-            yield item.tts_text
-
-
-def _open_wav(wav_io: io.BytesIO, chunk: AudioChunk) -> wave.Wave_write:
-    """Open a WAV writer on ``wav_io`` in the chunk's format."""
-    wav_file = wave.open(wav_io, "wb")  # noqa: SIM115 - the caller closes it
-    wav_file.setframerate(chunk.rate)
-    wav_file.setsampwidth(chunk.width)
-    wav_file.setnchannels(chunk.channels)
-    return wav_file

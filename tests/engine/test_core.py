@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -15,6 +16,7 @@ from custom_components.companion_agent.engine.events import (
 )
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.llm import LLMSettings, OpenAIChatModel
+from custom_components.companion_agent.engine.llm.adapter import MODEL_RETRY
 from custom_components.companion_agent.engine.messages import (
     ChatMessage,
     SystemMessage,
@@ -242,9 +244,15 @@ async def test_http_500_before_first_token_is_apologised_for(
     )
 
 
-async def test_sdk_retries_before_the_first_token(llm_server: LLMServer) -> None:
+async def test_a_server_error_before_the_first_token_is_tried_again(llm_server: LLMServer) -> None:
     """With retries allowed, a 500 before the first token is retried and the turn answers."""
-    model = OpenAIChatModel(LLMSettings(base_url=llm_server.url, model="test-model", max_retries=1))
+    model = OpenAIChatModel(
+        LLMSettings(
+            base_url=llm_server.url,
+            model="test-model",
+            retry=replace(MODEL_RETRY, attempts=2, first_delay=0.0),
+        )
+    )
     llm_server.script(Reply.error(500), Reply.text("Hello."))
     items = await collect(core_of(model, ToolRegistry()))
     await model.aclose()

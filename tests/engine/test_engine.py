@@ -32,6 +32,7 @@ from custom_components.companion_agent.engine.guard.policy import PolicyRule
 from custom_components.companion_agent.engine.llm import LLMSettings
 from custom_components.companion_agent.engine.memory.backends import MemoryConfig
 from custom_components.companion_agent.engine.plugins import HostServices, builtin_roots
+from custom_components.companion_agent.engine.retry import NO_RETRY
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
 from custom_components.companion_agent.engine.turn.handle import Turn
@@ -54,7 +55,7 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 def settings(tmp_path: Path, llm_server: LLMServer, http: httpx.AsyncClient) -> EngineSettings:
     """Return settings for an engine on the local server, its files under ``tmp_path``."""
     return EngineSettings(
-        model=LLMSettings(base_url=llm_server.url, model="test-model", max_retries=0),
+        model=LLMSettings(base_url=llm_server.url, model="test-model", retry=NO_RETRY),
         http=http,
         data_dir=tmp_path / "data",
         library_roots=(*builtin_roots(), tmp_path / "user"),

@@ -21,8 +21,8 @@ type Floors = Sequence[tuple[str, ...]]
 
 ENGINE_FLOORS: Floors = (
     # 1: what everything shares: typed values, messages and events, errors, text, redaction,
-    # the openai SDK's HTTP package
-    ("json_types", "errors", "chars", "messages", "events", "redaction", "sdk_http"),
+    # the openai SDK's HTTP package, the one retry policy
+    ("json_types", "errors", "chars", "messages", "events", "redaction", "sdk_http", "retry"),
     # 2: tool contracts, the registry, results, once-per-turn
     ("tools",),
     # 3: the audit of tool calls, the model adapter, output stages, speech, speaking first,

@@ -14,6 +14,7 @@ from custom_components.companion_agent.engine.llm import (
 )
 from custom_components.companion_agent.engine.llm.think import ThinkSplitter
 from custom_components.companion_agent.engine.messages import UserMessage
+from custom_components.companion_agent.engine.retry import NO_RETRY
 from tests.support.llm_script import ReasoningChunk, Reply, TextChunk, ToolCallChunk
 from tests.support.llm_server import LLMServer
 
@@ -70,22 +71,20 @@ def test_think_splitter_releases_a_lone_angle_bracket() -> None:
     assert "".join(i for i in out if isinstance(i, str)) == "1 < 2 <th"
 
 
-async def test_tool_calls_without_index_or_id(
+async def test_missing_ids_are_invented_and_never_repeat(
     llm_server: LLMServer, chat_model: OpenAIChatModel
 ) -> None:
-    """Fragments with no index join by arrival; a missing id gets one."""
-    chunks = (
-        ToolCallChunk(0, '{"a":', name="first"),
-        ToolCallChunk(0, " 1}"),
+    """A call without an id gets one; the next response's invented id is another one."""
+    chunks = (ToolCallChunk(0, '{"a":', name="first"), ToolCallChunk(0, " 1}"))
+    llm_server.script(
+        Reply(chunks=chunks, finish_reason=None), Reply(chunks=chunks, finish_reason=None)
     )
-    llm_server.script(Reply(chunks=chunks, finish_reason=None))
-    items = await stream(chat_model)
-    end = items[-1]
-    assert isinstance(end, RoundEnd)
-    assert end.finish_reason == "tool_calls"
-    assert [(c.call_id, c.name, c.arguments) for c in end.tool_calls] == [
-        ("call_0", "first", '{"a": 1}')
-    ]
+    ends = [(await stream(chat_model))[-1] for _ in range(2)]
+    assert all(isinstance(end, RoundEnd) for end in ends)
+    first, second = (end.tool_calls for end in ends if isinstance(end, RoundEnd))
+    assert [(c.name, c.arguments) for c in first] == [("first", '{"a": 1}')]
+    assert first[0].call_id.startswith("call_0_")
+    assert first[0].call_id != second[0].call_id
 
 
 async def test_usage_is_reported(llm_server: LLMServer, chat_model: OpenAIChatModel) -> None:
@@ -105,7 +104,7 @@ async def test_wrong_key_is_an_auth_error(socket_enabled: None) -> None:
     """A rejected key raises LLMAuthError from list_models and ends a stream with it."""
     async with LLMServer(api_key="right") as server:
         model = OpenAIChatModel(
-            LLMSettings(base_url=server.url, model="test-model", api_key="wrong", max_retries=0)
+            LLMSettings(base_url=server.url, model="test-model", api_key="wrong", retry=NO_RETRY)
         )
         with pytest.raises(LLMAuthError):
             await model.list_models()
@@ -119,7 +118,7 @@ async def test_unreachable_server_is_a_connection_error(socket_enabled: None) ->
     """Nothing listening: a connection error, well inside the connect timeout."""
     async with LLMServer() as server:
         url = server.url
-    model = OpenAIChatModel(LLMSettings(base_url=url, model="m", max_retries=0, connect_timeout=1))
+    model = OpenAIChatModel(LLMSettings(base_url=url, model="m", retry=NO_RETRY, connect_timeout=1))
     with pytest.raises(LLMConnectionError):
         await model.list_models()
     await model.aclose()

@@ -18,6 +18,7 @@ from custom_components.companion_agent.engine import sdk_http
 from custom_components.companion_agent.engine.errors import LLMError
 from custom_components.companion_agent.engine.llm import LLMSettings, OpenAIChatModel, RoundEnd
 from custom_components.companion_agent.engine.messages import UserMessage
+from custom_components.companion_agent.engine.retry import NO_RETRY
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
@@ -52,7 +53,7 @@ async def test_a_lent_client_of_either_package_streams_and_sees_done(
     package = pytest.importorskip(name)
     async with package.AsyncClient() as lent:
         model = OpenAIChatModel(
-            LLMSettings(base_url=llm_server.url, model="test-model", max_retries=0),
+            LLMSettings(base_url=llm_server.url, model="test-model", retry=NO_RETRY),
             http_client=lent,
         )
         llm_server.script(replace(Reply.text("Done, no reason.", chunk_size=4), finish_reason=None))

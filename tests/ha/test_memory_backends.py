@@ -10,10 +10,11 @@ from homeassistant.helpers import issue_registry as ir
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import DOMAIN
-from custom_components.companion_agent.engine.memory.mem0 import store as mem0_store
+from custom_components.companion_agent.engine.memory.mem0 import worker as mem0_worker
 from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
 from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jGraph
 from custom_components.companion_agent.engine.memory.types import Relation
+from custom_components.companion_agent.engine.retry import RetryPolicy
 from tests.ha.assist_turns import ask
 from tests.ha.entries import SetupCompanion, agents_by_title, persona
 from tests.ha.memories import call, memory_of, rows, settled
@@ -110,7 +111,7 @@ async def test_mem0_away_at_startup_keeps_memory_on_and_catches_up(
 
     Turns answer meanwhile, and the instruction waits on disk until the server is back.
     """
-    monkeypatch.setattr(mem0_store, "REOPEN_AFTER", 0.0)
+    monkeypatch.setattr(mem0_worker, "REOPEN_RETRY", RetryPolicy(attempts=None, first_delay=0.0))
     llm_server.embeddings_down = True
     entry = await setup_companion(
         persona("Ada"), options={**MEM0, "embeddings_url": llm_server.url}

@@ -8,12 +8,14 @@ spoken line, never an exception, and nothing runs that should not.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.llm import LLMSettings, OpenAIChatModel
+from custom_components.companion_agent.engine.llm.adapter import MODEL_RETRY
 from custom_components.companion_agent.engine.plugins import load_library
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
@@ -41,8 +43,14 @@ def talk(tmp_path: Path) -> Conversations:
 async def test_model_server_errors_become_a_spoken_line(
     llm_server: LLMServer, talk: Conversations, status: int
 ) -> None:
-    """The SDK retries before the first token; then the person hears the plain line."""
-    model = OpenAIChatModel(LLMSettings(base_url=llm_server.url, model="m", max_retries=1))
+    """The adapter tries again before the first token; then the person hears the plain line."""
+    model = OpenAIChatModel(
+        LLMSettings(
+            base_url=llm_server.url,
+            model="m",
+            retry=replace(MODEL_RETRY, attempts=2, first_delay=0.0),
+        )
+    )
     llm_server.script(Reply.error(status), Reply.error(status))
     done = await run(TurnRunner(), persona(model), talk.request("Hello?"))
     await model.aclose()

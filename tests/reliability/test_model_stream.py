@@ -31,7 +31,6 @@ async def quick_model(llm_server: LLMServer) -> AsyncIterator[OpenAIChatModel]:
     settings = LLMSettings(
         base_url=llm_server.url,
         model="test-model",
-        max_retries=2,
         first_token_timeout=0.5,
         chunk_timeout=0.5,
     )

@@ -3,8 +3,10 @@
 import asyncio
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Self
 
+STREAMS = Path(__file__).parent / "streams"
 DEFAULT_CHUNK_SIZE = 4
 DEFAULT_DELAY = 0.005
 TIME_WORDS = ("time", "date", "clock", "几点", "时间", "日期")
@@ -35,13 +37,46 @@ class ToolCallChunk:
 
 @dataclass(frozen=True, slots=True)
 class ReasoningChunk:
-    """A piece of model reasoning, sent as `delta.reasoning_content` (DeepSeek, vLLM)."""
+    """A piece of model reasoning, sent as `delta.<field>` (`reasoning_content` or `reasoning`)."""
 
     text: str
     delay: float = 0.0
+    field: str = "reasoning_content"
 
 
-type Chunk = TextChunk | ToolCallChunk | ReasoningChunk
+@dataclass(frozen=True, slots=True)
+class RecordedChunk:
+    """One SSE event of a recorded stream, sent verbatim (`data` is JSON or `[DONE]`)."""
+
+    data: str
+    delay: float = 0.0
+
+    @property
+    def is_usage(self) -> bool:
+        """Tell whether this is the trailing usage chunk (`choices: []`)."""
+        try:
+            value = json.loads(self.data)
+        except ValueError:
+            return False
+        return isinstance(value, dict) and value.get("choices") == [] and "usage" in value
+
+
+type Chunk = TextChunk | ToolCallChunk | ReasoningChunk | RecordedChunk
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """What a server answers to every request carrying `field`: HTTP `status` and `body`."""
+
+    field: str
+    status: int
+    body: dict[str, object]
+
+    @classmethod
+    def recorded(cls, name: str) -> Self:
+        """Load `streams/<name>.json` (see streams/README.md for where each comes from)."""
+        data = json.loads((STREAMS / f"{name}.json").read_text(encoding="utf-8"))
+        return cls(field=data["field"], status=data["status"], body=data["body"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +127,17 @@ class Reply:
         else:
             ordered = [chunk for chunks in per_call for chunk in chunks]
         return cls(chunks=tuple(ordered), finish_reason="tool_calls")
+
+    @classmethod
+    def recorded(cls, name: str, *, delay: float = 0.0) -> Self:
+        """Replay `streams/<name>.jsonl` verbatim, one SSE event per line."""
+        lines = (STREAMS / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+        return cls(chunks=tuple(RecordedChunk(line, delay) for line in lines if line.strip()))
+
+    @property
+    def is_recorded(self) -> bool:
+        """Tell whether this reply replays a recorded stream."""
+        return any(isinstance(chunk, RecordedChunk) for chunk in self.chunks)
 
     @classmethod
     def error(cls, status: int) -> Self:

@@ -25,13 +25,24 @@ from aiohttp import web
 from .llm_script import (
     Chunk,
     ReasoningChunk,
+    RecordedChunk,
+    Refusal,
     Reply,
     TextChunk,
     ToolCallChunk,
     default_reply,
 )
 
-__all__ = ["Chunk", "LLMServer", "ReasoningChunk", "Reply", "TextChunk", "ToolCallChunk"]
+__all__ = [
+    "Chunk",
+    "LLMServer",
+    "ReasoningChunk",
+    "RecordedChunk",
+    "Refusal",
+    "Reply",
+    "TextChunk",
+    "ToolCallChunk",
+]
 
 EMBEDDING_SIZE = 16
 SHUTDOWN_TIMEOUT = 0.1
@@ -63,6 +74,10 @@ class LLMServer:
         self.embeddings_down = False
         """While True, ``/v1/embeddings`` answers 503 (an embedding server that is away)."""
         self.aborted = 0
+        self.refusals: list[Refusal] = []
+        """Fields this server refuses in every request (as Ollama refuses tools for a model)."""
+        self.refused: list[str] = []
+        """The field of each request answered with a refusal, in order."""
         self._script: deque[Reply] = deque()
         self._structured: deque[Reply] = deque()
         self._runner: web.AppRunner | None = None
@@ -85,6 +100,10 @@ class LLMServer:
     def script(self, *replies: Reply) -> None:
         """Queue replies; each chat completion request consumes the next one."""
         self._script.extend(replies)
+
+    def refuse(self, *refusals: Refusal) -> None:
+        """Refuse, from now on, every chat request that carries one of these fields."""
+        self.refusals.extend(refusals)
 
     def script_structured(self, *replies: Reply) -> None:
         """Queue replies for requests with a ``response_format``; they never take chat ones."""
@@ -157,6 +176,10 @@ class LLMServer:
         body = await _json_body(request)
         if body is None:
             return _error_response(400, "The body must be a JSON object.")
+        for refusal in self.refusals:
+            if body.get(refusal.field):
+                self.refused.append(refusal.field)
+                return web.json_response(refusal.body, status=refusal.status)
         if "response_format" in body:
             self.structured_requests.append(body)
             reply = self._structured.popleft() if self._structured else Reply.text("{}")
@@ -301,6 +324,9 @@ async def _stream(
     )
     try:
         await response.prepare(request)
+        if reply.is_recorded:
+            await _replay(request, response, reply, wants_usage=usage is not None)
+            return response
         for sent, chunk in enumerate(reply.chunks):
             if reply.cut_after is not None and sent >= reply.cut_after:
                 return _cut(request, response)
@@ -329,6 +355,26 @@ async def _stream(
     return response
 
 
+async def _replay(
+    request: web.Request, response: web.StreamResponse, reply: Reply, *, wants_usage: bool
+) -> None:
+    """Send a recorded stream verbatim; its usage chunk only if the request asked for it."""
+    for sent, chunk in enumerate(reply.chunks):
+        if reply.cut_after is not None and sent >= reply.cut_after:
+            _cut(request, response)
+            return
+        assert isinstance(chunk, RecordedChunk)
+        if chunk.is_usage and not wants_usage:
+            continue
+        if chunk.delay > 0:
+            await asyncio.sleep(chunk.delay)
+        await response.write(f"data: {chunk.data}\n\n".encode())
+    if reply.cut_after is not None:
+        _cut(request, response)
+        return
+    await response.write_eof()
+
+
 def _cut(request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
     """Close the connection abruptly: no terminating chunk, no `[DONE]`."""
     if request.transport is not None:
@@ -346,8 +392,8 @@ def _delta(chunk: Chunk) -> dict[str, object]:
     match chunk:
         case TextChunk(text=text):
             return {"content": text}
-        case ReasoningChunk(text=text):
-            return {"content": None, "reasoning_content": text}
+        case ReasoningChunk(text=text, field=field):
+            return {"content": None, field: text}
         case ToolCallChunk(index=index, arguments=arguments, id=call_id, name=name):
             call: dict[str, object] = {"index": index}
             function: dict[str, object] = {"arguments": arguments}
@@ -358,6 +404,8 @@ def _delta(chunk: Chunk) -> dict[str, object]:
                 function["name"] = name
             call["function"] = function
             return {"content": None, "tool_calls": [call]}
+        case RecordedChunk():
+            raise TypeError("a recorded chunk is sent verbatim, not as a delta")
 
 
 def _wants_usage(body: dict[str, object]) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant, ServiceCall, callback
 from homeassistant.exceptions import ServiceValidationError
@@ -10,6 +12,8 @@ from ..const import DOMAIN, EVENT_CONFIRMATION
 from ..engine.engine import ConfirmationResult, ConfirmationStatus, ConfirmationToken
 from ..engine.errors import ConfirmationRefusedError
 from ..engine.json_types import JSONObject
+from ..frontend.events import ConfirmationChanged
+from ..frontend.hub import async_publish
 from ..runtime import loaded_entries
 
 
@@ -29,6 +33,17 @@ def async_fire_confirmation(
         data["token"] = token.token_id
         data["expires_in"] = round(token.expires_at - token.created_at)
     hass.bus.async_fire(EVENT_CONFIRMATION, data)
+    expires_at = time.time() + token.expires_at - time.monotonic()
+    async_publish(
+        hass,
+        ConfirmationChanged(
+            persona_id=token.ctx.agent_id,
+            user_id=token.user_id,
+            status=status,
+            token=token,
+            expires_at=expires_at,
+        ),
+    )
 
 
 async def async_confirm_action(hass: HomeAssistant, call: ServiceCall) -> JSONObject:

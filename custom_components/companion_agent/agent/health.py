@@ -25,7 +25,7 @@ from homeassistant.helpers.httpx_client import get_async_client
 
 from ..const import DOMAIN, ISSUE_SERVER_UNREACHABLE, LOGGER
 from ..engine.errors import LLMAuthError, LLMConnectionError, LLMError
-from ..engine.llm import LLMSettings, OpenAIChatModel
+from ..engine.llm import NO_RETRY, LLMSettings, OpenAIChatModel
 from ..engine.redaction import redact_url
 
 CHECK_INTERVAL = timedelta(minutes=1)
@@ -51,7 +51,7 @@ class ServerHealth:
         self._entry = entry
         self._server = redact_url(settings.base_url)
         self._probe = OpenAIChatModel(
-            replace(settings, max_retries=0), http_client=get_async_client(hass)
+            replace(settings, retry=NO_RETRY), http_client=get_async_client(hass)
         )
         self._issue_id = unreachable_issue_id(entry.entry_id)
         issue = ir.async_get(hass).async_get_issue(DOMAIN, self._issue_id)

@@ -1,7 +1,10 @@
-"""Character classes: wide (CJK) script, which script a text is in, grapheme-cluster extenders.
+"""Character classes (wide CJK script, which script a letter is in, grapheme clusters) and the
+text cleaner.
 
 The one place that knows Unicode ranges; the pipeline, the yes/no matcher, the prompt's
-context block and the HA glue all ask here.
+context block and the HA glue all ask here. ``clean_text`` is the one way text from outside
+is made valid and cut to size: every bound on outside text cuts through it (or, for text
+already valid, through ``cut_text``), so a cut never falls inside a grapheme cluster.
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ def is_wide(char: str) -> bool:
     )
 
 
+def is_cjk_letter(char: str) -> bool:
+    """Say whether ``char`` is CJK text, written without spaces: a wide letter or digit."""
+    return is_wide(char) and char.isalnum()
+
+
 def is_han(char: str) -> bool:
     """Say whether ``char`` is a CJK ideograph."""
     return (
@@ -41,6 +49,37 @@ def is_kana(char: str) -> bool:
 def is_hangul(char: str) -> bool:
     """Say whether ``char`` is a hangul syllable."""
     return "\uac00" <= char <= "\ud7af"
+
+
+_SCRIPT_RANGES = (
+    ("latin", "\u00c0", "\u024f"),
+    ("greek", "\u0370", "\u03ff"),
+    ("cyrillic", "\u0400", "\u04ff"),
+    ("hebrew", "\u0590", "\u05ff"),
+    ("arabic", "\u0600", "\u06ff"),
+    ("devanagari", "\u0900", "\u097f"),
+    ("thai", "\u0e00", "\u0e7f"),
+    ("latin", "\u1e00", "\u1eff"),
+)
+
+
+def script_of(char: str) -> str | None:
+    """Return the script a letter is written in (``latin``, ``han``, ``kana`` …), or None.
+
+    None for anything that is not a letter of a script this table knows (digits, marks,
+    punctuation, emoji).
+    """
+    if char.isascii():
+        return "latin" if char.isalpha() else None
+    if is_han(char):
+        return "han"
+    if is_kana(char):
+        return "kana"
+    if is_hangul(char):
+        return "hangul"
+    if not char.isalpha():
+        return None
+    return next((name for name, low, high in _SCRIPT_RANGES if low <= char <= high), None)
 
 
 def is_extender(char: str) -> bool:
@@ -84,6 +123,45 @@ def safe_cut(text: str, index: int, lowest: int) -> int:
     while cut > lowest and splits_cluster(text, cut):
         cut -= 1
     return cut if not splits_cluster(text, cut) else index
+
+
+def cut_text(text: str, limit: int, *, marker: str = "") -> str:
+    """Return ``text`` if it fits ``limit`` characters; else its head, then ``marker``.
+
+    The head ends on a grapheme-cluster boundary (never between a letter and its accents,
+    inside an emoji sequence or a flag) and leaves room for ``marker`` (``"…"``): the result
+    is never longer than ``limit`` (no marker where it alone would not fit). A cluster
+    longer than the room goes whole.
+    """
+    if len(text) <= limit:
+        return text
+    return _head(text, limit, marker)
+
+
+def clean_text(
+    text: str, limit: int, *, marker: str = "", trim: bool = False, one_line: bool = False
+) -> str:
+    """Return outside ``text`` valid (``valid_text``) and cut to ``limit`` (as ``cut_text``).
+
+    ``trim`` strips white space from both ends, the head's end too when it is cut;
+    ``one_line`` also folds every run of white space (line breaks included) into one space.
+    """
+    text = valid_text(text)
+    if one_line:
+        text = " ".join(text.split())
+    elif trim:
+        text = text.strip()
+    if len(text) <= limit:
+        return text
+    return _head(text, limit, marker, trim=trim or one_line)
+
+
+def _head(text: str, limit: int, marker: str, *, trim: bool = False) -> str:
+    """Return the longest head of ``text`` ending between clusters, then ``marker``: ≤ limit."""
+    if len(marker) > limit:
+        marker = ""
+    head = text[: safe_cut(text, limit - len(marker), 0)]
+    return (head.rstrip() if trim else head) + marker
 
 
 def valid_text(text: str) -> str:

@@ -36,7 +36,7 @@ from .guard.policy import PolicyRule
 from .llm import LLMSettings
 from .llm.models import ChatModels, ModelCall, RoundObserver
 from .llm.roles import RoleChoice, RoleChoices
-from .memory.backends import MemoryConfig, open_memory, unreachable
+from .memory.backends import MemoryConfig, MemoryProblem, open_memory, unreachable
 from .memory.companion import CompanionMemory
 from .memory.hook import MemoryHook
 from .personas import Personas, PersonaSetup
@@ -103,14 +103,6 @@ class EngineSettings:
     """Told of a memory file (store, outbox) that was moved aside."""
     personas: Mapping[str, PersonaSetup] = field(default_factory=lambda: MappingProxyType({}))
     """The personas known at ``start``: memory's queued work finds their models at once."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemoryProblem:
-    """Memory did not answer at ``start``: what did not; ``opened`` False: memory is off."""
-
-    detail: str
-    opened: bool
 
 
 class Engine:
@@ -247,6 +239,10 @@ class Engine:
     def pending_confirmation(self, token_id: str) -> ConfirmationToken | None:
         """Return the held call waiting under ``token_id``, if any."""
         return self._confirmations.peek(token_id)
+
+    def pending_confirmations(self) -> list[ConfirmationToken]:
+        """Return every held call still waiting for its answer, oldest first."""
+        return self._confirmations.tokens.live()
 
     async def confirm(
         self, token_id: str, *, approve: bool, user_id: str | None

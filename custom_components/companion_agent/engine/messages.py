@@ -29,11 +29,16 @@ class ImagePart:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallRequest:
-    """A complete tool call the model asked for; ``arguments`` is the raw JSON text."""
+    """A complete tool call the model asked for; ``arguments`` is the raw JSON text.
+
+    ``secret`` names the arguments the tool's contract marks secret: their values reach
+    the tool and nothing else (events, the ChatLog, history, the audit log show ``***``).
+    """
 
     call_id: str
     name: str
     arguments: str
+    secret: frozenset[str] = field(default=frozenset(), compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

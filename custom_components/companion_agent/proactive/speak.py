@@ -14,7 +14,7 @@ that cannot play it is an error; the turn is stopped and stored as ``failed``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from functools import partial
 from typing import Any
 
@@ -29,9 +29,9 @@ from homeassistant.helpers import entity_registry as er
 
 from ..agent.turn_request import async_turn_request
 from ..const import DOMAIN, EVENT_SPOKE, LOGGER
-from ..engine.events import Heard, SentenceOutput, TurnResult
+from ..engine.events import Heard, OutputItem, SentenceOutput, TurnResult
 from ..engine.plugins import ProactiveRequest
-from ..engine.turn.handle import Turn
+from ..frontend.timeline import async_follow_proactive
 from .request import (
     MEDIA_PLAYER,
     SATELLITE,
@@ -154,7 +154,8 @@ async def _async_speak(
     else:
         runtime.playback.async_watch_media_player(turn, target, on_heard=spoke)
     try:
-        stream.async_set_message_stream(_speech(turn))
+        items = async_follow_proactive(hass, persona_id, turn, tts_engine, target)  # for the cards
+        stream.async_set_message_stream(_speech(items))
         async with asyncio.timeout(PLAY_TIMEOUT):
             await _async_play(hass, target, stream.url, request)
             # A device cannot say that the TTS behind the URL failed: read the stream here too.
@@ -176,13 +177,13 @@ async def _async_speak(
     return Chat(target=target, trace_id=turn.trace_id, text=result.spoken, outcome=result.outcome)
 
 
-async def _speech(turn: Turn) -> AsyncGenerator[str]:
+async def _speech(items: AsyncIterator[OutputItem]) -> AsyncGenerator[str]:
     """Yield the turn's speech text, sentence by sentence, as the model writes it.
 
     Each ends with a line break: a TTS that divides sentences itself speaks it at once
     instead of waiting for the next word.
     """
-    async for item in turn.items():
+    async for item in items:
         if isinstance(item, SentenceOutput) and item.tts_text:
             yield f"{item.tts_text}\n"
 

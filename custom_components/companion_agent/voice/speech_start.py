@@ -44,7 +44,7 @@ type SentenceListener = Callable[[SentenceOutput], None]
 @callback
 def async_head_start(hass: HomeAssistant, context: Context, turn: Turn) -> SentenceListener:
     """Return the sentence listener that starts the turn's first sentence in its voice."""
-    voice = _pipeline_voice(hass, context)
+    voice = async_pipeline_voice(hass, context)
     started = voice is None
 
     @callback
@@ -62,7 +62,7 @@ def async_head_start(hass: HomeAssistant, context: Context, turn: Turn) -> Sente
 
 
 @callback
-def _pipeline_voice(hass: HomeAssistant, context: Context) -> CompanionTtsEntity | None:
+def async_pipeline_voice(hass: HomeAssistant, context: Context) -> CompanionTtsEntity | None:
     """Return our TTS entity the pipeline run with ``context`` streams to, or None."""
     if ASSIST_PIPELINE not in hass.config.components:
         return None

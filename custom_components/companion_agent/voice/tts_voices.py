@@ -8,6 +8,7 @@ from homeassistant.components import tts
 from homeassistant.exceptions import ServiceValidationError
 
 from ..const import DOMAIN
+from ..engine.chars import clean_text
 from ..engine.speech import TtsVoice
 
 MAX_NAMED = 20  # voices named in an error; a server may offer hundreds
@@ -36,7 +37,7 @@ def offered_voice(
             translation_key="tts_speaker_unknown",
             translation_placeholders={
                 "voice": name,
-                "speaker": speaker[:100],
+                "speaker": clean_text(speaker, 100),
                 "speakers": _names(voice.speakers),
             },
         )
@@ -53,7 +54,7 @@ def unknown_voice_error(
         translation_domain=DOMAIN,
         translation_key="tts_voice_unknown",
         translation_placeholders={
-            "voice": name[:100],
+            "voice": clean_text(name, 100),
             "voices": _names(voice.name for voice in voices),
         },
     )

@@ -18,8 +18,9 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
     OpenAIEmbedder,
 )
+from custom_components.companion_agent.engine.memory.inputs import MAX_BATCH
 from custom_components.companion_agent.engine.memory.sqlite.schema import SCHEMA_VERSION
-from custom_components.companion_agent.engine.memory.sqlite.store import MAX_BATCH, EmbeddedStore
+from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.memory.types import (
     Forget,
     GraphFacts,

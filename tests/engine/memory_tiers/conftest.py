@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from custom_components.companion_agent.engine.memory.companion import (
     CompanionMemory,
     MemorySettings,
 )
-from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
+from custom_components.companion_agent.engine.memory.outbox import OUTBOX_RETRY, MemoryOutbox
 from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
 
@@ -26,6 +27,9 @@ async def store(tmp_path: Path) -> AsyncIterator[EmbeddedStore]:
     await store.close()
 
 
+QUICK_RETRY = replace(OUTBOX_RETRY, first_delay=0.01, max_delay=0.05)
+
+
 def make_memory(
     tmp_path: Path, store: MemoryStore, model: OpenAIChatModel, graph: GraphStore | None = None
 ) -> CompanionMemory:
@@ -33,7 +37,7 @@ def make_memory(
     answers = JsonAnswers(model, timeout=5)
     memory = CompanionMemory(
         store,
-        MemoryOutbox(tmp_path / "outbox.db", first_delay=0.01, max_delay=0.05),
+        MemoryOutbox(tmp_path / "outbox.db", retry=QUICK_RETRY),
         windows=tmp_path / "windows",
         answers_for=lambda _name: answers,
         graph=graph,

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from custom_components.companion_agent.engine.errors import MemoryUnavailableError
 from custom_components.companion_agent.engine.memory.outbox import (
+    OUTBOX_RETRY,
     FollowUps,
     MemoryOutbox,
     OutboxEntry,
@@ -16,10 +18,18 @@ from custom_components.companion_agent.engine.memory.outbox import (
 
 
 def quick(
-    path: Path, on_corrupt: Callable[[Path, Path], None] | None = None, **kwargs: int
+    path: Path,
+    on_corrupt: Callable[[Path, Path], None] | None = None,
+    *,
+    max_attempts: int = 5,
+    max_aside: int = 500,
+    max_entries: int = 5000,
 ) -> MemoryOutbox:
     """Return an outbox that retries within milliseconds."""
-    return MemoryOutbox(path, first_delay=0.01, max_delay=0.04, on_corrupt=on_corrupt, **kwargs)
+    retry = replace(OUTBOX_RETRY, attempts=max_attempts, first_delay=0.01, max_delay=0.04)
+    return MemoryOutbox(
+        path, retry=retry, max_aside=max_aside, max_entries=max_entries, on_corrupt=on_corrupt
+    )
 
 
 class Backend:

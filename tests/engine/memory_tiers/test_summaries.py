@@ -53,7 +53,8 @@ async def test_overflow_becomes_a_summary(
 ) -> None:
     """Turns cut from the window are summarised once by the memory model, as a record."""
     for index in range(8):
-        llm_server.script(Reply.text(f"Topic {index}: " + "words " * 80))
+        padding = "".join(f"w{n:04d} " for n in range(80))  # no loop: each word differs
+        llm_server.script(Reply.text(f"Topic {index}: " + padding))
     # One answer for every structured request: a summary (extraction finds it off its schema).
     llm_server.script_structured(*[Reply.text(SUMMARY)] * 40)
     await turns(memory, tmp_path, chat_model, 8)

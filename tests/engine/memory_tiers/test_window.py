@@ -98,7 +98,8 @@ async def test_window_budget_cuts_across_conversations(
     talk = Conversations(tmp_path / "conversations")
     me = persona(chat_model)
     for index in range(8):
-        llm_server.script(Reply.text(f"Answer {index}: " + "words " * 60))
+        padding = "".join(f"w{n:04d} " for n in range(60))  # no loop: each word differs
+        llm_server.script(Reply.text(f"Answer {index}: " + padding))
         request = talk.request(f"Question {index}.", conversation_id=f"conv-{index}")
         await run(runner, me, replace(request, window=memory.window(SCOPE)))
 

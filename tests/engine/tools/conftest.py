@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ from custom_components.companion_agent.engine.messages import ToolCallRequest
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.idempotency import IdempotencyCache
 from custom_components.companion_agent.engine.tools.registry import (
-    RetryPolicy,
+    TOOL_RETRY,
     Tool,
     ToolRegistry,
 )
@@ -197,7 +197,7 @@ async def rig(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Rig]:
             service_tool(house, "cover_open"),
             service_tool(house, "alarm_disarm"),
         ],
-        retry=RetryPolicy(delays=(0.2, 0.5), sleep=no_sleep),
+        retry=replace(TOOL_RETRY, sleep=no_sleep),
     )
     resolver = TinyResolver(house)
     audit = AuditLog(tmp_path / "audit" / "tools.jsonl", batch_delay=0)

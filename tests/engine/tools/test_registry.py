@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -19,7 +20,7 @@ from custom_components.companion_agent.engine.tools.contract import (
     ToolSpec,
 )
 from custom_components.companion_agent.engine.tools.registry import (
-    RetryPolicy,
+    TOOL_RETRY,
     Tool,
     ToolRegistry,
 )
@@ -71,7 +72,7 @@ def registry(*tools: Tool, sleeps: list[float] | None = None) -> ToolRegistry:
         """Record the delay."""
         record.append(seconds)
 
-    return ToolRegistry(tools, retry=RetryPolicy(sleep=no_sleep))
+    return ToolRegistry(tools, retry=replace(TOOL_RETRY, sleep=no_sleep))
 
 
 def error_of(outcome: ToolOutcome) -> JSONObject:
@@ -236,7 +237,7 @@ async def test_dependency_error_that_clears_returns_the_result() -> None:
 async def test_real_backoff_waits_between_attempts() -> None:
     """With the real sleep the delays are honoured (tiny delays keep the test fast)."""
     handler = Counting(ToolDependencyError("down"), ToolDependencyError("down"), result="up")
-    tools = ToolRegistry([light(handler)], retry=RetryPolicy(delays=(0.01, 0.02)))
+    tools = ToolRegistry([light(handler)], retry=replace(TOOL_RETRY, first_delay=0.01, factor=2.0))
     loop = asyncio.get_running_loop()
     started = loop.time()
     outcome = await tools.execute(call("light_set", '{"entity_id": "light.x"}'), CTX)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..json_types import JSONObject
+from ..retry import RetryPolicy
 from ..tools.contract import parse_arguments
 from .record import (
     AuditDecision,
@@ -49,7 +50,8 @@ DEFAULT_BATCH_DELAY = 0.05
 DEFAULT_MAX_QUEUED = 10_000
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 DEFAULT_KEEP = 3
-RETRY_DELAYS = (0.5, 2.0, 10.0, 30.0)
+WRITE_RETRY = RetryPolicy(attempts=None, first_delay=0.5, factor=4.0, max_delay=30.0)
+"""A batch that could not be written waits and goes again, 0.5 s, 2 s, 8 s, then every 30 s."""
 FLUSH_TIMEOUT = 10.0
 
 
@@ -137,7 +139,7 @@ class AuditLog:
                 await asyncio.to_thread(_append, self.path, lines, self._max_bytes, self._keep)
             except Exception:
                 failures += 1
-                delay = RETRY_DELAYS[min(failures, len(RETRY_DELAYS)) - 1]
+                delay = WRITE_RETRY.delay(failures)
                 LOGGER.warning(
                     "Could not write %d audit records to %s; trying again in %.1f s",
                     len(batch),
@@ -145,7 +147,7 @@ class AuditLog:
                     delay,
                     exc_info=failures == 1,
                 )
-                await asyncio.sleep(delay)
+                await WRITE_RETRY.sleep(delay)
                 continue
             failures = 0
             del self._lines[: len(batch)]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, Protocol, Self
 
-from ..chars import valid_text
+from ..chars import clean_text, valid_text
 from ..json_types import JSONObject, JSONValue
 from ..messages import ToolCallRequest
 from ..redaction import redact, scrub_text
@@ -63,6 +63,8 @@ class AuditRecord:
     token: str | None = None
     state_before: JSONObject | None = None
     state_after: JSONObject | None = None
+    secret: frozenset[str] = frozenset()
+    """Argument names the tool's contract marks secret: always masked."""
 
     @classmethod
     def for_call(
@@ -105,13 +107,16 @@ class AuditRecord:
             token=token,
             state_before=state[0],
             state_after=state[1],
+            secret=request.secret,
         )
 
     def to_json(self) -> JSONObject:
         """Return the record as a redacted JSON object."""
         parsed = parse_arguments(self.arguments)
         arguments: JSONValue = (
-            redact(parsed) if parsed is not None else scrub_text(self.arguments[:MAX_RAW_CHARS])
+            redact(parsed, self.secret)
+            if parsed is not None
+            else scrub_text(clean_text(self.arguments, MAX_RAW_CHARS))
         )
         out: JSONObject = {
             "v": AUDIT_VERSION,
@@ -150,11 +155,11 @@ def _redacted_detail(text: str) -> JSONValue:
     try:
         value: JSONValue = json.loads(text)
     except ValueError:
-        return scrub_text(text[:MAX_DETAIL_CHARS])
+        return scrub_text(clean_text(text, MAX_DETAIL_CHARS))
     cleaned = redact(value)
     if len(text) <= MAX_DETAIL_CHARS:
         return cleaned
-    return json.dumps(cleaned, ensure_ascii=False)[:MAX_DETAIL_CHARS]
+    return clean_text(json.dumps(cleaned, ensure_ascii=False), MAX_DETAIL_CHARS)
 
 
 class AuditSink(Protocol):

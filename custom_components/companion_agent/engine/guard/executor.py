@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..audit.record import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
+from ..chars import clean_text
 from ..errors import ToolError, ToolValidationError
 from ..json_types import JSONObject
 from ..messages import ToolCallRequest
@@ -174,8 +175,8 @@ class GuardedExecutor:
 
         action: JSONObject = {
             "tool": call.tool.tool_id,
-            "description": call.tool.spec.description[:200],
-            "arguments": redact(call.args),
+            "description": clean_text(call.tool.spec.description, 200),
+            "arguments": redact(call.args, call.request.secret),
             "targets": [target.describe() for target in call.targets],
             "reasons": list(verdict.reasons),
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -11,6 +12,7 @@ from ..errors import LLMError
 from ..events import ThinkingDelta
 from ..messages import ChatMessage, ToolCallRequest
 from ..tools.contract import ToolSpec
+from .arguments import repair_arguments
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +65,7 @@ class ToolCallAccumulator:
         """Start with no calls."""
         self._calls: dict[int, _CallBuffer] = {}
         self._by_id: dict[str, int] = {}
+        self._invented: str | None = None
 
     def add(self, index: int | None, call_id: str | None, name: str | None, args: str) -> None:
         """Add one fragment; servers without an index are keyed by id, then by arrival."""
@@ -70,7 +73,7 @@ class ToolCallAccumulator:
             if call_id and call_id in self._by_id:
                 index = self._by_id[call_id]
             elif call_id or not self._calls:
-                index = len(self._calls)
+                index = max(self._calls, default=-1) + 1
             else:
                 index = max(self._calls)
         buffer = self._calls.setdefault(index, _CallBuffer())
@@ -89,20 +92,28 @@ class ToolCallAccumulator:
     def complete(self) -> tuple[ToolCallRequest, ...]:
         """Return the calls in index order, inventing ids a server left out.
 
-        Arguments are made valid text once joined (a model may send lone surrogates).
+        Arguments are made valid text once joined (a model may send lone surrogates) and
+        repaired where a small model broke them in a common way (``repair_arguments``).
         """
         return tuple(
             ToolCallRequest(
-                call_id=buf.call_id or f"call_{index}",
-                name=buf.name,
-                arguments=valid_text("".join(buf.arguments)),
+                call_id=call_id, name=name, arguments=repair_arguments(valid_text(arguments))
             )
-            for index, buf in sorted(self._calls.items())
+            for call_id, name, arguments in self._joined()
         )
 
     def partial(self) -> tuple[PartialToolCall, ...]:
-        """Return every started call as cut off."""
+        """Return every started call as cut off, its arguments as they came."""
         return tuple(
-            PartialToolCall(call_id=c.call_id, name=c.name, arguments=c.arguments)
-            for c in self.complete()
+            PartialToolCall(call_id=call_id, name=name, arguments=valid_text(arguments))
+            for call_id, name, arguments in self._joined()
         )
+
+    def _joined(self) -> list[tuple[str, str, str]]:
+        """Return (id, name, arguments) of each call in index order; ids never collide."""
+        if self._invented is None:
+            self._invented = secrets.token_hex(4)
+        return [
+            (buf.call_id or f"call_{index}_{self._invented}", buf.name, "".join(buf.arguments))
+            for index, buf in sorted(self._calls.items())
+        ]

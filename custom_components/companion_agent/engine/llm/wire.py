@@ -1,9 +1,11 @@
-"""The OpenAI chat wire format: engine messages out, SDK errors and usage in."""
+"""The OpenAI chat wire format: engine messages out; raw chunks and SDK errors in."""
 
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Sequence
+from typing import Literal, cast
 
 import openai
 from openai.types.chat import (
@@ -14,6 +16,7 @@ from openai.types.chat import (
 
 from .. import sdk_http
 from ..errors import LLMAuthError, LLMConnectionError, LLMError
+from ..json_types import JSONObject
 from ..messages import (
     AssistantMessage,
     ChatMessage,
@@ -107,21 +110,74 @@ def map_error(err: Exception) -> LLMError:
             return LLMError(f"the model server failed: {type(err).__name__}", retryable=False)
 
 
-def reasoning_text(delta: object) -> str:
-    """Return the reasoning text of a delta, whichever field the server uses."""
-    for name in ("reasoning_content", "reasoning"):
-        value = getattr(delta, name, None)
-        if isinstance(value, str) and value:
-            return value
-    return ""
+def raw_chunk(chunk: ChatCompletionChunk) -> JSONObject:
+    """Return a streamed chunk as the server sent it, whatever SDK version parsed it.
+
+    The SDK builds chunks without validating them and keeps unknown fields, so its
+    JSON dump is the server's own JSON (reasoning fields, arguments sent as objects…).
+    """
+    return cast(JSONObject, chunk.to_dict(mode="json", warnings=False))
 
 
-def usage_of(chunk: ChatCompletionChunk) -> dict[str, int]:
-    """Return the token counts a chunk carries, if any."""
-    if chunk.usage is None:
-        return {}
-    return {
-        "prompt_tokens": chunk.usage.prompt_tokens,
-        "completion_tokens": chunk.usage.completion_tokens,
-        "total_tokens": chunk.usage.total_tokens,
-    }
+type RejectedOption = Literal["stream_options", "tools"]
+
+_TOOL_REFUSALS = (
+    "does not support tool",  # Ollama: "<model> does not support tools"
+    "tools with stream",  # llama.cpp before tool streaming: "Cannot use tools with stream"
+    "tools param requires",  # llama.cpp without --jinja
+    "tool choice requires",  # vLLM without --enable-auto-tool-choice
+    "failed to parse tools",
+    "tools are not supported",
+    "tool calling is not supported",
+    "function calling is not",
+    "argument supplied: tools",
+    "unknown parameter: 'tools'",
+)
+
+
+def rejected_option(err: openai.APIStatusError) -> RejectedOption | None:
+    """Say which optional part of a request the server refused, if that is why it failed.
+
+    Servers refuse ``stream_options`` they do not know (Azure before 2024-09, proxies:
+    "Unrecognized request argument supplied: stream_options", "Unknown parameter") and
+    ``tools`` for a model or server without tool support (messages in ``_TOOL_REFUSALS``).
+    """
+    if err.status_code not in (400, 422, 500, 501):
+        return None
+    body = err.body if isinstance(err.body, dict) else {}
+    text = f"{err.message} {json.dumps(body, default=str)}".lower()
+    if "stream_options" in text or body.get("param") == "stream_options":
+        return "stream_options"
+    if any(refusal in text for refusal in _TOOL_REFUSALS) or body.get("param") == "tools":
+        return "tools"
+    return None
+
+
+def to_wire_without_tools(messages: Sequence[ChatMessage]) -> list[ChatCompletionMessageParam]:
+    """Convert messages for a server that refuses tools: calls and results become text.
+
+    Such a server (or its chat template) may refuse ``tool`` messages too; results after
+    one call go in one user message (with any images they took), so roles still alternate.
+    """
+    names: dict[str, str] = {}
+    out: list[ChatCompletionMessageParam] = []
+    results: list[str] = []
+    images: list[ImagePart] = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            results.append(f"[result of {names.get(message.call_id, 'a tool')}: {message.content}]")
+            images.extend(message.images)
+            continue
+        if results:
+            out.append(to_wire(UserMessage(content="\n".join(results), images=tuple(images))))
+            results, images = [], []
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            names.update((call.call_id, call.name) for call in message.tool_calls)
+            said = [f"[called {c.name} with {c.arguments or '{}'}]" for c in message.tool_calls]
+            content = "\n".join([*([message.content] if message.content else []), *said])
+            out.append({"role": "assistant", "content": content})
+        else:
+            out.append(to_wire(message))
+    if results:
+        out.append(to_wire(UserMessage(content="\n".join(results), images=tuple(images))))
+    return out

@@ -20,6 +20,7 @@ import httpx
 from ..errors import CorruptionReporter, MemoryBackendError, MemoryStoreError
 from ..llm import LLMSettings, OpenAIChatModel
 from ..llm.roles import BackgroundModels
+from ..retry import NO_RETRY
 from .answers import JsonAnswers
 from .backend_check import BackendCheck
 from .companion import CompanionMemory, MemorySettings
@@ -49,7 +50,9 @@ __all__ = [
     "BackendName",
     "EmbeddingSettings",
     "MemoryConfig",
+    "MemoryProblem",
     "Neo4jSettings",
+    "check_embeddings",
     "check_graph",
     "check_mem0",
     "open_backend",
@@ -91,6 +94,14 @@ class MemoryConfig:
             qdrant_url=self.qdrant_url,
             qdrant_api_key=self.qdrant_api_key,
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryProblem:
+    """Memory did not answer at start: what did not; ``opened`` False: memory is off."""
+
+    detail: str
+    opened: bool
 
 
 async def open_backend(
@@ -142,7 +153,7 @@ async def open_memory(
 
     def asked(settings: LLMSettings) -> JsonAnswers:
         """Return the JSON answers of one model (built once, the last 64 kept)."""
-        settings = replace(settings, chunk_timeout=MODEL_TIMEOUT, max_retries=0)
+        settings = replace(settings, chunk_timeout=MODEL_TIMEOUT, retry=NO_RETRY)
         found = answers.pop(settings, None) or JsonAnswers(
             OpenAIChatModel(settings, http_client=http)
         )
@@ -182,6 +193,22 @@ async def check_graph(settings: Neo4jSettings) -> BackendCheck:
         return await graph.check()
     finally:
         await graph.close()
+
+
+async def check_embeddings(settings: EmbeddingSettings) -> BackendCheck:
+    """Embed one short text as memory would (same client, same checks), then let go."""
+    embedder = OpenAIEmbedder(settings)
+    try:
+        await embedder.embed(["check"], "passage")
+    except MemoryStoreError as err:
+        return BackendCheck(
+            backend="embeddings",
+            problem="cannot_connect" if err.retryable else "failed",
+            detail=str(err),
+        )
+    finally:
+        await embedder.aclose()
+    return BackendCheck(backend="embeddings")
 
 
 async def unreachable(memory: CompanionMemory) -> str | None:

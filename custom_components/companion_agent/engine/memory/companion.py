@@ -72,17 +72,12 @@ class CompanionMemory:
         graph: GraphStore | None = None,
         settings: MemorySettings | None = None,
     ) -> None:
-        """Use ``store`` (and ``graph``); keep windows under ``windows``.
-
-        ``answers_for`` gives the extraction model of a key, ``summaries_for`` the summary
-        model (else the extraction model).
-        """
+        """Use ``store`` (and ``graph``), windows in ``windows``, summaries by ``summaries_for``."""
         self.store = store
         self.graph = graph
         self.outbox = outbox
         self.settings = settings or MemorySettings()
         self.retrieval = RetrievalCounters()
-        self._answers_for = answers_for
         self._summaries_for = summaries_for or answers_for
         self._windows_root = windows
         self._windows: OrderedDict[str, WindowFiles] = OrderedDict()
@@ -260,7 +255,8 @@ class CompanionMemory:
                 await asyncio.wait(self._writes, timeout=grace / 2)
             await self.outbox.close(grace / 2)
             await self.flush()
-        finally:  # even when cancelled: the store's thread and connections must go
+        finally:  # even when cancelled: the threads and connections must go
+            await self.outbox.close()
             await self.store.close()
             if self.graph is not None:
                 await self.graph.close()

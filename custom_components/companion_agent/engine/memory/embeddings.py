@@ -36,7 +36,7 @@ from typing import Literal, Protocol
 import openai
 
 from .. import sdk_http
-from ..chars import valid_text
+from ..chars import clean_text
 from ..errors import EmbeddingError
 
 type InputType = Literal["query", "passage"]
@@ -160,7 +160,7 @@ class OpenAIEmbedder:
         prefix = (
             self.settings.query_prefix if input_type == "query" else self.settings.passage_prefix
         )
-        inputs = [prefix + valid_text(text)[:MAX_INPUT_CHARS] for text in texts]
+        inputs = [prefix + clean_text(text, MAX_INPUT_CHARS) for text in texts]
         size = max(1, self.settings.batch_size)
         vectors: list[list[float]] = []
         for start in range(0, len(inputs), size):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from ..chars import fold_for_matching, strip_format, valid_text
+from ..chars import clean_text, fold_for_matching, strip_format
 from ..json_types import JSONObject
 from ..messages import ChatMessage, SystemMessage, UserMessage
 from .answers import JsonAnswers
@@ -108,8 +108,7 @@ def is_injection(text: str) -> bool:
 
 def clean_memory(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     """Return ``text`` as memory text: valid, no format characters or images, one line."""
-    text = " ".join(without_images(strip_format(valid_text(text))).split())
-    return text[:limit]
+    return clean_text(without_images(strip_format(text)), limit, one_line=True)
 
 
 def _kept(text: str, limit: int) -> str:

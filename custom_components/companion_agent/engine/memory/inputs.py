@@ -7,33 +7,70 @@ length, and a scope without a persona or owner is refused with a clear error.
 
 from __future__ import annotations
 
-from ..chars import safe_cut, valid_text
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ..chars import clean_text
 from ..errors import MemoryInputError
-from .types import MAX_TEXT_CHARS, MemoryScope, NewMemory
+from .keywords import fold
+from .types import MAX_TEXT_CHARS, MemoryKind, MemoryScope, NewMemory
 
 MAX_FIELD_CHARS = 200
+MAX_BATCH = 500
+"""The most memories one ``add`` takes."""
 
 
 def clean_scope(scope: MemoryScope) -> MemoryScope:
     """Return ``scope`` with valid, bounded fields; raise when one of them is empty."""
-    agent = valid_text(scope.agent_id)[:MAX_FIELD_CHARS]
-    owner = valid_text(scope.owner)[:MAX_FIELD_CHARS]
-    environment = valid_text(scope.environment)[:MAX_FIELD_CHARS]
+    agent = clean_text(scope.agent_id, MAX_FIELD_CHARS)
+    owner = clean_text(scope.owner, MAX_FIELD_CHARS)
+    environment = clean_text(scope.environment, MAX_FIELD_CHARS)
     if not agent.strip() or not owner.strip() or not environment.strip():
         raise MemoryInputError("a memory scope needs an agent_id, an owner and an environment")
     return MemoryScope(agent_id=agent, owner=owner, environment=environment)
 
 
-def clean_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
-    """Return ``text`` valid, stripped, at most ``limit`` characters (cut between clusters)."""
-    text = valid_text(text).strip()
-    if len(text) > limit:
-        text = text[: safe_cut(text, limit, limit // 2)].rstrip()
-    return text
+def memory_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """Return a memory's ``text`` (or a query's) valid, stripped, at most ``limit`` long."""
+    return clean_text(text, limit, trim=True)
 
 
-def state_memory(memory: NewMemory) -> NewMemory:
-    """Return ``memory`` when it is a state with a topic (what supersede takes); else raise."""
-    if memory.kind != "state" or not (memory.topic or "").strip():
-        raise MemoryInputError("supersede takes a state memory with a topic")
-    return memory
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckedMemory:
+    """A memory checked and cut at the boundary: what every backend stores of it."""
+
+    scope: MemoryScope
+    text: str
+    kind: MemoryKind
+    topic: str | None
+    topic_key: str | None
+    """The topic folded (NFKC, case, spaces): two spellings of one topic share it."""
+    source: str
+    at: datetime
+
+
+def checked_memory(memory: NewMemory) -> CheckedMemory:
+    """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
+    text = memory_text(memory.text)
+    if not text:
+        raise MemoryInputError("a memory needs some text")
+    topic = memory_text(memory.topic, MAX_FIELD_CHARS) if memory.topic else ""
+    if memory.kind == "state" and not topic:
+        raise MemoryInputError("a state memory needs a topic")
+    return CheckedMemory(
+        scope=clean_scope(memory.scope),
+        text=text,
+        kind=memory.kind,
+        topic=topic or None,
+        topic_key=" ".join(fold(topic).split()) if topic else None,
+        source=clean_text(memory.source, MAX_FIELD_CHARS),
+        at=memory.at or datetime.now(UTC),
+    )
+
+
+def checked_memories(memories: Sequence[NewMemory]) -> list[CheckedMemory]:
+    """Return one ``add``'s memories checked; raise when there are more than ``MAX_BATCH``."""
+    if len(memories) > MAX_BATCH:
+        raise MemoryInputError(f"{len(memories)} memories at once, at most {MAX_BATCH}")
+    return [checked_memory(memory) for memory in memories]

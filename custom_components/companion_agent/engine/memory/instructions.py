@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..chars import is_wide, strip_format, valid_text
+from ..chars import clean_text, cut_text, is_wide, strip_format
 
 MAX_INSTRUCTION_CHARS = 500
 _ANYWHERE = (
@@ -59,7 +59,7 @@ class LastingInstruction:
 
 def lasting_instruction(text: str) -> LastingInstruction | None:
     """Return the lasting instruction in ``text``, or None when it holds none."""
-    clean = " ".join(strip_format(valid_text(text)).split())[:MAX_INSTRUCTION_CHARS]
+    clean = clean_text(strip_format(text), MAX_INSTRUCTION_CHARS, one_line=True)
     match = _CUE.search(clean)
     if match is None:
         return None
@@ -77,5 +77,5 @@ def instruction_topic(rest: str) -> str:
         return ""
     first = words[0]
     if is_wide(first[0]):
-        return first[:2]
+        return cut_text(first, 2)
     return " ".join(words[:2])

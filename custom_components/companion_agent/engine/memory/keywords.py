@@ -14,15 +14,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ..chars import is_hangul, is_kana, is_wide
+from ..chars import is_cjk_letter
 
 MAX_QUERY_TERMS = 64
 _WORD = re.compile(r"[^\W_]+")
-
-
-def _is_cjk(char: str) -> bool:
-    """Say whether ``char`` is written without spaces between words (Han, kana, hangul)."""
-    return (is_wide(char) and char.isalnum()) or is_kana(char) or is_hangul(char)
 
 
 def _runs(text: str) -> list[tuple[bool, str]]:
@@ -32,8 +27,8 @@ def _runs(text: str) -> list[tuple[bool, str]]:
         word = match.group()
         start = 0
         for index in range(1, len(word) + 1):
-            if index == len(word) or _is_cjk(word[index]) != _is_cjk(word[start]):
-                runs.append((_is_cjk(word[start]), word[start:index]))
+            if index == len(word) or is_cjk_letter(word[index]) != is_cjk_letter(word[start]):
+                runs.append((is_cjk_letter(word[start]), word[start:index]))
                 start = index
     return runs
 

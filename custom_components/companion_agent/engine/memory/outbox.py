@@ -3,11 +3,12 @@
 Every memory write (an exchange to extract from, a conclusion, a summary) is first put in a
 SQLite file (``synchronous=FULL``: on disk when ``put`` returns), then a worker hands the
 entries, oldest first, to the processor. A backend outage loses nothing and restarts lose
-nothing: the entries stay until processed, and the worker retries with exponential backoff.
+nothing: the entries stay until processed, and the worker retries with exponential backoff
+(``OUTBOX_RETRY``: 1 s doubling to 300 s).
 
 An entry that keeps failing while the backend answers (the processor raised something other
 than ``MemoryUnavailableError`` and the probe found the backend alive) counts a try; after
-``max_attempts`` it is moved aside (kept in the file, counted, never retried), so one
+``retry.attempts`` it is moved aside (kept in the file, counted, never retried), so one
 poison entry never blocks the queue. A processed entry can leave follow-up entries (an
 exchange becomes its extracted memories) in the same transaction. The file is bounded: past
 ``max_entries`` a new entry is refused and counted; the set-aside entries keep the newest
@@ -20,22 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from ..errors import CorruptionReporter, MemoryUnavailableError
+from ..chars import clean_text
+from ..errors import CorruptionReporter, MemoryStoreError, MemoryUnavailableError
 from ..json_types import JSONObject
+from ..retry import RetryPolicy
 from .outbox_file import MAX_ASIDE, MAX_ENTRIES, OutboxEntry, OutboxFile
 
 LOGGER = logging.getLogger(__name__)
 
-MAX_ATTEMPTS = 5
 BATCH = 50
-FIRST_DELAY = 1.0
-MAX_DELAY = 300.0
+OUTBOX_RETRY = RetryPolicy(attempts=5, first_delay=1.0, factor=2.0, max_delay=300.0)
+"""Five tries for an entry the live backend refuses; waits of 1 s doubling to 300 s."""
 
-__all__ = ["MAX_ENTRIES", "MemoryOutbox", "OutboxEntry"]
+__all__ = ["MAX_ENTRIES", "OUTBOX_RETRY", "MemoryOutbox", "OutboxEntry"]
 
 
 type FollowUps = Sequence[tuple[str, JSONObject]]
@@ -52,20 +53,17 @@ class MemoryOutbox:
         *,
         max_entries: int = MAX_ENTRIES,
         max_aside: int = MAX_ASIDE,
-        max_attempts: int = MAX_ATTEMPTS,
-        first_delay: float = FIRST_DELAY,
-        max_delay: float = MAX_DELAY,
+        retry: RetryPolicy = OUTBOX_RETRY,
         on_corrupt: CorruptionReporter | None = None,
     ) -> None:
         """Keep the queue in ``path``; nothing is opened until the first call."""
         self.path = path
         self.refused = 0
         self.lost = 0
-        self._file = OutboxFile(path, max_entries=max_entries, max_aside=max_aside)
-        self._on_corrupt = on_corrupt
-        self._max_attempts = max_attempts
-        self._first_delay = first_delay
-        self._max_delay = max_delay
+        self._file = OutboxFile(
+            path, max_entries=max_entries, max_aside=max_aside, on_corrupt=on_corrupt
+        )
+        self._retry = retry
         self._wake = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
@@ -77,11 +75,11 @@ class MemoryOutbox:
     async def put(self, kind: str, payload: JSONObject) -> bool:
         """Add one entry, on disk when this returns; False when it is full or unwritable."""
         try:
-            added = await self._blocking(self._file.put, [(kind, payload)])
-        except (sqlite3.Error, OSError) as err:
+            added = await self._file.put([(kind, payload)])
+        except (MemoryStoreError, OSError) as err:
             self.lost += 1
             LOGGER.warning("Memory outbox %s not writable (%s); a write is lost", self.path, err)
-            await asyncio.to_thread(self._file.close)  # the next put opens (and checks) again
+            await self._reset()  # the next put opens (and checks) again
             return False
         if not added:
             self.refused += 1
@@ -97,7 +95,7 @@ class MemoryOutbox:
 
     async def figures(self) -> dict[str, int]:
         """Return how many entries wait, were set aside, refused or lost: figures only."""
-        waiting, aside = await self._blocking(self._file.counts)
+        waiting, aside = await self._file.counts()
         return {"waiting": waiting, "set_aside": aside, "refused": self.refused, "lost": self.lost}
 
     def start(self, process: Processor, probe: Probe) -> None:
@@ -131,19 +129,19 @@ class MemoryOutbox:
             self._worker.cancel()
             await asyncio.gather(self._worker, return_exceptions=True)
             self._worker = None
-        self._file.close()  # quick; no await here, so a cancelled close still closes
+        await self._file.close()
 
     async def drop(self, matches: Callable[[OutboxEntry], bool]) -> int:
         """Delete the waiting entries ``matches`` picks (forgotten before they are written)."""
-        return await self._blocking(self._file.drop, matches)
+        return await self._file.drop(matches)
 
     async def entries(self, limit: int = BATCH) -> list[OutboxEntry]:
         """Return the oldest waiting entries."""
-        return await self._blocking(self._file.peek, limit, 0, frozenset())
+        return await self._file.peek(limit, 0, frozenset())
 
     async def _run(self, process: Processor, probe: Probe) -> None:
         """Drain whenever woken; back off while the backend is away."""
-        delay = self._first_delay
+        waits = 0
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -154,19 +152,19 @@ class MemoryOutbox:
                 LOGGER.exception("Memory outbox pass failed")
                 moved = None
             if moved is True:
-                delay = self._first_delay
+                waits = 0
                 self._wake.set()
             elif moved is None:
+                waits += 1
                 self._resting.set()
                 try:
-                    async with asyncio.timeout(delay):
+                    async with asyncio.timeout(self._retry.delay(waits)):
                         await self._wake.wait()
                 except TimeoutError:
                     self._wake.set()
                 self._resting.clear()
-                delay = min(delay * 2, self._max_delay)
             else:
-                delay = self._first_delay
+                waits = 0
                 self._idle.set()
                 self._resting.set()
 
@@ -181,7 +179,7 @@ class MemoryOutbox:
         blocked: set[str] = set()
         after = 0
         seen = False
-        while batch := await self._blocking(self._file.peek, BATCH, after, frozenset(blocked)):
+        while batch := await self._file.peek(BATCH, after, frozenset(blocked)):
             seen = True
             for entry in batch:
                 after = entry.id
@@ -194,16 +192,16 @@ class MemoryOutbox:
                     blocked.add(entry.kind)
                     continue
                 except Exception as err:
-                    failed.append((entry, f"{type(err).__name__}: {err}"[:300]))
+                    failed.append((entry, clean_text(f"{type(err).__name__}: {err}", 300)))
                     continue
-                await self._blocking(self._file.settle, entry.id, list(follow))
+                await self._file.settle(entry.id, list(follow))
                 done += 1
         if not seen:
             return False
         outage = bool(blocked)
         reasons = {entry.id: reason for entry, reason in failed}
         if failed and (done or await _alive(probe)):
-            out = await self._blocking(self._file.count_failures, failed, self._max_attempts)
+            out = await self._file.count_failures(failed, self._retry.attempts)
             for entry in out:
                 LOGGER.warning(
                     "Memory write %d (%s) set aside after %d tries: %s",
@@ -216,15 +214,12 @@ class MemoryOutbox:
             return None
         return True
 
-    async def _blocking[**P, T](self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run a file call in a thread; report (once) a file it had to move aside."""
-        result = await asyncio.to_thread(call, *args, **kwargs)
-        if (moved := self._file.moved) is not None:
-            self._file.moved = None
-            LOGGER.warning("Memory outbox %s was unusable; moved to %s", self.path, moved)
-            if self._on_corrupt is not None:
-                self._on_corrupt(self.path, moved)
-        return result
+    async def _reset(self) -> None:
+        """Close the file after a failed write; a failure to close is only logged."""
+        try:
+            await self._file.reset()
+        except (MemoryStoreError, OSError) as err:
+            LOGGER.debug("Memory outbox %s not closed cleanly: %s", self.path, err)
 
 
 async def _alive(probe: Probe) -> bool:

@@ -1,26 +1,31 @@
-"""The outbox's SQLite file: waiting entries and the ones set aside, bounded (blocking calls).
+"""The outbox's SQLite file: waiting entries and the ones set aside, bounded.
 
-Every call here blocks (the outbox runs them in a thread) and takes the file's lock. A
-file that is not a sound outbox when it is opened (not SQLite, damaged, someone else's
-tables) is moved aside (``<name>.corrupt-<time>``, with its WAL) and a fresh one starts;
-``moved`` says where it went, so the owner can report it. Both tables are bounded: past
-``max_entries`` a put is refused; past ``max_aside`` the oldest set-aside entries go.
+The file runs on its own ``SQLiteWorker`` (one thread, one connection), opened with
+``synchronous=FULL``: an entry is on disk when ``put`` returns. A file that is not a sound
+outbox when it is opened (not SQLite, damaged, someone else's tables) is moved aside
+(``<name>.corrupt-<time>``, with its WAL), reported to ``on_corrupt``, and a fresh one
+starts. Both tables are bounded: past ``max_entries`` a put is refused; past ``max_aside``
+the oldest set-aside entries go. Nothing is opened until the first call; after ``reset``
+the next call opens, and checks, the file again. After ``close`` a late call (a turn that
+ended while the host was unloading) still reaches the file, on a worker of its own that
+ends with the call, so nothing stays open.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from ..chars import valid_text
+from ..chars import clean_text, valid_text
+from ..errors import CorruptionReporter
 from ..json_types import JSONObject
-from .sqlite.schema import move_aside
+from .sqlite.connection import open_checked, quick_check
+from .sqlite.worker import SQLiteWorker
 
 MAX_ENTRIES = 5000
 MAX_ASIDE = 500
@@ -46,37 +51,44 @@ class OutboxEntry:
 
 
 class OutboxFile:
-    """The outbox's SQLite file (``synchronous=FULL``: a put is on disk when it returns)."""
+    """The outbox's SQLite file, each call a transaction on the file's own thread."""
 
     def __init__(
-        self, path: Path, *, max_entries: int = MAX_ENTRIES, max_aside: int = MAX_ASIDE
+        self,
+        path: Path,
+        *,
+        max_entries: int = MAX_ENTRIES,
+        max_aside: int = MAX_ASIDE,
+        on_corrupt: CorruptionReporter | None = None,
     ) -> None:
         """Keep the queue in ``path``; nothing is opened until the first call."""
         self.path = path
-        self.moved: Path | None = None
-        """Where an unusable file went (set once; the owner reports and clears it)."""
         self._max_entries = max_entries
         self._max_aside = max_aside
-        self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._on_corrupt = on_corrupt
+        self._worker: SQLiteWorker | None = None
+        self._closed = False
 
-    def put(self, rows: Sequence[tuple[str, JSONObject]]) -> bool:
+    async def put(self, rows: Sequence[tuple[str, JSONObject]]) -> bool:
         """Insert entries in one transaction unless that overfills the queue."""
-        with self._lock:
-            db = self._connection()
+
+        def work(db: sqlite3.Connection) -> bool:
+            """Count, then insert if there is room."""
             (waiting,) = db.execute("SELECT COUNT(*) FROM entries").fetchone()
             if waiting + len(rows) > self._max_entries:
                 return False
-            with db:
-                _insert(db, rows)
+            _insert(db, rows)
             return True
 
-    def peek(
+        return await self._transaction(work)
+
+    async def peek(
         self, limit: int, after: int = 0, skip: frozenset[str] = frozenset()
     ) -> list[OutboxEntry]:
         """Read the oldest entries after id ``after`` not of a ``skip`` kind (bad ones go aside)."""
-        with self._lock:
-            db = self._connection()
+
+        def work(db: sqlite3.Connection) -> list[OutboxEntry]:
+            """Read, setting aside the entries that are not JSON objects."""
             marks = ",".join("?" * len(skip))
             rows = db.execute(
                 "SELECT id, kind, payload, attempts FROM entries"
@@ -90,45 +102,48 @@ class OutboxFile:
                 except ValueError as err:
                     data = f"unreadable: {err}"
                 if not isinstance(data, dict):
-                    with db:
-                        self._set_aside(db, row_id, str(data)[:300])
+                    self._set_aside(db, row_id, clean_text(str(data), 300))
                     continue
-                entries.append(
-                    OutboxEntry(
-                        id=row_id, kind=kind, payload=cast(JSONObject, data), attempts=attempts
-                    )
+                entry = OutboxEntry(
+                    id=row_id, kind=kind, payload=cast(JSONObject, data), attempts=attempts
                 )
+                entries.append(entry)
             return entries
 
-    def settle(self, entry_id: int, follow: Sequence[tuple[str, JSONObject]]) -> None:
-        """Remove a processed entry and add its follow-ups, in one transaction."""
-        with self._lock:
-            db = self._connection()
-            with db:
-                db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
-                _insert(db, follow)
+        return await self._transaction(work)
 
-    def count_failures(
-        self, failed: Sequence[tuple[OutboxEntry, str]], max_attempts: int
+    async def settle(self, entry_id: int, follow: Sequence[tuple[str, JSONObject]]) -> None:
+        """Remove a processed entry and add its follow-ups, in one transaction."""
+
+        def work(db: sqlite3.Connection) -> None:
+            """Delete and insert."""
+            db.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
+            _insert(db, follow)
+
+        await self._transaction(work)
+
+    async def count_failures(
+        self, failed: Sequence[tuple[OutboxEntry, str]], max_attempts: int | None
     ) -> list[OutboxEntry]:
         """Count one try for each failed entry; set aside (and return) those out of tries."""
-        out: list[OutboxEntry] = []
-        with self._lock:
-            db = self._connection()
-            with db:
-                for entry, reason in failed:
-                    db.execute(
-                        "UPDATE entries SET attempts = attempts + 1 WHERE id = ?", (entry.id,)
-                    )
-                    if entry.attempts + 1 >= max_attempts:
-                        self._set_aside(db, entry.id, reason)
-                        out.append(entry)
-        return out
 
-    def drop(self, matches: Callable[[OutboxEntry], bool]) -> int:
+        def work(db: sqlite3.Connection) -> list[OutboxEntry]:
+            """Count, and set aside the entries out of tries (None: no entry ever is)."""
+            out: list[OutboxEntry] = []
+            for entry, reason in failed:
+                db.execute("UPDATE entries SET attempts = attempts + 1 WHERE id = ?", (entry.id,))
+                if max_attempts is not None and entry.attempts + 1 >= max_attempts:
+                    self._set_aside(db, entry.id, reason)
+                    out.append(entry)
+            return out
+
+        return await self._transaction(work)
+
+    async def drop(self, matches: Callable[[OutboxEntry], bool]) -> int:
         """Delete the waiting entries ``matches`` picks (unreadable ones stay); return how many."""
-        with self._lock:
-            db = self._connection()
+
+        def work(db: sqlite3.Connection) -> int:
+            """Pick, then delete."""
             gone: list[tuple[int]] = []
             for row_id, kind, payload, attempts in db.execute(
                 "SELECT id, kind, payload, attempts FROM entries"
@@ -140,37 +155,53 @@ class OutboxFile:
                         gone.append((row_id,))
                 except (ValueError, KeyError, TypeError):
                     continue
-            with db:
-                db.executemany("DELETE FROM entries WHERE id = ?", gone)
+            db.executemany("DELETE FROM entries WHERE id = ?", gone)
             return len(gone)
 
-    def counts(self) -> tuple[int, int]:
+        return await self._transaction(work)
+
+    async def counts(self) -> tuple[int, int]:
         """Return the waiting and the set-aside entries."""
-        with self._lock:
-            db = self._connection()
+
+        def work(db: sqlite3.Connection) -> tuple[int, int]:
+            """Count both tables."""
             (waiting,) = db.execute("SELECT COUNT(*) FROM entries").fetchone()
             (aside,) = db.execute("SELECT COUNT(*) FROM aside").fetchone()
             return int(waiting), int(aside)
 
-    def close(self) -> None:
-        """Close the file (the next call opens it again)."""
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+        return await self._transaction(work)
 
-    def _connection(self) -> sqlite3.Connection:
-        """Return the open file; open (and check) it, or move it aside, the first time."""
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                self._db = _open_checked(self.path)
-            except sqlite3.DatabaseError as err:
-                if isinstance(err, sqlite3.OperationalError) and self.path.exists():
-                    raise  # locked or unreadable: not proof of damage, leave it
-                self.moved = move_aside(self.path, err)
-                self._db = _open_checked(self.path)
-        return self._db
+    async def reset(self) -> None:
+        """Close the connection; the next call opens, and checks, the file again."""
+        if self._worker is not None:
+            await self._worker.reset()
+
+    async def close(self) -> None:
+        """Close the file and end its thread (a later call opens it for that call alone)."""
+        self._closed = True
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            await worker.close()
+
+    async def _transaction[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` in one transaction on the file's worker (after ``close``: its own)."""
+        if not self._closed:
+            return await self._file().transaction(work)
+        late = self._new_worker()
+        try:
+            return await late.transaction(work)
+        finally:
+            await late.close()
+
+    def _file(self) -> SQLiteWorker:
+        """Return the file's worker, made on first use."""
+        if self._worker is None:
+            self._worker = self._new_worker()
+        return self._worker
+
+    def _new_worker(self) -> SQLiteWorker:
+        """Return a worker that opens (and checks) the outbox file on its first call."""
+        return SQLiteWorker(self.path, opener=open_outbox, on_corrupt=self._on_corrupt)
 
     def _set_aside(self, db: sqlite3.Connection, entry_id: int, reason: str) -> None:
         """Move one entry to the aside table, dropping the oldest beyond ``max_aside``."""
@@ -186,29 +217,19 @@ class OutboxFile:
         )
 
 
-def _open_checked(path: Path) -> sqlite3.Connection:
-    """Connect, check the file is sound and an outbox (or empty), create the tables."""
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level="IMMEDIATE")
-    try:
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=FULL")
-        _check(db)
-        for statement in _SCHEMA:
-            db.execute(statement)
-    except BaseException:
-        db.close()
-        raise
-    return db
+def open_outbox(path: Path) -> tuple[sqlite3.Connection, Path | None]:
+    """Open the outbox at ``path`` (``synchronous=FULL``); an unusable file moves aside."""
+    return open_checked(path, _prepare, synchronous="FULL")
 
 
-def _check(db: sqlite3.Connection) -> None:
-    """Raise ``sqlite3.DatabaseError`` unless the file is sound and empty or an outbox."""
-    (check,) = db.execute("PRAGMA quick_check").fetchone()
-    if check != "ok":
-        raise sqlite3.DatabaseError(f"quick_check: {check}")
+def _prepare(db: sqlite3.Connection, path: Path) -> None:
+    """Check the file is sound and empty or an outbox; create the tables."""
+    quick_check(db)
     names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if names - {"sqlite_sequence"} and not names >= _TABLES:
         raise sqlite3.DatabaseError("a SQLite file, but not a memory outbox")
+    for statement in _SCHEMA:
+        db.execute(statement)
 
 
 def _insert(db: sqlite3.Connection, rows: Sequence[tuple[str, JSONObject]]) -> None:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
+from ..errors import MemoryInputError
+
 type MemoryKind = Literal["detail", "state", "summary"]
 type Channel = Literal["state", "detail", "summary", "graph"]
 
@@ -160,8 +162,15 @@ class MemoryStore(Protocol):
         ...
 
     async def supersede(self, memory: NewMemory) -> MemoryRecord:
-        """Store a state conclusion; the current one on the same topic and scope retires."""
-        ...
+        """Store a state conclusion; the current one on the same topic and scope retires.
+
+        Shared by the backends that derive from this protocol: ``add`` sends a state
+        through the state channel, which retires the current one.
+        """
+        if memory.kind != "state" or not (memory.topic or "").strip():
+            raise MemoryInputError("supersede takes a state memory with a topic")
+        (record,) = await self.add([memory])
+        return record
 
     async def rollback(
         self, record_id: str, environment: str = "production"

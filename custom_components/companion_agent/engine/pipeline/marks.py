@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from ..chars import is_extender, is_wide, safe_cut
+from ..chars import is_cjk_letter, is_extender, is_wide, safe_cut
 from .abbreviations import DOTTED, FINAL_IF_CAPITAL, LONGEST_ABBREVIATION, NEVER_FINAL
 
 ASCII_TERMINATORS = ".!?"
@@ -35,11 +35,6 @@ _WORD = re.compile(r"[^\W_]")
 type Awaiting = Literal["trail", "await_capital", "await_number", "await_ellipsis"]
 """What an end waits for, past whitespace and emoji: any text (``trail``) or a fitting word."""
 type Verdict = Literal["cut", "keep"] | Awaiting
-
-
-def is_cjk_letter(char: str) -> bool:
-    """Say whether ``char`` is CJK text: a wide letter or digit, not a wide mark."""
-    return is_wide(char) and char.isalnum()
 
 
 def starts_emoji(char: str) -> bool:

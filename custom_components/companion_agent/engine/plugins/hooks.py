@@ -17,6 +17,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 
+from ..chars import clean_text
 from ..messages import ContextSnippet
 from .types import Hook, TurnContext
 
@@ -168,9 +169,7 @@ class HookManager:
 
     def _snippet(self, plugin_id: str, text: str) -> ContextSnippet:
         """Bound a hook's text and label it with its plugin."""
-        if len(text) > self._max_chars:
-            text = text[: self._max_chars - 1] + "…"
-        return ContextSnippet(source=plugin_id, text=text)
+        return ContextSnippet(source=plugin_id, text=clean_text(text, self._max_chars, marker="…"))
 
     def _spawn(
         self, name: str, call: Callable[[Hook], Awaitable[None]], extra: Sequence[Hook] = ()

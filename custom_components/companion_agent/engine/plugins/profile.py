@@ -30,6 +30,15 @@ DEFAULT_MAX_ROUNDS = 6
 """How many model calls one turn may make, unless the profile says otherwise."""
 DEFAULT_HOOK_TIMEOUT = 1.5
 DEFAULT_TURN_DEADLINE = 60.0
+FACE_TYPES = {
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".webp": "image/webp",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+}
+MAX_FACE_BYTES = 64 * 1024
 KEPT = "; the previous version of this profile stays in use until this is fixed"
 
 
@@ -39,6 +48,14 @@ class OutputFormat:
 
     instructions: str = ""
     actions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FaceImage:
+    """An image of the persona's face for one emotion, read from the profile's folder."""
+
+    media_type: str
+    data: bytes = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +82,8 @@ class Profile:
     turn_deadline: float = DEFAULT_TURN_DEADLINE
     plugins: tuple[EnabledPlugin, ...] = ()
     policy: Mapping[str, PolicyLevel] = field(default_factory=lambda: MappingProxyType({}))
+    faces: Mapping[str, FaceImage] = field(default_factory=lambda: MappingProxyType({}))
+    """Face images by emotion tag (``[face]``), for dashboards; none: a drawn face."""
 
     @property
     def plugin_ids(self) -> tuple[str, ...]:
@@ -102,6 +121,7 @@ SCHEMA = vol.Schema(
         vol.Optional("hook_timeout"): vol.All(of_type("float"), vol.Range(min=0.05)),
         vol.Optional("turn_deadline"): vol.All(of_type("float"), vol.Range(min=1)),
         vol.Optional("plugins"): table({vol.Optional("enabled"): TEXTS, str: of_type("table")}),
+        vol.Optional("face"): table({TAG: TEXT}),
         vol.Optional("policy"): vol.All(
             table({str: vol.In(POLICY_LEVELS, msg=f"expected one of {', '.join(POLICY_LEVELS)}")}),
             vol.Coerce(MappingProxyType),
@@ -177,10 +197,44 @@ def read_profile(path: Path, catalog: PluginCatalog) -> tuple[Profile, list[Load
     with reporting(path, ProfileConfigError):
         fields = SCHEMA({"id": path.stem, **raw})  # the file name is the default id
     fields.setdefault("name", fields["id"])
+    fields["faces"] = read_faces(path, fields.pop("face", {}), fields.get("output"))
     chosen = fields.pop("plugins", {})
     enabled = chosen.pop("enabled", ())
     plugins, problems = _plugins(enabled, chosen, catalog, path)
     return Profile(**fields, source=path, plugins=plugins), problems
+
+
+def read_faces(
+    path: Path, face: Mapping[str, str], output: OutputFormat | None
+) -> Mapping[str, FaceImage]:
+    """Read ``[face]``: per emotion tag (or ``neutral``), an image beside the profile; blocking.
+
+    An image must be inside the profile's folder, of a kind a browser shows
+    (``FACE_TYPES``), and at most ``MAX_FACE_BYTES``; the error names the key.
+    """
+    tags = {"neutral", *(output.actions if output is not None else ())}
+    folder = path.parent.resolve()
+    faces: dict[str, FaceImage] = {}
+    for tag, name in face.items():
+        key = f"face.{tag}"
+        if tag not in tags:
+            raise ProfileConfigError(path, key, "not one of output.actions, nor neutral")
+        image = (folder / name).resolve()
+        media_type = FACE_TYPES.get(image.suffix.lower())
+        if not image.is_relative_to(folder):
+            raise ProfileConfigError(path, key, "the image must be in the profile's folder")
+        if media_type is None:
+            raise ProfileConfigError(path, key, f"expected one of {', '.join(FACE_TYPES)}")
+        try:
+            size = image.stat().st_size
+            if size > MAX_FACE_BYTES:
+                message = f"{name} has {size} bytes; at most {MAX_FACE_BYTES}"
+                raise ProfileConfigError(path, key, message)
+            data = image.read_bytes()
+        except OSError as err:
+            raise ProfileConfigError(path, key, f"cannot read {name}: {err.strerror}") from err
+        faces[tag] = FaceImage(media_type=media_type, data=data[:MAX_FACE_BYTES])
+    return MappingProxyType(faces)
 
 
 def _plugins(

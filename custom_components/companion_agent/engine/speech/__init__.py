@@ -2,7 +2,7 @@
 
 from .audio_length import heard_sentences, spoken_seconds
 from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_piper
-from .head_start import SpeechHeadStarts, SpeechKey, Synthesis
+from .head_start import SpeechHeadStarts, SpeechKey, Synthesis, chunk_seconds
 from .info import AsrInfo, AsrModel, TtsInfo, TtsVoice
 from .stt import Transcription, WyomingSTT
 from .synthesizer import AudioChunk, Synthesizer
@@ -27,6 +27,7 @@ __all__ = [
     "WyomingSTT",
     "WyomingTTS",
     "check_piper",
+    "chunk_seconds",
     "heard_sentences",
     "list_voice_files",
     "spoken_seconds",

@@ -1,8 +1,8 @@
 """How long spoken text lasts, and how much of it a person could have heard by a given time.
 
 Without the audio's real length, speech is estimated at a calm rate: ``SECONDS_PER_CHAR``
-for letters, ``SECONDS_PER_CJK`` for Chinese/Japanese/Korean characters (15 characters or 4
-CJK characters a second). Real voices speak faster than that, up to twice as fast
+for letters, ``SECONDS_PER_CJK`` for Chinese/Japanese/Korean characters (``chars.is_wide``;
+15 characters or 4 CJK characters a second). Real voices speak faster than that, up to twice as fast
 (``FASTEST_RATE``), so an answer counts as cut short only when the time it had is shorter
 than even the fastest voice needs; with the exact length, when it had ``EXACT_MARGIN``
 seconds less than that. Each sentence that could have begun by then counts as heard.
@@ -10,8 +10,9 @@ seconds less than that. Each sentence that could have begun by then counts as he
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
+
+from ..chars import is_wide
 
 SECONDS_PER_CHAR = 1 / 15
 SECONDS_PER_CJK = 0.25
@@ -21,7 +22,7 @@ EXACT_MARGIN = 0.5
 
 def spoken_seconds(text: str) -> float:
     """Estimate how long ``text`` takes to say, at a calm speaking rate."""
-    cjk = sum(1 for char in text if unicodedata.east_asian_width(char) in "WF")
+    cjk = sum(1 for char in text if is_wide(char))
     return cjk * SECONDS_PER_CJK + (len(text) - cjk) * SECONDS_PER_CHAR
 
 

@@ -20,6 +20,7 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..chars import clean_text
 from ..errors import SpeechEngineMissingError, VoiceFileError
 from .synthesizer import AudioChunk
 from .voice_folder import MODEL_SUFFIX, VoiceFile, list_voice_files
@@ -253,6 +254,8 @@ def _load(file: VoiceFile) -> PiperVoice:
             pass
     except Exception as err:  # any failure: these files are no usable voice
         raise VoiceFileError(
-            f"not a usable Piper voice: {err!r}"[:300], voice=file.voice.name, path=file.model
+            clean_text(f"not a usable Piper voice: {err!r}", 300),
+            voice=file.voice.name,
+            path=file.model,
         ) from err
     return voice

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .synthesizer import AudioChunk
 
@@ -242,13 +242,15 @@ async def _next(audio: AsyncGenerator[AudioChunk]) -> AudioChunk | None:
 async def _then(
     first: AsyncIterator[AudioChunk], rest: Callable[[], AsyncGenerator[AudioChunk]]
 ) -> AsyncGenerator[AudioChunk]:
-    """Yield ``first``'s chunks, then those of ``rest()``, closing it when done."""
+    """Yield ``first``'s chunks, then those of ``rest()`` numbered on after ``first``'s."""
+    count = 0
     async for chunk in first:
+        count = max(count, chunk.sentence + 1)
         yield chunk
     audio = rest()
     try:
         async for chunk in audio:
-            yield chunk
+            yield replace(chunk, sentence=chunk.sentence + count) if count else chunk
     finally:
         await audio.aclose()
 

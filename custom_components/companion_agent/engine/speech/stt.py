@@ -17,6 +17,7 @@ from wyoming.asr import Transcribe
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.info import Describe
 
+from ..chars import clean_text
 from ..errors import SpeechError, SpeechTranscribeError
 from .info import AsrInfo, parse_asr_info
 from .wyoming_connection import WyomingConnection, open_wyoming
@@ -190,7 +191,7 @@ async def _receive(
         match event.type:
             case "transcript":
                 return Transcription(
-                    text=_text(event.data.get("text"))[:MAX_TRANSCRIPT_CHARS],
+                    text=clean_text(_text(event.data.get("text")), MAX_TRANSCRIPT_CHARS),
                     language=_optional_text(event.data.get("language")),
                 )
             case "transcript-start":
@@ -198,7 +199,7 @@ async def _receive(
                 size = 0
                 stopped = False
             case "transcript-chunk" if size < MAX_TRANSCRIPT_CHARS:
-                text = _text(event.data.get("text"))[: MAX_TRANSCRIPT_CHARS - size]
+                text = clean_text(_text(event.data.get("text")), MAX_TRANSCRIPT_CHARS - size)
                 parts.append(text)
                 size += len(text)
                 if on_partial is not None and text:

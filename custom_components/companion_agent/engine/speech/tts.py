@@ -16,6 +16,7 @@ from wyoming.tts import (
 )
 
 from ..errors import SpeechError, SpeechVoiceNotFoundError
+from ..retry import RetryPolicy
 from .info import TtsInfo, parse_tts_info
 from .synthesizer import AudioChunk
 from .wyoming_connection import WyomingConnection, open_wyoming
@@ -28,6 +29,12 @@ _VOICE_NOT_FOUND = "VoiceNotFoundError"
 
 class _SentenceFailedError(Exception):
     """The connection dropped or stalled, or the server refused one sentence."""
+
+
+SENTENCE_RETRY = RetryPolicy(
+    attempts=2, first_delay=0.0, retryable=lambda err: isinstance(err, _SentenceFailedError)
+)
+"""A sentence whose connection failed goes again at once on a new one, then is skipped."""
 
 
 class _Connection(WyomingConnection):
@@ -58,6 +65,7 @@ class WyomingTTS:
         streaming: bool | None = None,
         connect_timeout: float = 5.0,
         read_timeout: float = 10.0,
+        retry: RetryPolicy = SENTENCE_RETRY,
     ) -> None:
         """Remember where the server is and how to speak; connect nothing yet."""
         self.host = host
@@ -67,6 +75,7 @@ class WyomingTTS:
         self._streaming = streaming
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        self._retry = retry
 
     async def describe(self) -> TtsInfo:
         """Ask the server for its programs and voices."""
@@ -85,12 +94,12 @@ class WyomingTTS:
     async def synthesize(self, sentences: AsyncIterator[str]) -> AsyncGenerator[AudioChunk]:
         """Send each sentence as it arrives and yield its audio before taking the next.
 
-        A sentence whose connection drops or stalls is sent again once on a new
-        connection; if that fails too it is skipped. Audio already yielded for a
-        sentence that is then sent again is yielded again from its start (piper sends a
-        sentence's audio in one burst, so a cut inside it is rare). A refused connection
-        raises SpeechConnectionError, a voice the server lacks SpeechVoiceNotFoundError.
-        Empty sentences are never sent.
+        A sentence whose connection drops or stalls is sent again on a new connection
+        (``SENTENCE_RETRY``: once, at once); if that fails too it is skipped. Audio already
+        yielded for a sentence that is then sent again is yielded again from its start
+        (piper sends a sentence's audio in one burst, so a cut inside it is rare). A
+        refused connection raises SpeechConnectionError, a voice the server lacks
+        SpeechVoiceNotFoundError. Empty sentences are never sent.
         """
         streaming = self._streaming
         if streaming is None:
@@ -103,7 +112,9 @@ class WyomingTTS:
                 if not text:
                     continue
                 index += 1
-                for attempt in (1, 2):
+                attempt = 0
+                while True:
+                    attempt += 1
                     if connection is None:
                         connection = await self._connect()
                     try:
@@ -124,6 +135,9 @@ class WyomingTTS:
                             attempt,
                             err,
                         )
+                        if not self._retry.allows(attempt, err):
+                            break
+                        await self._retry.wait(attempt)
         finally:
             if connection is not None:
                 connection.close()

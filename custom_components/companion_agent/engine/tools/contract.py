@@ -89,6 +89,17 @@ def canonical_arguments(args: JSONObject) -> str:
     return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def argument_problem(raw: str) -> str:
+    """Say briefly why arguments are not a JSON object (for the model: what to fix)."""
+    try:
+        value = json.loads(raw)
+    except ValueError as err:
+        reason = err.msg if isinstance(err, json.JSONDecodeError) else "not JSON"
+        where = f" at character {err.pos}" if isinstance(err, json.JSONDecodeError) else ""
+        return f"invalid JSON: {reason}{where}"
+    return f"a JSON {type(value).__name__.replace('dict', 'object')}, not an object"
+
+
 def parse_arguments(raw: str) -> JSONObject | None:
     """Parse a tool call's JSON arguments; None when they are not a JSON object."""
     if not raw.strip():

@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ..errors import ToolContractError, ToolDependencyError, ToolError, ToolValidationError
 from ..json_types import JSONObject, JSONValue
 from ..messages import ImagePart, ToolCallRequest
 from ..redaction import scrub_text
+from ..retry import RetryPolicy
 from .contract import (
     Policy,
     ToolContext,
@@ -21,13 +22,14 @@ from .contract import (
     ToolOutcome,
     ToolSpec,
     ToolSuccess,
+    argument_problem,
     parse_arguments,
 )
 from .results import DEFAULT_MAX_RESULT_CHARS, failure, normalise_result
 from .schema import SchemaValidator, compiled, strict_schema
 
 __all__ = [
-    "RetryPolicy",
+    "TOOL_RETRY",
     "RunReport",
     "Tool",
     "ToolExecutor",
@@ -40,7 +42,14 @@ LOGGER = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_MS = 10_000
 
-type Sleep = Callable[[float], Awaitable[None]]
+
+def _dependency_failed(error: BaseException) -> bool:
+    """Say whether ``error`` is a dependency's (unreachable, timed out), not the tool's own."""
+    return isinstance(error, (ToolDependencyError, ConnectionError, TimeoutError))
+
+
+TOOL_RETRY = RetryPolicy(attempts=3, first_delay=0.2, factor=2.5, retryable=_dependency_failed)
+"""Dependency errors only, three tries in all, 0.2 s then 0.5 s apart."""
 
 
 class ToolExecutor(Protocol):
@@ -78,14 +87,6 @@ class Tool:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RetryPolicy:
-    """Waits before each retry of a dependency error; no more retries than delays."""
-
-    delays: tuple[float, ...] = (0.2, 0.5)
-    sleep: Sleep = field(default=asyncio.sleep, repr=False)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class RunReport:
     """How a run ended, after how many attempts, and how long the tool itself took."""
 
@@ -115,7 +116,7 @@ class ToolRegistry:
     ) -> None:
         """Register the given tools; ``retry`` and ``max_result_chars`` apply to all."""
         self._entries: dict[str, _Entry] = {}
-        self._retry = RetryPolicy() if retry is None else retry
+        self._retry = TOOL_RETRY if retry is None else retry
         self._max_result_chars = max_result_chars
         for tool in tools:
             self.register(tool)
@@ -159,7 +160,8 @@ class ToolRegistry:
         args = parse_arguments(raw)
         if args is None:
             raise ToolValidationError(
-                f"arguments for {tool.tool_id!r} are not a JSON object; it was not run, call again"
+                f"arguments for {tool.tool_id!r} are not a JSON object; it was not run, call "
+                f"again with a JSON object ({argument_problem(raw)})"
             )
         problems = self._entries[tool.tool_id].inputs.problems(args)
         if problems:
@@ -173,17 +175,16 @@ class ToolRegistry:
         entry = self._entries.get(tool.tool_id)
         if entry is None:
             return RunReport(outcome=self.unknown(tool.tool_id), attempts=0, tool_ms=0.0)
-        delays = iter(self._retry.delays)
         attempts = 0
         tool_ms = 0.0
         while True:
             attempts += 1
             started = time.perf_counter()
-            outcome, may_retry = await self._attempt(entry, args, ctx)
+            outcome, error = await self._attempt(entry, args, ctx)
             tool_ms += (time.perf_counter() - started) * 1000
-            delay = next(delays, None) if may_retry else None
-            if delay is None:
+            if error is None or not self._retry.allows(attempts, error):
                 return RunReport(outcome=outcome, attempts=attempts, tool_ms=tool_ms)
+            delay = self._retry.delay(attempts)
             LOGGER.debug("Retrying %s in %.2fs (attempt %d)", tool.tool_id, delay, attempts)
             await self._retry.sleep(delay)
 
@@ -200,25 +201,25 @@ class ToolRegistry:
 
     async def _attempt(
         self, entry: _Entry, args: JSONObject, ctx: ToolContext
-    ) -> tuple[ToolOutcome, bool]:
-        """Run the handler once under its timeout; say whether a retry is allowed."""
+    ) -> tuple[ToolOutcome, BaseException | None]:
+        """Run the handler once under its timeout; return the error a retry may answer."""
         tool = entry.tool
         try:
             async with asyncio.timeout(tool.timeout_ms / 1000):
                 value = await tool.handler(args, ctx)
-        except TimeoutError:
+        except TimeoutError as err:
             # The call may have taken effect: only an idempotent tool is tried again.
             message = f"{tool.tool_id} did not finish within {tool.timeout_ms} ms"
-            return failure("dependency", message, retryable=True), tool.idempotent
+            return failure("dependency", message, retryable=True), err if tool.idempotent else None
         except (ToolDependencyError, ConnectionError) as err:
             message = f"{tool.tool_id}: {_reason(err)}"
-            return failure("dependency", message, retryable=True), True
+            return failure("dependency", message, retryable=True), err
         except ToolError as err:
-            return failure(err.category, str(err), retryable=err.retryable), False
+            return failure(err.category, str(err), retryable=err.retryable), None
         except Exception as err:  # a tool's bug must not end the turn
             LOGGER.warning("Tool %s raised %s", tool.tool_id, type(err).__name__, exc_info=True)
-            return failure("execution", f"{tool.tool_id} failed: {_reason(err)}"), False
-        return self._result(entry, value), False
+            return failure("execution", f"{tool.tool_id} failed: {_reason(err)}"), None
+        return self._result(entry, value), None
 
     def _result(self, entry: _Entry, value: JSONValue | ToolImages) -> ToolOutcome:
         """Check the value against the output schema and normalise it for the model."""

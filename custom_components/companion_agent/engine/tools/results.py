@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..chars import valid_text
+from ..chars import clean_text, cut_text, valid_text
 from ..json_types import JSONObject, JSONValue
 from ..redaction import scrub_text
 from .contract import ToolFailure
@@ -18,9 +18,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 def failure(category: str, message: str, *, retryable: bool = False) -> ToolFailure:
     """Build the short, structured error the model receives."""
-    text = scrub_text(message)
-    if len(text) > MAX_ERROR_MESSAGE_CHARS:
-        text = text[: MAX_ERROR_MESSAGE_CHARS - 1] + "…"
+    text = clean_text(scrub_text(message), MAX_ERROR_MESSAGE_CHARS, marker="…")
     content = json.dumps(
         {"error": category, "message": text, "retryable": retryable}, ensure_ascii=False
     )
@@ -45,14 +43,14 @@ def normalise_result(value: object, max_chars: int = DEFAULT_MAX_RESULT_CHARS) -
 def truncate(text: str, max_chars: int) -> str:
     """Cut text to a bound, wrapped in JSON that says it was cut and how long it was."""
     budget = max(max_chars - 80, 0)
-    cut = text[:budget]
+    cut = cut_text(text, budget)
     while True:
         wrapped = json.dumps(
             {"truncated": True, "original_chars": len(text), "partial": cut}, ensure_ascii=False
         )
         if len(wrapped) <= max_chars or not cut:
             return wrapped
-        cut = cut[: max(len(cut) - (len(wrapped) - max_chars) - 1, 0)]
+        cut = cut_text(cut, max(len(cut) - (len(wrapped) - max_chars) - 1, 0))
 
 
 def json_or_text(text: str) -> JSONValue:

@@ -13,6 +13,7 @@ from functools import lru_cache
 import jsonschema
 from jsonschema.exceptions import ValidationError, relevance
 
+from ..chars import clean_text
 from ..errors import ToolContractError
 from ..json_types import JSONObject, JSONValue
 
@@ -82,9 +83,7 @@ class SchemaValidator:
 def _describe(err: ValidationError) -> str:
     """Describe one error: where, what, and for unknown fields what is allowed."""
     where = "/".join(str(part) for part in err.absolute_path) or "arguments"
-    message = err.message
-    if len(message) > MAX_MESSAGE_CHARS:
-        message = message[: MAX_MESSAGE_CHARS - 1] + "…"
+    message = clean_text(err.message, MAX_MESSAGE_CHARS, marker="…")
     if err.validator == "additionalProperties" and isinstance(err.schema, dict):
         allowed = err.schema.get("properties")
         if isinstance(allowed, dict):

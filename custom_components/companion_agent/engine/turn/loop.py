@@ -10,17 +10,20 @@ the deadline) finds an exact account in it.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import LLMError
 from ..events import TextDelta, ThinkingDelta, ToolCallEvent, ToolStatus, TurnOutcome
 from ..llm import ChatModel, PartialToolCall, RoundEnd
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
 from ..plugins.profile import DEFAULT_MAX_ROUNDS
+from ..redaction import redact, shown_arguments
 from ..tools.contract import ToolContext, ToolOutcome, ToolSpec, ToolSuccess, parse_arguments
 from ..tools.registry import ToolExecutor, failure
+from .language import LanguageCheck
 
 LOGGER = logging.getLogger(__name__)
 
@@ -89,11 +92,12 @@ class AgentCore:
         """Yield text, thinking and tool events; keep ``record`` exact at every step."""
         prompt = list(messages)
         specs = self._tools.specs()
+        model = LanguageCheck(self._model, ctx.language, messages)
         last = ""
         for rounds in range(1, self._max_rounds + 1):
             record.rounds = rounds
             end = RoundEnd(error=LLMError("the stream ended without an end", retryable=False))
-            async for item in self._model.stream_with_tools([*prompt, *record.messages], specs):
+            async for item in model.stream_with_tools([*prompt, *record.messages], specs):
                 match item:
                     case str() if item:
                         if last and not record.partial and not last.isspace():
@@ -117,7 +121,8 @@ class AgentCore:
                     record.messages.append(message)
                     yield event
                 continue
-            record.messages.append(AssistantMessage(content=text, tool_calls=end.tool_calls))
+            kept = tuple(_masked(call) for call in end.tool_calls)
+            record.messages.append(AssistantMessage(content=text, tool_calls=kept))
             if end.error is not None:
                 record.outcome, record.reason = ("cut" if last else "failed"), str(end.error)
                 yield _notice(self._lines.cut if last else self._lines.unreachable, last)
@@ -216,10 +221,18 @@ def _event(call: ToolCallRequest, outcome: ToolOutcome | None) -> ToolCallEvent:
     return ToolCallEvent(
         tool_id=call.call_id,
         tool_name=call.name,
-        args=parse_arguments(call.arguments) or {},
+        args=shown_arguments(call.arguments, call.secret),
         status=status,
         result=None if outcome is None else outcome.content,
     )
+
+
+def _masked(call: ToolCallRequest) -> ToolCallRequest:
+    """Return the call as history keeps it: arguments the contract marks secret masked."""
+    if not call.secret or (args := parse_arguments(call.arguments)) is None:
+        return call
+    masked = redact(args, call.secret)
+    return replace(call, arguments=json.dumps(masked, ensure_ascii=False))
 
 
 def _notice(text: str, last: str) -> TextDelta:

@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ..chars import LINE_BREAKS, fold_for_matching, safe_cut, strip_format, valid_text
+from ..chars import LINE_BREAKS, cut_text, fold_for_matching, strip_format, valid_text
 from ..messages import ChatMessage, ContextSnippet, SystemMessage, UserMessage
 from ..plugins.profile import Profile
 
@@ -142,16 +142,23 @@ def item_text(text: str) -> str:
     pieces = [
         escape_labels(neutralise(piece)) for line in text.splitlines() if (piece := line.strip())
     ]
-    line = neutralise(LINE_BREAK_MARK.join(pieces))
-    if len(line) <= MAX_ITEM_CHARS:
-        return line
-    cut = safe_cut(line, MAX_ITEM_CHARS - 1, MAX_ITEM_CHARS // 2)
-    return line[:cut] + "…"
+    return cut_text(neutralise(LINE_BREAK_MARK.join(pieces)), MAX_ITEM_CHARS, marker="…")
 
 
 def _is_control(char: str) -> bool:
     """Say whether ``char`` is a control character that does not break a line."""
     return char not in LINE_BREAKS and unicodedata.category(char) == "Cc"
+
+
+def persons_words(content: str) -> str:
+    """Return the person's own words of a user message: no context block, no home framing."""
+    if content.startswith(PROACTIVE_OPENING):
+        return ""  # the home's instruction, not the person's words
+    closing = content.rfind(f"[/{CONTEXT_TAG} ")
+    if closing < 0:
+        return content
+    end = content.find("\n", closing)
+    return content[end + 1 :].strip() if end >= 0 else ""
 
 
 def language_name(tag: str) -> str:

@@ -17,7 +17,7 @@ from asyncio import Task
 from collections.abc import Coroutine
 from dataclasses import replace
 
-from ..chars import valid_text
+from ..chars import cut_text, valid_text
 from ..events import SentenceOutput, TextDelta, TurnOutcome
 from ..guard.executor import Guard
 from ..pipeline import FIRST_CLAUSE_CUT, PipelineConfig, build_pipeline, speakable
@@ -77,7 +77,7 @@ class TurnRunner:
         and is added to both. The person's words are made valid text here, at the boundary.
         """
         text = valid_text(request.text)
-        request = replace(request, text=text[: self.limits.max_input_chars])
+        request = replace(request, text=cut_text(text, self.limits.max_input_chars))
         trace_id = request.context.trace_id
         deadline = asyncio.get_running_loop().time() + request.persona.profile.turn_deadline
         sink = TurnSink(

@@ -16,7 +16,8 @@ from typing import Literal
 from ...events import ToolCallEvent
 from ...json_types import JSONObject
 from ...messages import ContextSnippet
-from ...tools.contract import ToolFailure, ToolOutcome, ToolPending, parse_arguments
+from ...redaction import shown_arguments
+from ...tools.contract import ToolFailure, ToolOutcome, ToolPending
 from ...tools.results import compact_json, json_or_text
 from .tokens import ConfirmationResult, ConfirmationToken
 
@@ -120,7 +121,7 @@ def answered_event(result: ConfirmationResult) -> ToolCallEvent:
     return ToolCallEvent(
         tool_id=request.call_id,
         tool_name=request.name,
-        args=parse_arguments(request.arguments) or {},
+        args=shown_arguments(request.arguments, request.secret),
         status="completed" if done else "error",
         result=result.outcome.content,
     )

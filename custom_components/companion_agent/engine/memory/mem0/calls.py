@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ...errors import MemoryBackendError
+from ..inputs import CheckedMemory
 from ..types import MemoryHit, MemoryKind, MemoryRecord, MemoryScope
 from . import records
-from .records import PreparedMemory
 from .setup import BACKEND, Item, Mem0Memory, results
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ FORGET_BATCH = 500
 MAX_HISTORY = 1000
 
 
-def add_all(memory: Mem0Memory, prepared: Sequence[PreparedMemory], now: Clock) -> list[str]:
+def add_all(memory: Mem0Memory, prepared: Sequence[CheckedMemory], now: Clock) -> list[str]:
     """Add each memory in turn and return their ids; on a failure, delete what was added."""
     added: list[str] = []
     try:
@@ -40,7 +40,7 @@ def add_all(memory: Mem0Memory, prepared: Sequence[PreparedMemory], now: Clock) 
     return added
 
 
-def insert(memory: Mem0Memory, one: PreparedMemory, now: Clock) -> str:
+def insert(memory: Mem0Memory, one: CheckedMemory, now: Clock) -> str:
     """Add one record (a state retires the current one on its topic); return its id."""
     current: list[Item] = []
     if one.kind == "state" and one.topic_key is not None:

@@ -12,53 +12,23 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import cast
 from urllib.parse import quote, unquote
 
-from ...chars import valid_text
-from ...errors import MemoryInputError
-from ..inputs import MAX_FIELD_CHARS, clean_scope, clean_text
-from ..keywords import fold
+from ..inputs import CheckedMemory
 from ..sqlite.records_sql import iso
-from ..types import MemoryKind, MemoryRecord, MemoryScope, NewMemory
+from ..types import MemoryKind, MemoryRecord, MemoryScope
 
 type Metadata = dict[str, object]
 _KINDS: frozenset[str] = frozenset({"detail", "state", "summary"})
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PreparedMemory:
-    """A memory checked and cut at the boundary, ready for mem0."""
-
-    scope: MemoryScope
-    text: str
-    kind: MemoryKind
-    topic: str | None
-    topic_key: str | None
-    source: str
-    at: datetime
-
-
-def prepare(memory: NewMemory) -> PreparedMemory:
-    """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
-    text = clean_text(memory.text)
-    if not text:
-        raise MemoryInputError("a memory needs some text")
-    topic = clean_text(memory.topic)[:MAX_FIELD_CHARS] if memory.topic else ""
-    if memory.kind == "state" and not topic:
-        raise MemoryInputError("a state memory needs a topic")
-    at = memory.at or datetime.now(UTC)
-    return PreparedMemory(
-        scope=clean_scope(memory.scope),
-        text=text,
-        kind=memory.kind,
-        topic=topic or None,
-        topic_key=" ".join(fold(topic).split()) if topic else None,
-        source=valid_text(memory.source)[:MAX_FIELD_CHARS],
-        at=at if at.tzinfo else at.replace(tzinfo=UTC),
-    )
+def prepare(checked: CheckedMemory) -> CheckedMemory:
+    """Return a checked memory as mem0 keeps it: its time with a zone (UTC if it had none)."""
+    at = checked.at
+    return checked if at.tzinfo else replace(checked, at=at.replace(tzinfo=UTC))
 
 
 def mem0_id(value: str) -> str:
@@ -75,7 +45,7 @@ def scope_filters(scope: MemoryScope) -> Metadata:
     }
 
 
-def metadata(memory: PreparedMemory, created_at: datetime, supersedes: str | None) -> Metadata:
+def metadata(memory: CheckedMemory, created_at: datetime, supersedes: str | None) -> Metadata:
     """Return the metadata mem0 keeps with ``memory`` (a current record)."""
     return {
         "environment": memory.scope.environment,

@@ -1,9 +1,9 @@
 """A ``MemoryStore`` over mem0 (``mem0ai``) with Qdrant: files in a folder, or a server.
 
-Everything mem0 does is blocking, so it runs on one worker thread owned by the store: one
-``Memory`` (and one Qdrant client) per store, every call in turn, each within the timeout
-(waiting included). mem0 is imported on that thread on ``open``; a host installs it on
-demand (``MEM0_REQUIREMENTS``). See ``mem0_setup`` for telemetry, files and Qdrant, and
+Everything mem0 does is blocking, so it runs on the store's own thread (``Mem0Worker``):
+one ``Memory`` (and one Qdrant client) per store, every call in turn, each within the
+timeout. mem0 is imported on that thread on ``open``; a host installs it on demand
+(``MEM0_REQUIREMENTS``). See ``mem0_setup`` for telemetry, files and Qdrant, and
 ``mem0_records`` for how scopes and the state channel map onto mem0.
 
 What differs from the embedded store: search is by vector only (mem0's BM25 needs
@@ -12,7 +12,7 @@ installed), so a query always finds the nearest records of its scopes that clear
 threshold; mem0 has no transactions, so an ``add`` that fails part way deletes what it
 added, and supersede/rollback are metadata updates in sequence on the one worker thread;
 ``count`` has no graph figures (the graph is a separate ``GraphStore``). A store made while
-its backend was away opens at its first call after (tries ``REOPEN_AFTER`` s apart).
+its backend was away opens at its first call after (``worker.REOPEN_RETRY``).
 
 Bounds (``MemoryBounds``): every ``check_every`` adds, the scopes written since lose their
 oldest details and summaries beyond the caps. Retired states are not pruned here (each
@@ -22,18 +22,15 @@ every check), nor mem0's own ``history.db`` (mem0 writes it; it is not trimmed h
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
-from ...errors import MemoryBackendError, MemoryInputError, MemoryStoreError
+from ...errors import MemoryBackendError, MemoryStoreError
+from .. import types as memory_types
 from ..backend_check import BackendCheck
 from ..bounds import MemoryBounds, PruneSchedule, ScopeKey
-from ..embeddings import Embedder, InputType
-from ..inputs import clean_scope, clean_text, state_memory
+from ..embeddings import Embedder
+from ..inputs import checked_memories, clean_scope, memory_text
 from ..keywords import query_terms
 from ..sqlite.graph import forget_where
 from ..types import (
@@ -48,29 +45,13 @@ from ..types import (
 )
 from . import calls, records
 from .calls import MAX_STATES
-from .setup import (
-    BACKEND,
-    EmbedderBridge,
-    Mem0Memory,
-    Mem0Settings,
-    import_mem0,
-    open_memory,
-    qdrant_client,
-)
-from .setup import backend_error as _error
+from .setup import BACKEND, Mem0Memory, Mem0Settings, import_mem0, qdrant_client
+from .worker import Mem0Worker
 
-if TYPE_CHECKING:
-    from qdrant_client import QdrantClient
-
-LOGGER = logging.getLogger(__name__)
-
-MAX_BATCH = 500
 MAX_EXPORT = 10_000
-OPEN_TIMEOUT = 60.0
-REOPEN_AFTER = 30.0
 
 
-class Mem0Store:
+class Mem0Store(memory_types.MemoryStore):
     """Memories in mem0 on Qdrant, embedded by the host's ``Embedder``."""
 
     def __init__(
@@ -81,14 +62,8 @@ class Mem0Store:
         self.embedder = embedder
         self.bounds = bounds or MemoryBounds()
         self._schedule = PruneSchedule(self.bounds.check_every)
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mem0")
-        self._memory: Mem0Memory | None = None
-        self._client: QdrantClient | None = None
-        self._bridge: EmbedderBridge | None = None
-        self._closed = False
+        self._mem0 = Mem0Worker(settings, embedder)
         self._last_created = datetime.min.replace(tzinfo=UTC)
-        self._opening = asyncio.Lock()
-        self._next_open = 0.0
 
     @classmethod
     async def create(
@@ -104,18 +79,8 @@ class Mem0Store:
         return store
 
     async def open(self) -> None:
-        """Learn the embedder's vector size, then open Qdrant and mem0 on the worker."""
-        (probe,) = await self.embedder.embed(["dimension probe"], "passage")
-        bridge = EmbedderBridge(self.embedder, asyncio.get_running_loop(), self.settings.timeout)
-        self._bridge = bridge
-
-        def work() -> None:
-            """Open the client and the Memory."""
-            import_mem0(self.settings.folder)
-            self._client = qdrant_client(self.settings)
-            self._memory = open_memory(self.settings, self._client, len(probe), bridge)
-
-        await self._run(work, seconds=max(OPEN_TIMEOUT, self.settings.timeout))
+        """Open Qdrant and mem0 (mem0 imported on its thread)."""
+        await self._mem0.open()
 
     async def check(self) -> BackendCheck:
         """Check mem0 imports, the embedder answers and (a server) Qdrant lets us in."""
@@ -135,7 +100,7 @@ class Mem0Store:
 
         try:
             await self.embedder.embed(["connection check"], "query")
-            await self._run(work)
+            await self._mem0.run(work)
         except MemoryBackendError as err:
             return BackendCheck.failed(err)
         except MemoryStoreError as err:
@@ -148,9 +113,7 @@ class Mem0Store:
 
     async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
         """Store ``memories``: all or none (states through the state channel)."""
-        if len(memories) > MAX_BATCH:
-            raise MemoryInputError(f"{len(memories)} memories at once, at most {MAX_BATCH}")
-        prepared = [records.prepare(memory) for memory in memories]
+        prepared = [records.prepare(memory) for memory in checked_memories(memories)]
         if not prepared:
             return []
         texts = [one.text for one in prepared]
@@ -158,7 +121,7 @@ class Mem0Store:
 
         def work(memory: Mem0Memory) -> list[MemoryRecord]:
             """Add each in turn (all or none), then read them back."""
-            self._prime("passage", texts, vectors)
+            self._mem0.prime("passage", texts, vectors)
             added = calls.add_all(memory, prepared, self._now)
             kept = [calls.read(memory, record_id) for record_id in added]
             keys = [(m.scope.agent_id, m.scope.environment, m.scope.owner) for m in prepared]
@@ -166,12 +129,7 @@ class Mem0Store:
                 self._prune(memory, key)
             return kept
 
-        return await self._call(work)
-
-    async def supersede(self, memory: NewMemory) -> MemoryRecord:
-        """Store a state conclusion; the current one on the same topic and scope retires."""
-        (record,) = await self.add([state_memory(memory)])
-        return record
+        return await self._mem0.call(work)
 
     async def rollback(
         self, record_id: str, environment: str = "production"
@@ -184,11 +142,11 @@ class Mem0Store:
             """Roll back on the worker thread."""
             return calls.rollback(memory, record_id, environment, self._now)
 
-        return await self._call(work)
+        return await self._mem0.call(work)
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
         """Return at most ``query.limit`` records nearest ``query.text``, best first."""
-        text = clean_text(query.text)
+        text = memory_text(query.text)
         scopes = list(dict.fromkeys(clean_scope(scope) for scope in query.scopes))
         limit = bounded(query.limit)
         if not query_terms(text) or not scopes or not query.kinds:
@@ -200,10 +158,10 @@ class Mem0Store:
 
         def work(memory: Mem0Memory) -> list[MemoryHit]:
             """Search each scope with this query's vector."""
-            self._prime("query", [text], vectors)
+            self._mem0.prime("query", [text], vectors)
             return calls.search(memory, text, scopes, extra, limit)
 
-        return await self._call(work)
+        return await self._mem0.call(work)
 
     async def current_states(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
         """Return the current state conclusions of ``scopes``, newest first (bounded)."""
@@ -218,7 +176,7 @@ class Mem0Store:
             found.sort(key=lambda r: (r.valid_from, r.created_at), reverse=True)
             return found[:MAX_STATES]
 
-        return await self._call(work)
+        return await self._mem0.call(work)
 
     async def export(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
         """Return every record of ``scopes``, superseded ones included, oldest first."""
@@ -232,7 +190,7 @@ class Mem0Store:
             found.sort(key=lambda r: (r.created_at, r.id))
             return found[:MAX_EXPORT]
 
-        return await self._call(work)
+        return await self._mem0.call(work)
 
     async def forget(self, what: Forget) -> int:
         """Delete what ``what`` names, history included; return how many records went."""
@@ -246,92 +204,31 @@ class Mem0Store:
             value = records.mem0_id(what.owner or what.agent_id or "")
             return calls.forget_matching(memory, {key: value, "environment": what.environment})
 
-        return await self._call(work)
+        return await self._mem0.call(work)
 
     async def count(self) -> dict[str, int]:
         """Return record counts by kind and current/retired: figures, never content."""
 
         def work(memory: Mem0Memory) -> dict[str, int]:
             """Count in Qdrant by payload."""
-            if self._client is None:
+            if (client := self._mem0.client) is None:
                 raise MemoryBackendError("the store is not open", backend=BACKEND, problem="failed")
-            return calls.count(self._client, self.settings.collection)
+            return calls.count(client, self.settings.collection)
 
-        return await self._call(work)
+        return await self._mem0.call(work)
 
     async def close(self) -> None:
         """Close mem0's history database and the Qdrant client; end the worker thread."""
-        if self._closed:
-            return
-        self._closed = True
-
-        def work() -> None:
-            """Close what is open."""
-            memory, client, self._memory, self._client = self._memory, self._client, None, None
-            if memory is not None:
-                memory.close()
-            if client is not None:
-                client.close()
-
-        try:
-            await self._run(work)
-        finally:
-            await asyncio.get_running_loop().run_in_executor(None, self._worker.shutdown)
-
-    async def _call[T](self, work: Callable[[Mem0Memory], T]) -> T:
-        """Run ``work`` with the open Memory on the worker thread (opening it if need be)."""
-        if self._memory is None and not self._closed:
-            await self._reopen()
-
-        def bound() -> T:
-            """Hand the Memory to ``work``."""
-            if self._memory is None:
-                raise MemoryBackendError("the store is not open", backend=BACKEND, problem="failed")
-            return work(self._memory)
-
-        return await self._run(bound)
-
-    async def _run[T](self, work: Callable[[], T], *, seconds: float | None = None) -> T:
-        """Run ``work`` on the worker thread within the timeout; map its failures."""
-        loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(seconds or self.settings.timeout):
-                return await loop.run_in_executor(self._worker, work)
-        except TimeoutError as err:
-            raise MemoryBackendError(
-                "mem0 did not answer in time", backend=BACKEND, problem="cannot_connect"
-            ) from err
-        except MemoryStoreError:
-            raise
-        except Exception as err:
-            raise _error(err) from err
-
-    async def _reopen(self) -> None:
-        """Open the store now unless a try failed within ``REOPEN_AFTER`` s; raise if not."""
-        async with self._opening:
-            if self._memory is not None:
-                return
-            loop = asyncio.get_running_loop()
-            if loop.time() < self._next_open:
-                raise MemoryBackendError("not open yet", backend=BACKEND, problem="cannot_connect")
-            self._next_open = loop.time() + REOPEN_AFTER
-            await self.open()
+        await self._mem0.close()
 
     def _prune(self, memory: Mem0Memory, key: ScopeKey) -> None:
         """Delete the scope's oldest details and summaries beyond their caps (worker thread)."""
         agent, environment, owner = key
         scope = MemoryScope(agent_id=agent, owner=owner, environment=environment)
-        if self._client is not None:
+        if (client := self._mem0.client) is not None:
             kinds: tuple[MemoryKind, ...] = ("detail", "summary")
             for kind, cap in zip(kinds, (self.bounds.details, self.bounds.summaries), strict=True):
-                calls.prune(
-                    memory, self._client, self.settings.collection, scope, kind=kind, cap=cap
-                )
-
-    def _prime(self, side: InputType, texts: list[str], vectors: list[list[float]]) -> None:
-        """Hand the bridge this call's vectors (on the worker thread)."""
-        if self._bridge is not None:
-            self._bridge.prime(side, texts, vectors)
+                calls.prune(memory, client, self.settings.collection, scope, kind=kind, cap=cap)
 
     def _now(self) -> datetime:
         """Return the store's clock, strictly increasing (export keeps insertion order)."""

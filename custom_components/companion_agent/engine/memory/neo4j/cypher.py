@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import LiteralString
 
-from ...chars import valid_text
+from ...chars import clean_text
+from ..graph_names import MAX_HOPS, MAX_NAME_CHARS, clean_name, name_key
 from ..inputs import clean_scope
-from ..sqlite.graph_sql import MAX_HOPS, MAX_NAME_CHARS, clean_name, name_key
 from ..sqlite.records_sql import iso
 from ..types import GraphFacts, MemoryScope
 
@@ -100,7 +100,7 @@ def merge_statements(
         "owner": cleaned.owner,
         "environment": cleaned.environment,
         "at": iso(facts.at or datetime.now(UTC)),
-        "source": valid_text(facts.source)[:MAX_NAME_CHARS],
+        "source": clean_text(facts.source, MAX_NAME_CHARS),
     }
     spelled: dict[str, str] = {}
     for raw in [*facts.entities, *(n for r in facts.relations for n in (r.subject, r.object))]:

@@ -1,7 +1,7 @@
 """The knowledge graph on Neo4j (or another Bolt server) through the official async driver.
 
 **Model.** An entity is a ``:CompanionEntity`` node per persona and environment, keyed by
-its normalised name (``sqlite_graph.name_key``: "Ann", "ann " and "ＡＮＮ" are one). A
+its normalised name (``graph_names.name_key``: "Ann", "ann " and "ＡＮＮ" are one). A
 relation is a ``:RELATES`` edge that belongs to one scope: it carries ``agent_id``,
 ``owner`` and ``environment``, the predicate, and the spellings first said. A walk follows
 only edges of the scopes a turn may read, so a person's and the household's graphs join
@@ -32,10 +32,10 @@ from urllib.parse import urlsplit
 from ...chars import valid_text
 from ...errors import MemoryBackendError, MemoryInputError
 from ..backend_check import BackendCheck
+from ..graph_names import MAX_NAME_CHARS, BoundedGraph
 from ..inputs import clean_scope
 from ..sqlite.graph import forget_where
-from ..sqlite.graph_sql import MAX_FACTS, MAX_HOPS, MAX_NAME_CHARS, clean_name, name_key
-from ..types import MAX_LIMIT, Forget, GraphFacts, MemoryScope, Relation, bounded
+from ..types import Forget, GraphFacts, MemoryScope, Relation
 from . import cypher
 from .cypher import Params
 
@@ -65,7 +65,7 @@ class Neo4jSettings:
     """Seconds for connecting and for each call, retries included."""
 
 
-class Neo4jGraph:
+class Neo4jGraph(BoundedGraph):
     """``GraphStore`` on a Bolt server; one driver (a connection pool) per instance."""
 
     def __init__(self, settings: Neo4jSettings) -> None:
@@ -84,10 +84,8 @@ class Neo4jGraph:
             return BackendCheck.failed(err)
         return BackendCheck(backend=BACKEND)
 
-    async def merge(self, scope: MemoryScope, facts: GraphFacts) -> None:
-        """Merge ``facts`` into ``scope``'s graph in one transaction (idempotent)."""
-        if len(facts.entities) + len(facts.relations) > MAX_FACTS:
-            raise MemoryInputError(f"more than {MAX_FACTS} graph facts at once")
+    async def _merge(self, scope: MemoryScope, facts: GraphFacts) -> None:
+        """Merge in one write transaction (FalkorDB: statements within its size bound)."""
         driver = await self._session_driver()  # first: it learns the server's dialect
         statements = cypher.merge_statements(scope, facts, text_bytes=self._text_bytes)
         if not statements:
@@ -100,21 +98,12 @@ class Neo4jGraph:
 
         await self._call(driver, work, write=True)
 
-    async def neighbourhood(
-        self,
-        scopes: Sequence[MemoryScope],
-        names: Sequence[str],
-        *,
-        hops: int = 2,
-        limit: int = 20,
+    async def _walk(
+        self, scopes: list[MemoryScope], keys: list[str], hops: int, limit: int
     ) -> list[Relation]:
-        """Return relations within ``hops`` of the named entities, at most ``limit``."""
-        keys = sorted({name_key(clean_name(name)) for name in list(names)[:MAX_LIMIT]} - {""})
+        """Walk each persona's and environment's graph; merge the walks, nearest first."""
         groups = _owners_by_space(scopes)
-        if not keys or not groups:
-            return []
-        query = cypher.WALKS[max(1, min(hops, MAX_HOPS))]
-        wanted = bounded(limit)
+        query = cypher.WALKS[hops]
         driver = await self._session_driver()  # first: it learns the server's dialect
         if self._text_bytes is None:
             key_runs = [keys]
@@ -128,7 +117,7 @@ class Neo4jGraph:
             for ((agent_id, environment), owners), run in product(groups.items(), key_runs):
                 params: Params = {"agent_id": agent_id, "environment": environment,
                                   "owners": owners, "keys": run, "max_paths": cypher.MAX_PATHS,
-                                  "limit": wanted}  # fmt: skip
+                                  "limit": limit}  # fmt: skip
                 result = await tx.run(query, self._outgoing(params))
                 async for record in result:
                     relation = Relation(
@@ -142,7 +131,7 @@ class Neo4jGraph:
         rows = await self._call(driver, work, write=False)
         rows.sort(key=lambda row: row[1], reverse=True)
         rows.sort(key=lambda row: row[0])
-        return list(dict.fromkeys(relation for _, _, relation in rows))[:wanted]
+        return list(dict.fromkeys(relation for _, _, relation in rows))[:limit]
 
     async def forget(self, what: Forget) -> int:
         """Delete the graph of a person or persona; return how many relations went."""

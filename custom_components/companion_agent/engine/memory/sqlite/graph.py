@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ...errors import MemoryInputError
 from ..bounds import MemoryBounds, PruneSchedule
-from ..inputs import clean_scope
-from ..types import MAX_LIMIT, Forget, GraphFacts, MemoryScope, Relation, bounded
+from ..graph_names import BoundedGraph
+from ..types import Forget, GraphFacts, MemoryScope, Relation
 from . import graph_sql
 from .pruning import prune_graph
 
@@ -34,7 +33,7 @@ def forget_where(what: Forget) -> tuple[str, list[str]]:
     return "0", []
 
 
-class EmbeddedGraph:
+class EmbeddedGraph(BoundedGraph):
     """Entities and relations per scope in the embedded store's SQLite file."""
 
     def __init__(self, worker: SQLiteWorker, bounds: MemoryBounds | None = None) -> None:
@@ -43,43 +42,26 @@ class EmbeddedGraph:
         self._bounds = bounds or MemoryBounds()
         self._schedule = PruneSchedule(self._bounds.check_every)
 
-    async def merge(self, scope: MemoryScope, facts: GraphFacts) -> None:
-        """Merge ``facts`` into ``scope``'s graph in one transaction (idempotent).
-
-        Every ``bounds.check_every`` merges, the scopes merged into since are pruned.
-        """
-        cleaned = clean_scope(scope)
-        if len(facts.entities) + len(facts.relations) > graph_sql.MAX_FACTS:
-            raise MemoryInputError(f"more than {graph_sql.MAX_FACTS} graph facts at once")
+    async def _merge(self, scope: MemoryScope, facts: GraphFacts) -> None:
+        """Merge in one transaction; every ``bounds.check_every`` merges, prune the scopes due."""
         now = datetime.now(UTC)
-        key = (cleaned.agent_id, cleaned.environment, cleaned.owner)
+        key = (scope.agent_id, scope.environment, scope.owner)
 
         def work(db: sqlite3.Connection) -> None:
             """Merge, then prune the scopes that are due."""
-            graph_sql.merge(db, cleaned, facts, now)
+            graph_sql.merge(db, scope, facts, now)
             for due in self._schedule.due([key]):
                 prune_graph(db, due, self._bounds)
 
         await self._worker.transaction(work)
 
-    async def neighbourhood(
-        self,
-        scopes: Sequence[MemoryScope],
-        names: Sequence[str],
-        *,
-        hops: int = 2,
-        limit: int = 20,
+    async def _walk(
+        self, scopes: list[MemoryScope], keys: list[str], hops: int, limit: int
     ) -> list[Relation]:
-        """Return relations within ``hops`` of the named entities, at most ``limit``."""
-        cleaned = [clean_scope(scope) for scope in scopes]
-        wanted = list(names)[:MAX_LIMIT]
-        depth = max(1, min(hops, graph_sql.MAX_HOPS))
-
-        def work(db: sqlite3.Connection) -> list[Relation]:
-            """Walk the graph."""
-            return graph_sql.neighbourhood(db, cleaned, wanted, depth, bounded(limit))
-
-        return await self._worker.run(work)
+        """Walk the graph with one recursive query."""
+        return await self._worker.run(
+            lambda db: graph_sql.neighbourhood(db, scopes, keys, hops, limit)
+        )
 
     async def forget(self, what: Forget) -> int:
         """Delete the graph of a person or persona; return how many relations went."""

@@ -1,46 +1,31 @@
 """The knowledge graph's SQL (blocking; run on the store's worker thread only).
 
-Entities and relations live per scope. Names are normalised into keys (NFKC, case-folded,
-spaces collapsed), so "Ann", "ann " and "ＡＮＮ" are one entity; the first spelling seen
-is kept for display. A neighbourhood walks relations in both directions from the named
-entities with a recursive CTE, across the scopes given (the same name in the person's and
-the household's graph is one node), at most ``MAX_HOPS`` hops and ``MAX_REACHED`` nodes.
+Entities and relations live per scope. Names are normalised into keys (``graph_names``),
+so "Ann", "ann " and "ＡＮＮ" are one entity; the first spelling seen is kept for display.
+A neighbourhood walks relations in both directions from the entities named, with a
+recursive CTE, across the scopes given (the same name in the person's and the household's
+graph is one node), at most ``MAX_HOPS`` hops and ``MAX_REACHED`` nodes.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from ...chars import valid_text
-from ..keywords import fold
+from ...chars import clean_text
+from ..graph_names import MAX_NAME_CHARS, clean_name, name_key
 from ..types import GraphFacts, MemoryScope, Relation
 from .records_sql import iso, scope_clause
 
-MAX_NAME_CHARS = 200
-MAX_FACTS = 200
-MAX_HOPS = 3
 MAX_REACHED = 1000
-_SPACES = re.compile(r"\s+")
-
-
-def clean_name(name: str) -> str:
-    """Return a name made valid, spaces collapsed, at most ``MAX_NAME_CHARS``."""
-    return _SPACES.sub(" ", valid_text(name)).strip()[:MAX_NAME_CHARS]
-
-
-def name_key(name: str) -> str:
-    """Return the key two spellings of one name share."""
-    return _SPACES.sub(" ", fold(name)).strip()
 
 
 def merge(db: sqlite3.Connection, scope: MemoryScope, facts: GraphFacts, now: datetime) -> None:
     """Upsert the entities and relations of ``facts`` into ``scope`` (caller's transaction)."""
     at = iso(facts.at or now)
-    source = valid_text(facts.source)[:MAX_NAME_CHARS]
+    source = clean_text(facts.source, MAX_NAME_CHARS)
     names = [*facts.entities]
     for relation in facts.relations:
         names.extend((relation.subject, relation.object))
@@ -82,14 +67,11 @@ def merge(db: sqlite3.Connection, scope: MemoryScope, facts: GraphFacts, now: da
 def neighbourhood(
     db: sqlite3.Connection,
     scopes: Sequence[MemoryScope],
-    names: Sequence[str],
+    keys: Sequence[str],
     hops: int,
     limit: int,
 ) -> list[Relation]:
-    """Return relations within ``hops`` of ``names`` in ``scopes``, nearest and newest first."""
-    keys = sorted({name_key(clean_name(name)) for name in names} - {""})
-    if not keys or not scopes:
-        return []
+    """Return relations within ``hops`` of ``keys`` in ``scopes``, nearest and newest first."""
     where, params = scope_clause(scopes, "r")
     rows = db.execute(
         "WITH RECURSIVE reach(key, depth) AS ("
@@ -106,7 +88,7 @@ def neighbourhood(
         f" WHERE {where}"
         " GROUP BY r.subject_key, r.predicate_key, r.object_key"
         " ORDER BY near, max(r.updated_at) DESC LIMIT ?",
-        (json.dumps(keys), *params, hops, MAX_REACHED, *params, limit),
+        (json.dumps(list(keys)), *params, hops, MAX_REACHED, *params, limit),
     )
     return [Relation(subject=str(s), predicate=str(p), object=str(o)) for s, p, o, _, _ in rows]
 

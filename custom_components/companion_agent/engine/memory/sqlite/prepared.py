@@ -1,58 +1,43 @@
-"""A memory made ready to insert: checked and cut at the boundary, segmented, embedded."""
+"""Vectors and rows at the store's boundary: a memory made ready to insert, a query's vector."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
 
-from ...chars import valid_text
-from ...errors import EmbeddingError, MemoryInputError
+from ...errors import EmbeddingError
 from ..embeddings import Embedder
-from ..inputs import MAX_FIELD_CHARS, clean_scope, clean_text
-from ..keywords import fold, segment
-from ..types import MemoryKind, MemoryScope, NewMemory
+from ..inputs import CheckedMemory
+from ..keywords import segment
 from .vectors import pack
 
 LOGGER = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PreparedMemory:
-    """A memory checked and cut at the boundary, ready to insert."""
+class PreparedMemory(CheckedMemory):
+    """A memory checked and cut at the boundary, with its row id, terms and vector."""
 
     id: str
-    scope: MemoryScope
-    text: str
     terms: str
-    kind: MemoryKind
-    topic: str | None
-    topic_key: str | None
-    source: str
-    at: datetime
     vector: bytes | None = None
     vector_model: str | None = None
 
 
-def prepare(memory: NewMemory) -> PreparedMemory:
-    """Return ``memory`` checked and cut; raise ``MemoryInputError`` when it is unusable."""
-    text = clean_text(memory.text)
-    if not text:
-        raise MemoryInputError("a memory needs some text")
-    topic = clean_text(memory.topic, MAX_FIELD_CHARS) if memory.topic else None
-    if memory.kind == "state" and not topic:
-        raise MemoryInputError("a state memory needs a topic")
+def prepare(checked: CheckedMemory) -> PreparedMemory:
+    """Return a checked memory with a new row id and its text segmented for FTS5."""
     return PreparedMemory(
         id=uuid.uuid4().hex,
-        scope=clean_scope(memory.scope),
-        text=text,
-        terms=segment(text),
-        kind=memory.kind,
-        topic=topic or None,
-        topic_key=" ".join(fold(topic).split()) if topic else None,
-        source=valid_text(memory.source)[:MAX_FIELD_CHARS],
-        at=memory.at or datetime.now(UTC),
+        terms=segment(checked.text),
+        scope=checked.scope,
+        text=checked.text,
+        kind=checked.kind,
+        topic=checked.topic,
+        topic_key=checked.topic_key,
+        source=checked.source,
+        at=checked.at,
     )
 
 
@@ -69,9 +54,20 @@ async def with_vectors(
         return prepared
     model = embedder.model_id
     return [
-        PreparedMemory(
-            id=m.id, scope=m.scope, text=m.text, terms=m.terms, kind=m.kind, topic=m.topic,
-            topic_key=m.topic_key, source=m.source, at=m.at, vector=pack(v), vector_model=model,
-        )
+        replace(m, vector=pack(v), vector_model=model)
         for m, v in zip(prepared, vectors, strict=True)
-    ]  # fmt: skip
+    ]
+
+
+async def query_vector(embedder: Embedder, text: str, seconds: float) -> bytes | None:
+    """Return a query's packed vector, or None when embedding fails or takes ``seconds``."""
+    try:
+        async with asyncio.timeout(seconds):
+            (vector,) = await embedder.embed([text], "query")
+    except TimeoutError:
+        LOGGER.warning("Memory search goes on without vectors: embedding was too slow")
+        return None
+    except EmbeddingError as err:
+        LOGGER.warning("Memory search goes on without vectors: %s", err)
+        return None
+    return pack(vector)

@@ -3,20 +3,16 @@
 One file holds everything: ``memories`` (one row per record, its vector as a float32
 BLOB), ``memory_terms`` (FTS5 over the segmented text, rowid = the memory's rowid),
 ``entities`` and ``relations`` (the graph). Every row carries its scope. The file runs in
-WAL mode; ``user_version`` says which schema it has.
+WAL mode (``connection``); ``user_version`` says which schema it has.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import sqlite3
-import time
 from pathlib import Path
 
 from ...errors import MemoryStoreError
-
-LOGGER = logging.getLogger(__name__)
+from .connection import open_checked, quick_check
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -79,40 +75,17 @@ _TABLES = frozenset({"memories", "memory_terms", "entities", "relations"})
 
 
 def open_database(path: Path) -> tuple[sqlite3.Connection, Path | None]:
-    """Open (or create) the store at ``path`` for the calling thread.
+    """Open (or create) the store at ``path`` for the calling thread (a bad file moves aside).
 
     Returns the connection, and where an unusable file went when it had to be moved aside
     (None when the file was fine or new). A file of a newer schema is refused, not moved.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    moved: Path | None = None
-    try:
-        return _open_checked(path), None
-    except sqlite3.DatabaseError as err:
-        moved = move_aside(path, err)
-    return _open_checked(path), moved
+    return open_checked(path, _prepare, synchronous="NORMAL")
 
 
-def _open_checked(path: Path) -> sqlite3.Connection:
-    """Connect, check the file is a sound store of our schema, and create what is missing."""
-    connection = sqlite3.connect(path, timeout=5.0, isolation_level=None)
-    try:
-        connection.execute("PRAGMA journal_mode = WAL")
-        connection.execute("PRAGMA synchronous = NORMAL")
-        _check(connection, path)
-        connection.executescript(SCHEMA)
-        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    except BaseException:
-        connection.close()
-        raise
-    return connection
-
-
-def _check(connection: sqlite3.Connection, path: Path) -> None:
-    """Raise ``sqlite3.DatabaseError`` unless the file is sound and empty or ours."""
-    check = connection.execute("PRAGMA quick_check").fetchone()
-    if check is None or check[0] != "ok":
-        raise sqlite3.DatabaseError(f"quick_check: {check[0] if check else 'no answer'}")
+def _prepare(connection: sqlite3.Connection, path: Path) -> None:
+    """Check the file is a sound store of our schema, and create what is missing."""
+    quick_check(connection)
     version = connection.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise MemoryStoreError(
@@ -125,20 +98,5 @@ def _check(connection: sqlite3.Connection, path: Path) -> None:
         raise sqlite3.DatabaseError("a SQLite file, but not a memory store")
     if version == SCHEMA_VERSION and not names >= _TABLES:
         raise sqlite3.DatabaseError("a memory store with tables missing")
-
-
-def move_aside(path: Path, err: Exception) -> Path:
-    """Move an unusable SQLite file (and its WAL and shared-memory files) out of the way."""
-    moved = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
-    for suffix in ("", "-wal", "-shm"):
-        source = Path(f"{path}{suffix}")
-        if source.exists():
-            try:
-                os.replace(source, Path(f"{moved}{suffix}"))
-            except OSError as move_err:
-                raise MemoryStoreError(
-                    f"{path} is unusable ({err}) and cannot be moved aside ({move_err})",
-                    retryable=False,
-                ) from move_err
-    LOGGER.warning("Memory file %s is unusable (%s); moved to %s", path, err, moved)
-    return moved
+    connection.executescript(SCHEMA)
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

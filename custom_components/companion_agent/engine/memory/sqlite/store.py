@@ -16,18 +16,17 @@ is kept within ``MemoryBounds`` (see ``bounds`` and ``sqlite_pruning``).
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from ...errors import CorruptionReporter, EmbeddingError, MemoryInputError
+from ...errors import CorruptionReporter
+from .. import types as memory_types
 from ..bounds import MemoryBounds, PruneSchedule
 from ..embeddings import Embedder
-from ..inputs import clean_scope, clean_text, state_memory
+from ..inputs import MAX_BATCH, checked_memories, clean_scope, memory_text
 from ..keywords import match_expression
 from ..types import (
     Forget,
@@ -40,21 +39,18 @@ from ..types import (
 )
 from . import graph_sql, records_sql
 from .graph import EmbeddedGraph, forget_where
-from .prepared import prepare, with_vectors
+from .prepared import prepare, query_vector, with_vectors
 from .pruning import prune_records
 from .vectors import VectorCache, fuse, pack
 from .worker import MAX_PENDING, SQLiteWorker
 
-LOGGER = logging.getLogger(__name__)
-
-MAX_BATCH = 500
 QUERY_TIMEOUT = 1.5
 type Ranking = Literal["keyword", "vector"]
 RANKINGS: frozenset[Ranking] = frozenset({"keyword", "vector"})
 CANDIDATES = 30
 
 
-class EmbeddedStore:
+class EmbeddedStore(memory_types.MemoryStore):
     """Memories in one SQLite file, searched by keyword and (with an embedder) by vector."""
 
     def __init__(
@@ -111,9 +107,7 @@ class EmbeddedStore:
 
         Every ``bounds.check_every`` adds, the scopes written since are pruned to their bounds.
         """
-        if len(memories) > MAX_BATCH:
-            raise MemoryInputError(f"{len(memories)} memories at once, at most {MAX_BATCH}")
-        prepared = [prepare(memory) for memory in memories]
+        prepared = [prepare(memory) for memory in checked_memories(memories)]
         if not prepared:
             return []
         prepared = await with_vectors(prepared, self.embedder)
@@ -134,11 +128,6 @@ class EmbeddedStore:
             return [found[rowid] for rowid in rowids]
 
         return await self._worker.transaction(work)
-
-    async def supersede(self, memory: NewMemory) -> MemoryRecord:
-        """Store a state conclusion; the current one on the same topic and scope retires."""
-        (record,) = await self.add([state_memory(memory)])
-        return record
 
     async def rollback(
         self, record_id: str, environment: str = "production"
@@ -173,7 +162,7 @@ class EmbeddedStore:
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
         """Return at most ``query.limit`` records matching ``query.text``, best first."""
-        text = clean_text(query.text)
+        text = memory_text(query.text)
         scopes = tuple(clean_scope(scope) for scope in query.scopes)
         limit = bounded(query.limit)
         expression = match_expression(text)
@@ -181,14 +170,7 @@ class EmbeddedStore:
             return []
         probe: bytes | None = None
         if self.embedder is not None and "vector" in self.rankings:
-            try:
-                async with asyncio.timeout(self.query_timeout):
-                    (vector,) = await self.embedder.embed([text], "query")
-                probe = pack(vector)
-            except TimeoutError:
-                LOGGER.warning("Memory search goes on without vectors: embedding was too slow")
-            except EmbeddingError as err:
-                LOGGER.warning("Memory search goes on without vectors: %s", err)
+            probe = await query_vector(self.embedder, text, self.query_timeout)
         candidates = max(CANDIDATES, limit * 3)
 
         def work(db: sqlite3.Connection) -> list[MemoryHit]:

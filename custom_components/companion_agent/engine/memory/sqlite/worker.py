@@ -1,12 +1,17 @@
-"""One thread, one SQLite connection: every blocking call of the embedded store runs here.
+"""One thread, one SQLite connection: every blocking call on a memory file runs there.
 
-Why one dedicated thread rather than ``asyncio.to_thread`` with a connection per thread:
-SQLite lets one writer in at a time anyway, so more threads only add lock waits and
-``database is locked`` retries; one connection also keeps the vector cache coherent with
-what was written (the cache lives on this thread) and costs one thread on a Raspberry Pi.
-Reads take milliseconds, so queueing them behind each other is cheap. At most
-``MAX_PENDING`` calls wait for the thread; further callers wait on the event loop, so a
-burst never grows an unbounded queue.
+The embedded store and the memory outbox both work this way. Why one dedicated thread
+rather than ``asyncio.to_thread`` with a connection per thread: SQLite lets one writer in
+at a time anyway, so more threads only add lock waits and ``database is locked`` retries;
+one connection also keeps the vector cache coherent with what was written (the cache lives
+on this thread) and costs one thread on a Raspberry Pi. Reads take milliseconds, so
+queueing them behind each other is cheap. At most ``MAX_PENDING`` calls wait for the
+thread; further callers wait on the event loop, so a burst never grows an unbounded queue.
+
+The file is opened by its owner's ``Opener`` (its check, schema and durability) on the
+first call, or at ``start``; a file that had to be moved aside is reported to
+``on_corrupt`` on the event loop. ``reset`` closes the connection and keeps the thread:
+the next call opens (and checks) the file again.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ...errors import CorruptionReporter, MemoryStoreError
+from .connection import Opener
 from .schema import open_database
 
 LOGGER = logging.getLogger(__name__)
@@ -27,26 +33,33 @@ MAX_PENDING = 32
 
 
 class SQLiteWorker:
-    """Run functions of the connection on the store's own thread, one at a time."""
+    """Run functions of the connection on the file's own thread, one at a time."""
 
-    def __init__(self, path: Path, *, max_pending: int = MAX_PENDING) -> None:
-        """Prepare to open ``path``; nothing is opened until ``start``."""
+    def __init__(
+        self,
+        path: Path,
+        *,
+        opener: Opener = open_database,
+        max_pending: int = MAX_PENDING,
+        on_corrupt: CorruptionReporter | None = None,
+    ) -> None:
+        """Prepare to open ``path`` with ``opener``; nothing is opened until the first call."""
         self.path = path
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="companion_memory")
+        self.on_corrupt = on_corrupt
+        self._opener = opener
+        self._executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"companion_memory {path.name}"
+        )
         self._slots = asyncio.Semaphore(max_pending)
         self._db: sqlite3.Connection | None = None
+        self._moved: Path | None = None
         self._closed = False
 
     async def start(self, on_corrupt: CorruptionReporter | None = None) -> None:
-        """Open the file on the worker thread; report a file that had to be moved aside."""
-        moved = await self._submit(self._open)
-        if moved is not None and on_corrupt is not None:
-            on_corrupt(self.path, moved)
-
-    def _open(self) -> Path | None:
-        """Open the database (worker thread) and return where a bad file went, if anywhere."""
-        self._db, moved = open_database(self.path)
-        return moved
+        """Open the file now; report a file that had to be moved aside."""
+        if on_corrupt is not None:
+            self.on_corrupt = on_corrupt
+        await self._submit(self._connection)
 
     async def run[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work(connection)`` on the worker thread and return what it returns."""
@@ -69,13 +82,19 @@ class SQLiteWorker:
 
         return await self._submit(wrapped)
 
+    async def reset(self) -> None:
+        """Close the connection but keep the thread: the next call opens the file again."""
+        await self._submit(self._close_db)
+
     async def close(self) -> None:
         """Close the connection and let the thread end; later calls raise."""
         if self._closed:
             return
         self._closed = True
+        loop = asyncio.get_running_loop()
         try:
-            await asyncio.get_running_loop().run_in_executor(self._executor, self._close_db)
+            # Shielded: a cancelled close still closes the connection on its own thread.
+            await asyncio.shield(loop.run_in_executor(self._executor, self._close_db))
         finally:
             # The thread has just run the last job queued (later calls are refused), so it
             # is idle: joining it returns at once and leaves no thread behind.
@@ -88,28 +107,37 @@ class SQLiteWorker:
             self._db = None
 
     def _connection(self) -> sqlite3.Connection:
-        """Return the open connection (worker thread)."""
+        """Return the open connection, opening the file first if need be (worker thread)."""
         if self._db is None:
-            raise MemoryStoreError(f"memory store {self.path} is not open", retryable=False)
+            self._db, moved = self._opener(self.path)
+            self._moved = moved or self._moved
         return self._db
 
     async def _submit[T](self, call: Callable[[], T]) -> T:
-        """Queue ``call`` on the thread (bounded) and map SQLite errors to ours."""
+        """Queue ``call`` on the thread (bounded), map SQLite errors, report a moved file."""
         if self._closed:
-            raise MemoryStoreError(f"memory store {self.path} is closed", retryable=False)
+            raise MemoryStoreError(f"memory file {self.path} is closed", retryable=False)
         async with self._slots:
             loop = asyncio.get_running_loop()
             try:
                 return await loop.run_in_executor(self._executor, call)
             except sqlite3.Error as err:
                 retryable = isinstance(err, sqlite3.OperationalError)
-                LOGGER.warning("Memory store %s failed: %s", self.path, err)
+                LOGGER.warning("Memory file %s failed: %s", self.path, err)
                 raise MemoryStoreError(
-                    f"the memory store failed ({type(err).__name__}: {err})", retryable=retryable
+                    f"the memory file failed ({type(err).__name__}: {err})", retryable=retryable
                 ) from err
             except RuntimeError as err:
                 if self._closed:
                     raise MemoryStoreError(
-                        f"memory store {self.path} is closed", retryable=False
+                        f"memory file {self.path} is closed", retryable=False
                     ) from err
                 raise
+            finally:
+                self._report_moved()
+
+    def _report_moved(self) -> None:
+        """Tell ``on_corrupt`` (once) where an unusable file went (event loop)."""
+        moved, self._moved = self._moved, None
+        if moved is not None and self.on_corrupt is not None:
+            self.on_corrupt(self.path, moved)
