@@ -14,6 +14,7 @@ import base64
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
@@ -55,6 +56,13 @@ async def media_folder(hass: HomeAssistant, tmp_path: Path) -> Path:
     hass.config.media_dirs = {"local": str(folder)}
     assert await async_setup_component(hass, "media_source", {})
     return folder
+
+
+def tool_results(request: dict[str, object]) -> list[dict[str, Any]]:
+    """Return the tool messages a request sends."""
+    messages = request["messages"]
+    assert isinstance(messages, list)
+    return [message for message in messages if message["role"] == "tool"]
 
 
 def attachment(name: str) -> dict[str, str]:
@@ -109,6 +117,7 @@ async def test_a_file_that_is_not_a_picture_is_refused_and_nothing_is_sent(
             attachments=[attachment("fake.png")],
         )
     assert caught.value.translation_key == "task_image_refused"
+    assert caught.value.translation_placeholders is not None
     assert "not an image that can be read" in caught.value.translation_placeholders["detail"]
     assert not llm_server.requests
 
@@ -134,7 +143,7 @@ async def test_a_camera_not_exposed_is_never_looked_through_even_when_named(
     described = json.dumps(first["tools"])
     assert CAMERA in described
     assert hidden not in described
-    (tool_result,) = [m for m in second["messages"] if m["role"] == "tool"]  # type: ignore[union-attr]
+    (tool_result,) = tool_results(second)
     refused = json.loads(tool_result["content"])
     assert refused["error"] == "validation"
     assert f"'{hidden}' is not one of ['{CAMERA}']" in refused["message"]
@@ -162,6 +171,6 @@ async def test_a_camera_hidden_while_the_model_decides_is_not_looked_through(
     assert speech(result).endswith("That camera is private now.")
     first, second = llm_server.requests
     assert "camera" in offered(first)
-    (tool_result,) = [m for m in second["messages"] if m["role"] == "tool"]  # type: ignore[union-attr]
+    (tool_result,) = tool_results(second)
     assert "not a camera exposed to Assist" in json.loads(tool_result["content"])["message"]
     assert not image_parts(second)

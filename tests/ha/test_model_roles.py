@@ -20,6 +20,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import (
     CONF_BASE_URL,
+    CONF_MAX_TOKENS,
     CONF_MODEL,
     CONF_PROFILE,
     SUBENTRY_CONVERSATION,
@@ -147,3 +148,36 @@ async def test_diagnostics_show_each_roles_binding_never_a_key(
     assert bound["chat"]["api_key"] == "***"
     assert (bound["memory"]["model"], bound["memory"]["first_token_timeout"]) == ("memo-3b", 45.0)
     assert found["personas"][ada.subentry_id]["data"]["chat"][CONF_API_KEY] == "**REDACTED**"
+
+
+async def test_reconfiguring_a_persona_shows_its_roles_checks_them_and_keeps_the_rest(
+    hass: HomeAssistant, setup_companion: SetupCompanion, llm_server: LLMServer
+) -> None:
+    """The form starts from the stored sections; a model the server lacks is refused on its
+    role and nothing changes; a good one is stored and answers the next turn."""
+    entry = await setup_companion(persona("Ada", roles={"chat": {CONF_MODEL: "test-model"}}))
+    ada = next(sub for sub in entry.subentries.values() if sub.title == "Ada")
+    flow = await entry.start_subentry_reconfigure_flow(hass, ada.subentry_id)
+    assert flow["step_id"] == "set_options"
+    form = flow["data_schema"]
+    assert form is not None
+    (chat,) = [val for key, val in form.schema.items() if key == "chat"]
+    (model,) = [key for key in chat.schema.schema if key == CONF_MODEL]
+    assert model.description == {"suggested_value": "test-model"}
+    wrong = await hass.config_entries.subentries.async_configure(
+        flow["flow_id"], {CONF_PROFILE: "default", "chat": {CONF_MODEL: "no-such-model"}}
+    )
+    assert wrong["errors"] == {"base": "chat_model_not_found"}
+    assert entry.subentries[ada.subentry_id].data["chat"] == {CONF_MODEL: "test-model"}
+    llm_server.models = ("test-model", "other-model")
+    done = await hass.config_entries.subentries.async_configure(
+        wrong["flow_id"],
+        {CONF_PROFILE: "default", "chat": {CONF_MODEL: "other-model", CONF_MAX_TOKENS: 64}},
+    )
+    assert done["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    llm_server.script(Reply.text("From the other model."))
+    result = await ask(hass, agents_by_title(hass, entry)["Ada"], "Hello")
+    assert speech(result) == "From the other model."
+    (sent,) = llm_server.requests
+    assert (sent["model"], sent["max_tokens"]) == ("other-model", 64)
