@@ -145,3 +145,41 @@ async def test_attachments_are_refused_clearly(
         await generate(hass, seeing, instructions="Read it.", attachments=[note])
     assert caught.value.translation_key == "task_attachment_not_image"
     assert not llm_server.requests
+
+
+async def test_a_chat_model_that_sees_answers_a_structured_task_about_a_snapshot(
+    hass: HomeAssistant, demo_camera: str, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """Structure and a camera attachment together: one structured request, image included."""
+    entry = await setup_companion(persona(), ai_task(roles={"chat": {"images": "on"}}))
+    llm_server.script_structured(Reply.text('{"people": 0}'))
+    structure = {"people": {"selector": {"number": {}}, "required": True}}
+    data = await generate(
+        hass,
+        task_entity(hass, entry),
+        instructions="How many people are on the porch?",
+        structure=structure,
+        attachments=[SNAPSHOT],
+    )
+    assert data == {"people": 0}
+    assert not llm_server.requests
+    (sent,) = llm_server.structured_requests
+    assert sent["model"] == "test-model"
+    content = sent["messages"][-1]["content"]  # type: ignore[index]
+    assert content[0]["text"] == "How many people are on the porch?"
+    assert content[1]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+
+
+async def test_an_answer_that_does_not_fit_the_structure_is_an_error_not_data(
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """A model that keeps answering off the schema: a translated error, never a wrong result."""
+    entry = await setup_companion(persona(), ai_task())
+    llm_server.script_structured(*[Reply.text('{"people": "several"}')] * 4)
+    structure = {"people": {"selector": {"number": {}}, "required": True}}
+    with pytest.raises(HomeAssistantError) as caught:
+        await generate(
+            hass, task_entity(hass, entry), instructions="Count people.", structure=structure
+        )
+    assert caught.value.translation_key == "task_bad_answer"
+    assert llm_server.structured_requests
