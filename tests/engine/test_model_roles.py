@@ -136,6 +136,28 @@ async def test_each_role_reaches_its_own_server_and_model(
     assert {body["model"] for body in llm_server.structured_requests} == {"memo-3b"}
 
 
+async def test_summaries_are_written_by_the_summary_model_and_facts_by_the_memory_model(
+    llm_server: LLMServer, settings: EngineSettings
+) -> None:
+    """A window that overflows is summarised by the persona's summary role, not its memory's."""
+    limits = replace(settings.limits, history_tokens=120)
+    engine = Engine(replace(settings, memory=MemoryConfig(environment="test"), limits=limits))
+    await engine.start()
+    roles = RoleChoices(memory=RoleChoice(model="memo-3b"), summary=RoleChoice(model="sum-1b"))
+    persona = engine.persona("p1", "default", roles)
+    for index in range(6):
+        llm_server.script(Reply.text(f"Answer {index}: " + "tea and biscuits " * 12))
+        await finish(engine.start_turn(ask(persona, f"Question {index}: " + "garden " * 20)))
+    assert engine.memory is not None
+    assert await engine.memory.settle(10)
+    await engine.close()
+    by_schema = {
+        (body["response_format"]["json_schema"]["name"], body["model"])  # type: ignore[index]
+        for body in llm_server.structured_requests
+    }
+    assert by_schema == {("memory_extraction", "memo-3b"), ("session_summary", "sum-1b")}
+
+
 async def test_personas_known_at_start_have_their_memory_models_bound_before_work_drains(
     settings: EngineSettings,
 ) -> None:
