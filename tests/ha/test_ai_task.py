@@ -1,5 +1,5 @@
-"""HA's AI task through the companion's models: text, structure, camera attachments, refusals.
-
+"""HA's AI task through the companion's models: its form, text, structure, camera attachments,
+refusals.
 Real peers: HA with its ``ai_task`` component, media sources and demo camera, the scripted
 model server (which records what each model was sent) through the openai SDK.
 """
@@ -10,13 +10,18 @@ import base64
 from pathlib import Path
 
 import pytest
+from homeassistant import config_entries
+from homeassistant.components.ai_task import AITaskEntityFeature
 from homeassistant.components.conversation.trace import async_get_traces
+from homeassistant.const import CONF_NAME
 from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.companion_agent.const import CONF_MODEL, SUBENTRY_AI_TASK
 from tests.ha.demo_camera import CAMERA, demo_camera
 from tests.ha.entries import SetupCompanion, ai_task, persona
 from tests.support.llm_script import Reply
@@ -183,3 +188,32 @@ async def test_an_answer_that_does_not_fit_the_structure_is_an_error_not_data(
         )
     assert caught.value.translation_key == "task_bad_answer"
     assert llm_server.structured_requests
+
+
+async def test_an_ai_task_added_by_its_form_can_see_through_its_vision_model(
+    hass: HomeAssistant, demo_camera: str, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """An entry with no AI task (as one made before them): the form adds one, checks its
+    vision model live, and the new entity takes attachments to that model."""
+    entry = await setup_companion(persona())
+    assert not [s for s in entry.subentries.values() if s.subentry_type == SUBENTRY_AI_TASK]
+    flow = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, SUBENTRY_AI_TASK), context={"source": config_entries.SOURCE_USER}
+    )
+    assert flow["step_id"] == "set_options"
+    chosen = {CONF_NAME: "Porch", "vision": {CONF_MODEL: "eyes-7b"}}
+    wrong = await hass.config_entries.subentries.async_configure(flow["flow_id"], chosen)
+    assert wrong["errors"] == {"base": "vision_model_not_found"}
+    llm_server.models = ("test-model", "eyes-7b")
+    done = await hass.config_entries.subentries.async_configure(flow["flow_id"], chosen)
+    assert done["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    entity_id = task_entity(hass, entry)
+    state = hass.states.get(entity_id)
+    assert state is not None
+    features = state.attributes["supported_features"]
+    assert features & AITaskEntityFeature.SUPPORT_ATTACHMENTS
+    llm_server.script(Reply.text("A quiet porch."))
+    data = await generate(hass, entity_id, instructions="Describe.", attachments=[SNAPSHOT])
+    assert data == "A quiet porch."
+    assert [request["model"] for request in llm_server.requests] == ["eyes-7b"]
