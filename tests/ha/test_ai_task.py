@@ -1,5 +1,6 @@
 """HA's AI task through the companion's models: its form, text, structure, camera attachments,
 refusals.
+
 Real peers: HA with its ``ai_task`` component, media sources and demo camera, the scripted
 model server (which records what each model was sent) through the openai SDK.
 """
