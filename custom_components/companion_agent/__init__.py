@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
+from types import MappingProxyType
 
+from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import EVENT_HOMEASSISTANT_STOP, Platform
 from homeassistant.core import Event, HomeAssistant
 from homeassistant.exceptions import ConfigEntryAuthFailed
@@ -26,12 +28,14 @@ from .const import (
     CONF_CONFIRM_TTL,
     CONF_RETENTION_DAYS,
     CONF_TURNS_PER_MINUTE,
+    DEFAULT_AI_TASK_NAME,
     DEFAULT_CONFIRM_TTL,
     DEFAULT_RETENTION_DAYS,
     DEFAULT_TURNS_PER_MINUTE,
     DOMAIN,
     LOGGER,
     STORAGE_FOLDER,
+    SUBENTRY_AI_TASK,
 )
 from .engine.engine import Engine, EngineSettings, TurnLimits
 from .engine.errors import LLMAuthError
@@ -69,6 +73,25 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     """Register the integration's services; serve the companion card."""
     async_setup_services(hass)
     await async_setup_card(hass)
+    return True
+
+
+async def async_migrate_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -> bool:
+    """Bring an older entry up to date: one made before AI tasks gets an AI task sub-entry."""
+    if entry.version > 1:
+        return False  # made by a newer version of the integration
+    if entry.minor_version < 2:
+        if not any(sub.subentry_type == SUBENTRY_AI_TASK for sub in entry.subentries.values()):
+            hass.config_entries.async_add_subentry(
+                entry,
+                ConfigSubentry(
+                    data=MappingProxyType({}),
+                    subentry_type=SUBENTRY_AI_TASK,
+                    title=DEFAULT_AI_TASK_NAME,
+                    unique_id=None,
+                ),
+            )
+        hass.config_entries.async_update_entry(entry, minor_version=2)
     return True
 
 

@@ -90,7 +90,8 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
     """Set up a connection to an OpenAI-compatible model server."""
 
     VERSION = 1
-    MINOR_VERSION = 1
+    MINOR_VERSION = 2
+    """2: an entry has an AI task sub-entry from the start (older ones get one migrating)."""
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """Ask for the server, check it live, and create the entry with one persona."""

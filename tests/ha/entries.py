@@ -19,6 +19,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.companion_agent.config_flow import CompanionConfigFlow
 from custom_components.companion_agent.const import (
     CONF_BASE_URL,
     CONF_ENGINE,
@@ -130,10 +131,12 @@ def companion_entry(
     *subentries: ConfigSubentryData,
     api_key: str = "",
     options: Mapping[str, object] | None = None,
+    minor_version: int = CompanionConfigFlow.MINOR_VERSION,
 ) -> MockConfigEntry:
     """Return our entry for the model server at ``base_url`` with these sub-entries.
 
-    Its memories are the test environment's, never production's.
+    Its memories are the test environment's, never production's; it is of the current
+    version unless ``minor_version`` says it was made by an older one.
     """
     return MockConfigEntry(
         domain=DOMAIN,
@@ -146,6 +149,7 @@ def companion_entry(
         },
         options=dict(options or {}),
         subentries_data=list(subentries),
+        minor_version=minor_version,
     )
 
 

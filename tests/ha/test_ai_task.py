@@ -22,9 +22,13 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.companion_agent.const import CONF_MODEL, SUBENTRY_AI_TASK
+from custom_components.companion_agent.const import (
+    CONF_MODEL,
+    DEFAULT_AI_TASK_NAME,
+    SUBENTRY_AI_TASK,
+)
 from tests.ha.demo_camera import CAMERA, demo_camera
-from tests.ha.entries import SetupCompanion, ai_task, persona
+from tests.ha.entries import SetupCompanion, ai_task, async_load, companion_entry, persona
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
@@ -218,3 +222,17 @@ async def test_an_ai_task_added_by_its_form_can_see_through_its_vision_model(
     data = await generate(hass, entity_id, instructions="Describe.", attachments=[SNAPSHOT])
     assert data == "A quiet porch."
     assert [request["model"] for request in llm_server.requests] == ["eyes-7b"]
+
+
+async def test_an_entry_made_before_ai_tasks_gets_one_when_it_migrates(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """Minor version 1 (a persona only) gains one AI task sub-entry and entity, once."""
+    entry = await async_load(hass, companion_entry(llm_server.url, persona(), minor_version=1))
+    assert entry.minor_version == 2
+    tasks = [s for s in entry.subentries.values() if s.subentry_type == SUBENTRY_AI_TASK]
+    assert [task.title for task in tasks] == [DEFAULT_AI_TASK_NAME]
+    assert hass.states.get(task_entity(hass, entry)) is not None
+    assert await hass.config_entries.async_reload(entry.entry_id)
+    await hass.async_block_till_done()
+    assert len([s for s in entry.subentries.values() if s.subentry_type == SUBENTRY_AI_TASK]) == 1
