@@ -30,6 +30,7 @@ ALLOWED = {
     "engine.speech.satellite": "a Wyoming satellite's protocol, behind the Assist satellite",
     "engine.pipeline": "the output pipeline a TTS entity runs on HA's text",
     "engine.memory": "memory and its records, for the memory services and list",
+    "engine.vision": "the cameras a host supplies, and the bounds and checks of images",
     # What only the host supplies.
     "engine.tools.contract": "the contract of the host's tools (HA's LLM API)",
     "engine.tools.registry": "the host's tools",

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
+from types import MappingProxyType
 
+from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import EVENT_HOMEASSISTANT_STOP, Platform
 from homeassistant.core import Event, HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
@@ -18,7 +20,9 @@ from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 
 from .agent.confirmations import async_fire_confirmation
+from .agent.entry_changes import EntryChanges
 from .agent.health import ServerHealth
+from .agent.personas import persona_setups
 from .config_flow import entry_title
 from .const import (
     CONF_ASLEEP_ENTITY,
@@ -26,12 +30,14 @@ from .const import (
     CONF_CONFIRM_TTL,
     CONF_RETENTION_DAYS,
     CONF_TURNS_PER_MINUTE,
+    DEFAULT_AI_TASK_NAME,
     DEFAULT_CONFIRM_TTL,
     DEFAULT_RETENTION_DAYS,
     DEFAULT_TURNS_PER_MINUTE,
     DOMAIN,
     LOGGER,
     STORAGE_FOLDER,
+    SUBENTRY_AI_TASK,
     SUBENTRY_SATELLITE,
 )
 from .engine.engine import Engine, EngineSettings, TurnLimits
@@ -62,6 +68,7 @@ from .voice.pipelines import async_watch_pipelines
 from .voice.playback import PlaybackWatcher
 
 PLATFORMS: tuple[Platform, ...] = (
+    Platform.AI_TASK,
     Platform.CONVERSATION,
     Platform.SENSOR,
     Platform.STT,
@@ -77,6 +84,25 @@ async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     """Register the integration's services; serve the companion card."""
     async_setup_services(hass)
     await async_setup_card(hass)
+    return True
+
+
+async def async_migrate_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -> bool:
+    """Bring an older entry up to date: one made before AI tasks gets an AI task sub-entry."""
+    if entry.version > 1:
+        return False  # made by a newer version of the integration
+    if entry.minor_version < 2:
+        if not any(sub.subentry_type == SUBENTRY_AI_TASK for sub in entry.subentries.values()):
+            hass.config_entries.async_add_subentry(
+                entry,
+                ConfigSubentry(
+                    data=MappingProxyType({}),
+                    subentry_type=SUBENTRY_AI_TASK,
+                    title=DEFAULT_AI_TASK_NAME,
+                    unique_id=None,
+                ),
+            )
+        hass.config_entries.async_update_entry(entry, minor_version=2)
     return True
 
 
@@ -125,8 +151,9 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     await hass.config_entries.async_forward_entry_setups(entry, await _async_platforms(hass, entry))
     async_watch_pipelines(hass, entry)
     personas = frozenset(persona_ids(entry))
+    changes = EntryChanges(entry)
     entry.async_on_unload(
-        entry.add_update_listener(partial(_async_update_listener, personas=personas))
+        entry.add_update_listener(partial(_async_update_listener, personas, changes))
     )
     LOGGER.debug("Companion Agent set up for %s", redact_url(entry.data[CONF_BASE_URL]))
     return True
@@ -192,12 +219,19 @@ def _loaded_platforms(hass: HomeAssistant, entry: CompanionConfigEntry) -> list[
 
 
 async def _async_update_listener(
-    hass: HomeAssistant, entry: CompanionConfigEntry, *, personas: frozenset[str]
+    personas: frozenset[str],
+    changes: EntryChanges,
+    hass: HomeAssistant,
+    entry: CompanionConfigEntry,
 ) -> None:
-    """Forget the personas (of those set up) whose sub-entries were removed; reload."""
-    removed = personas - set(persona_ids(entry))
-    await async_remove_personas(hass, entry, entry.runtime_data.engine, removed, started=True)
-    await hass.config_entries.async_reload(entry.entry_id)
+    """Forget the personas (of those set up) whose sub-entries were removed; follow the rest.
+
+    A persona's own change reaches its new turns; any other change reloads the entry.
+    """
+    if removed := personas - set(persona_ids(entry)):
+        engine = entry.runtime_data.engine
+        await async_remove_personas(hass, entry, engine, removed, started=True)
+    await changes.async_updated(hass, entry)
 
 
 async def _async_engine_settings(
@@ -229,4 +263,5 @@ async def _async_engine_settings(
         on_model_round=None if health is None else health.async_observe,
         on_bad_history=partial(async_report_bad_history, hass),
         on_bad_memory_file=partial(async_report_bad_memory_file, hass),
+        personas=persona_setups(entry),
     )

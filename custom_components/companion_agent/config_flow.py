@@ -24,6 +24,7 @@ from homeassistant.helpers.selector import (
     TextSelectorType,
 )
 
+from .ai_task_flow import AITaskSubentryFlow
 from .const import (
     CONF_ASLEEP_ENTITY,
     CONF_BASE_URL,
@@ -32,6 +33,7 @@ from .const import (
     CONF_MODEL,
     CONF_RETENTION_DAYS,
     CONF_TURNS_PER_MINUTE,
+    DEFAULT_AI_TASK_NAME,
     DEFAULT_CONFIRM_TTL,
     DEFAULT_CONVERSATION_NAME,
     DEFAULT_FIRST_TOKEN_TIMEOUT,
@@ -39,6 +41,7 @@ from .const import (
     DEFAULT_TURNS_PER_MINUTE,
     DOMAIN,
     LOGGER,
+    SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
     SUBENTRY_SATELLITE,
     SUBENTRY_STT,
@@ -88,7 +91,8 @@ class CompanionConfigFlow(SatelliteDiscoveryFlow, domain=DOMAIN):
     """Set up a connection to an OpenAI-compatible model server; offer satellites found."""
 
     VERSION = 1
-    MINOR_VERSION = 1
+    MINOR_VERSION = 2
+    """2: an entry has an AI task sub-entry from the start (older ones get one migrating)."""
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         """Ask for the server, check it live, and create the entry with one persona."""
@@ -108,7 +112,13 @@ class CompanionConfigFlow(SatelliteDiscoveryFlow, domain=DOMAIN):
                             "data": default_persona(),
                             "title": DEFAULT_CONVERSATION_NAME,
                             "unique_id": None,
-                        }
+                        },
+                        {
+                            "subentry_type": SUBENTRY_AI_TASK,
+                            "data": {},
+                            "title": DEFAULT_AI_TASK_NAME,
+                            "unique_id": None,
+                        },
                     ],
                 )
         return self.async_show_form(
@@ -167,12 +177,13 @@ class CompanionConfigFlow(SatelliteDiscoveryFlow, domain=DOMAIN):
     def async_get_supported_subentry_types(
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
-        """Return the subentry kinds: persona, voice, speech-to-text model, satellite."""
+        """Return the subentry kinds: persona, voice, speech-to-text model, satellite, AI task."""
         return {
             SUBENTRY_CONVERSATION: PersonaSubentryFlow,
             SUBENTRY_TTS: TtsSubentryFlow,
             SUBENTRY_STT: SttSubentryFlow,
             SUBENTRY_SATELLITE: SatelliteSubentryFlow,
+            SUBENTRY_AI_TASK: AITaskSubentryFlow,
         }
 
 

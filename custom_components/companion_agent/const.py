@@ -58,6 +58,11 @@ def signal_library_reloaded(entry_id: str) -> str:
     return f"{DOMAIN}_library_reloaded_{entry_id}"
 
 
+def signal_persona_changed(persona_id: str) -> str:
+    """Return the dispatcher signal sent when a persona's own settings changed."""
+    return f"{DOMAIN}_persona_changed_{persona_id}"
+
+
 def signal_emotion(persona_id: str) -> str:
     """Return the dispatcher signal sent when a persona shows an emotion."""
     return f"{DOMAIN}_emotion_{persona_id}"
@@ -92,3 +97,20 @@ ISSUE_MEMORY_FILE = "memory_file_moved"
 def signal_memory_changed(entry_id: str) -> str:
     """Return the dispatcher signal sent when an entry's memories changed by hand."""
     return f"{DOMAIN}_memory_changed_{entry_id}"
+
+
+CONF_ROLE_CHAT = "chat"
+CONF_ROLE_VISION = "vision"
+CONF_ROLE_MEMORY = "memory"
+CONF_ROLE_SUMMARY = "summary"
+ROLE_SECTIONS = (CONF_ROLE_CHAT, CONF_ROLE_VISION, CONF_ROLE_MEMORY, CONF_ROLE_SUMMARY)
+"""A persona's model roles: each a section of its form (an AI task has chat and vision)."""
+TASK_SECTIONS = (CONF_ROLE_CHAT, CONF_ROLE_VISION)
+CONF_TEMPERATURE = "temperature"
+CONF_MAX_TOKENS = "max_tokens"
+CONF_IMAGES = "images"
+IMAGES_PROFILE = "profile"
+IMAGES_ON = "on"
+IMAGES_OFF = "off"
+SUBENTRY_AI_TASK = "ai_task_data"
+DEFAULT_AI_TASK_NAME = "Companion AI task"

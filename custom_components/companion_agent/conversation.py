@@ -9,7 +9,6 @@ from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
 from homeassistant.core import HomeAssistant, callback
-from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.helpers.dispatcher import async_dispatcher_connect, async_dispatcher_send
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
@@ -28,6 +27,7 @@ from .const import (
     SUBENTRY_CONVERSATION,
     signal_emotion,
     signal_library_reloaded,
+    signal_persona_changed,
 )
 from .engine.events import SentenceOutput
 from .engine.plugins import ProactiveRequest
@@ -36,7 +36,7 @@ from .frontend.follow import async_follow_turn
 from .ha_tools import HassTurnTools
 from .proactive.briefing import HomeBriefing
 from .proactive.speak import async_speak_for_trigger
-from .runtime import CompanionConfigEntry, add_per_subentry
+from .runtime import CompanionConfigEntry, add_per_subentry, subentry_device
 from .voice.pipeline_voice import satellite_of
 from .voice.speaking import speaking
 from .voice.speech_start import async_speak_ahead
@@ -67,15 +67,8 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         self.subentry = subentry
         self._persona: Persona | None = None
         self._attr_unique_id = subentry.subentry_id
-        self._attr_device_info = DeviceInfo(
-            identifiers={(DOMAIN, subentry.subentry_id)},
-            name=subentry.title,
-            manufacturer="Companion Agent",
-            model=entry.data[CONF_MODEL],
-            entry_type=DeviceEntryType.SERVICE,
-        )
-        if subentry.data.get(CONF_LLM_HASS_API):
-            self._attr_supported_features = conversation.ConversationEntityFeature.CONTROL
+        self._attr_device_info = subentry_device(subentry, entry.data[CONF_MODEL])
+        self._attr_supported_features = _features(subentry)
 
     @property
     def supported_languages(self) -> list[str] | Literal["*"]:
@@ -95,6 +88,13 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         self.async_on_remove(
             async_dispatcher_connect(
                 self.hass, signal_library_reloaded(self.entry.entry_id), self._async_reactivate
+            )
+        )
+        self.async_on_remove(
+            async_dispatcher_connect(
+                self.hass,
+                signal_persona_changed(self.subentry.subentry_id),
+                self._async_settings_changed,
             )
         )
 
@@ -120,6 +120,13 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             self.entry.async_create_background_task(
                 self.hass, old.plugins.close(grace=PLUGIN_CLOSE_GRACE), f"{DOMAIN} retire plugins"
             )
+
+    @callback
+    def _async_settings_changed(self) -> None:
+        """Take the persona's new settings: new turns only, running turns keep theirs."""
+        self._attr_supported_features = _features(self.subentry)
+        self.async_write_ha_state()
+        self._async_reactivate()
 
     async def _async_proactive(self, request: ProactiveRequest) -> None:
         """Announce that a trigger wants to speak, then speak on its targets (if it has any)."""
@@ -171,6 +178,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             instructions=system.content if isinstance(system, conversation.SystemContent) else "",
             house=HassTurnTools(self.hass, chat_log.llm_api),
             hooks=(HomeBriefing(self.hass, user_id),),
+            chat_log=chat_log,
         )
         LOGGER.debug(
             "Turn %s: persona %s, profile %s",
@@ -241,3 +249,10 @@ class CompanionConversationEntity(conversation.ConversationEntity):
                 async_dispatcher_send(
                     self.hass, signal_emotion(self.subentry.subentry_id), action.lower()
                 )
+
+
+def _features(subentry: ConfigSubentry) -> conversation.ConversationEntityFeature:
+    """Return what a persona's agent supports: control of HA when it may use HA's API."""
+    if subentry.data.get(CONF_LLM_HASS_API):
+        return conversation.ConversationEntityFeature.CONTROL
+    return conversation.ConversationEntityFeature(0)

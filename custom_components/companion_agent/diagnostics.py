@@ -35,7 +35,8 @@ async def async_get_config_entry_diagnostics(
         "personas": {
             sub.subentry_id: {
                 "title": sub.title,
-                "data": async_redact_data(dict(sub.data), TO_REDACT),
+                "kind": sub.subentry_type,
+                "data": _urls_masked(async_redact_data(dict(sub.data), TO_REDACT)),
             }
             for sub in entry.subentries.values()
         },
@@ -49,3 +50,12 @@ async def async_get_config_entry_diagnostics(
     runtime = entry.runtime_data
     server["reachable"] = runtime.health.reachable
     return {**settings, **await runtime.engine.figures()}
+
+
+def _urls_masked(value: Any) -> Any:
+    """Return ``value`` with the login of every URL in it masked (sections included)."""
+    if isinstance(value, dict):
+        return {key: _urls_masked(item) for key, item in value.items()}
+    if isinstance(value, str) and "://" in value:
+        return redact_url(value)
+    return value

@@ -19,6 +19,7 @@ from .engine.guard.policy import Target
 from .engine.json_types import JSONObject, JSONValue
 from .engine.tools.contract import ToolContext, ToolSpec
 from .engine.tools.registry import Tool
+from .engine.vision import CAMERA_TOOL
 
 ENTITY_SLOTS = ("name", "area", "floor", "domain", "device_class")
 IDEMPOTENT_TOOLS = frozenset({"HassListAddItem", "HassShoppingListAddItem", "HassBroadcast"})
@@ -87,7 +88,13 @@ class HassTurnTools:
         return Tool(spec=spec, handler=handler, idempotent=name in IDEMPOTENT_TOOLS)
 
     async def resolve(self, tool_id: str, args: JSONObject, ctx: ToolContext) -> Sequence[Target]:
-        """Return the exposed entities the call would act on, matched as HA's intents do."""
+        """Return the exposed entities the call would act on, matched as HA's intents do.
+
+        The camera tool acts on the camera it names (so a profile can mark one ``confirm``).
+        """
+        if tool_id == CAMERA_TOOL:
+            camera = self.hass.states.get(str(args.get("camera", "")))
+            return [] if camera is None else [_target(camera, "snapshot")]
         script = self.hass.states.get(f"script.{tool_id.removeprefix('_')}")
         if script is not None and not any(slot in args for slot in ENTITY_SLOTS):
             return [_target(script, "turn_on")]

@@ -1,11 +1,10 @@
-"""The persona subentry flow: a conversation agent with its own profile, prompt and tools."""
+"""The persona sub-entry flow: a conversation agent's profile, prompt, HA APIs and models."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import voluptuous as vol
-from homeassistant.config_entries import ConfigEntryState, ConfigSubentryFlow, SubentryFlowResult
 from homeassistant.const import CONF_LLM_HASS_API, CONF_NAME
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
@@ -16,7 +15,14 @@ from homeassistant.helpers.selector import (
     TemplateSelector,
 )
 
-from .const import CONF_PROFILE, CONF_PROMPT, DEFAULT_CONVERSATION_NAME, DEFAULT_PROFILE
+from .const import (
+    CONF_PROFILE,
+    CONF_PROMPT,
+    DEFAULT_CONVERSATION_NAME,
+    DEFAULT_PROFILE,
+    ROLE_SECTIONS,
+)
+from .roles_flow import RolesSubentryFlow, role_sections
 from .runtime import CompanionConfigEntry
 
 
@@ -25,42 +31,24 @@ def default_persona() -> dict[str, Any]:
     return {CONF_PROFILE: DEFAULT_PROFILE, CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]}
 
 
-class PersonaSubentryFlow(ConfigSubentryFlow):
-    """Add or change a persona: a conversation agent with its own prompt and tools."""
+class PersonaSubentryFlow(RolesSubentryFlow):
+    """Add or change a persona: a conversation agent with its own prompt, tools and models."""
 
-    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
-        """Create a persona."""
-        return await self.async_step_set_options(user_input)
+    roles = ROLE_SECTIONS
 
-    async def async_step_reconfigure(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
-        """Change a persona."""
-        return await self.async_step_set_options(user_input)
+    def form(self, entry: CompanionConfigEntry, is_new: bool) -> vol.Schema:
+        """Return the persona form."""
+        return persona_schema(self.hass, entry, is_new)
 
-    async def async_step_set_options(
-        self, user_input: dict[str, Any] | None = None
-    ) -> SubentryFlowResult:
-        """Show and store the persona's settings."""
-        is_new = self.source == "user"
-        entry: CompanionConfigEntry = self._get_entry()
-        if entry.state is not ConfigEntryState.LOADED:
-            return self.async_abort(reason="entry_not_loaded")
-        if user_input is not None:
-            if not user_input.get(CONF_LLM_HASS_API):
-                user_input.pop(CONF_LLM_HASS_API, None)
-            if is_new:
-                return self.async_create_entry(title=user_input.pop(CONF_NAME), data=user_input)
-            return self.async_update_and_abort(
-                self._get_entry(), self._get_reconfigure_subentry(), data=user_input
-            )
-        current = default_persona() if is_new else dict(self._get_reconfigure_subentry().data)
-        return self.async_show_form(
-            step_id="set_options",
-            data_schema=self.add_suggested_values_to_schema(
-                persona_schema(self.hass, entry, is_new), current
-            ),
-        )
+    def defaults(self) -> dict[str, Any]:
+        """Start a new persona on the default profile, with HA's Assist API."""
+        return default_persona()
+
+    def cleaned(self, user_input: dict[str, Any]) -> dict[str, Any]:
+        """Drop an empty choice of HA APIs (no control of HA)."""
+        if not user_input.get(CONF_LLM_HASS_API):
+            user_input.pop(CONF_LLM_HASS_API, None)
+        return user_input
 
 
 def persona_schema(hass: HomeAssistant, entry: CompanionConfigEntry, is_new: bool) -> vol.Schema:
@@ -80,4 +68,4 @@ def persona_schema(hass: HomeAssistant, entry: CompanionConfigEntry, is_new: boo
     fields[vol.Optional(CONF_LLM_HASS_API)] = SelectSelector(
         SelectSelectorConfig(options=apis, multiple=True)
     )
-    return vol.Schema(fields)
+    return vol.Schema({**fields, **role_sections(ROLE_SECTIONS)})

@@ -11,6 +11,7 @@ from homeassistant.config_entries import ConfigEntry, ConfigEntryState, ConfigSu
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
+from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.httpx_client import get_async_client
@@ -57,6 +58,17 @@ def llm_settings(data: Mapping[str, Any], options: Mapping[str, Any] | None = No
 def build_model(hass: HomeAssistant, data: Mapping[str, Any]) -> OpenAIChatModel:
     """Create the model adapter for an entry's connection settings (to check them)."""
     return OpenAIChatModel(llm_settings(data), http_client=get_async_client(hass))
+
+
+def subentry_device(subentry: ConfigSubentry, model: str) -> DeviceInfo:
+    """Return the service device a sub-entry's entity belongs to, named as the sub-entry."""
+    return DeviceInfo(
+        identifiers={(DOMAIN, subentry.subentry_id)},
+        name=subentry.title,
+        manufacturer="Companion Agent",
+        model=model,
+        entry_type=DeviceEntryType.SERVICE,
+    )
 
 
 def add_per_subentry(

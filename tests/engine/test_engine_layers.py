@@ -35,16 +35,18 @@ ENGINE_FLOORS: Floors = (
     ),
     # 2: tool contracts, the registry, results, once-per-turn
     ("tools",),
-    # 3: the audit of tool calls, the model adapter, output stages, speech, speaking first
-    ("audit", "llm", "pipeline", "speech", "proactive"),
+    # 3: the audit of tool calls, the model adapter, output stages, speech, speaking first,
+    # eyes (the camera tool, images)
+    ("audit", "llm", "pipeline", "speech", "proactive", "vision"),
     # 4: the guard in front of the tools; plugin types, profiles and hooks
     ("guard", "plugins"),
     # 5: a turn: the handle, the tool loop, prompt assembly, the stored exchanges
     ("turn",),
     # 6: memory: the hook and tiers over the turn's stored exchanges, the stores
     ("memory",),
-    # 7: engine.py, the one place the parts are put together
-    ("engine",),
+    # 7: engine.py, the one place the parts are put together; its settings, personas and AI
+    # tasks beside it
+    ("engine", "personas", "settings", "tasks"),
 )
 """Bottom first. A package may import from its own floor and the floors below."""
 

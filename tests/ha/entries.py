@@ -1,9 +1,9 @@
 """Our config entry for tests, with any of its sub-entry kinds, and its entities once loaded.
 
 One builder per sub-entry kind (``const.SUBENTRY_*``): a persona (conversation), a voice
-(a Wyoming server or embedded Piper), a speech-to-text model, a Wyoming satellite. Each has
-the defaults most tests want and takes what a test changes; ``companion_entry`` puts them
-in one entry.
+(a Wyoming server or embedded Piper), a speech-to-text model, a Wyoming satellite and an AI
+task. Each has the defaults most tests want and takes what a test changes;
+``companion_entry`` puts them in one entry.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.companion_agent.config_flow import CompanionConfigFlow
 from custom_components.companion_agent.const import (
     CONF_BASE_URL,
     CONF_ENGINE,
@@ -30,6 +31,7 @@ from custom_components.companion_agent.const import (
     CONF_VOICE,
     DOMAIN,
     ENGINE_EMBEDDED,
+    SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
     SUBENTRY_SATELLITE,
     SUBENTRY_STT,
@@ -62,13 +64,27 @@ class SetupPersonas(Protocol):
 
 
 def persona(
-    title: str = "Companion", profile: str = "default", *, llm_apis: Sequence[str] = ()
+    title: str = "Companion",
+    profile: str = "default",
+    *,
+    llm_apis: Sequence[str] = (),
+    roles: Mapping[str, Mapping[str, object]] | None = None,
 ) -> ConfigSubentryData:
-    """Return a persona sub-entry: a conversation agent on ``profile``, using ``llm_apis``."""
-    data: dict[str, object] = {CONF_PROFILE: profile}
+    """Return a persona sub-entry: a conversation agent on ``profile``, using ``llm_apis``.
+
+    ``roles`` are its form's model sections (``chat``, ``vision``, ``memory``, ``summary``).
+    """
+    data: dict[str, object] = {CONF_PROFILE: profile, **(roles or {})}
     if llm_apis:
         data[CONF_LLM_HASS_API] = list(llm_apis)
     return _subentry(SUBENTRY_CONVERSATION, title, data)
+
+
+def ai_task(
+    title: str = "Companion AI task", roles: Mapping[str, Mapping[str, object]] | None = None
+) -> ConfigSubentryData:
+    """Return an AI task sub-entry whose model sections are ``roles`` (``chat``, ``vision``)."""
+    return _subentry(SUBENTRY_AI_TASK, title, dict(roles or {}))
 
 
 def wyoming_voice(
@@ -121,10 +137,12 @@ def companion_entry(
     *subentries: ConfigSubentryData,
     api_key: str = "",
     options: Mapping[str, object] | None = None,
+    minor_version: int = CompanionConfigFlow.MINOR_VERSION,
 ) -> MockConfigEntry:
     """Return our entry for the model server at ``base_url`` with these sub-entries.
 
-    Its memories are the test environment's, never production's.
+    Its memories are the test environment's, never production's; it is of the current
+    version unless ``minor_version`` says it was made by an older one.
     """
     return MockConfigEntry(
         domain=DOMAIN,
@@ -137,6 +155,7 @@ def companion_entry(
         },
         options=dict(options or {}),
         subentries_data=list(subentries),
+        minor_version=minor_version,
     )
 
 

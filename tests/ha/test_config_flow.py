@@ -14,6 +14,7 @@ from custom_components.companion_agent.const import (
     CONF_PROFILE,
     CONF_PROMPT,
     DOMAIN,
+    SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
 from tests.ha.entries import companion_entry, persona
@@ -33,7 +34,7 @@ async def start(hass: HomeAssistant) -> str:
 async def test_user_flow_creates_entry_with_a_persona(
     hass: HomeAssistant, llm_server: LLMServer
 ) -> None:
-    """A reachable server creates the entry and its first persona."""
+    """A reachable server creates the entry, its first persona and an AI task entity."""
     flow_id = await start(hass)
     result = await hass.config_entries.flow.async_configure(
         flow_id, {CONF_BASE_URL: llm_server.url, CONF_MODEL: "test-model"}
@@ -42,7 +43,7 @@ async def test_user_flow_creates_entry_with_a_persona(
     assert result["data"] == {CONF_BASE_URL: llm_server.url, CONF_MODEL: "test-model"}
     entry = result["result"]
     subentries = list(entry.subentries.values())
-    assert [s.subentry_type for s in subentries] == [SUBENTRY_CONVERSATION]
+    assert [s.subentry_type for s in subentries] == [SUBENTRY_CONVERSATION, SUBENTRY_AI_TASK]
     assert subentries[0].data[CONF_LLM_HASS_API] == ["assist"]
     await hass.async_block_till_done()
 

@@ -7,16 +7,19 @@ spoken lines in the turn's language, and whatever of the house the turn may use.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from homeassistant.core import HomeAssistant
+from homeassistant.components.conversation import ChatLog
+from homeassistant.core import HomeAssistant, callback
 from homeassistant.util.ulid import ulid_now
 
 from ..const import HOST_PROMPT
+from ..engine.engine import ModelCall
 from ..engine.plugins import Hook
 from ..engine.tools.contract import ToolContext
 from ..engine.turn.request import Initiator, Persona, TurnRequest
 from ..ha_tools import HassTurnTools
+from .cameras import HassCameras
 from .spoken import async_spoken_lines
 
 
@@ -35,11 +38,13 @@ async def async_turn_request(
     house: HassTurnTools | None = None,
     hooks: Sequence[Hook] = (),
     initiator: Initiator = "person",
+    chat_log: ChatLog | None = None,
 ) -> TurnRequest:
     """Return the request for one turn of ``persona`` (the subentry ``persona_id``).
 
-    ``house`` gives the turn HA's tools and the guard its targets and states; without it
-    the turn acts on nothing in the house.
+    ``house`` gives the turn HA's tools and the guard its targets and states, and the
+    cameras exposed to Assist; without it the turn acts on and sees nothing in the house.
+    ``chat_log``'s trace gets each model call's tokens and timings.
     """
     return TurnRequest(
         persona=persona,
@@ -60,4 +65,17 @@ async def async_turn_request(
         host_state=house,
         host_hooks=hooks,
         initiator=initiator,
+        host_cameras=HassCameras(hass) if house is not None and house.api is not None else None,
+        on_model_call=None if chat_log is None else trace_to(chat_log),
     )
+
+
+def trace_to(chat_log: ChatLog) -> Callable[[ModelCall], None]:
+    """Return a listener that adds each model call's usage and timings to the trace."""
+
+    @callback
+    def _trace(call: ModelCall) -> None:
+        """Add one call to the conversation's trace, as HA's own LLM integrations do."""
+        chat_log.async_trace({"stats": call.as_trace()})
+
+    return _trace

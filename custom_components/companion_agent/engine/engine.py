@@ -3,9 +3,11 @@
 A host builds one ``Engine``, ``await engine.start()`` (plugins and profiles are loaded off
 the loop, memory opened), builds a ``Persona`` per persona with ``persona()`` and starts
 turns with ``start_turn(request) -> Turn``. The engine owns the guard and its held calls,
-the audit log and the usage counters, the turn runner, every persona's conversations, the
-models, memory, every turn's speech (``speech``) and the follow-ups of conversations the
-companion started. ``close()`` lets turns finish (bounded), writes and closes everything.
+the audit log and the usage counters, the turn runner, every persona's conversations and
+models (``personas.py``), memory, AI tasks (``tasks.py``), every turn's speech (``speech``)
+and the follow-ups of conversations the companion started. ``close()`` lets turns finish
+(bounded), writes and closes everything; ``stop()`` writes everything when the host stops
+without unloading.
 
 Its data folder holds ``audit.jsonl``, ``exchanges.db`` (conversations and recent windows:
 one store, two views; old JSON folders read in once) and memory's files (``backends``).
@@ -15,33 +17,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-
-import httpx
+from dataclasses import replace
 
 from .audit.log import AuditLog, Tee
-from .errors import CompanionError, CorruptionReporter
+from .errors import CompanionError
 from .guard.confirmations import (
-    ConfirmationListener,
     ConfirmationResult,
     Confirmations,
     ConfirmationStatus,
     ConfirmationToken,
 )
-from .guard.confirmations.tokens import DEFAULT_TTL
 from .guard.executor import Guard
-from .guard.policy import PolicyRule
-from .llm import LLMSettings
-from .llm.models import ChatModels, RoundObserver
-from .memory.backends import MemoryConfig, open_memory, unreachable
+from .llm.models import ChatModels, ModelCall
+from .llm.roles import RoleChoice, RoleChoices
+from .memory.backends import MemoryProblem, open_memory, unreachable
 from .memory.companion import CompanionMemory
 from .memory.hook import MemoryHook
 from .memory.types import Forget
+from .personas import FALLBACK_PROFILE, Personas, PersonaSetup
 from .pipeline import speech_config, spoken_sentences
-from .plugins import HostServices, Library, LoadProblem, Profile, load_library
-from .plugins.profile import DEFAULT_PROFILE
+from .plugins import Library, LoadProblem, load_library
+from .settings import EngineSettings
 from .speech.turn_speech import SpeechTurns, TurnSpeech
+from .tasks import TaskRequest, TaskResult, TaskRunner
 from .turn.exchanges import ExchangeStore, LegacyFolders, owner_of
 from .turn.follow_ups import FollowUps
 from .turn.handle import Turn
@@ -57,6 +55,12 @@ __all__ = [
     "Engine",
     "EngineSettings",
     "MemoryProblem",
+    "ModelCall",
+    "PersonaSetup",
+    "RoleChoice",
+    "RoleChoices",
+    "TaskRequest",
+    "TaskResult",
     "TurnLimits",
 ]
 
@@ -65,44 +69,6 @@ EXCHANGES_FILE = "exchanges.db"
 TURN_GRACE = 5.0
 FLUSH_GRACE = 10.0
 MEMORY_CLOSE_GRACE = 5.0
-FALLBACK_PROFILE = Profile(id=DEFAULT_PROFILE, name="Companion", source=Path("<built-in>"))
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngineSettings:
-    """Everything the engine needs from its host, fixed for the engine's life."""
-
-    model: LLMSettings
-    """The chat model's server and name; profiles may name other models on it."""
-    http: httpx.AsyncClient
-    """The HTTP client every model (chat and memory) uses."""
-    data_dir: Path
-    library_roots: tuple[Path, ...]
-    """Where plugins and profiles come from, built-in first (a later root wins)."""
-    host: HostServices
-    """What plugins get from the host: their data folder, time, HTTP, presence, states."""
-    rules: tuple[PolicyRule, ...] = ()
-    """The host's guard rules (which calls need a confirmation); profiles add marks."""
-    confirm_ttl: float = DEFAULT_TTL
-    limits: TurnLimits = field(default_factory=TurnLimits)
-    memory: MemoryConfig | None = None
-    """The memory to open at ``start``; None: no memory."""
-    on_confirmation: ConfirmationListener | None = None
-    """Told each step of a held call (requested, executed, cancelled, expired, failed)."""
-    on_model_round: RoundObserver | None = None
-    """Told how each chat model round ended, so the host can follow the server's health."""
-    on_bad_history: CorruptionReporter | None = None
-    """Told of a history file (the exchange store, an old one) that was moved aside."""
-    on_bad_memory_file: CorruptionReporter | None = None
-    """Told of a memory file (store, outbox) that was moved aside."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemoryProblem:
-    """Memory did not answer at ``start``: what did not; ``opened`` False: memory is off."""
-
-    detail: str
-    opened: bool
 
 
 class Engine:
@@ -120,13 +86,14 @@ class Engine:
         guard = Guard(confirmations=self._confirmations, audit=audit, rules=settings.rules)
         self._runner = TurnRunner(guard, self._usage, settings.limits)
         self._models = ChatModels(settings.model, settings.http, settings.on_model_round)
+        self._tasks = TaskRunner(settings.model, self._models)
         here, bad = settings.data_dir, settings.on_bad_history
         old = LegacyFolders(conversations=here / "conversations", windows=here / "recent")
         self._exchanges = ExchangeStore(here / EXCHANGES_FILE, legacy=old, on_corrupt=bad)
         self._follow_ups = FollowUps()
         self._speech = SpeechTurns()
         self._library = Library()
-        self._persona_problems: dict[str, tuple[LoadProblem, ...]] = {}
+        self._personas = Personas(self._models, settings.model)
         self._memory: CompanionMemory | None = None
 
     @property
@@ -137,8 +104,7 @@ class Engine:
     @property
     def problems(self) -> list[LoadProblem]:
         """Return every plugin and profile problem: the library's and each persona's."""
-        active = [p for problems in self._persona_problems.values() for p in problems]
-        return [*self._library.problems, *active]
+        return [*self._library.problems, *self._personas.problems]
 
     @property
     def usage(self) -> UsageCounters:
@@ -168,6 +134,7 @@ class Engine:
         leaves the outbox waiting (an engine opened only to forget).
         """
         self._library = await asyncio.to_thread(load_library, self.settings.library_roots)
+        self._personas.bind_all(self._library, self.settings.personas)
         config = self.settings.memory
         if config is None:
             return None
@@ -181,6 +148,7 @@ class Engine:
                 window_tokens=settings.limits.history_tokens,
                 exchanges=self._exchanges,
                 on_corrupt=settings.on_bad_memory_file,
+                roles=self._personas.background,
             )
         except (CompanionError, OSError) as err:
             return MemoryProblem(detail=str(err), opened=False)
@@ -195,15 +163,15 @@ class Engine:
         roots = self.settings.library_roots
         self._library = await asyncio.to_thread(load_library, roots, self._library)
 
-    def persona(self, persona_id: str, profile_id: str) -> Persona:
-        """Build a persona snapshot: its profile (else the default), plugins (whose problems
-        join ``problems``, replacing that persona's earlier ones) and model."""
-        profiles = self._library.profiles
-        profile = profiles.get(profile_id) or profiles.default or FALLBACK_PROFILE
-        plugins = self._library.activate(profile, self.settings.host)
-        self._persona_problems[persona_id] = plugins.problems
-        model = self._models.named(profile.models.chat)
-        return Persona(profile=profile, plugins=plugins, model=model)
+    def persona(
+        self, persona_id: str, profile_id: str, roles: RoleChoices | None = None
+    ) -> Persona:
+        """Build a persona snapshot: its profile (else the default one), plugins and models.
+
+        Each role's model is ``roles``' choice, else the profile's, else the host's.
+        """
+        setup = PersonaSetup(profile_id=profile_id, roles=roles or RoleChoices())
+        return self._personas.build(self._library, self.settings.host, persona_id, setup)
 
     def start_turn(self, request: TurnRequest) -> Turn:
         """Start a turn in a task of its own and return its handle at once.
@@ -226,7 +194,7 @@ class Engine:
             turn = self._runner.start(request, history)
         else:
             scope = memory.scope(ctx.agent_id, ctx.user_id)
-            model = request.persona.profile.models.memory
+            model = request.persona.memory_key or request.persona.profile.models.memory
             window = memory.window(scope, model) if windowed else None
             hook = MemoryHook(memory, scope, model)
             turn = self._runner.start(
@@ -236,6 +204,10 @@ class Engine:
         turn.on_cancel(lambda _reason: speech.stop())
         turn.on_finished(lambda result: self._speech.ended(turn.trace_id, result.spoken))
         return turn
+
+    async def generate(self, request: TaskRequest) -> TaskResult:
+        """Answer an AI task (``tasks.py``); raise ``TaskError`` when it gets no usable answer."""
+        return await self._tasks.run(request)
 
     def expect_answer(self, satellite_id: str, conversation_id: str) -> None:
         """Say ``satellite_id`` just asked the person something in ``conversation_id``.
@@ -261,7 +233,6 @@ class Engine:
 
     async def figures(self) -> dict[str, object]:
         """Return what support needs to see: what is loaded, counted, held and open."""
-        memory = self._memory
         return {
             "profiles": sorted(profile.id for profile in self._library.profiles),
             "plugins": sorted(self._library.catalog.plugins),
@@ -269,7 +240,8 @@ class Engine:
             "usage": self._usage.snapshot(),
             "pending_confirmations": self._confirmations.pending_count(),
             "conversations": await self._exchanges.counts(),
-            "memory": await memory.figures() if memory is not None else None,
+            "memory": await self._memory.figures() if self._memory is not None else None,
+            "models": self._personas.background.figures(),
         }
 
     async def prune(self, retention: float) -> int:

@@ -204,3 +204,36 @@ class MemoryUnavailableError(CompanionError):
 
 class MemoryAnswerError(CompanionError):
     """The memory model's answer was unusable (cut, not JSON, off the schema)."""
+
+
+class VisionError(ToolError):
+    """A camera's snapshot, or its description, could not be had in time; try again later.
+
+    Not retried within the call (a voice turn cannot wait three times for a camera).
+    """
+
+    category = "dependency"
+    retryable = True
+
+
+class ImageRefusedError(ToolError):
+    """An image is not one the companion takes: not an image, an unknown type, too large."""
+
+    category = "execution"
+
+    def __init__(self, message: str, *, source: str) -> None:
+        """Say what was refused and where the image came from."""
+        super().__init__(message)
+        self.source = source
+
+
+type TaskProblem = Literal["no_vision", "unreachable", "bad_answer"]
+
+
+class TaskError(CompanionError):
+    """An AI task got no usable answer: no model sees its images, none answered, or badly."""
+
+    def __init__(self, message: str, *, reason: TaskProblem) -> None:
+        """Say what went wrong and which kind of problem it is."""
+        super().__init__(message)
+        self.reason = reason

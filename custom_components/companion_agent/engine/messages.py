@@ -1,4 +1,4 @@
-"""Chat messages as the engine sees them, and the reference text a user message carries.
+"""Chat messages as the engine sees them, their images, and a user message's reference text.
 
 ``llm/wire.py`` converts the messages to the wire format.
 """
@@ -7,6 +7,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImagePart:
+    """An image for the model: its bytes (never in a repr), type and where it came from.
+
+    Images live only in the messages of the turn that took them: stored turns, memory and
+    the audit log keep the ``placeholder`` (or a description), never the bytes.
+    """
+
+    mime_type: str
+    data: bytes = field(repr=False)
+    source: str
+
+    @property
+    def placeholder(self) -> str:
+        """Return the text that stands for the image wherever it is not kept."""
+        return f"[image from {self.source}]"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,10 +51,11 @@ class SystemMessage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UserMessage:
-    """What the person said, with any reference data the hooks added."""
+    """What the person said, with any reference data the hooks added (and images to see)."""
 
     role: Literal["user"] = "user"
     content: str
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,11 +69,12 @@ class AssistantMessage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolMessage:
-    """A tool's result, sent back to the model under the call's id."""
+    """A tool's result, sent back to the model under the call's id, with any images it took."""
 
     role: Literal["tool"] = "tool"
     call_id: str
     content: str
+    images: tuple[ImagePart, ...] = ()
 
 
 type ChatMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage

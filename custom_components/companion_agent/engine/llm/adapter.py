@@ -28,7 +28,7 @@ from ..tools.contract import ToolSpec
 from .done import DoneWatch
 from .round import RoundReader
 from .stream import LLMItem
-from .wire import map_error, raw_chunk, rejected_option, to_wire, to_wire_without_tools
+from .wire import map_error, raw_chunk, rejected_option, to_wire_without_tools, wire_messages
 
 LOGGER = logging.getLogger(__name__)
 
@@ -230,7 +230,7 @@ class OpenAIChatModel:
                 }
                 for t in tools
             ]
-        wire = to_wire_without_tools(messages) if not self._send_tools else map(to_wire, messages)
+        wire = to_wire_without_tools(messages) if not self._send_tools else wire_messages(messages)
         return await self._client.chat.completions.create(  # type: ignore[call-overload,no-any-return]
             model=s.model,
             messages=list(wire),

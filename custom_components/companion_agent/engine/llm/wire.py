@@ -2,26 +2,61 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from typing import Literal, cast
 
 import openai
-from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
+from openai.types.chat import (
+    ChatCompletionChunk,
+    ChatCompletionContentPartParam,
+    ChatCompletionMessageParam,
+)
 
 from .. import sdk_http
 from ..errors import LLMAuthError, LLMConnectionError, LLMError
 from ..json_types import JSONObject
-from ..messages import AssistantMessage, ChatMessage, SystemMessage, ToolMessage, UserMessage
+from ..messages import (
+    AssistantMessage,
+    ChatMessage,
+    ImagePart,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+
+
+def wire_messages(messages: Sequence[ChatMessage]) -> list[ChatCompletionMessageParam]:
+    """Convert a conversation to the OpenAI chat format, images as content parts.
+
+    A tool message cannot carry an image there: the images of a round's tool results
+    follow its last result, in one user message naming where each came from.
+    """
+    out: list[ChatCompletionMessageParam] = []
+    taken: list[ImagePart] = []
+    for message in messages:
+        if taken and not isinstance(message, ToolMessage):
+            out.append(_images_message(taken))
+            taken = []
+        out.append(to_wire(message))
+        if isinstance(message, ToolMessage):
+            taken.extend(message.images)
+    if taken:
+        out.append(_images_message(taken))
+    return out
 
 
 def to_wire(message: ChatMessage) -> ChatCompletionMessageParam:
-    """Convert an engine message to the OpenAI chat format."""
+    """Convert an engine message to the OpenAI chat format (a tool result's images aside)."""
     match message:
         case SystemMessage(content=content):
             return {"role": "system", "content": content}
-        case UserMessage(content=content):
+        case UserMessage(content=content, images=()):
             return {"role": "user", "content": content}
+        case UserMessage(content=content, images=images):
+            parts: list[ChatCompletionContentPartParam] = [{"type": "text", "text": content}]
+            return {"role": "user", "content": [*parts, *map(image_part, images)]}
         case AssistantMessage(content=content, tool_calls=()):
             return {"role": "assistant", "content": content}
         case AssistantMessage(content=content, tool_calls=calls):
@@ -39,6 +74,20 @@ def to_wire(message: ChatMessage) -> ChatCompletionMessageParam:
             }
         case _:
             return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+
+
+def image_part(image: ImagePart) -> ChatCompletionContentPartParam:
+    """Return an image as an ``image_url`` content part holding a data URL."""
+    encoded = base64.b64encode(image.data).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{encoded}"}}
+
+
+def _images_message(images: Sequence[ImagePart]) -> ChatCompletionMessageParam:
+    """Return the user message that shows the model the images its tools just took."""
+    names = ", ".join(image.placeholder for image in images)
+    text = f"{names}: what the tool call above returned, for you to look at."
+    parts: list[ChatCompletionContentPartParam] = [{"type": "text", "text": text}]
+    return {"role": "user", "content": [*parts, *map(image_part, images)]}
 
 
 def map_error(err: Exception) -> LLMError:
@@ -108,18 +157,20 @@ def to_wire_without_tools(messages: Sequence[ChatMessage]) -> list[ChatCompletio
     """Convert messages for a server that refuses tools: calls and results become text.
 
     Such a server (or its chat template) may refuse ``tool`` messages too; results after
-    one call go in one user message, so roles still alternate.
+    one call go in one user message (with any images they took), so roles still alternate.
     """
     names: dict[str, str] = {}
     out: list[ChatCompletionMessageParam] = []
     results: list[str] = []
+    images: list[ImagePart] = []
     for message in messages:
         if isinstance(message, ToolMessage):
             results.append(f"[result of {names.get(message.call_id, 'a tool')}: {message.content}]")
+            images.extend(message.images)
             continue
         if results:
-            out.append({"role": "user", "content": "\n".join(results)})
-            results = []
+            out.append(to_wire(UserMessage(content="\n".join(results), images=tuple(images))))
+            results, images = [], []
         if isinstance(message, AssistantMessage) and message.tool_calls:
             names.update((call.call_id, call.name) for call in message.tool_calls)
             said = [f"[called {c.name} with {c.arguments or '{}'}]" for c in message.tool_calls]
@@ -128,5 +179,5 @@ def to_wire_without_tools(messages: Sequence[ChatMessage]) -> list[ChatCompletio
         else:
             out.append(to_wire(message))
     if results:
-        out.append({"role": "user", "content": "\n".join(results)})
+        out.append(to_wire(UserMessage(content="\n".join(results), images=tuple(images))))
     return out

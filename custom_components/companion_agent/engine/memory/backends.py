@@ -10,6 +10,7 @@ A mem0 that does not answer yet at start still opens: writes wait in the outbox 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -18,6 +19,7 @@ import httpx
 
 from ..errors import CorruptionReporter, MemoryBackendError, MemoryStoreError
 from ..llm import LLMSettings, OpenAIChatModel
+from ..llm.roles import BackgroundModels
 from ..retry import NO_RETRY
 from ..turn.exchanges import ExchangeStore
 from .answers import JsonAnswers
@@ -36,6 +38,7 @@ LOGGER = logging.getLogger(__name__)
 MEMORY_FILE = "memory.db"
 MEM0_FOLDER = "mem0"
 MODEL_TIMEOUT = 30.0
+MAX_MODELS = 64
 
 type BackendName = Literal["embedded", "mem0"]
 
@@ -47,6 +50,7 @@ __all__ = [
     "BackendName",
     "EmbeddingSettings",
     "MemoryConfig",
+    "MemoryProblem",
     "Neo4jSettings",
     "check_embeddings",
     "check_graph",
@@ -92,6 +96,14 @@ class MemoryConfig:
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryProblem:
+    """Memory did not answer at start: what did not; ``opened`` False: memory is off."""
+
+    detail: str
+    opened: bool
+
+
 async def open_backend(
     config: MemoryConfig, data_dir: Path, on_corrupt: CorruptionReporter | None
 ) -> tuple[MemoryStore, GraphStore | None]:
@@ -127,35 +139,37 @@ async def open_memory(
     window_tokens: int,
     exchanges: ExchangeStore,
     on_corrupt: CorruptionReporter | None = None,
+    roles: BackgroundModels | None = None,
 ) -> CompanionMemory:
     """Open ``config``'s memory (not started): its store, outbox, extractors; windows on
     ``exchanges``.
 
-    Extraction uses ``model``'s server with the model a profile names (``model``'s own when
-    it names none), without retries: the outbox retries, with backoff.
+    Extraction and summaries use the models ``roles`` binds to the key a turn gives
+    (``BackgroundModels``: a persona's memory and summary roles; else ``model``'s server with
+    the model the key names, or ``model`` itself), without retries: the outbox retries,
+    with backoff.
     """
     store, graph = await open_backend(config, data_dir, on_corrupt)
-    answers: dict[str, JsonAnswers] = {}
+    background = roles or BackgroundModels(model)
+    answers: OrderedDict[LLMSettings, JsonAnswers] = OrderedDict()
 
-    def answers_for(name: str | None) -> JsonAnswers:
-        """Return the extractor of one memory model (the host's chat model when None)."""
-        model_name = name or model.model
-        if model_name not in answers:
-            settings = replace(
-                model,
-                model=model_name,
-                first_token_timeout=MODEL_TIMEOUT,
-                chunk_timeout=MODEL_TIMEOUT,
-                retry=NO_RETRY,
-            )
-            answers[model_name] = JsonAnswers(OpenAIChatModel(settings, http_client=http))
-        return answers[model_name]
+    def asked(settings: LLMSettings) -> JsonAnswers:
+        """Return the JSON answers of one model (built once, the last 64 kept)."""
+        settings = replace(settings, chunk_timeout=MODEL_TIMEOUT, retry=NO_RETRY)
+        found = answers.pop(settings, None) or JsonAnswers(
+            OpenAIChatModel(settings, http_client=http)
+        )
+        answers[settings] = found
+        while len(answers) > MAX_MODELS:
+            answers.popitem(last=False)
+        return found
 
     return CompanionMemory(
         store,
         MemoryOutbox(data_dir / config.outbox_file, on_corrupt=on_corrupt),
         exchanges=exchanges,
-        answers_for=answers_for,
+        answers_for=lambda key: asked(background.settings(key, "memory")),
+        summaries_for=lambda key: asked(background.settings(key, "summary")),
         graph=graph,
         settings=MemorySettings(environment=config.environment, window_tokens=window_tokens),
     )

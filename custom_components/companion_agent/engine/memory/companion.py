@@ -75,10 +75,12 @@ class CompanionMemory(MemoryReads):
         *,
         exchanges: ExchangeStore,
         answers_for: AnswersFor,
+        summaries_for: AnswersFor | None = None,
         graph: GraphStore | None = None,
         settings: MemorySettings | None = None,
     ) -> None:
-        """Use ``store`` (and ``graph``); the windows are views of ``exchanges``."""
+        """Use ``store`` (and ``graph``); windows are views of ``exchanges``, summarised by
+        ``summaries_for`` (else ``answers_for``)."""
         self.store = store
         self.graph = graph
         self.outbox = outbox
@@ -87,7 +89,7 @@ class CompanionMemory(MemoryReads):
         self.environment = self.settings.environment
         self.retrieval = RetrievalCounters()
         self.ledger = ForgetLedger()
-        self._answers_for = answers_for
+        self._summaries_for = summaries_for or answers_for
         self._names: OrderedDict[MemoryScope, list[str]] = OrderedDict()
         self._writes: set[asyncio.Task[None]] = set()
         self._open_turns = 0
@@ -113,7 +115,7 @@ class CompanionMemory(MemoryReads):
 
     def window(self, scope: MemoryScope, model: str | None = None) -> RecentWindow:
         """Return the rolling window of ``scope``; what overflows it gets summarised."""
-        answers = self._answers_for(model)
+        answers = self._summaries_for(model)
         return RecentWindow(
             self.exchanges,
             scope,
@@ -173,7 +175,7 @@ class CompanionMemory(MemoryReads):
                 scope, user_text, said, source=source, model=model, at=at, provenance=origin
             )
             await self.outbox.put("exchange", entry)
-            answers = self._answers_for(model)
+            answers = self._summaries_for(model)
             self.summaries.went_on(scope, lambda s: self.window(s, model).turns(), answers)
         finally:
             self._open_turns = max(0, self._open_turns - 1)

@@ -1,12 +1,13 @@
 """Plugins and profiles: plugin types, plugin.toml loader, profile TOML, hook manager."""
 
+from ..llm.roles import ModelChoice
 from .active import PluginSet
 from .config import ConfigValue, PluginConfig
 from .hooks import HookManager
 from .library import Library, load_library
 from .loader import LoadProblem, PluginCatalog, builtin_roots, load_plugins
 from .manifest import PluginManifest
-from .profile import EnabledPlugin, ModelChoice, OutputFormat, PolicyLevel, Profile, ProfileLibrary
+from .profile import EnabledPlugin, OutputFormat, PolicyLevel, Profile, ProfileLibrary
 from .types import (
     Hook,
     HookPlugin,

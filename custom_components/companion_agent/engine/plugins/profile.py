@@ -15,6 +15,7 @@ from types import MappingProxyType
 import voluptuous as vol
 
 from ..errors import ConfigFileError, PluginConfigError, ProfileConfigError
+from ..llm.roles import ROLES, ModelChoice
 from ..tools.contract import Policy
 from .config import TEXT, PluginConfig, array, of_type, read_toml, reporting, table, unique
 from .loader import PROFILES_DIR, LoadProblem, PluginCatalog
@@ -83,15 +84,6 @@ class FaceImage:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ModelChoice:
-    """Model names per role; None keeps the model configured on the host's entry."""
-
-    chat: str | None = None
-    vision: str | None = None
-    memory: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class EnabledPlugin:
     """A plugin the profile enables, with its settings resolved for this profile."""
 
@@ -145,7 +137,11 @@ SCHEMA = vol.Schema(
             into=OutputFormat,
         ),
         vol.Optional("models"): table(
-            {vol.Optional(role): TEXT for role in ("chat", "vision", "memory")}, into=ModelChoice
+            {
+                **{vol.Optional(role): TEXT for role in ROLES},
+                vol.Optional("chat_images"): of_type("boolean"),
+            },
+            into=ModelChoice,
         ),
         vol.Optional("max_rounds"): vol.All(of_type("integer"), vol.Range(min=1)),
         vol.Optional("hook_timeout"): vol.All(of_type("float"), vol.Range(min=0.05)),

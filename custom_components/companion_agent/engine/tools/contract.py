@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..json_types import JSONObject, JSONValue
+from ..messages import ImagePart
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -21,7 +22,18 @@ class ToolContext:
     agent_id: str = "default"
 
 
-type ToolHandler = Callable[[JSONObject, ToolContext], Awaitable[JSONValue]]
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolImages:
+    """What a tool returns when it took images: its value, and the images for the model.
+
+    The images reach the model's next round only; the value is all that is kept.
+    """
+
+    value: JSONValue
+    images: tuple[ImagePart, ...]
+
+
+type ToolHandler = Callable[[JSONObject, ToolContext], Awaitable[JSONValue | ToolImages]]
 
 type Policy = Literal["allow", "validate", "confirm"]
 """How the guard treats a call: run it, check state first, or wait for the person."""
@@ -40,10 +52,14 @@ class ToolSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSuccess:
-    """The tool ran; ``content`` is the normalised text returned to the model."""
+    """The tool ran; ``content`` is the normalised text returned to the model.
+
+    ``images`` go to the model with the result, and nowhere else (never stored or audited).
+    """
 
     kind: Literal["success"] = "success"
     content: str
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,13 +11,14 @@ from typing import Protocol
 
 from ..errors import ToolContractError, ToolDependencyError, ToolError, ToolValidationError
 from ..json_types import JSONObject, JSONValue
-from ..messages import ToolCallRequest
+from ..messages import ImagePart, ToolCallRequest
 from ..redaction import scrub_text
 from ..retry import RetryPolicy
 from .contract import (
     Policy,
     ToolContext,
     ToolHandler,
+    ToolImages,
     ToolOutcome,
     ToolSpec,
     ToolSuccess,
@@ -220,8 +221,12 @@ class ToolRegistry:
             return failure("execution", f"{tool.tool_id} failed: {_reason(err)}"), None
         return self._result(entry, value), None
 
-    def _result(self, entry: _Entry, value: JSONValue) -> ToolOutcome:
+    def _result(self, entry: _Entry, value: JSONValue | ToolImages) -> ToolOutcome:
         """Check the value against the output schema and normalise it for the model."""
+        images: tuple[ImagePart, ...] = ()
+        if isinstance(value, ToolImages):
+            images = value.images
+            value = value.value
         if entry.outputs is not None:
             problems = entry.outputs.problems(value)
             if problems:
@@ -229,7 +234,7 @@ class ToolRegistry:
                 return failure(
                     "execution", f"{entry.tool.tool_id} returned a result that breaks its contract"
                 )
-        return ToolSuccess(content=normalise_result(value, self._max_result_chars))
+        return ToolSuccess(content=normalise_result(value, self._max_result_chars), images=images)
 
 
 def _reason(err: BaseException) -> str:

@@ -21,7 +21,7 @@ from ..llm import ChatModel, PartialToolCall, RoundEnd
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
 from ..plugins.profile import DEFAULT_MAX_ROUNDS
 from ..redaction import redact, shown_arguments
-from ..tools.contract import ToolContext, ToolOutcome, ToolSpec, parse_arguments
+from ..tools.contract import ToolContext, ToolOutcome, ToolSpec, ToolSuccess, parse_arguments
 from ..tools.registry import ToolExecutor, failure
 from .language import LanguageCheck
 
@@ -170,7 +170,10 @@ class AgentCore:
                 task.cancel()
             for call in calls:
                 outcome = outcomes.get(call.call_id) or _not_run(call)
-                record.messages.append(ToolMessage(call_id=call.call_id, content=outcome.content))
+                images = outcome.images if isinstance(outcome, ToolSuccess) else ()
+                record.messages.append(
+                    ToolMessage(call_id=call.call_id, content=outcome.content, images=images)
+                )
 
     async def _execute(self, call: ToolCallRequest, ctx: ToolContext) -> ToolOutcome:
         """Run one call under the ceiling; an executor that raises becomes a failure."""

@@ -7,9 +7,12 @@ from dataclasses import dataclass
 
 from ..guard.policy import StateProbe, TargetResolver
 from ..llm import ChatModel
+from ..llm.models import CallListener
+from ..llm.roles import PersonaModels
 from ..plugins import Hook, PluginSet, Profile
 from ..tools.contract import ToolContext
 from ..tools.registry import Tool
+from ..vision import CameraSource
 from .loop import SpokenLines
 from .stored import Initiator
 
@@ -18,11 +21,26 @@ __all__ = ["Initiator", "Persona", "SpokenLines", "TurnRequest"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Persona:
-    """A snapshot of one persona: a running turn keeps the one it started with."""
+    """A snapshot of one persona: a running turn keeps the one it started with.
+
+    Its models included: a turn started before the persona's models changed ends on the
+    models it started with.
+    """
 
     profile: Profile
     plugins: PluginSet
     model: ChatModel
+    vision: ChatModel | None = None
+    """Describes images for a chat model that cannot see them; None: no vision model."""
+    models: PersonaModels | None = None
+    """Each role's settings: names for the trace, whether the chat model sees images."""
+    memory_key: str | None = None
+    """The key memory's queued work names this persona's memory and summary models by."""
+
+    @property
+    def chat_sees_images(self) -> bool:
+        """Tell whether the chat model itself takes images."""
+        return self.models is not None and self.models.chat_sees_images
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,3 +66,7 @@ class TurnRequest:
     host_hooks: Sequence[Hook] = ()
     initiator: Initiator = "person"
     """``proactive``: the home speaks first; ``text`` is its instruction, not the person's."""
+    host_cameras: CameraSource | None = None
+    """The cameras the turn may look through (the ``camera`` tool), if the persona can see."""
+    on_model_call: CallListener | None = None
+    """Told each model call's tokens and timings: the host's trace of the turn."""

@@ -29,6 +29,7 @@ from .history import ConversationHistory, HistoryView, amend_in
 from .job import TurnJob, after_playback, end_unstarted, store_turn, turn_context, turn_result
 from .limits import RateLimiter, TurnLimits, cut_notice, pace_keys, within_budget
 from .loop import AgentCore, TurnRecord
+from .models import camera_tools, chat_model
 from .prompt import PromptBuilder, UserPromptBlock
 from .request import TurnRequest
 from .sink import TurnSink
@@ -186,7 +187,9 @@ class TurnRunner:
         """Answer a waiting confirmation, gather context, run the loop into the turn."""
         request, persona = job.request, job.persona
         profile, ctx = persona.profile, request.context
-        registry = ToolRegistry([*persona.plugins.tools, *request.host_tools])
+        registry = ToolRegistry(
+            [*persona.plugins.tools, *request.host_tools, *camera_tools(request)]
+        )
         executor = self.guard.executor(
             registry, profile.policy, resolver=request.host_targets, state=request.host_state
         )
@@ -213,7 +216,8 @@ class TurnRunner:
         messages = PromptBuilder(profile, extra_instructions=request.host_instructions).build(
             history, block
         )
-        core = AgentCore(persona.model, executor, request.lines, max_rounds=profile.max_rounds)
+        model = chat_model(request)
+        core = AgentCore(model, executor, request.lines, max_rounds=profile.max_rounds)
         pipeline = build_pipeline(pipeline_config(profile))
         items = persona.plugins.transform(pipeline(core.run_turn(messages, ctx, record)))
         async for item in items:

@@ -1,0 +1,138 @@
+"""The AI task platform: one entity per AI task sub-entry, answering through the engine.
+
+``ai_task.generate_data`` reaches the entity with instructions, maybe a structure and
+attachments. Image attachments go to the model that sees images (the task's chat model
+if it does, else its vision model); other attachments are refused. A structure becomes a
+JSON Schema (HA's voluptuous to OpenAPI conversion) the answer must fit. Each task has a
+conversation trace of its own with every model call's tokens and timings.
+"""
+
+from __future__ import annotations
+
+import json
+
+from homeassistant.components import ai_task, conversation
+from homeassistant.components.conversation.trace import (
+    ConversationTraceEvent,
+    ConversationTraceEventType,
+    async_conversation_trace,
+)
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import llm
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from voluptuous_openapi import convert
+
+from .agent.images import async_read_image
+from .agent.roles import role_choices
+from .agent.turn_request import trace_to
+from .const import CONF_MODEL, DOMAIN, SUBENTRY_AI_TASK
+from .engine.engine import TaskRequest
+from .engine.errors import ImageRefusedError, TaskError
+from .engine.json_types import JSONObject
+from .engine.vision import ImageBounds, ImagePart
+from .ha_tools import as_json_object
+from .runtime import CompanionConfigEntry, add_per_subentry, subentry_device
+
+MAX_ATTACHMENTS = 8
+BOUNDS = ImageBounds()
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: CompanionConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add one AI task entity per AI task sub-entry."""
+    add_per_subentry(entry, SUBENTRY_AI_TASK, CompanionTaskEntity, async_add_entities)
+
+
+class CompanionTaskEntity(ai_task.AITaskEntity):
+    """Generate data (text or structured, from images too) with the companion's models."""
+
+    _attr_has_entity_name = True
+    _attr_name = None
+
+    def __init__(self, entry: CompanionConfigEntry, subentry: ConfigSubentry) -> None:
+        """Bind the entity to its entry and sub-entry; attachments only if it can see."""
+        self.entry = entry
+        self.subentry = subentry
+        self._attr_unique_id = subentry.subentry_id
+        self._attr_device_info = subentry_device(subentry, entry.data[CONF_MODEL])
+        roles = role_choices(subentry.data)
+        self._attr_supported_features = ai_task.AITaskEntityFeature.GENERATE_DATA
+        if roles.chat_sees_images or roles.vision.model:
+            self._attr_supported_features |= ai_task.AITaskEntityFeature.SUPPORT_ATTACHMENTS
+
+    async def _async_generate_data(
+        self, task: ai_task.GenDataTask, chat_log: conversation.ChatLog
+    ) -> ai_task.GenDataTaskResult:
+        """Answer the task through the engine, in a trace of its own."""
+        with async_conversation_trace() as trace:
+            trace.add_event(
+                ConversationTraceEvent(
+                    ConversationTraceEventType.ASYNC_PROCESS,
+                    {"task_name": task.name, "entity_id": self.entity_id},
+                )
+            )
+            system = chat_log.content[0]
+            request = TaskRequest(
+                name=task.name,
+                instructions=task.instructions,
+                roles=role_choices(self.subentry.data),
+                images=await self._async_images(task.attachments or []),
+                schema=None if task.structure is None else _schema(task.structure, chat_log),
+                system=system.content if isinstance(system, conversation.SystemContent) else "",
+                on_model_call=trace_to(chat_log),
+            )
+            try:
+                result = await self.entry.runtime_data.engine.generate(request)
+            except TaskError as err:
+                raise HomeAssistantError(
+                    translation_domain=DOMAIN,
+                    translation_key=f"task_{err.reason}",
+                    translation_placeholders={"detail": str(err)},
+                ) from err
+            text = result.text or json.dumps(result.data, ensure_ascii=False)
+            chat_log.async_add_assistant_content_without_tools(
+                conversation.AssistantContent(agent_id=self.entity_id, content=text)
+            )
+            trace.set_result(model=result.model)
+        return ai_task.GenDataTaskResult(conversation_id=chat_log.conversation_id, data=result.data)
+
+    async def _async_images(
+        self, attachments: list[conversation.Attachment]
+    ) -> tuple[ImagePart, ...]:
+        """Read the image attachments, fit to the engine's bounds; refuse any other kind."""
+        if len(attachments) > MAX_ATTACHMENTS:
+            raise HomeAssistantError(
+                translation_domain=DOMAIN,
+                translation_key="task_too_many_attachments",
+                translation_placeholders={"limit": str(MAX_ATTACHMENTS)},
+            )
+        images: list[ImagePart] = []
+        for attachment in attachments:
+            name = attachment.media_content_id
+            if not attachment.mime_type.startswith("image/"):
+                raise HomeAssistantError(
+                    translation_domain=DOMAIN,
+                    translation_key="task_attachment_not_image",
+                    translation_placeholders={"name": name, "type": attachment.mime_type},
+                )
+            try:
+                images.append(await async_read_image(self.hass, attachment.path, name, BOUNDS))
+            except ImageRefusedError as err:
+                raise HomeAssistantError(
+                    translation_domain=DOMAIN,
+                    translation_key="task_image_refused",
+                    translation_placeholders={"detail": str(err)},
+                ) from err
+        return tuple(images)
+
+
+def _schema(structure: object, chat_log: conversation.ChatLog) -> JSONObject:
+    """Return the task's structure (voluptuous, selectors) as a JSON Schema, as HA converts it."""
+    api = chat_log.llm_api
+    serializer = api.custom_serializer if api is not None else llm.selector_serializer
+    return as_json_object(convert(structure, custom_serializer=serializer))

@@ -1,0 +1,76 @@
+"""``Personas``: the persona snapshots of one engine, each with its profile, plugins and models.
+
+A persona is built from the library loaded last: its profile (else the default one), its
+plugins (their problems kept per persona), and a model per role (``llm/roles.py``). Its
+memory and summary models are bound to the key memory's queued work names them by, so
+that work finds them, also after a restart (the host names its personas at ``start``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .llm import LLMSettings
+from .llm.models import ChatModels
+from .llm.roles import BackgroundModels, PersonaModels, RoleChoices, persona_models
+from .plugins import HostServices, Library, LoadProblem, Profile
+from .plugins.profile import DEFAULT_PROFILE
+from .turn.request import Persona
+
+FALLBACK_PROFILE = Profile(id=DEFAULT_PROFILE, name="Companion", source=Path("<built-in>"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PersonaSetup:
+    """A persona as the host configured it: its profile and its choice of model per role."""
+
+    profile_id: str
+    roles: RoleChoices = field(default_factory=RoleChoices)
+
+
+class Personas:
+    """Build persona snapshots; keep each persona's plugin problems and memory models."""
+
+    def __init__(self, models: ChatModels, base: LLMSettings) -> None:
+        """Build models with ``models``; ``base`` is the host's own model, every role's default."""
+        self._models = models
+        self.background = BackgroundModels(base)
+        """Every persona's memory and summary models, by the key memory keeps."""
+        self._problems: dict[str, tuple[LoadProblem, ...]] = {}
+
+    @property
+    def problems(self) -> list[LoadProblem]:
+        """Return the plugin problems of every persona built."""
+        return [problem for problems in self._problems.values() for problem in problems]
+
+    def bind_all(self, library: Library, setups: Mapping[str, PersonaSetup]) -> None:
+        """Bind the memory models of every persona the host names (at start)."""
+        for persona_id, setup in setups.items():
+            self.bind(library, persona_id, setup)
+
+    def bind(
+        self, library: Library, persona_id: str, setup: PersonaSetup
+    ) -> tuple[Profile, PersonaModels, str]:
+        """Resolve a persona's profile and models; bind its memory models to its key."""
+        profiles = library.profiles
+        profile = profiles.get(setup.profile_id) or profiles.default or FALLBACK_PROFILE
+        models = persona_models(self.background.base, setup.roles, profile.models)
+        return profile, models, self.background.bind(persona_id, models)
+
+    def build(
+        self, library: Library, host: HostServices, persona_id: str, setup: PersonaSetup
+    ) -> Persona:
+        """Build a persona snapshot; its plugins' problems replace its earlier ones."""
+        profile, models, key = self.bind(library, persona_id, setup)
+        plugins = library.activate(profile, host)
+        self._problems[persona_id] = plugins.problems
+        return Persona(
+            profile=profile,
+            plugins=plugins,
+            model=self._models.bound(models.chat),
+            vision=None if models.vision is None else self._models.bound(models.vision),
+            models=models,
+            memory_key=key,
+        )

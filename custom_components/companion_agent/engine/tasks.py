@@ -1,0 +1,123 @@
+"""AI tasks: one answer from a model, as text or as JSON that fits a schema, images included.
+
+A host (HA's ``ai_task``) asks with instructions, maybe images and a JSON Schema; the task's
+roles say which model answers. Images go to the chat model if it sees images, else to the
+vision model; with neither they are refused. A structured answer is asked for with the
+schema as ``response_format`` (plain, for a server that refuses it), read tolerantly and
+validated (``JsonAnswers``). Each call's tokens and timings go to the host's listener.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .errors import LLMError, MemoryAnswerError, MemoryUnavailableError, TaskError
+from .json_types import JSONObject, JSONValue
+from .llm import LLMSettings
+from .llm.models import CallListener, ChatModels, ObservedModel, answer_text
+from .llm.roles import ModelChoice, RoleChoices, persona_models
+from .memory.answers import JsonAnswers
+from .messages import ChatMessage, ImagePart, SystemMessage, UserMessage
+
+TASK_TIMEOUT = 120.0
+MAX_TEXT_CHARS = 20000
+TASK_PROMPT = (
+    "You carry out tasks for a Home Assistant automation. Do what the instructions ask and "
+    "answer with the result only, no preamble."
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskRequest:
+    """One task: its name, instructions, images, the schema of a structured answer, models."""
+
+    name: str
+    instructions: str
+    roles: RoleChoices
+    images: tuple[ImagePart, ...] = ()
+    schema: JSONObject | None = None
+    """A JSON Schema the answer must fit; None: a text answer."""
+    system: str = TASK_PROMPT
+    on_model_call: CallListener | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskResult:
+    """The answer: its text, and its data (the JSON object, or the text), and who gave it."""
+
+    text: str
+    data: JSONValue
+    model: str
+
+
+class TaskRunner:
+    """Answer tasks with the models of each task's roles (on the host's server by default)."""
+
+    def __init__(self, base: LLMSettings, models: ChatModels) -> None:
+        """Use ``models`` for every role; ``base`` is the host's own model."""
+        self._base = base
+        self._models = models
+
+    async def run(self, request: TaskRequest) -> TaskResult:
+        """Answer ``request``; raise ``TaskError`` when no model can, or the answer is unusable."""
+        settings = self._settings(request)
+        model = self._models.bound(settings).traced("task", request.on_model_call)
+        messages: list[ChatMessage] = [
+            SystemMessage(content=request.system),
+            UserMessage(content=request.instructions, images=request.images),
+        ]
+        if request.schema is not None:
+            data = await _structured(model, messages, request.schema, request.name)
+            return TaskResult(text="", data=data, model=settings.model)
+        text = await _text(model, messages)
+        return TaskResult(text=text, data=text, model=settings.model)
+
+    def _settings(self, request: TaskRequest) -> LLMSettings:
+        """Return the model that answers: one that sees images when the task has some."""
+        models = persona_models(self._base, request.roles, ModelChoice())
+        if not request.images:
+            return models.chat
+        if models.chat_sees_images:
+            return models.chat
+        if models.vision is None:
+            raise TaskError(
+                "the task has images, but its model does not see images and it has no vision model",
+                reason="no_vision",
+            )
+        return models.vision
+
+
+async def _structured(
+    model: ObservedModel, messages: Sequence[ChatMessage], schema: JSONObject, name: str
+) -> JSONObject:
+    """Ask for a JSON object that fits ``schema``."""
+    answers = JsonAnswers(model, timeout=TASK_TIMEOUT)
+    try:
+        return await answers.ask(messages, schema, name=_schema_name(name))
+    except MemoryUnavailableError as err:
+        raise TaskError(f"the model did not answer: {err}", reason="unreachable") from err
+    except MemoryAnswerError as err:
+        raise TaskError(f"the answer does not fit: {err}", reason="bad_answer") from err
+    except LLMError as err:
+        raise TaskError(f"the model failed: {err}", reason="unreachable") from err
+
+
+async def _text(model: ObservedModel, messages: Sequence[ChatMessage]) -> str:
+    """Collect a text answer (thinking left out), bounded in time and length."""
+    try:
+        async with asyncio.timeout(TASK_TIMEOUT):
+            text, end = await answer_text(model.stream_with_tools(messages, ()), MAX_TEXT_CHARS)
+    except TimeoutError as err:
+        raise TaskError("the model did not finish in time", reason="unreachable") from err
+    if end is None or end.error is not None:
+        reason = "the stream ended early" if end is None else str(end.error)
+        raise TaskError(f"the model failed: {reason}", reason="unreachable")
+    return text.strip()
+
+
+def _schema_name(name: str) -> str:
+    """Return a task's name as a schema name servers accept (letters, digits, _ and -)."""
+    cleaned = "".join(char if char.isascii() and char.isalnum() else "_" for char in name)
+    return cleaned.strip("_")[:64] or "answer"

@@ -1,0 +1,20 @@
+"""Eyes: camera snapshots into a turn, images checked and bounded, described for the blind."""
+
+from ..messages import ImagePart
+from .camera import CAMERA_TOOL, SNAPSHOT_TIMEOUT, Camera, CameraSource, camera_tool
+from .images import ImageBounds, checked_image, image_size, image_type
+from .summarizer import VisionSummarizer
+
+__all__ = [
+    "CAMERA_TOOL",
+    "SNAPSHOT_TIMEOUT",
+    "Camera",
+    "CameraSource",
+    "ImageBounds",
+    "ImagePart",
+    "VisionSummarizer",
+    "camera_tool",
+    "checked_image",
+    "image_size",
+    "image_type",
+]

@@ -1,0 +1,238 @@
+"""HA's AI task through the companion's models: its form, text, structure, camera attachments,
+refusals.
+
+Real peers: HA with its ``ai_task`` component, media sources and demo camera, the scripted
+model server (which records what each model was sent) through the openai SDK.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+from homeassistant import config_entries
+from homeassistant.components.ai_task import AITaskEntityFeature
+from homeassistant.components.conversation.trace import async_get_traces
+from homeassistant.const import CONF_NAME
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import entity_registry as er
+from homeassistant.setup import async_setup_component
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.companion_agent.const import (
+    CONF_MODEL,
+    DEFAULT_AI_TASK_NAME,
+    SUBENTRY_AI_TASK,
+)
+from tests.ha.demo_camera import CAMERA, demo_camera
+from tests.ha.entries import SetupCompanion, ai_task, async_load, companion_entry, persona
+from tests.support.llm_script import Reply
+from tests.support.llm_server import LLMServer
+
+__all__ = ["demo_camera"]
+
+SNAPSHOT = {
+    "media_content_id": f"media-source://camera/{CAMERA}",
+    "media_content_type": "image/jpeg",
+}
+
+
+def task_entity(hass: HomeAssistant, entry: MockConfigEntry) -> str:
+    """Return the entry's AI task entity."""
+    (found,) = [
+        e.entity_id
+        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
+        if e.domain == "ai_task"
+    ]
+    return found
+
+
+async def generate(hass: HomeAssistant, entity_id: str, **data: object) -> object:
+    """Call ``ai_task.generate_data`` as an automation would; return its data."""
+    response = await hass.services.async_call(
+        "ai_task",
+        "generate_data",
+        {"task_name": "Front door", "entity_id": entity_id, **data},
+        blocking=True,
+        return_response=True,
+    )
+    assert response is not None
+    return response["data"]
+
+
+async def test_a_task_without_attachments_answers_in_text_with_a_trace(
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """The task's words reach the entry's model; the answer is the data; the trace has its call."""
+    entry = await setup_companion(persona(), ai_task())
+    llm_server.script(Reply.text("Two lights are on."))
+    data = await generate(hass, task_entity(hass, entry), instructions="How many lights are on?")
+    assert data == "Two lights are on."
+    (sent,) = llm_server.requests
+    assert sent["messages"][-1] == {"role": "user", "content": "How many lights are on?"}  # type: ignore[index]
+    events = async_get_traces()[-1].as_dict()["events"]
+    assert events[0]["data"]["task_name"] == "Front door"
+    (stats,) = [e["data"]["stats"] for e in events if "stats" in (e["data"] or {})]
+    assert (stats["role"], stats["model"]) == ("task", "test-model")
+    assert stats["input_tokens"] > 0
+    assert stats["output_tokens"] > 0
+
+
+async def test_a_structured_task_gets_the_structure_as_a_json_schema(
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """HA's structure (selectors) becomes the schema the answer must fit, and the data."""
+    entry = await setup_companion(persona(), ai_task())
+    llm_server.script_structured(Reply.text('{"people": 2, "parcel": true}'))
+    structure = {
+        "people": {"selector": {"number": {}}, "required": True, "description": "How many"},
+        "parcel": {"selector": {"boolean": {}}},
+    }
+    data = await generate(
+        hass, task_entity(hass, entry), instructions="Count people.", structure=structure
+    )
+    assert data == {"people": 2, "parcel": True}
+    (sent,) = llm_server.structured_requests
+    schema = sent["response_format"]["json_schema"]["schema"]  # type: ignore[index]
+    assert schema["required"] == ["people"]
+    assert schema["properties"]["people"]["type"] == "number"
+    assert schema["properties"]["parcel"]["type"] == "boolean"
+
+
+async def test_a_camera_attachment_goes_to_the_vision_model(
+    hass: HomeAssistant, demo_camera: str, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """A snapshot attached by media source reaches the vision model as an image part."""
+    entry = await setup_companion(persona(), ai_task(roles={"vision": {"model": "eyes-7b"}}))
+    llm_server.script(Reply.text("An empty porch."))
+    data = await generate(
+        hass, task_entity(hass, entry), instructions="Describe the porch.", attachments=[SNAPSHOT]
+    )
+    assert data == "An empty porch."
+    (sent,) = llm_server.requests
+    assert sent["model"] == "eyes-7b"
+    content = sent["messages"][-1]["content"]  # type: ignore[index]
+    assert content[0] == {"type": "text", "text": "Describe the porch."}
+    head, _, encoded = content[1]["image_url"]["url"].partition(",")
+    assert head == "data:image/jpeg;base64"
+    assert base64.b64decode(encoded)[:3] == b"\xff\xd8\xff"
+
+
+async def test_attachments_are_refused_clearly(
+    hass: HomeAssistant,
+    demo_camera: str,
+    llm_server: LLMServer,
+    setup_companion: SetupCompanion,
+    tmp_path: Path,
+) -> None:
+    """A task that cannot see refuses images; one that can refuses anything but an image."""
+    entry = await setup_companion(
+        persona(), ai_task("Blind"), ai_task("Seeing", roles={"chat": {"images": "on"}})
+    )
+    registry = er.async_get(hass)
+    blind, seeing = (
+        registry.async_get_entity_id("ai_task", "companion_agent", sub.subentry_id)
+        for sub in sorted(entry.subentries.values(), key=lambda sub: sub.title)
+        if sub.subentry_type == "ai_task_data"
+    )
+    assert blind is not None
+    assert seeing is not None
+    with pytest.raises(HomeAssistantError, match="does not support attachments"):
+        await generate(hass, blind, instructions="Look.", attachments=[SNAPSHOT])
+    media = tmp_path / "media"
+    media.mkdir()
+    (media / "notes.txt").write_text("not a picture", encoding="utf-8")
+    hass.config.media_dirs = {"local": str(media)}
+    assert await async_setup_component(hass, "media_source", {})
+    note = {
+        "media_content_id": "media-source://media_source/local/notes.txt",
+        "media_content_type": "text/plain",
+    }
+    with pytest.raises(HomeAssistantError) as caught:
+        await generate(hass, seeing, instructions="Read it.", attachments=[note])
+    assert caught.value.translation_key == "task_attachment_not_image"
+    assert not llm_server.requests
+
+
+async def test_a_chat_model_that_sees_answers_a_structured_task_about_a_snapshot(
+    hass: HomeAssistant, demo_camera: str, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """Structure and a camera attachment together: one structured request, image included."""
+    entry = await setup_companion(persona(), ai_task(roles={"chat": {"images": "on"}}))
+    llm_server.script_structured(Reply.text('{"people": 0}'))
+    structure = {"people": {"selector": {"number": {}}, "required": True}}
+    data = await generate(
+        hass,
+        task_entity(hass, entry),
+        instructions="How many people are on the porch?",
+        structure=structure,
+        attachments=[SNAPSHOT],
+    )
+    assert data == {"people": 0}
+    assert not llm_server.requests
+    (sent,) = llm_server.structured_requests
+    assert sent["model"] == "test-model"
+    content = sent["messages"][-1]["content"]  # type: ignore[index]
+    assert content[0]["text"] == "How many people are on the porch?"
+    assert content[1]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+
+
+async def test_an_answer_that_does_not_fit_the_structure_is_an_error_not_data(
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """A model that keeps answering off the schema: a translated error, never a wrong result."""
+    entry = await setup_companion(persona(), ai_task())
+    llm_server.script_structured(*[Reply.text('{"people": "several"}')] * 4)
+    structure = {"people": {"selector": {"number": {}}, "required": True}}
+    with pytest.raises(HomeAssistantError) as caught:
+        await generate(
+            hass, task_entity(hass, entry), instructions="Count people.", structure=structure
+        )
+    assert caught.value.translation_key == "task_bad_answer"
+    assert llm_server.structured_requests
+
+
+async def test_an_ai_task_added_by_its_form_can_see_through_its_vision_model(
+    hass: HomeAssistant, demo_camera: str, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """An entry with no AI task (as one made before them): the form adds one, checks its
+    vision model live, and the new entity takes attachments to that model."""
+    entry = await setup_companion(persona())
+    assert not [s for s in entry.subentries.values() if s.subentry_type == SUBENTRY_AI_TASK]
+    flow = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, SUBENTRY_AI_TASK), context={"source": config_entries.SOURCE_USER}
+    )
+    assert flow["step_id"] == "set_options"
+    chosen = {CONF_NAME: "Porch", "vision": {CONF_MODEL: "eyes-7b"}}
+    wrong = await hass.config_entries.subentries.async_configure(flow["flow_id"], chosen)
+    assert wrong["errors"] == {"base": "vision_model_not_found"}
+    llm_server.models = ("test-model", "eyes-7b")
+    done = await hass.config_entries.subentries.async_configure(flow["flow_id"], chosen)
+    assert done["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    entity_id = task_entity(hass, entry)
+    state = hass.states.get(entity_id)
+    assert state is not None
+    features = state.attributes["supported_features"]
+    assert features & AITaskEntityFeature.SUPPORT_ATTACHMENTS
+    llm_server.script(Reply.text("A quiet porch."))
+    data = await generate(hass, entity_id, instructions="Describe.", attachments=[SNAPSHOT])
+    assert data == "A quiet porch."
+    assert [request["model"] for request in llm_server.requests] == ["eyes-7b"]
+
+
+async def test_an_entry_made_before_ai_tasks_gets_one_when_it_migrates(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
+    """Minor version 1 (a persona only) gains one AI task sub-entry and entity, once."""
+    entry = await async_load(hass, companion_entry(llm_server.url, persona(), minor_version=1))
+    assert entry.minor_version == 2
+    tasks = [s for s in entry.subentries.values() if s.subentry_type == SUBENTRY_AI_TASK]
+    assert [task.title for task in tasks] == [DEFAULT_AI_TASK_NAME]
+    assert hass.states.get(task_entity(hass, entry)) is not None
+    assert await hass.config_entries.async_reload(entry.entry_id)
+    await hass.async_block_till_done()
+    assert len([s for s in entry.subentries.values() if s.subentry_type == SUBENTRY_AI_TASK]) == 1
