@@ -2,10 +2,11 @@
 
     script/demo                                  # HA on 127.0.0.1:8123 until Ctrl-C
     script/demo --say "turn on the kitchen light" [--say yes ...] [--new] [--headless]
+    script/demo --speak-first | --interrupt      # start_chat on the living-room player
 
-``--say`` uses the HA of a ``script/demo`` still running (see ``running.py``), else starts
-a headless one (Piper only, no browser needed) for its turns and stops it after. Each
-``--say`` is one turn; several in one call share a conversation.
+``--say``, ``--speak-first`` and ``--interrupt`` use the HA of a ``script/demo`` still
+running (see ``running.py``), else start a headless one (Piper only) for them and stop it
+after. Each ``--say`` is one turn; several in one call share a conversation.
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .running import RunningDemo, read_note, remember_conversation, remove_note, write_note
+from .speak_first import interrupt, speak_first
 from .turn import HomeLink, TurnReport, say
 
 if TYPE_CHECKING:
     from .stack import DemoStack
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDER = ROOT / ".demo"
+FOLDER = Path(os.environ.get("COMPANION_DEMO_FOLDER") or ROOT / ".demo")
+"""Where the demo keeps HA's config, the logs, the audio and its note (the tests move it)."""
 NOTE = FOLDER / "running.json"
 
 
@@ -36,7 +39,16 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--say", action="append", default=[], help="one turn (repeatable)")
     parser.add_argument("--new", action="store_true", help="start a new conversation")
     parser.add_argument(
-        "--headless", action="store_true", help="--say through a headless HA of its own"
+        "--speak-first",
+        nargs="?",
+        const="Tell them the kitchen lights are still on.",
+        help="the companion starts talking on the living-room player (start_chat)",
+    )
+    parser.add_argument(
+        "--interrupt", action="store_true", help="a story on the player, cut by a second line"
+    )
+    parser.add_argument(
+        "--headless", action="store_true", help="use a headless HA of its own, not the running one"
     )
     return parser.parse_args(argv)
 
@@ -60,7 +72,8 @@ async def bring_up() -> int:
         print("\nstopped before the demo was up")
         return 130
     up.result()
-    assert stack.home is not None and stack.companion is not None
+    assert stack.home is not None
+    assert stack.companion is not None
     note = RunningDemo(
         pid=os.getpid(),
         url=stack.home.url,
@@ -84,16 +97,16 @@ async def bring_up() -> int:
     return 0
 
 
-async def run_turns(args: argparse.Namespace) -> int:
-    """Run each ``--say`` through the running demo's HA, or a headless one of its own."""
+async def run_actions(args: argparse.Namespace) -> int:
+    """Run the turns and lines asked for through the running demo, or a headless HA."""
     note = None if args.headless else read_note(NOTE)
     if note is not None:
         print(f"(through the running demo at {note.url})")
         conversation = None if args.new else note.conversation_id
         log = Path(note.model_log) if note.model_log else None
-        reports = await _turns(note.link, args.say, conversation, log)
-        remember_conversation(NOTE, note, reports[-1].conversation_id if reports else None)
-        return 0 if all(r.error is None for r in reports) else 1
+        ok, last = await _actions(args, note.link, conversation, log, FOLDER / "audio")
+        remember_conversation(NOTE, note, last)
+        return 0 if ok else 1
     print("(no demo running: starting a headless Home Assistant for these turns)")
     from .stack import DemoStack, model_from_environment  # noqa: PLC0415 (HA: slow)
 
@@ -101,25 +114,37 @@ async def run_turns(args: argparse.Namespace) -> int:
     stopping = _stop_on_signals()
     try:
         await stack.up()
-        assert stack.home is not None and stack.companion is not None
-        link = HomeLink(
-            url=stack.home.url,
-            token=stack.token,
-            pipeline_id=stack.companion.pipeline_id,
-            persona=stack.companion.persona,
-        )
+        link = stack.link
         log = stack.model_log if stack.choice.replay else None
-        turns = asyncio.ensure_future(_turns(link, args.say, None, log, stack.audio))
+        work = asyncio.ensure_future(_actions(args, link, None, log, stack.audio))
         await asyncio.wait(
-            [turns, asyncio.ensure_future(stopping.wait())], return_when="FIRST_COMPLETED"
+            [work, asyncio.ensure_future(stopping.wait())], return_when="FIRST_COMPLETED"
         )
-        if not turns.done():
-            turns.cancel()
+        if not work.done():
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
             return 130
-        reports = turns.result()
+        ok, _ = work.result()
     finally:
         await stack.down()
-    return 0 if all(r.error is None for r in reports) else 1
+    return 0 if ok else 1
+
+
+async def _actions(
+    args: argparse.Namespace,
+    link: HomeLink,
+    conversation: str | None,
+    log: Path | None,
+    audio: Path,
+) -> tuple[bool, str | None]:
+    """Run each ``--say``, then ``--speak-first`` and ``--interrupt``; say whether all went well."""
+    reports = await _turns(link, args.say, conversation, log, audio)
+    ok = all(r.error is None for r in reports)
+    if args.speak_first:
+        ok = await speak_first(link, args.speak_first, audio) and ok
+    if args.interrupt:
+        ok = await interrupt(link, audio) and ok
+    return ok, (reports[-1].conversation_id if reports else conversation)
 
 
 async def _turns(
@@ -127,7 +152,7 @@ async def _turns(
     texts: list[str],
     conversation: str | None,
     log: Path | None,
-    audio: Path = FOLDER / "audio",
+    audio: Path,
 ) -> list[TurnReport]:
     """Run the turns one after another in one conversation."""
     reports: list[TurnReport] = []
@@ -166,6 +191,7 @@ Try it:  the Assist button (top right) in the browser, or in another shell
   script/demo --say "unlock the front door"   then   script/demo --say yes
   script/demo --say "remember that the bins go out on Tuesday evening"
   script/demo --new --say "when do the bins go out?"
+  script/demo --speak-first        script/demo --interrupt
 
 Ctrl-C stops everything this demo started."""
     )
@@ -183,7 +209,8 @@ def _stop_on_signals() -> asyncio.Event:
 def main() -> int:
     """Run the demo as the command line asks."""
     args = parse(sys.argv[1:])
-    return asyncio.run(run_turns(args) if args.say else bring_up())
+    acts = args.say or args.speak_first or args.interrupt
+    return asyncio.run(run_actions(args) if acts else bring_up())
 
 
 if __name__ == "__main__":

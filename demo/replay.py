@@ -135,7 +135,9 @@ def scene(request: Request, body: dict[str, object], number: int) -> tuple[str, 
     if "story" in words:
         return STORY, None
     if any(word in words for word in QUESTION_WORDS) and request.memory:
-        return f"You told me this: {_best(request.memory, words)}", None
+        return f"[nod] You told me that {_recalled(_best(request.memory, words))}.", None
+    if re.search(r"\bmy\b", words):
+        return "[nod] Noted.", None
     if _is_time(words):
         return "", default_reply(body, number)
     return (
@@ -225,10 +227,15 @@ def _json(text: str) -> dict[str, Any]:
 def _answered_confirmation(memory: tuple[str, ...]) -> str:
     """Say how a held action ended, from the confirmations' notice in the memory block."""
     for line in memory:
-        if line.startswith("(confirmations)"):
-            if '"status":"executed"' in line.replace(" ", ""):
-                return "[smile] Done, as you asked."
-            return "All right, I have left it as it was."
+        if not line.startswith("(confirmations)"):
+            continue
+        notice = _json(line.removeprefix("(confirmations)").strip())
+        if notice.get("status") != "executed":
+            return "[nod] Very well, I have left it as it was."
+        targets = _list((notice.get("action") or {}).get("targets"))
+        target = targets[0] if targets and isinstance(targets[0], dict) else {}
+        done = {"unlock": "unlocked", "open": "open"}.get(str(target.get("action")), "done")
+        return f"[bow] The {target.get('name', 'door')} is {done} now."
     return ""
 
 
@@ -256,6 +263,14 @@ def _best(memory: tuple[str, ...], words: str) -> str:
 
     best = max(memory, key=shared)
     return re.sub(r"^\([^)]*\)\s*", "", best)
+
+
+def _recalled(item: str) -> str:
+    """Return what a memory item says: a conclusion's quoted text, without "remember that"."""
+    quoted = re.findall(r'"([^"]+)"', item)
+    text = quoted[-1] if quoted else item
+    text = re.sub(r"^(please )?remember (that )?", "", text.strip(), flags=re.I)
+    return text.rstrip(".!")
 
 
 def _exchange(body: dict[str, object]) -> dict[str, object]:

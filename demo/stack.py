@@ -34,9 +34,8 @@ from .peers import (
     start_whisper,
 )
 from .replay import MODEL, DemoReplay
+from .turn import HomeLink
 
-ROOT = Path(__file__).resolve().parents[1]
-FOLDER = ROOT / ".demo"
 HA_PORT = 8123
 USERNAME = "demo"
 HA_START_TIMEOUT = 240.0
@@ -72,7 +71,7 @@ class DemoStack:
 
     headless: bool
     choice: ModelChoice
-    folder: Path = FOLDER
+    folder: Path
     peers: Peers | None = None
     replay_server: LLMServer | None = None
     home: HomeAssistantProcess | None = None
@@ -81,6 +80,18 @@ class DemoStack:
     password: str = field(default_factory=lambda: secrets.token_urlsafe(9))
     started: dict[str, Peer] = field(default_factory=dict)
     model_url: str = ""
+
+    @property
+    def link(self) -> HomeLink:
+        """Return how to reach the HA this stack set up (after ``up()``)."""
+        if self.home is None or self.companion is None:
+            raise RuntimeError("the demo is not up")
+        return HomeLink(
+            url=self.home.url,
+            token=self.token,
+            pipeline_id=self.companion.pipeline_id,
+            persona=self.companion.persona,
+        )
 
     @property
     def model_log(self) -> Path:

@@ -62,19 +62,39 @@ async def say(
     report = TurnReport()
     headers = {"Authorization": f"Bearer {link.token}"}
     timeout = aiohttp.ClientTimeout(total=TURN_TIMEOUT)
-    offset = model_log.stat().st_size if model_log and model_log.exists() else 0
+    offset = await asyncio.to_thread(_size, model_log)
     async with aiohttp.ClientSession(timeout=timeout, headers=headers) as session:
         before = await _memories(session, link)
         out(f"you> {text}")
         started = time.monotonic()
-        tts_url = await _run(session, link, text, conversation_id, report, started, out)
+        run = _Run(report=report, started=started, out=out)
+        tts_url = await run.through(session, link, text, conversation_id)
         if tts_url is not None and report.error is None:
-            report.audio = await _save_audio(session, link.url + tts_url, audio)
+            report.audio = await save_audio(session, link.url + tts_url, audio)
         report.memory_written = await _written(session, link, before)
     if model_log is not None:
-        report.memory_read = _read_memory(model_log, offset)
+        report.memory_read = await asyncio.to_thread(_read_memory, model_log, offset)
     _print_summary(report, out)
     return report
+
+
+@dataclass(slots=True, kw_only=True)
+class _Run:
+    """One pipeline run being printed: its report, start time and printer."""
+
+    report: TurnReport
+    started: float
+    out: Callable[[str], None]
+
+    async def through(
+        self,
+        session: aiohttp.ClientSession,
+        link: HomeLink,
+        text: str,
+        conversation_id: str | None,
+    ) -> str | None:
+        """Run the pipeline; print its stream; return the TTS URL (None without one)."""
+        return await _run(session, link, text, conversation_id, self)
 
 
 async def _run(
@@ -82,11 +102,10 @@ async def _run(
     link: HomeLink,
     text: str,
     conversation_id: str | None,
-    report: TurnReport,
-    started: float,
-    out: Callable[[str], None],
+    run_: _Run,
 ) -> str | None:
     """Run the pipeline; print its stream; return the TTS URL (None without one)."""
+    report, started, out = run_.report, run_.started, run_.out
     tts_url: str | None = None
     line = ""
     async with session.ws_connect(link.url + "/api/websocket") as ws:
@@ -126,8 +145,8 @@ async def _run(
             elif kind == "error":
                 report.error = f"{data.get('code')}: {data.get('message')}"
             elif kind == "run-end":
-                if line:
-                    out(f"companion> {line}")
+                if line.strip():
+                    out(f"companion> {line.strip()}   (+{time.monotonic() - started:.2f} s)")
                 return tts_url
 
 
@@ -153,7 +172,7 @@ def _delta(
         out(f"  [tool call] {shown}")
     if delta.get("role") == "tool_result":
         result = json.dumps(delta.get("tool_result"), ensure_ascii=False)
-        out(f"  [tool result] {delta.get('tool_name')}: {result[:300]}")
+        out(f"  [tool result] {delta.get('tool_name')}: {_short(result)}")
     return line
 
 
@@ -201,6 +220,11 @@ def _shown(record: dict[str, Any]) -> str:
     return f"{kind}{topic}: {record.get('text', '')}"
 
 
+def _size(path: Path | None) -> int:
+    """Return the size of ``path`` (0 when there is none)."""
+    return path.stat().st_size if path is not None and path.exists() else 0
+
+
 def _read_memory(log: Path, offset: int) -> list[str]:
     """Return the memory items the model was sent during this turn (from the replay's log)."""
     if not log.exists():
@@ -218,26 +242,40 @@ def _read_memory(log: Path, offset: int) -> list[str]:
     return items
 
 
-async def _save_audio(session: aiohttp.ClientSession, url: str, folder: Path) -> Path | None:
-    """Fetch the turn's audio from HA's TTS proxy and write it to ``folder``."""
+async def save_audio(session: aiohttp.ClientSession, url: str, folder: Path) -> Path | None:
+    """Fetch audio from HA's TTS proxy and write it to the next ``turn-NNN`` file there."""
     async with session.get(url) as response:
         if response.status != 200:
             return None
         kind = response.headers.get("Content-Type", "").split(";")[0]
         body = await response.read()
+    return await asyncio.to_thread(_write_next, folder, EXTENSIONS.get(kind, "audio"), body)
+
+
+def _write_next(folder: Path, extension: str, body: bytes) -> Path:
+    """Write ``body`` to the next free ``turn-NNN.<extension>`` in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     number = len(list(folder.glob("turn-*"))) + 1
-    path = folder / f"turn-{number:03d}.{EXTENSIONS.get(kind, 'audio')}"
-    await asyncio.to_thread(path.write_bytes, body)
+    path = folder / f"turn-{number:03d}.{extension}"
+    path.write_bytes(body)
     return path
+
+
+def _short(text: str, limit: int = 160) -> str:
+    """Return ``text`` cut to ``limit`` characters."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _print_summary(report: TurnReport, out: Callable[[str], None]) -> None:
     """Print what the turn read and wrote, and where its audio is."""
     if report.error:
         out(f"  [error] {report.error}")
-    out("  memory read:    " + ("; ".join(report.memory_read) or "nothing"))
-    out("  memory written: " + ("; ".join(report.memory_written) or "nothing"))
+    out("  memory read:    " + ("" if report.memory_read else "nothing"))
+    for item in report.memory_read:
+        out(f"    {_short(item)}")
+    out("  memory written: " + ("" if report.memory_written else "nothing"))
+    for item in report.memory_written:
+        out(f"    {_short(item)}")
     if report.audio is not None:
         out(f"  audio:          {report.audio} ({report.audio.stat().st_size} bytes)")
     else:
