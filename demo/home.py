@@ -37,6 +37,7 @@ EXPOSED = (
     "camera.demo_camera",
 )
 PROFILE = "butler"
+DASHBOARD = "companion-demo"
 FLOW = "/api/config/config_entries/flow"
 SUBENTRY_FLOW = "/api/config/config_entries/subentries/flow"
 OPTIONS_FLOW = "/api/config/config_entries/options/flow"
@@ -88,6 +89,7 @@ async def set_up(home: HomeAssistantProcess, servers: Servers) -> Companion:
     stt = await _entity(home, entry_id, "stt.") if servers.whisper_port is not None else None
     persona = await _entity(home, entry_id, "conversation.")
     pipeline_id = await _pipeline(home, persona, stt, tts)
+    await _dashboard(home, persona)
     return Companion(entry_id=entry_id, persona=persona, tts=tts, stt=stt, pipeline_id=pipeline_id)
 
 
@@ -181,6 +183,33 @@ async def _language(home: HomeAssistantProcess, kind: str, engine: str) -> str:
         if found.get("engine_id") == engine and found.get("supported_languages"):
             return str(found["supported_languages"][0])
     raise SetupError(f"{engine} speaks no {LANGUAGE}")
+
+
+async def _dashboard(home: HomeAssistantProcess, persona: str) -> None:
+    """Add the "Companion" dashboard: the companion's card beside the exposed entities."""
+    card = {
+        "type": "custom:companion-card",
+        "entity": persona,
+        "show_subtitles": True,
+        "show_tools": True,
+        "show_confirmations": True,
+        "show_memories": True,
+    }
+    view = {"title": "Companion", "cards": [card, {"type": "entities", "entities": list(EXPOSED)}]}
+    await home.ws(
+        {
+            "type": "lovelace/dashboards/create",
+            "url_path": DASHBOARD,
+            "title": "Companion",
+            "icon": "mdi:account-voice",
+            "mode": "storage",
+        },
+        {
+            "type": "lovelace/config/save",
+            "url_path": DASHBOARD,
+            "config": {"title": "Companion", "views": [view]},
+        },
+    )
 
 
 async def _entity(home: HomeAssistantProcess, entry_id: str, prefix: str) -> str:

@@ -25,10 +25,7 @@ from typing import Any
 from tests.support.llm_script import Reply, default_reply
 
 MODEL = "demo-replay"
-LABEL = (
-    "(This is the demo replay, scripted answers with no language model behind them; "
-    "set COMPANION_LLM_URL for a real one.) "
-)
+LABEL = "(Demo replay, scripted answers with no language model behind them.) "
 STORY = (
     "Once upon a time, in a house at the end of a quiet lane, the lights learned to listen. "
     "Every evening they waited for the family to come home, and every evening they glowed a "
