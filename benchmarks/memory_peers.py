@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib.util
+import multiprocessing
 import random
 import socket
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+import sqlite3
+import time
+from array import array
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -115,11 +119,13 @@ class CachedEmbedder:
         """The inner embedder is closed by its owner."""
 
 
-async def open_mem0(folder: Path, embeddings: EmbeddingSettings) -> MemoryStore | None:
+async def open_mem0(
+    folder: Path, embeddings: EmbeddingSettings, embedder: Embedder | None = None
+) -> MemoryStore | None:
     """Open the mem0 backend on local files under ``folder`` for the recall table.
 
-    None when ``mem0ai`` is not installed. The embedder is made here and lives as long as
-    the process (a benchmark's lifetime).
+    None when ``mem0ai`` is not installed. Unless ``embedder`` is given, the embedder is
+    made here and lives as long as the process (a benchmark's lifetime).
     """
     # Not ``import mem0`` here: importing it before the store sets MEM0_TELEMETRY and MEM0_DIR
     # would phone home and write ~/.mem0. The store imports it itself, with both set.
@@ -128,5 +134,91 @@ async def open_mem0(folder: Path, embeddings: EmbeddingSettings) -> MemoryStore 
     from custom_components.companion_agent.engine.memory.mem0.setup import Mem0Settings
     from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
 
-    embedder = OpenAIEmbedder(replace(embeddings, timeout=max(embeddings.timeout, 60.0)))
+    if embedder is None:
+        embedder = OpenAIEmbedder(replace(embeddings, timeout=max(embeddings.timeout, 60.0)))
     return await Mem0Store.create(Mem0Settings(folder=folder, timeout=60.0), embedder)
+
+
+def _spin(seconds: float) -> None:
+    """Keep one core busy for ``seconds`` (a load process)."""
+    ends = time.monotonic() + seconds
+    while time.monotonic() < ends:
+        pass
+
+
+@contextmanager
+def busy_loops(count: int, seconds: float = 1800.0) -> Iterator[None]:
+    """Run ``count`` processes that keep a core busy each, for at most ``seconds``."""
+    processes = [
+        multiprocessing.get_context("spawn").Process(target=_spin, args=(seconds,), daemon=True)
+        for _ in range(count)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        yield
+    finally:
+        for process in processes:
+            process.terminate()
+            process.join(5)
+
+
+class DiskCachedEmbedder:
+    """A real embedder whose vectors are kept in a SQLite file, across runs.
+
+    Embedding thousands of dialog turns on a small CPU takes minutes; the cache makes a
+    second run of the recall table take seconds. Keyed by model, side and text.
+    """
+
+    def __init__(self, inner: Embedder, path: Path, *, batch: int = 32) -> None:
+        """Wrap ``inner``; keep vectors in ``path`` (made when missing)."""
+        self._inner = inner
+        self._batch = batch
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (model TEXT, side TEXT, text TEXT, vector BLOB, "
+            "PRIMARY KEY (model, side, text))"
+        )
+
+    @property
+    def model_id(self) -> str:
+        """Return the inner embedder's space."""
+        return self._inner.model_id
+
+    async def embed(self, texts: Sequence[str], input_type: InputType) -> list[list[float]]:
+        """Return one vector per text; embed (and keep) those the file lacks."""
+        known = self._known(texts, input_type)
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        for start in range(0, len(missing), self._batch):
+            batch = missing[start : start + self._batch]
+            vectors = await self._inner.embed(batch, input_type)
+            rows = [
+                (self.model_id, input_type, text, array("f", vector).tobytes())
+                for text, vector in zip(batch, vectors, strict=True)
+            ]
+            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+            self._db.commit()
+            known.update(zip(batch, vectors, strict=True))
+        return [known[text] for text in texts]
+
+    def _known(self, texts: Sequence[str], input_type: InputType) -> dict[str, list[float]]:
+        """Return the kept vectors of ``texts``."""
+        found: dict[str, list[float]] = {}
+        unique = list(dict.fromkeys(texts))
+        for start in range(0, len(unique), 500):
+            part = unique[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for text, blob in self._db.execute(
+                f"SELECT text, vector FROM vectors WHERE model = ? AND side = ? "
+                f"AND text IN ({marks})",
+                (self.model_id, input_type, *part),
+            ):
+                values = array("f")
+                values.frombytes(blob)
+                found[str(text)] = list(values)
+        return found
+
+    async def aclose(self) -> None:
+        """Close the file (the inner embedder is closed by its owner)."""
+        self._db.close()

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-import pytest
 from homeassistant.core import HomeAssistant
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.companion_agent.frontend.resources import CARD_FILE, CARD_URL, card_version
 from tests.ha.entries import SetupCompanion, persona
-
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("hass_frontend") is None,
-    reason="HA's frontend (home-assistant-frontend, requirements_test.txt) is not installed",
-)
 
 
 async def test_the_card_is_served_and_added_to_every_dashboard_once(

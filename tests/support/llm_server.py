@@ -87,6 +87,11 @@ class LLMServer:
         self.embedding_requests: list[dict[str, object]] = []
         self.embeddings_down = False
         """While True, ``/v1/embeddings`` answers 503 (an embedding server that is away)."""
+        self.embeddings_stall = 0
+        """How many of the next ``/v1/embeddings`` requests stall ``stall_seconds`` first."""
+        self.stall_seconds = 5.0
+        self.embeddings_refuse: str | None = None
+        """A text ``/v1/embeddings`` refuses with 400 whenever a request holds it."""
         self.aborted = 0
         self.refusals: list[Refusal] = []
         """Fields this server refuses in every request (as Ollama refuses tools for a model)."""
@@ -235,12 +240,17 @@ class LLMServer:
         """Return deterministic unit vectors derived from each input's sha256."""
         if self.embeddings_down:
             return _error_response(503)
+        if self.embeddings_stall > 0:
+            self.embeddings_stall -= 1
+            await asyncio.sleep(self.stall_seconds)
         body = await _json_body(request)
         if body is None or body.get("input") is None:
             return _error_response(400, "'input' is required.")
         self.embedding_requests.append(body)
         raw = body["input"]
         texts = raw if isinstance(raw, list) and not _is_tokens(raw) else [raw]
+        if self.embeddings_refuse is not None and self.embeddings_refuse in texts:
+            return _error_response(400, "This input is refused.")
         dimensions = body.get("dimensions")
         size = dimensions if isinstance(dimensions, int) and dimensions > 0 else EMBEDDING_SIZE
         as_base64 = body.get("encoding_format") == "base64"

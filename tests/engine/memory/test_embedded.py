@@ -247,7 +247,9 @@ async def test_vectors_of_another_model_are_not_compared(
     await add(first, "The boiler was serviced in March")
     await first.close()
     await other.aclose()
-    second = await EmbeddedStore.create(path, embedder=embedder, query_timeout=SLOW_MACHINE)
+    second = await EmbeddedStore.create(
+        path, embedder=embedder, query_timeout=SLOW_MACHINE, backfill=False
+    )
     try:
         await add(second, "My tabby cat sleeps on the sofa all day")
         hits = await second.search(MemoryQuery(text="Which animal lives with me?", scopes=(HOME,)))
@@ -370,6 +372,7 @@ async def test_backfill_gives_vectors_to_memories_stored_without(
         embedder=down,
         rankings=frozenset({"vector"}),
         query_timeout=SLOW_MACHINE,
+        backfill=False,
     )
     question = "Which animal lives with me?"
     try:

@@ -8,6 +8,7 @@ import pytest
 from custom_components.companion_agent.engine.memory.sqlite import vectors
 from custom_components.companion_agent.engine.memory.sqlite.vectors import (
     VectorCache,
+    VectorRow,
     fuse,
     pack,
     unpack,
@@ -16,11 +17,16 @@ from custom_components.companion_agent.engine.memory.sqlite.vectors import (
 SCOPE = ("nova", "production", "household")
 
 
-def rows(count: int, dim: int = 8, seed: int = 3) -> list[tuple[int, str, bytes]]:
-    """Return ``count`` random stored vectors, every third a state."""
+def rows(count: int, dim: int = 8, seed: int = 3) -> list[VectorRow]:
+    """Return ``count`` random stored vectors, every third a state, said an hour apart."""
     rng = random.Random(seed)
     return [
-        (n, "state" if n % 3 == 0 else "detail", pack([rng.gauss(0, 1) for _ in range(dim)]))
+        (
+            n,
+            "state" if n % 3 == 0 else "detail",
+            pack([rng.gauss(0, 1) for _ in range(dim)]),
+            3600.0 * n,
+        )
         for n in range(count)
     ]
 
@@ -42,7 +48,7 @@ def test_nearest_ranks_by_cosine_and_keeps_to_kinds() -> None:
     expected = sorted(
         (
             (rowid, math.fsum(a * b for a, b in zip(unpack(blob), unpack(probe), strict=True)))
-            for rowid, kind, blob in stored
+            for rowid, kind, blob, _ in stored
             if kind == "detail"
         ),
         key=lambda pair: pair[1],
@@ -64,7 +70,7 @@ def test_the_pure_python_path_ranks_like_numpy(monkeypatch: pytest.MonkeyPatch) 
 
 def test_vectors_of_another_width_are_skipped() -> None:
     """Test that a stored vector of another dimension is never compared."""
-    stored = [*rows(5, dim=8), (99, "detail", pack([1.0] * 4))]
+    stored = [*rows(5, dim=8), (99, "detail", pack([1.0] * 4), 0.0)]
     got = VectorCache().nearest([SCOPE], pack([1.0] * 8), 10, lambda scope: stored, {"detail"})
     assert 99 not in {rowid for rowid, _ in got}
 
@@ -73,7 +79,7 @@ def test_the_cache_is_bounded_and_reloads_after_invalidate() -> None:
     """Test that the least recently used scope goes past capacity, and invalidate reloads."""
     loads: list[tuple[str, str, str]] = []
 
-    def load(scope: tuple[str, str, str]) -> list[tuple[int, str, bytes]]:
+    def load(scope: tuple[str, str, str]) -> list[VectorRow]:
         """Count loads."""
         loads.append(scope)
         return rows(10)
@@ -99,13 +105,29 @@ def test_fuse_adds_reciprocal_ranks() -> None:
     assert [rowid for rowid, _ in fused][:2] == [2, 1]
     assert dict(fused)[4] == pytest.approx(1 / 62)
     assert fuse([]) == []
+    weighted = fuse([[1, 2], [2, 1]], k=60, weights=[3.0, 1.0])
+    assert [rowid for rowid, _ in weighted] == [1, 2]
+    assert dict(weighted)[1] == pytest.approx(3 / 61 + 1 / 62)
+
+
+def test_a_span_keeps_to_the_records_said_within_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test that with a span only records said within it come back, with and without numpy."""
+    stored = rows(100)
+    probe = pack([1.0] * 8)
+    span = (3600.0 * 10, 3600.0 * 20)
+    with_numpy = VectorCache().nearest([SCOPE], probe, 50, lambda s: stored, {"detail"}, span=span)
+    monkeypatch.setattr(vectors, "np", None)
+    without = VectorCache().nearest([SCOPE], probe, 50, lambda s: stored, {"detail"}, span=span)
+    for got in (with_numpy, without):
+        assert got
+        assert {rowid for rowid, _ in got} <= set(range(10, 20))
 
 
 def test_an_appended_vector_joins_without_a_reload() -> None:
     """Test that a vector added to a cached scope is searched at once, with no new load."""
     loads: list[tuple[str, str, str]] = []
 
-    def load(scope: tuple[str, str, str]) -> list[tuple[int, str, bytes]]:
+    def load(scope: tuple[str, str, str]) -> list[VectorRow]:
         """Count loads."""
         loads.append(scope)
         return rows(20)
@@ -113,9 +135,9 @@ def test_an_appended_vector_joins_without_a_reload() -> None:
     cache = VectorCache()
     probe = pack([1.0] * 8)
     cache.nearest([SCOPE], probe, 3, load, {"detail", "state"})
-    cache.append(SCOPE, 500, "detail", probe)
-    cache.append(SCOPE, 501, "detail", pack([1.0] * 4))
-    cache.append(("nova", "production", "user:x"), 502, "detail", probe)
+    cache.append(SCOPE, (500, "detail", probe, 0.0))
+    cache.append(SCOPE, (501, "detail", pack([1.0] * 4), 0.0))
+    cache.append(("nova", "production", "user:x"), (502, "detail", probe, 0.0))
     best = cache.nearest([SCOPE], probe, 3, load, {"detail", "state"})
     assert best[0][0] == 500
     assert best[0][1] == pytest.approx(1.0)

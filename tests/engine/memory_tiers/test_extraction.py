@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 
@@ -65,6 +66,10 @@ async def test_extraction_writes_facts_conclusions_and_graph(
     }
     relations = await store.graph.neighbourhood([SCOPE], ["Oslo"])
     assert relations == [Relation(subject="Ann", predicate="lives in", object="Oslo")]
+    with sqlite3.connect(store.path) as db:  # the fact's entities are searched as its names
+        named = db.execute("SELECT names FROM memory_terms WHERE names != ''").fetchall()
+    db.close()
+    assert named == [("ann oslo",)]
 
 
 async def test_server_without_json_schema_is_asked_plainly(

@@ -15,6 +15,8 @@ from custom_components.companion_agent.engine.memory.companion import CompanionM
 from custom_components.companion_agent.engine.memory.hook import MemoryHook
 from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.memory.types import (
+    MemoryHit,
+    MemoryQuery,
     MemoryRecord,
     MemoryScope,
     NewMemory,
@@ -27,6 +29,7 @@ from tests.support.turns import Conversations, persona, run
 type AskAlice = Callable[[str], Awaitable[str]]
 
 ALICE = MemoryScope(agent_id="p1", owner="user:alice", environment="test")
+HOME = ALICE.household
 
 
 def user_message(body: dict[str, object]) -> str:
@@ -129,6 +132,12 @@ class SlowStore(EmbeddedStore):
         await asyncio.sleep(self.delay)
         return await super().current_states(scopes)
 
+    async def search(self, query: MemoryQuery) -> list[MemoryHit]:
+        """Answer a search of conclusions late."""
+        if "state" in query.kinds:
+            await asyncio.sleep(self.delay)
+        return await super().search(query)
+
 
 async def test_slow_store_misses_the_budget_and_the_turn_goes_on(
     tmp_path: Path, llm_server: LLMServer, chat_model: OpenAIChatModel
@@ -145,5 +154,10 @@ async def test_slow_store_misses_the_budget_and_the_turn_goes_on(
     assert shown == "Hello."
     assert "Likes tea." not in user_message(llm_server.requests[0])
     figures = await memory.figures()
-    assert figures["retrieval"] == {"turns": 1, "missed_states": 1}
+    assert figures["retrieval"] == {
+        "turns": 1,
+        "missed_states": 1,
+        "missed_household_states": 1,
+        "missed_recent_states": 1,
+    }
     await memory.close(grace=1.0)

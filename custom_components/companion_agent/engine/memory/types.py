@@ -73,7 +73,9 @@ class NewMemory:
     source: str = ""
     """The conversation id (or ``service``, ``import``) the memory came from."""
     at: datetime | None = None
-    """When it was said; the store's clock when None."""
+    """When it was said; the store's clock when None. A search can filter by it."""
+    names: tuple[str, ...] = ()
+    """Who and what it is about (the speaker, the entities named): searched as a field."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +109,13 @@ class MemoryQuery:
     kinds: frozenset[MemoryKind] = frozenset({"detail", "state", "summary"})
     include_history: bool = False
     """Also return superseded records (for tracing and export), never for a turn."""
+    vector_wait: float | None = None
+    """Seconds the search waits for the query's embedding; then keywords alone answer.
+
+    None: the store's own query timeout. A turn sets it inside its retrieval budget.
+    """
+    asked_at: datetime | None = None
+    """When the question is asked, for "yesterday", "last week" (None: now)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,7 +240,10 @@ class RetrievedMemory:
     """What retrieval gathered for one turn, in the order it is shown to the model."""
 
     states: tuple[MemoryRecord, ...] = ()
+    """Conclusions found by relevance: the person's, then the household's."""
     details: tuple[MemoryHit, ...] = ()
     relations: tuple[Relation, ...] = ()
+    more_states: tuple[MemoryRecord, ...] = ()
+    """The person's other conclusions (those the graph names first), shown if room is left."""
     missed: tuple[str, ...] = field(default=())
     """Which parts did not answer within the budget (counted, never fatal)."""

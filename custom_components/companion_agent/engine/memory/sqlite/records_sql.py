@@ -1,7 +1,9 @@
 """The memory records' SQL (blocking; run on the store's worker thread only).
 
 A record is one row of ``memories``; its segmented text is the ``memory_terms`` row with
-the same rowid. A state record names the record it superseded (``supersedes``), so a
+the same rowid (``terms``), beside the terms of the detail said before it in the same
+conversation (``context``: an answer is found by its question) and of the names it is
+about (``names``). A state record names the record it superseded (``supersedes``), so a
 rollback can bring that one back. Times are ISO 8601 in UTC.
 """
 
@@ -16,6 +18,9 @@ from .prepared import PreparedMemory
 
 MAX_EXPORT = 100_000
 MAX_STATES = 50
+EPOCH_SECONDS = "(julianday(valid_from) - 2440587.5) * 86400.0"
+REFUSED = "refused:"
+"""Prefix of ``vector_model`` on a record whose text the embedding server refused."""
 _COLUMNS = (
     "rowid, id, agent_id, owner, environment, kind, topic, text, source, created_at, "
     "valid_from, valid_until, superseded_by"
@@ -101,8 +106,25 @@ def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> int
     )
     rowid = cursor.lastrowid
     assert rowid is not None
-    db.execute("INSERT INTO memory_terms (rowid, terms) VALUES (?, ?)", (rowid, memory.terms))
+    db.execute(
+        "INSERT INTO memory_terms (rowid, terms, context, names) VALUES (?, ?, ?, ?)",
+        (rowid, memory.terms, _context(db, memory, rowid), memory.name_terms),
+    )
     return rowid
+
+
+def _context(db: sqlite3.Connection, memory: PreparedMemory, rowid: int) -> str:
+    """Return the terms of the detail said just before ``memory`` in its conversation."""
+    if memory.kind != "detail" or not memory.source:
+        return ""
+    scope = memory.scope
+    row = db.execute(
+        "SELECT t.terms FROM memories m JOIN memory_terms t ON t.rowid = m.rowid "
+        "WHERE m.agent_id = ? AND m.environment = ? AND m.owner = ? AND m.source = ? "
+        "AND m.kind = 'detail' AND m.rowid < ? ORDER BY m.rowid DESC LIMIT 1",
+        (scope.agent_id, scope.environment, scope.owner, memory.source, rowid),
+    ).fetchone()
+    return "" if row is None else str(row[0])
 
 
 def _retire_topic(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> str | None:
@@ -148,33 +170,74 @@ def keyword_ranking(
     kinds: Iterable[MemoryKind],
     include_history: bool,
     limit: int,
+    weights: tuple[float, float, float] = (1.0, 0.0, 0.0),
+    span: tuple[str, str] | None = None,
 ) -> list[int]:
-    """Return the rowids matching an FTS5 ``expression`` in ``scopes``, best BM25 first."""
+    """Return the rowids matching an FTS5 ``expression`` in ``scopes``, best BM25 first.
+
+    ``weights`` weigh the ``terms``, ``context`` and ``names`` columns (a column of weight
+    0 is not searched); ``span`` keeps the records said within it (ISO times, end excluded).
+    """
     where, params = scope_clause(scopes, "m")
     kind_list = sorted(set(kinds))
     current = "" if include_history else "AND m.valid_until IS NULL"
+    columns = [c for c, w in zip(("terms", "context", "names"), weights, strict=True) if w > 0]
+    when, moments = ("AND m.valid_from >= ? AND m.valid_from < ?", span) if span else ("", ())
     rows = db.execute(
         "SELECT m.rowid FROM memory_terms JOIN memories m ON m.rowid = memory_terms.rowid "
         f"WHERE memory_terms MATCH ? AND {where} "
-        f"AND m.kind IN ({','.join('?' * len(kind_list))}) {current} "
-        "ORDER BY bm25(memory_terms), m.valid_from DESC LIMIT ?",
-        (expression, *params, *kind_list, limit),
+        f"AND m.kind IN ({','.join('?' * len(kind_list))}) {current} {when} "
+        "ORDER BY bm25(memory_terms, ?, ?, ?), m.valid_from DESC LIMIT ?",
+        (
+            f"{{{' '.join(columns)}}} : ({expression})",
+            *params,
+            *kind_list,
+            *moments,
+            *weights,
+            limit,
+        ),
     )
     return [int(row[0]) for row in rows]
 
 
+def neighbours(db: sqlite3.Connection, rowids: Sequence[int]) -> list[int]:
+    """Return the details said just after and just before each of ``rowids``, in order.
+
+    Neighbours are of the same scope and conversation (``source``), current, each once.
+    """
+    found: dict[int, None] = {}
+    for rowid in rowids:
+        row = db.execute(
+            "SELECT agent_id, environment, owner, source FROM memories WHERE rowid = ?",
+            (rowid,),
+        ).fetchone()
+        if row is None or not row[3]:
+            continue
+        for compare, order in ((">", "ASC"), ("<", "DESC")):
+            near = db.execute(
+                "SELECT rowid FROM memories WHERE agent_id = ? AND environment = ? "
+                "AND owner = ? AND source = ? AND kind = 'detail' AND valid_until IS NULL "
+                f"AND rowid {compare} ? ORDER BY rowid {order} LIMIT 1",
+                (*row, rowid),
+            ).fetchone()
+            if near is not None and near[0] not in rowids:
+                found[int(near[0])] = None
+    return list(found)
+
+
 def vector_rows(
     db: sqlite3.Connection, scope: tuple[str, str, str], model: str, *, history: bool = False
-) -> Iterable[tuple[int, str, bytes]]:
-    """Yield ``(rowid, kind, vector)`` of a scope's current records embedded by ``model``.
+) -> Iterable[tuple[int, str, bytes, float]]:
+    """Yield ``(rowid, kind, vector, said at)`` of a scope's current records of ``model``.
 
-    ``history`` yields the retired records' vectors too.
+    ``said at`` is seconds since the epoch. ``history`` yields the retired records too.
     """
     agent, environment, owner = scope
     current = "" if history else "AND valid_until IS NULL"
     yield from db.execute(
-        "SELECT rowid, kind, vector FROM memories WHERE agent_id = ? AND environment = ? "
-        f"AND owner = ? AND vector_model = ? AND vector IS NOT NULL {current}",
+        f"SELECT rowid, kind, vector, {EPOCH_SECONDS} FROM memories WHERE agent_id = ? "
+        "AND environment = ? AND owner = ? AND vector_model = ? AND vector IS NOT NULL "
+        f"{current}",
         (agent, environment, owner, model),
     )
 
@@ -237,14 +300,25 @@ def delete_history(
 def unembedded(
     db: sqlite3.Connection, model: str, limit: int
 ) -> list[tuple[int, str, tuple[str, str, str]]]:
-    """Return ``(rowid, text, scope key)`` of current records without a ``model`` vector."""
+    """Return ``(rowid, text, scope key)`` of current records without a ``model`` vector.
+
+    Newest first; records whose text the server refused for ``model`` are left out.
+    """
     rows = db.execute(
         "SELECT rowid, text, agent_id, environment, owner FROM memories "
-        "WHERE valid_until IS NULL AND (vector_model IS NULL OR vector_model != ?) "
-        "ORDER BY rowid DESC LIMIT ?",
-        (model, limit),
+        "WHERE valid_until IS NULL AND (vector_model IS NULL OR "
+        "(vector_model != ? AND vector_model != ?)) ORDER BY rowid DESC LIMIT ?",
+        (model, REFUSED + model, limit),
     )
     return [(int(r[0]), str(r[1]), (str(r[2]), str(r[3]), str(r[4]))) for r in rows]
+
+
+def mark_refused(db: sqlite3.Connection, rowid: int, model: str) -> None:
+    """Mark a record whose text the embedding server refused, so it is not asked again."""
+    db.execute(
+        "UPDATE memories SET vector = NULL, vector_model = ? WHERE rowid = ?",
+        (REFUSED + model, rowid),
+    )
 
 
 def counts(db: sqlite3.Connection) -> dict[str, int]:

