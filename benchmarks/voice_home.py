@@ -28,6 +28,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 
+from benchmarks.ha_core import configure
 from custom_components.companion_agent.const import (
     CONF_TURNS_PER_MINUTE,
     CONF_VOICE,
@@ -41,7 +42,6 @@ from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.engine.turn.request import TurnRequest
 from custom_components.companion_agent.runtime import CompanionRuntime
 from custom_components.companion_agent.tts import CompanionTtsEntity
-from script.demo import configure
 from tests.ha.pipeline_runs import TextRun, start_text_run
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
