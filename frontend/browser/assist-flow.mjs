@@ -30,6 +30,17 @@ async function shot(name, target = page) {
   summary.screenshots.push(path);
 }
 
+// The text of an element with its shadow roots (the reply is rendered in ha-markdown's).
+function composedText(element) {
+  const walk = (node) => {
+    if (node.nodeType === Node.TEXT_NODE) return node.textContent;
+    if (node.nodeType !== Node.ELEMENT_NODE || ["STYLE", "SCRIPT"].includes(node.tagName)) return "";
+    const children = [...(node.shadowRoot?.childNodes ?? []), ...node.childNodes];
+    return children.map(walk).join("");
+  };
+  return walk(element).replace(/\s+/g, " ").trim();
+}
+
 async function connected() {
   await page.waitForFunction(
     () => document.querySelector("home-assistant")?.hass?.connection !== undefined,
@@ -59,7 +70,7 @@ try {
   await input.press("Enter");
   const reply = dialog.locator("ha-assist-chat .message").filter({ hasText: env.EXPECT });
   await reply.first().waitFor({ timeout: STEP });
-  summary.reply = ((await reply.first().textContent()) ?? "").trim();
+  summary.reply = await reply.first().evaluate(composedText);
   await shot("1-assist-dialog-reply");
   await page.keyboard.press("Escape");
   await dialog.waitFor({ state: "detached", timeout: STEP }).catch(() => {});
