@@ -106,21 +106,25 @@ def piper_voice() -> str:
     return voice_file.read_text().strip()
 
 
-async def start_piper(peers: Peers) -> Peer:
-    """Start wyoming-piper with the bundled voice; return once it describes its voices."""
-    port = free_port()
-    peer = peers.start("piper", piper_command(port, piper_voice()), port)
-    tts = WyomingTTS("127.0.0.1", port)
+def _describes(server: WyomingTTS | WyomingSTT) -> Callable[[], Awaitable[bool]]:
+    """Return a probe that says whether a Wyoming server describes itself yet."""
 
     async def answers() -> bool:
-        """Say whether piper describes its voices yet."""
+        """Say whether the server answered ``describe``."""
         try:
-            await tts.describe()
+            await server.describe()
         except SpeechError:
             return False
         return True
 
-    await peers.wait(peer, answers)
+    return answers
+
+
+async def start_piper(peers: Peers) -> Peer:
+    """Start wyoming-piper with the bundled voice; return once it describes its voices."""
+    port = free_port()
+    peer = peers.start("piper", piper_command(port, piper_voice()), port)
+    await peers.wait(peer, _describes(WyomingTTS("127.0.0.1", port)))
     return peer
 
 
@@ -130,17 +134,7 @@ async def start_whisper(peers: Peers) -> Peer:
         raise PeerError(f"wyoming-faster-whisper is not built in {WHISPER}: run script/peers")
     port = free_port()
     peer = peers.start("whisper", whisper_command(port), port)
-    stt = WyomingSTT("127.0.0.1", port)
-
-    async def answers() -> bool:
-        """Say whether whisper describes its model yet (it is loaded then)."""
-        try:
-            await stt.describe()
-        except SpeechError:
-            return False
-        return True
-
-    await peers.wait(peer, answers)
+    await peers.wait(peer, _describes(WyomingSTT("127.0.0.1", port)))  # the model is loaded then
     return peer
 
 

@@ -4,24 +4,12 @@
 // the dialog, and saves screenshots of the dialog and of the companion's card. The last
 // line printed is a JSON summary; a step that does not happen in time fails the run
 // (exit status 1).
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { openChromium } from "./chromium.mjs";
 
 const env = process.env;
 const STEP = Number(env.STEP_TIMEOUT_MS ?? 30000);
-const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"];
-const profile = mkdtempSync(join(tmpdir(), "companion-chromium-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: env.CHROMIUM ?? "/usr/bin/chromium",
-  headless: true,
-  args: FLAGS,
-  viewport: { width: 1100, height: 800 },
-  locale: "en-US",
-  reducedMotion: "reduce",
-});
-const page = context.pages()[0] ?? (await context.newPage());
+const { page, close } = await openChromium({ width: 1100, height: 800 });
 const summary = { screenshots: [] };
 
 async function shot(name, target = page) {
@@ -83,6 +71,5 @@ try {
   await shot("failure").catch(() => {});
 }
 console.log(JSON.stringify(summary));
-await context.close();
-rmSync(profile, { recursive: true, force: true });
+await close();
 process.exit(failed ? 1 : 0);

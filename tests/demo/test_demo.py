@@ -29,6 +29,20 @@ def _environment(folder: Path) -> dict[str, str]:
     return {**env, "COMPANION_DEMO_FOLDER": str(folder), "PYTHONUNBUFFERED": "1"}
 
 
+async def _demo(folder: Path, *args: str) -> asyncio.subprocess.Process:
+    """Start ``python -m demo`` with ``args``, its folder in ``folder``, its output piped."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "demo",
+        *args,
+        cwd=ROOT,
+        env=_environment(folder),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+
+
 def _holders(folder: Path) -> list[str]:
     """Return the processes (pid and command) that hold a file open under ``folder``."""
     found: list[str] = []
@@ -53,18 +67,7 @@ def _size(path: Path) -> int:
 async def test_say_headless_streams_an_answer_and_writes_its_audio(tmp_path: Path) -> None:
     """``--headless --say`` turns the kitchen light on through HA and writes the spoken reply."""
     folder = tmp_path / "demo"
-    demo = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "demo",
-        "--headless",
-        "--say",
-        "turn on the kitchen light",
-        cwd=ROOT,
-        env=_environment(folder),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
+    demo = await _demo(folder, "--headless", "--say", "turn on the kitchen light")
     out, _ = await asyncio.wait_for(demo.communicate(), SAY_TIMEOUT)
     text = out.decode(errors="replace")
     assert demo.returncode == 0, text
@@ -81,15 +84,7 @@ async def test_say_headless_streams_an_answer_and_writes_its_audio(tmp_path: Pat
 async def test_ctrl_c_stops_every_process_the_demo_started(tmp_path: Path) -> None:
     """The whole demo comes up (note written), and SIGINT leaves no process of it behind."""
     folder = tmp_path / "demo"
-    demo = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "demo",
-        cwd=ROOT,
-        env=_environment(folder),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
+    demo = await _demo(folder)
     assert demo.stdout is not None
     seen: list[str] = []
     try:
