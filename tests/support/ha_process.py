@@ -67,7 +67,9 @@ def write_config(
     storage = folder / ".storage"
     storage.mkdir(exist_ok=True)
     onboarding = {"version": 4, "minor_version": 1, "key": "onboarding"}
-    (storage / "onboarding").write_text(json.dumps({**onboarding, "data": {"done": ["core_config"]}}))
+    (storage / "onboarding").write_text(
+        json.dumps({**onboarding, "data": {"done": ["core_config"]}})
+    )
     lines = [
         "homeassistant:",
         f"  name: {name}",

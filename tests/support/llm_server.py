@@ -205,7 +205,9 @@ class LLMServer:
         else:
             self.requests.append(body)
             reply = (
-                self._script.popleft() if self._script else self._responder(body, len(self.requests))
+                self._script.popleft()
+                if self._script
+                else self._responder(body, len(self.requests))
             )
         if reply.status != 200:
             return _error_response(reply.status)
