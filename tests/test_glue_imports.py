@@ -27,6 +27,7 @@ ALLOWED = {
     "engine.plugins": "plugin and profile types, the host's services for plugins",
     "engine.proactive": "presence and state types a host supplies",
     "engine.speech": "the Wyoming and embedded voices behind the TTS/STT entities",
+    "engine.speech.satellite": "a Wyoming satellite's protocol, behind the Assist satellite",
     "engine.pipeline": "the output pipeline a TTS entity runs on HA's text",
     "engine.memory": "memory and its records, for the memory services and list",
     # What only the host supplies.

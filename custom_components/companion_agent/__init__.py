@@ -7,12 +7,14 @@ from functools import partial
 from pathlib import Path
 
 from homeassistant.const import EVENT_HOMEASSISTANT_STOP, Platform
-from homeassistant.core import Event, HomeAssistant
-from homeassistant.exceptions import ConfigEntryAuthFailed
+from homeassistant.core import Event, HomeAssistant, callback
+from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryNotReady
 from homeassistant.helpers import config_validation as cv
+from homeassistant.helpers import entity_platform
 from homeassistant.helpers.event import async_track_time_interval
 from homeassistant.helpers.httpx_client import get_async_client
 from homeassistant.helpers.typing import ConfigType
+from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 
 from .agent.confirmations import async_fire_confirmation
@@ -30,6 +32,7 @@ from .const import (
     DOMAIN,
     LOGGER,
     STORAGE_FOLDER,
+    SUBENTRY_SATELLITE,
 )
 from .engine.engine import Engine, EngineSettings, TurnLimits
 from .engine.errors import LLMAuthError
@@ -51,7 +54,14 @@ from .services import async_setup_services
 from .voice.pipelines import async_watch_pipelines
 from .voice.playback import PlaybackWatcher
 
-PLATFORMS = (Platform.CONVERSATION, Platform.SENSOR, Platform.STT, Platform.TODO, Platform.TTS)
+PLATFORMS: tuple[Platform, ...] = (
+    Platform.CONVERSATION,
+    Platform.SENSOR,
+    Platform.STT,
+    Platform.TODO,
+    Platform.TTS,
+)
+SATELLITE_PLATFORMS = (Platform.ASSIST_SATELLITE, Platform.SELECT)
 PRUNE_INTERVAL = timedelta(hours=24)
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 
@@ -137,7 +147,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     entry.async_on_unload(
         hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STOP, _async_flush_on_stop)
     )
-    await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    await hass.config_entries.async_forward_entry_setups(entry, await _async_platforms(hass, entry))
     async_watch_pipelines(hass, entry)
     entry.async_on_unload(entry.add_update_listener(_async_update_listener))
     LOGGER.debug("Companion Agent set up for %s", redact_url(entry.data[CONF_BASE_URL]))
@@ -149,7 +159,9 @@ async def async_unload_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
 
     The entry's issues stay over a reload; disabling the entry removes them.
     """
-    unloaded = await hass.config_entries.async_unload_platforms(entry, PLATFORMS)
+    unloaded = await hass.config_entries.async_unload_platforms(
+        entry, _loaded_platforms(hass, entry)
+    )
     if unloaded:
         if entry.disabled_by is not None:
             async_clear_entry_issues(hass, entry.entry_id)
@@ -162,6 +174,37 @@ async def async_remove_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
     async_clear_entry_issues(hass, entry.entry_id)
     if not any(e.entry_id != entry.entry_id for e in hass.config_entries.async_entries(DOMAIN)):
         async_sync_load_problems(hass, [])
+
+
+async def _async_platforms(
+    hass: HomeAssistant, entry: CompanionConfigEntry
+) -> tuple[Platform, ...]:
+    """Return the entry's platforms: the satellites' too when it has a satellite subentry.
+
+    Their selects are Assist's and need it set up first (``assist_satellite`` sets up
+    ``assist_pipeline``); an entry without satellites never loads either.
+    """
+    platforms = PLATFORMS
+    if any(s.subentry_type == SUBENTRY_SATELLITE for s in entry.subentries.values()):
+        if not await async_setup_component(hass, "assist_satellite", {}):
+            raise ConfigEntryNotReady("Assist satellites could not be set up")
+        platforms = (*PLATFORMS, *SATELLITE_PLATFORMS)
+    return platforms
+
+
+@callback
+def _loaded_platforms(hass: HomeAssistant, entry: CompanionConfigEntry) -> list[Platform]:
+    """Return the platforms set up for ``entry``: the satellites' only if they were.
+
+    The entry's satellite sub-entries may have changed since (a reload follows), so what
+    was set up is read from the entity platforms themselves.
+    """
+    satellites = {
+        platform.domain
+        for platform in entity_platform.async_get_platforms(hass, DOMAIN)
+        if platform.config_entry is entry
+    }
+    return [*PLATFORMS, *(p for p in SATELLITE_PLATFORMS if p in satellites)]
 
 
 async def _async_update_listener(hass: HomeAssistant, entry: CompanionConfigEntry) -> None:

@@ -8,7 +8,6 @@ from typing import Any
 import voluptuous as vol
 from homeassistant.config_entries import (
     ConfigEntry,
-    ConfigFlow,
     ConfigFlowResult,
     ConfigSubentryFlow,
     OptionsFlow,
@@ -41,6 +40,7 @@ from .const import (
     DOMAIN,
     LOGGER,
     SUBENTRY_CONVERSATION,
+    SUBENTRY_SATELLITE,
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
@@ -50,6 +50,7 @@ from .memory.options import memory_schema
 from .memory_flow import validate_memory
 from .persona_flow import PersonaSubentryFlow, default_persona
 from .runtime import build_model
+from .satellite_flow import SatelliteDiscoveryFlow, SatelliteSubentryFlow
 from .stt_flow import SttSubentryFlow
 from .tts_flow import TtsSubentryFlow
 
@@ -83,8 +84,8 @@ async def validate_server(hass: HomeAssistant, data: Mapping[str, Any]) -> dict[
     return {}
 
 
-class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
-    """Set up a connection to an OpenAI-compatible model server."""
+class CompanionConfigFlow(SatelliteDiscoveryFlow, domain=DOMAIN):
+    """Set up a connection to an OpenAI-compatible model server; offer satellites found."""
 
     VERSION = 1
     MINOR_VERSION = 1
@@ -166,11 +167,12 @@ class CompanionConfigFlow(ConfigFlow, domain=DOMAIN):
     def async_get_supported_subentry_types(
         cls, config_entry: ConfigEntry
     ) -> dict[str, type[ConfigSubentryFlow]]:
-        """Return the subentry kinds: an agent per persona, a TTS per voice, an STT per model."""
+        """Return the subentry kinds: persona, voice, speech-to-text model, satellite."""
         return {
             SUBENTRY_CONVERSATION: PersonaSubentryFlow,
             SUBENTRY_TTS: TtsSubentryFlow,
             SUBENTRY_STT: SttSubentryFlow,
+            SUBENTRY_SATELLITE: SatelliteSubentryFlow,
         }
 
 

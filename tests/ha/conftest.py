@@ -21,6 +21,7 @@ from tests.ha.entries import (
     companion_entry,
     persona,
 )
+from tests.ha.satellitekit import OnSatellite, setup_satellite_companion, wait_state
 from tests.ha.speakers import SpeakerPlayer, SpeakingSatellite, setup_speakers
 from tests.ha.start_chat import (
     ATTIC,
@@ -32,7 +33,10 @@ from tests.ha.start_chat import (
     Devices,
     async_setup_speaking_companion,
 )
+from tests.support.asr_server import ScriptedAsrServer
 from tests.support.llm_server import LLMServer
+from tests.support.piper import PiperPeer
+from tests.support.satellite_script import ScriptedSatellite
 from tests.support.wyoming_proxy import WyomingProxy
 
 
@@ -112,3 +116,37 @@ async def companion(
     yield speaking
     if speaking.entry.state is ConfigEntryState.LOADED:
         assert await hass.config_entries.async_unload(speaking.entry.entry_id)
+
+
+@pytest.fixture
+async def scripted_satellite(socket_enabled: None) -> AsyncIterator[ScriptedSatellite]:
+    """Run the scripted Wyoming satellite on 127.0.0.1."""
+    async with ScriptedSatellite() as running:
+        yield running
+
+
+@pytest.fixture
+async def scripted_asr(socket_enabled: None) -> AsyncIterator[ScriptedAsrServer]:
+    """Run the scripted ASR server: it hears ``asr_server.TEXT`` in any audio."""
+    async with ScriptedAsrServer() as running:
+        yield running
+
+
+@pytest.fixture
+async def on_satellite(
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    piper: PiperPeer,
+    scripted_asr: ScriptedAsrServer,
+    scripted_satellite: ScriptedSatellite,
+) -> AsyncIterator[OnSatellite]:
+    """Set up the companion (Piper's voice, the scripted ASR) with the scripted satellite."""
+    asr, satellite = scripted_asr, scripted_satellite
+    entry, entity = await setup_satellite_companion(
+        hass, setup_companion, piper, (asr.host, asr.port, "tiny"), (satellite.host, satellite.port)
+    )
+    await satellite.wait_connected()
+    await wait_state(hass, entity, "idle")
+    yield OnSatellite(entry=entry, entity_id=entity, satellite=satellite, asr=asr)
+    if entry.state is ConfigEntryState.LOADED:
+        assert await hass.config_entries.async_unload(entry.entry_id)

@@ -1,8 +1,9 @@
 """Our config entry for tests, with any of its sub-entry kinds, and its entities once loaded.
 
 One builder per sub-entry kind (``const.SUBENTRY_*``): a persona (conversation), a voice
-(a Wyoming server or embedded Piper) and a speech-to-text model. Each has the defaults most
-tests want and takes what a test changes; ``companion_entry`` puts them in one entry.
+(a Wyoming server or embedded Piper), a speech-to-text model, a Wyoming satellite. Each has
+the defaults most tests want and takes what a test changes; ``companion_entry`` puts them
+in one entry.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from custom_components.companion_agent.const import (
     DOMAIN,
     ENGINE_EMBEDDED,
     SUBENTRY_CONVERSATION,
+    SUBENTRY_SATELLITE,
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
@@ -107,6 +109,11 @@ def speech_to_text(
     """Return a speech-to-text sub-entry: ``model`` on the Wyoming ASR server there."""
     data = {CONF_HOST: host, CONF_PORT: port, CONF_MODEL: model, CONF_LANGUAGES: list(languages)}
     return _subentry(SUBENTRY_STT, title or model, data)
+
+
+def satellite(host: str, port: int, title: str = "Kitchen satellite") -> ConfigSubentryData:
+    """Return a satellite sub-entry: the Wyoming satellite at ``host``:``port``."""
+    return _subentry(SUBENTRY_SATELLITE, title, {CONF_HOST: host, CONF_PORT: port})
 
 
 def companion_entry(

@@ -124,6 +124,22 @@ class SpeechTranscribeError(SpeechError):
     """The STT server took the audio but gave no transcript: it closed, stalled or refused."""
 
 
+class SatelliteError(SpeechError):
+    """A Wyoming satellite failed: unreachable, gone, too slow, or it sent what is no event."""
+
+
+class NotASatelliteError(SatelliteError):
+    """The Wyoming server answered, but it is no satellite (a TTS or STT server, say)."""
+
+
+class AudioFormatError(CompanionError):
+    """Audio is not what it claims: no PCM WAV header, or a format no speaker can play."""
+
+
+class AudioDecoderError(AudioFormatError):
+    """Media that is not WAV could not be decoded: no ffmpeg, or ffmpeg failed on it."""
+
+
 class VoiceFileError(CompanionError):
     """The local voice ``voice`` (model ``path``) is missing, unreadable or not a Piper voice."""
 

@@ -2,9 +2,10 @@
 
 A satellite speaks proactive turns with the TTS of the Assist pipeline it uses for its
 answers (its pipeline select, or the preferred pipeline when it has none or it says
-*preferred*), so it sounds the same either way. A media player has no pipeline: the entry's
-own voice speaks (piper's WAV as it is: no conversion, no ffmpeg, no delay), else the
-preferred pipeline's TTS, else HA's default TTS engine.
+*preferred*), so it sounds the same either way, in the audio format the satellite asks
+for (the companion's satellite: WAV, as Piper makes it). A media player has no pipeline:
+the entry's own voice speaks (piper's WAV as it is: no conversion, no ffmpeg, no delay),
+else the preferred pipeline's TTS, else HA's default TTS engine.
 
 ``assist_pipeline`` is imported only once it is set up: its audio requirements may be missing
 where Assist is not in use.
@@ -43,7 +44,7 @@ def async_voice_for(hass: HomeAssistant, entry: CompanionConfigEntry, target: st
     ):
         voice = _pipeline_voice(hass, _satellite_pipeline(hass, target), own)
         if voice is not None:
-            return voice
+            return _in_satellite_format(hass, target, voice)
     if own is not None:
         return own, None, {tts.ATTR_PREFERRED_FORMAT: "wav"}
     if ASSIST_PIPELINE in hass.config.components:
@@ -80,6 +81,21 @@ def _satellite_pipeline(hass: HomeAssistant, satellite: str) -> str | None:
             return pipeline.id
     LOGGER.debug("%s selects pipeline %r, which is gone", satellite, chosen.state)
     return None
+
+
+def _in_satellite_format(hass: HomeAssistant, satellite: str, voice: Voice) -> Voice:
+    """Return ``voice`` asking for the audio format the satellite asks its TTS for, if any.
+
+    Only the format (the companion's satellite asks for WAV): no rate, so that a TTS that
+    already speaks that format is not converted.
+    """
+    component = hass.data.get(SATELLITES)
+    entity = component.get_entity(satellite) if component is not None else None
+    wanted = (entity.tts_options or {}).get(tts.ATTR_PREFERRED_FORMAT) if entity else None
+    if not isinstance(wanted, str):
+        return voice
+    engine, language, options = voice
+    return engine, language, {**options, tts.ATTR_PREFERRED_FORMAT: wanted}
 
 
 def _pipeline_voice(hass: HomeAssistant, pipeline_id: str | None, own: str | None) -> Voice | None:

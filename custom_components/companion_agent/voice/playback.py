@@ -8,7 +8,7 @@ begun (the first sentence handed to speech, or ``responding`` if earlier) is set
 the answer's length (``engine/speech/audio_length.py``: exact when reported with
 ``async_report_duration``, else estimated so that a follow-up is never taken for a
 barge-in), and the stored turn becomes ``interrupted`` after the sentences that could
-have been heard.
+have been heard. A device that knows the seconds played says so (``async_cut``).
 
 Media players (proactive speech): leaving ``playing`` means played; for players that never
 say so, a timer: the audio's length plus ``FALLBACK_MARGIN`` from when the watch began.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
@@ -42,10 +42,10 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.event import async_call_later, async_track_state_change_event
 
 from ..const import LOGGER
-from ..engine.events import Heard, TurnResult
-from ..engine.pipeline import join_speech
-from ..engine.speech import heard_sentences, spoken_seconds
+from ..engine.events import TurnResult
+from ..engine.speech import AudioProgress, heard_sentences, spoken_seconds
 from ..engine.turn.handle import Turn
+from .playback_cut import cut_turn, keep_heard
 
 WATCH_TIMEOUT = 300.0
 BARGE_IN_REASON = "the person spoke"
@@ -203,6 +203,13 @@ class PlaybackWatcher:
             case _:
                 pass
 
+    @callback
+    def async_cut(self, device: str, progress: AudioProgress, *, failed: bool = False) -> None:
+        """Keep what a device says was heard of its answer (``playback_cut.cut_turn``)."""
+        if (watch := self._watches.get(device)) is not None:
+            self._forget(device)
+            cut_turn(watch.turn, progress, watch.on_heard, reason=BARGE_IN_REASON, failed=failed)
+
     def _listened(self, satellite: str, watch: _Watch, at: float) -> None:
         """Take a finished turn's satellite listening again: a follow-up, or a barge-in."""
         turn = watch.turn
@@ -216,11 +223,8 @@ class PlaybackWatcher:
             return
         LOGGER.debug("Turn %s: spoken over on %s (%d heard)", turn.trace_id, satellite, heard)
         self._forget(satellite)
-        turn.played(Heard.first(heard))
         on_heard, watch.on_heard = watch.on_heard, None
-        if on_heard is not None:
-            spoken = join_speech(turn.spoken[:heard])
-            on_heard(replace(result, outcome="interrupted", spoken=spoken))
+        keep_heard(turn, heard, result, on_heard)
 
     def _media_player_changed(self, player: str, watch: _Watch, new: State) -> None:
         """Follow a media player: playing, then anything else once the turn is done."""

@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 from ..const import EMOTIONS
 from ..engine.events import SentenceOutput, TextDelta
 from ..engine.pipeline import FIRST_CLAUSE_CUT, PipelineConfig, build_pipeline
-from ..engine.speech import AudioChunk
+from ..engine.speech import SPEECH_MARKS, AudioChunk
 
 PIPELINE_CONFIG = PipelineConfig(action_tags=EMOTIONS, faster_first_response=FIRST_CLAUSE_CUT)
 
@@ -51,9 +51,15 @@ async def _sentences(deltas: AsyncIterator[TextDelta]) -> AsyncIterator[str]:
 
 
 async def wav_stream(audio: AsyncIterable[AudioChunk]) -> AsyncGenerator[bytes]:
-    """Yield a streaming WAV header (no frame count) before the first PCM, then the PCM."""
+    """Yield a streaming WAV header (no frame count) before the first PCM, then the PCM.
+
+    A device that asked for the sentences' marks (``SPEECH_MARKS``) is told each chunk.
+    """
     header_sent = False
+    marks = SPEECH_MARKS.get()
     async for chunk in audio:
+        if marks is not None:
+            marks.add(chunk)
         if not header_sent:
             with io.BytesIO() as wav_io:
                 _open_wav(wav_io, chunk).close()

@@ -1,21 +1,30 @@
-"""Speech: Wyoming and in-process Piper text-to-speech, one sentence at a time; Wyoming STT."""
+"""Speech: Wyoming and in-process Piper TTS, one sentence at a time; Wyoming STT; satellites.
 
-from .audio_length import heard_sentences, spoken_seconds
+A Wyoming satellite's protocol is the ``satellite`` subpackage (its own face).
+"""
+
+from .audio_length import AudioProgress, heard_sentences, sentences_heard, spoken_seconds
 from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_piper
 from .head_start import SpeechHeadStarts, SpeechKey, Synthesis, chunk_seconds
-from .info import AsrInfo, AsrModel, TtsInfo, TtsVoice
+from .info import AsrInfo, AsrModel, SatelliteInfo, SatelliteWakeWord, TtsInfo, TtsVoice
+from .sentence_marks import SPEECH_MARKS, SentenceMarks
 from .stt import Transcription, WyomingSTT
 from .synthesizer import AudioChunk, Synthesizer
 from .tts import WyomingTTS
 from .voice_folder import VoiceFile, list_voice_files
 
 __all__ = [
+    "SPEECH_MARKS",
     "AsrInfo",
     "AsrModel",
     "AudioChunk",
+    "AudioProgress",
     "EmbeddedPiper",
     "LoadedPiperVoice",
     "PiperVoiceFolder",
+    "SatelliteInfo",
+    "SatelliteWakeWord",
+    "SentenceMarks",
     "SpeechHeadStarts",
     "SpeechKey",
     "Synthesis",
@@ -30,5 +39,6 @@ __all__ = [
     "chunk_seconds",
     "heard_sentences",
     "list_voice_files",
+    "sentences_heard",
     "spoken_seconds",
 ]

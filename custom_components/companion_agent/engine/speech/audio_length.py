@@ -11,6 +11,7 @@ seconds less than that. Each sentence that could have begun by then counts as he
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..chars import is_wide
 
@@ -51,3 +52,33 @@ def heard_sentences(sentences: Sequence[str], elapsed: float, length: float | No
         begun += 1
         start += estimate * scale
     return begun
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AudioProgress:
+    """How far an answer's audio got on a device that knows it (the companion's satellite).
+
+    ``played``: seconds the person has heard; ``length``: seconds made so far (all of it
+    once ``complete``); ``starts``: where each sentence begins, when the voice marked them.
+    """
+
+    played: float
+    length: float | None = None
+    complete: bool = False
+    starts: tuple[float, ...] = ()
+
+
+def sentences_heard(sentences: Sequence[str], progress: AudioProgress) -> int | None:
+    """Return how many sentences began within the seconds played; None: all were heard.
+
+    With the voice's marks the count is exact; without, it is estimated from the
+    sentences' lengths (scaled to the audio's length once all of it was made).
+    """
+    if progress.played <= 0:
+        return 0
+    length = progress.length if progress.complete else None
+    if length is not None and progress.played >= length - EXACT_MARGIN:
+        return None
+    if progress.starts:
+        return sum(1 for start in progress.starts if start <= progress.played)
+    return heard_sentences(sentences, progress.played, length)

@@ -1,9 +1,11 @@
-"""What a Wyoming TTS or STT server says about itself, read tolerantly from its ``info`` event."""
+"""What a Wyoming server (TTS, STT, satellite) says about itself, read tolerantly from ``info``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from ..chars import valid_text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,6 +110,83 @@ def parse_asr_info(data: Mapping[str, object]) -> AsrInfo:
                 )
             )
     return AsrInfo(programs=tuple(programs), models=tuple(models), supports_streaming=streaming)
+
+
+# A satellite names itself; a longer name (or area, description) is cut to this.
+MAX_SATELLITE_TEXT = 100
+MAX_WAKE_WORDS = 64
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SatelliteWakeWord:
+    """A wake word a satellite (or its wake word service) can listen for."""
+
+    id: str
+    phrase: str
+    languages: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SatelliteInfo:
+    """What a Wyoming satellite says about itself: its name, place, and wake words."""
+
+    name: str
+    area: str | None = None
+    description: str | None = None
+    version: str | None = None
+    has_vad: bool = False
+    wake_words: tuple[SatelliteWakeWord, ...] = ()
+    active_wake_words: tuple[str, ...] = ()
+    max_active_wake_words: int | None = None
+
+    def phrase(self, wake_word_id: str | None) -> str | None:
+        """Return the phrase of wake word ``wake_word_id`` (its id if it is not listed)."""
+        if wake_word_id is None:
+            return None
+        found = next((w for w in self.wake_words if w.id == wake_word_id), None)
+        return found.phrase if found is not None else wake_word_id
+
+
+def parse_satellite_info(data: Mapping[str, object]) -> SatelliteInfo | None:
+    """Read an ``info`` event's ``satellite``; None when the server is no (installed) satellite.
+
+    Texts are cut to ``MAX_SATELLITE_TEXT`` characters; what is malformed is left out.
+    """
+    satellite = data.get("satellite")
+    if not isinstance(satellite, dict) or satellite.get("installed") is False:
+        return None
+    wake_words = [
+        SatelliteWakeWord(
+            id=name[:MAX_SATELLITE_TEXT],
+            phrase=(_str(model.get("phrase")) or name)[:MAX_SATELLITE_TEXT],
+            languages=tuple(_strs(model.get("languages"))),
+        )
+        for program in _dicts(data.get("wake"))
+        for model in _dicts(program.get("models"))
+        if (name := _str(model.get("name"))) and model.get("installed") is not False
+    ]
+    limit = satellite.get("max_active_wake_words")
+    return SatelliteInfo(
+        name=_text(satellite.get("name")) or "",
+        area=_text(satellite.get("area")),
+        description=_text(satellite.get("description")),
+        version=_text(satellite.get("version")),
+        has_vad=satellite.get("has_vad") is True,
+        wake_words=tuple(wake_words[:MAX_WAKE_WORDS]),
+        active_wake_words=tuple(
+            name[:MAX_SATELLITE_TEXT] for name in _strs(satellite.get("active_wake_words"))
+        )[:MAX_WAKE_WORDS],
+        max_active_wake_words=limit
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0
+        else None,
+    )
+
+
+def _text(value: object) -> str | None:
+    """Return a string ``value`` stripped and cut to ``MAX_SATELLITE_TEXT``; None if empty."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return valid_text(value.strip())[:MAX_SATELLITE_TEXT]
 
 
 def _dicts(value: object) -> list[Mapping[str, object]]:

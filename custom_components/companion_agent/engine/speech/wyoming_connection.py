@@ -15,6 +15,7 @@ from wyoming.event import Event, async_read_event, async_write_event
 from ..errors import SpeechConnectionError
 
 type FailureFactory = Callable[[str], Exception]
+LINE_LIMIT = 2**16  # asyncio's own default
 
 
 class WyomingConnection:
@@ -65,12 +66,15 @@ class WyomingConnection:
 
 
 async def open_wyoming(
-    host: str, port: int, *, within: float, what: str
+    host: str, port: int, *, within: float, what: str, line_limit: int = LINE_LIMIT
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Connect to the ``what`` server (``TTS``, ``STT``) at ``host:port`` in ``within`` s."""
+    """Connect to the ``what`` server (``TTS``, ``STT``) at ``host:port`` in ``within`` s.
+
+    A line the server sends may be ``line_limit`` bytes long at most.
+    """
     try:
         async with asyncio.timeout(within):
-            return await asyncio.open_connection(host, port)
+            return await asyncio.open_connection(host, port, limit=line_limit)
     except (OSError, TimeoutError) as err:
         raise SpeechConnectionError(
             f"cannot reach the {what} server: {err}", host=host, port=port

@@ -1,0 +1,128 @@
+"""``SatelliteRun``: one Assist pipeline run a satellite asked for, with state of its own.
+
+HA's own Wyoming satellite (2026.2.3) keeps one "running" flag for all runs: the end of a
+run it cancelled clears the flag the run replacing it had just set, and the new run's
+audio is dropped, so what the person said over an answer never reaches speech to text.
+Here each run has its own audio queue, its own TTS stream and its own end, and a pipeline
+event goes to the run it belongs to: a run's task sets ``CURRENT_RUN``, and the pipeline
+task HA starts from it (and every task that one starts) inherits the value. A cancelled
+run's end ends that run only.
+
+A run hears microphone audio while it listens: until speech to text ends (or the run
+does), at most ``MAX_LISTEN_SECONDS`` of it, with at most ``MAX_QUEUED_CHUNKS`` waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
+
+from homeassistant.components.assist_pipeline import PipelineEvent, PipelineEventType
+from homeassistant.components.assist_pipeline.pipeline import PipelineStage
+from wyoming.event import Event
+
+from ..const import LOGGER
+from ..engine.speech import SentenceMarks
+from ..engine.speech.satellite import MIC_FORMAT, RunRequested, Stage, mirror_pipeline_event
+
+CURRENT_RUN: ContextVar[SatelliteRun | None] = ContextVar("companion_satellite_run", default=None)
+MAX_QUEUED_CHUNKS = 400
+MAX_LISTEN_SECONDS = 30.0
+PIPELINE_STAGES: dict[Stage, PipelineStage] = {
+    "wake": PipelineStage.WAKE_WORD,
+    "asr": PipelineStage.STT,
+    "intent": PipelineStage.INTENT,
+    "handle": PipelineStage.INTENT,
+    "tts": PipelineStage.TTS,
+}
+
+type Speak = Callable[[SatelliteRun, str], bool]
+"""Start playing a run's answer from the TTS stream with this token; say whether it did."""
+type Tell = Callable[[Event], None]
+
+
+class SatelliteRun:
+    """A pipeline run of one satellite: its audio in, its events out, its answer's audio."""
+
+    def __init__(self, request: RunRequested, number: int, *, speak: Speak, tell: Tell) -> None:
+        """Start listening for the run ``request`` asked for (``number``: the satellite's nth)."""
+        self.request = request
+        self.number = number
+        self.start_stage = PIPELINE_STAGES[request.start]
+        self.end_stage = PIPELINE_STAGES[request.end]
+        self._speak = speak
+        self._tell = tell
+        self._audio: asyncio.Queue[bytes | None] = asyncio.Queue(MAX_QUEUED_CHUNKS)
+        self._heard = 0.0
+        self._dropped = 0
+        self._tts_token: str | None = None
+        self.marks = SentenceMarks()
+        """Where each sentence of its answer begins, when the companion's voice speaks it."""
+        self.listening = True
+        self.speaking = False
+        """Its answer's audio has started (or was asked to)."""
+        self.ended = False
+        """Home Assistant's pipeline run has ended (its answer may still be playing)."""
+        self.finished = False
+        """Nothing of it is left: ended, and its answer (if any) was heard or stopped."""
+        self.task: asyncio.Task[None] | None = None
+        """The task that runs it (and awaits its pipeline)."""
+
+    def hear(self, pcm: bytes) -> None:
+        """Take microphone audio (16 kHz, 16-bit mono) while the run listens."""
+        if not self.listening:
+            return
+        self._heard += MIC_FORMAT.seconds(len(pcm))
+        if self._heard > MAX_LISTEN_SECONDS:
+            LOGGER.debug("Satellite run %d: over %.0f s of audio", self.number, self._heard)
+            self.stop_listening()
+            return
+        try:
+            self._audio.put_nowait(pcm)
+        except asyncio.QueueFull:
+            if not self._dropped:  # speech to text is not reading: it has what it needs
+                LOGGER.debug("Satellite run %d: audio dropped, nobody reads it", self.number)
+            self._dropped += 1
+
+    def stop_listening(self) -> None:
+        """End the run's audio: speech to text gets what it has."""
+        if not self.listening:
+            return
+        self.listening = False
+        while self._audio.full():
+            self._audio.get_nowait()
+        self._audio.put_nowait(None)
+
+    async def audio(self) -> AsyncIterator[bytes]:
+        """Yield the run's microphone audio until it stops listening."""
+        while (chunk := await self._audio.get()) is not None:
+            yield chunk
+
+    def on_pipeline_event(self, event: PipelineEvent) -> None:
+        """Follow one of this run's pipeline events; tell the satellite what it needs to know."""
+        data = event.data or {}
+        match event.type:
+            case PipelineEventType.RUN_START:
+                output = data.get("tts_output")
+                if isinstance(output, dict) and isinstance(output.get("token"), str):
+                    self._tts_token = output["token"]
+            case PipelineEventType.STT_END:
+                self.stop_listening()
+            case PipelineEventType.INTENT_PROGRESS if data.get("tts_start_streaming"):
+                self._start_speaking()
+            case PipelineEventType.TTS_END:
+                self._start_speaking()
+            case PipelineEventType.RUN_END:
+                self.ended = True
+                self.stop_listening()
+                if not self.speaking:
+                    self.finished = True
+        if (mirrored := mirror_pipeline_event(str(event.type), data)) is not None:
+            self._tell(mirrored)
+
+    def _start_speaking(self) -> None:
+        """Start playing the run's answer from its TTS stream, once."""
+        if self.speaking or self._tts_token is None:
+            return
+        self.speaking = self._speak(self, self._tts_token)

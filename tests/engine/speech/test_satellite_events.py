@@ -1,0 +1,156 @@
+"""What a satellite says, read as typed inputs; what it is told while a pipeline runs."""
+
+from __future__ import annotations
+
+import pytest
+from wyoming.audio import AudioChunk
+from wyoming.event import Event
+
+from custom_components.companion_agent.engine.speech.info import (
+    MAX_SATELLITE_TEXT,
+    SatelliteInfo,
+    SatelliteWakeWord,
+    parse_satellite_info,
+)
+from custom_components.companion_agent.engine.speech.satellite.audio import PcmFormat
+from custom_components.companion_agent.engine.speech.satellite.events import (
+    Described,
+    Ignored,
+    MicAudio,
+    MicStopped,
+    PingAsked,
+    Played,
+    PongHeard,
+    RunRequested,
+    SatelliteEvents,
+    WakeDetected,
+)
+from custom_components.companion_agent.engine.speech.satellite.mirror import (
+    mirror_pipeline_event,
+)
+
+
+def read(event: Event) -> object:
+    """Return what a fresh connection reads in ``event``."""
+    return SatelliteEvents().read(event)
+
+
+def test_a_run_request_is_read_with_its_speaker_format() -> None:
+    """``run-pipeline`` from speech to TTS, the wake word's name and ``snd_format`` kept."""
+    event = Event(
+        "run-pipeline",
+        {
+            "start_stage": "asr",
+            "end_stage": "tts",
+            "wake_word_name": "okay_nabu",
+            "snd_format": {"rate": 16000, "width": 2, "channels": 1},
+            "restart_on_end": False,
+        },
+    )
+    assert read(event) == RunRequested(
+        start="asr",
+        end="tts",
+        wake_word_name="okay_nabu",
+        speaker_format=PcmFormat(rate=16000, width=2, channels=1),
+    )
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"start_stage": "tts", "end_stage": "tts"},  # no audio to run on
+        {"start_stage": "asr", "end_stage": "wake"},  # backwards
+        {"start_stage": "asr"},
+        {"start_stage": ["asr"], "end_stage": "tts"},
+    ],
+)
+def test_a_run_that_cannot_run_on_audio_is_ignored(data: dict[str, object]) -> None:
+    """Only runs that start at the wake word or speech, and end after, are taken."""
+    assert isinstance(read(Event("run-pipeline", data)), Ignored)
+
+
+def test_a_bad_speaker_format_leaves_the_audio_its_own() -> None:
+    """A format nobody could play is dropped, the run is kept."""
+    event = Event(
+        "run-pipeline", {"start_stage": "wake", "end_stage": "tts", "snd_format": {"rate": 1}}
+    )
+    assert read(event) == RunRequested(start="wake", end="tts")
+
+
+def test_microphone_audio_comes_out_at_16_khz_mono() -> None:
+    """48 kHz stereo in, the STT's format out; bad chunks are ignored, not fatal."""
+    events = SatelliteEvents()
+    stereo = AudioChunk(rate=48000, width=2, channels=2, audio=bytes(48000 * 4)).event()
+    audio = events.read(stereo)
+    assert isinstance(audio, MicAudio)
+    assert abs(len(audio.pcm) - 32000) <= 8
+    assert isinstance(
+        events.read(Event("audio-chunk", {"rate": 0, "width": 2, "channels": 1})), Ignored
+    )
+    odd = Event("audio-chunk", {"rate": 16000, "width": 2, "channels": 1}, payload=b"\0")
+    assert isinstance(events.read(odd), Ignored)
+
+
+def test_the_other_events_are_read_or_ignored() -> None:
+    """Stop, played, detection, ping, pong, info; unknown types are ignored."""
+    assert read(Event("audio-stop")) == MicStopped()
+    assert read(Event("played")) == Played()
+    assert read(Event("detection", {"name": "hey_jarvis"})) == WakeDetected(name="hey_jarvis")
+    assert read(Event("ping", {"text": "x"})) == PingAsked(text="x")
+    assert read(Event("pong")) == PongHeard()
+    assert read(Event("info", {"tts": []})) == Described(info=None)
+    ignored = read(Event("x" * 500))
+    assert isinstance(ignored, Ignored)
+    assert len(ignored.type) == 100
+
+
+def test_a_satellites_info_is_read_tolerantly_and_cut() -> None:
+    """Name, area and wake words; too long texts cut; malformed parts left out."""
+    info = parse_satellite_info(
+        {
+            "satellite": {
+                "name": "  Kitchen  ",
+                "area": "A" * 500,
+                "installed": True,
+                "active_wake_words": ["okay_nabu", 3],
+                "max_active_wake_words": 2,
+                "has_vad": "yes",
+            },
+            "wake": [
+                {"models": [{"name": "okay_nabu", "phrase": "okay nabu", "languages": ["en"]}]},
+                {"models": [{"name": "gone", "installed": False}, {"phrase": "no name"}]},
+                "not a program",
+            ],
+        }
+    )
+    assert info == SatelliteInfo(
+        name="Kitchen",
+        area="A" * MAX_SATELLITE_TEXT,
+        wake_words=(SatelliteWakeWord(id="okay_nabu", phrase="okay nabu", languages=("en",)),),
+        active_wake_words=("okay_nabu",),
+        max_active_wake_words=2,
+    )
+    assert info.phrase("okay_nabu") == "okay nabu"
+    assert info.phrase("other") == "other"
+    assert parse_satellite_info({"satellite": {"name": "x", "installed": False}}) is None
+    assert parse_satellite_info({"satellite": "no"}) is None
+
+
+def test_pipeline_events_are_told_to_the_satellite() -> None:
+    """The run's stages as the satellite's events; missing fields never raise."""
+    assert mirror_pipeline_event("wake_word-start", {}) == Event("detect", {"names": None})
+    assert mirror_pipeline_event("stt-start", {"metadata": {"language": "en"}}).data == {  # type: ignore[union-attr]
+        "language": "en"
+    }
+    transcript = mirror_pipeline_event("stt-end", {"stt_output": {"text": "hello"}})
+    assert transcript == Event("transcript", {"text": "hello"})
+    assert mirror_pipeline_event("stt-end", {"stt_output": "garbage"}) == Event(
+        "transcript", {"text": ""}
+    )
+    assert mirror_pipeline_event("error", {"code": "x", "message": "failed"}) == Event(
+        "error", {"text": "failed", "code": "x"}
+    )
+    assert mirror_pipeline_event("intent-start", {}) is None
+    assert mirror_pipeline_event("stt-vad-start", {"timestamp": "soon"}) == Event(
+        "voice-started", {"timestamp": None}
+    )

@@ -1,0 +1,170 @@
+"""The companion's satellite with the real wyoming-satellite 1.0.0, Piper, Whisper and HA.
+
+The satellite wakes on its own wake word (a program that detects it on cue), hears the
+person through a microphone that plays Piper's speech at real time, and plays the answer
+into a file. Whisper transcribes what the person said, and here also what the satellite
+played: few tests, since each transcription takes about as long as the speech.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from homeassistant.core import HomeAssistant
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+from wyoming.audio import AudioChunk, AudioChunkConverter
+
+from custom_components.companion_agent.engine.speech import WyomingSTT
+from tests.ha.entries import SetupCompanion
+from tests.ha.history_files import assistant_text, stored_turns
+from tests.ha.satellitekit import setup_satellite_companion, wait_state
+from tests.support.llm_script import Reply
+from tests.support.llm_server import LLMServer
+from tests.support.piper import PiperPeer
+from tests.support.satellite import SPEAKER_RATE, SatellitePeer
+from tests.support.whisper import (
+    LEAD_SILENCE,
+    RATE,
+    TAIL_SILENCE,
+    WhisperPeer,
+    heard_as,
+    pieces,
+    spoken,
+    words,
+)
+
+QUESTION = "What will the weather be like today?"
+ANSWER = "It will be sunny and warm all day."
+
+
+@pytest.fixture
+async def on_wyoming_satellite(
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    piper: PiperPeer,
+    whisper: WhisperPeer,
+    satellite: SatellitePeer,
+) -> tuple[MockConfigEntry, str]:
+    """Set up the companion (whisper, our persona, piper) with the real satellite, idle."""
+    entry, satellite_id = await setup_satellite_companion(
+        hass,
+        setup_companion,
+        piper,
+        (whisper.host, whisper.port, whisper.model),
+        (satellite.host, satellite.port),
+    )
+    await wait_state(hass, satellite_id, "idle")
+    return entry, satellite_id
+
+
+def at_16k(pcm: bytes) -> bytes:
+    """Return the satellite speaker's audio (22.05 kHz, 16-bit mono) at 16 kHz for whisper."""
+    chunk = AudioChunk(rate=SPEAKER_RATE, width=2, channels=1, audio=pcm)
+    return AudioChunkConverter(rate=RATE, width=2, channels=1).convert(chunk).audio
+
+
+async def test_wake_word_to_answer_round_trip_on_wyoming_satellite(
+    hass: HomeAssistant,
+    *,
+    on_wyoming_satellite: tuple[MockConfigEntry, str],
+    llm_server: LLMServer,
+    piper: PiperPeer,
+    whisper: WhisperPeer,
+    satellite: SatellitePeer,
+) -> None:
+    """Wake word, question, the answer played on the satellite's speaker, the turn stored."""
+    entry, satellite_id = on_wyoming_satellite
+    llm_server.script(Reply.text(ANSWER))
+    satellite.say(await spoken(piper, QUESTION))
+    satellite.wake()
+
+    await wait_state(hass, satellite_id, "listening")
+    await wait_state(hass, satellite_id, "responding")
+    await wait_state(hass, satellite_id, "idle")
+
+    messages = llm_server.requests[0]["messages"]
+    assert isinstance(messages, list)
+    assert words(str(messages[-1]["content"]))[-len(words(QUESTION)) :] == words(QUESTION)
+    played = satellite.heard()
+    assert len(played) > SPEAKER_RATE * 2  # more than a second of answer
+    heard = await WyomingSTT(whisper.host, whisper.port).transcribe(
+        pieces(bytes(RATE) + at_16k(played) + bytes(RATE * 2))
+    )
+    assert heard_as(heard.text, ANSWER), heard.text
+    await entry.runtime_data.engine.flush()
+    (turn,) = stored_turns(hass)
+    assert turn["outcome"] == "complete"
+    assert assistant_text(turn) == ANSWER
+    assert await hass.config_entries.async_unload(entry.entry_id)
+    await asyncio.sleep(0)
+
+
+LONG_ANSWER = (
+    "The weather stays fine all week. "
+    "On Monday it will be sunny and warm in the whole valley. "
+    "On Tuesday a light breeze comes up in the afternoon. "
+    "On Wednesday the clouds return, but it stays dry. "
+    "Thursday and Friday will be the warmest days of the week."
+)
+STOP = "Stop."
+STOPPED = "Okay, I will stop."
+
+
+def sentences_of(text: str) -> list[str]:
+    """Return the sentences of ``text``, each with its full stop."""
+    return [f"{part.strip()}." for part in text.split(".") if part.strip()]
+
+
+async def test_barge_in_on_wyoming_satellite_keeps_only_what_was_played(
+    hass: HomeAssistant,
+    *,
+    on_wyoming_satellite: tuple[MockConfigEntry, str],
+    llm_server: LLMServer,
+    piper: PiperPeer,
+    whisper: WhisperPeer,
+    satellite: SatellitePeer,
+) -> None:
+    """Waking the satellite over the answer stops it; the words said over it are answered.
+
+    HA's own Wyoming satellite drops the audio of a run started while another runs (the
+    cancelled run's end clears the new run's flag): here "Stop." reaches whisper.
+    """
+    entry, satellite_id = on_wyoming_satellite
+    # The model writes slowly: the answer's turn (and its pipeline run) still runs when the
+    # person speaks over it, so the run the barge-in cancels ends after the new one began.
+    llm_server.script(Reply.text(LONG_ANSWER, chunk_size=10, delay=0.3), Reply.text(STOPPED))
+    question, stop = await spoken(piper, QUESTION), await spoken(piper, STOP)
+    satellite.say(question)
+    satellite.wake()
+    await wait_state(hass, satellite_id, "responding")
+    sent_at_barge_in = await satellite.wait_heard(3.0)
+    satellite.say(stop)
+    satellite.wake()
+    await wait_state(hass, satellite_id, "listening")
+    await wait_state(hass, satellite_id, "responding")
+    await wait_state(hass, satellite_id, "idle")
+
+    await entry.runtime_data.engine.flush()
+    first, second = sorted(stored_turns(hass), key=lambda turn: str(turn["time"]))
+    assert first["outcome"] == "interrupted"
+    kept = assistant_text(first)
+    everything = sentences_of(LONG_ANSWER)
+    count = len(sentences_of(kept))
+    assert kept == " ".join(everything[:count])  # whole sentences
+    # Each sentence's real length in this voice: the kept ones began by the barge-in (a
+    # sentence counts once it could have begun), the next had not begun long before it.
+    starts = [0.0]
+    for sentence in everything:
+        audio = len(await spoken(piper, sentence)) / (RATE * 2)
+        starts.append(starts[-1] + audio - LEAD_SILENCE - TAIL_SILENCE)
+    assert 1 <= count < len(everything)
+    assert starts[count - 1] <= sent_at_barge_in + 0.5
+    assert starts[count] >= sent_at_barge_in - 1.5
+    assert words(str(second["user"])) == words(STOP)
+    assert second["outcome"] == "complete"
+    assert assistant_text(second) == STOPPED
+    assert (
+        satellite.heard_seconds() < sent_at_barge_in + 1.0 + 3.0
+    )  # the rest of the long answer never went
+    assert await hass.config_entries.async_unload(entry.entry_id)
