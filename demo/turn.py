@@ -47,6 +47,10 @@ class HomeLink:
     token: str
     pipeline_id: str
     persona: str
+    satellite: str | None = None
+    """The companion's own Assist satellite (the demo's wyoming-satellite), if it runs."""
+    speaker: str | None = None
+    """The file that satellite's speaker writes (raw 22.05 kHz, 16-bit mono)."""
 
 
 async def say(

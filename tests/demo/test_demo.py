@@ -95,6 +95,7 @@ async def test_ctrl_c_stops_every_process_the_demo_started(tmp_path: Path) -> No
                 seen.append(line)
         note = json.loads((folder / "running.json").read_text())
         assert note["pid"] == demo.pid
+        assert str(note["satellite"]).startswith("assist_satellite."), "".join(seen)
         assert _holders(folder), "the demo's servers should be running now"
     finally:
         demo.send_signal(signal.SIGINT)
