@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python benchmarks/voice.py [--runs N]`` (needs ``script/peers``: it starts
 the real wyoming-piper from ``.peers/piper``). It boots a real Home Assistant core in
-process (as ``script/demo.py`` does), with Assist, our entry (an agent and our TTS entity
+process (``benchmarks/ha_core.py``), with Assist, our entry (an agent and our TTS entity
 on that Piper) and HA's own Wyoming integration on the same Piper, and runs text pipelines
 (intent → tts) as HA's websocket API does. The model is the scripted server of the tests:
 its first token comes ``--first-token`` ms after the run starts, then one word-sized token

@@ -1,6 +1,6 @@
 """A Home Assistant for ``benchmarks/voice.py``: Assist, our agent and voice, HA's own Wyoming.
 
-A real HA core boots in process (as ``script/demo.py`` boots it); our entry gets a voice on
+A real HA core boots in process (``benchmarks/ha_core.py``); our entry gets a voice on
 the Piper from ``.peers/piper`` and HA core's Wyoming integration is set up on the same
 Piper; one pipeline uses each voice with our agent. ``Bench`` runs text pipelines (intent →
 tts) as HA's websocket API does, scripts the model's timing, and notes when the parts of
