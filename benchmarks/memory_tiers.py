@@ -81,13 +81,13 @@ async def main(records: int, turns: int) -> bool:
             lambda i: memory.before_turn(SCOPE, f"What about {TOPICS[i % 8]} on day {i % 31}?"),
             turns,
         )
-        ok = report_p95("read", before, 50, unit="turns")
+        ok = report_p95("read", before, 50, unit="turns", figure="memory read before a turn")
         instruction = await timed(
             lambda i: memory.before_turn(SCOPE, f"From now on, call me Captain {i}."), turns
         )
-        ok &= report_p95("instr", instruction, 100, unit="turns")
+        ok &= report_p95("instr", instruction, 100, unit="turns", figure="lasting instruction")
         puts = await timed(lambda i: memory.outbox.put("exchange", {"user": f"turn {i}"}), turns)
-        ok &= report_p95("put", puts, 20, unit="entries")
+        ok &= report_p95("put", puts, 20, unit="entries", figure="durable outbox entry")
         await memory.outbox.close()
         await memory.exchanges.close()
         await store.close()

@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.figures import percentile
+from benchmarks.figures import percentile, record
 from benchmarks.memory_conversations import Conversation
 from benchmarks.memory_conversations import memories as memories_of
 from custom_components.companion_agent.engine.memory.embeddings import (
@@ -145,4 +145,25 @@ async def _one_size(
         f"recall@6 turn {turn_r:.3f} vs store {own_r:.3f} "
         f"(target >= store - {RECALL_SLACK}: {'OK' if ok_recall else 'MISSED'})"
     )
-    return ok_time and ok_missed and ok_recall
+    figures = (
+        (
+            "turn retrieval",
+            f"p50 {p50:.1f} ms, p95 {p95:.1f} ms",
+            f"p95 <= {DEFAULT_BUDGET * 1000:.0f} ms",
+            ok_time,
+        ),
+        (
+            "turns that rendered memories",
+            f"{included}/{asked}",
+            f">= {INCLUDED:.0%}",
+            ok_missed,
+        ),
+        (
+            "recall@6",
+            f"{turn_r:.3f} vs store {own_r:.3f}",
+            f">= store - {RECALL_SLACK}",
+            ok_recall,
+        ),
+    )
+    met = [record(f"{w} {size // 1000}k", m, t, met=ok) for w, m, t, ok in figures]
+    return all(met)

@@ -46,6 +46,7 @@ _INTEGRATION = types.ModuleType("custom_components.companion_agent")
 _INTEGRATION.__path__ = [str(ROOT / "custom_components" / "companion_agent")]
 sys.modules.setdefault(_INTEGRATION.__name__, _INTEGRATION)
 
+from benchmarks.figures import record  # noqa: E402
 from custom_components.companion_agent.engine.events import (  # noqa: E402
     OutputItem,
     SentenceOutput,
@@ -195,6 +196,12 @@ async def bench_tokens(passes: int) -> bool:
         f"targets p50 <= {TARGET_P50_US} µs, p99 <= {TARGET_P99_US} µs: "
         f"{'OK' if ok_token else 'MISSED'}"
     )
+    record(
+        "µs per token",
+        f"p50 {p50:.2f}, p99 {p99:.2f}",
+        f"p50 <= {TARGET_P50_US}, p99 <= {TARGET_P99_US}",
+        met=ok_token,
+    )
     l50, l99, lmax = (
         percentile(lag_ns, 0.5) / 1000,
         percentile(lag_ns, 0.99) / 1000,
@@ -205,6 +212,8 @@ async def bench_tokens(passes: int) -> bool:
         f"  lag: n={len(lag_ns)} p50={l50:.2f} µs p99={l99:.2f} µs max={lmax:.1f} µs  "
         f"target p99 <= {TARGET_LAG_US:.0f} µs: {'OK' if ok_lag else 'MISSED'}"
     )
+    measured = f"p50 {l50:.2f} µs, p99 {l99:.2f} µs"
+    record("release lag", measured, f"p99 <= {TARGET_LAG_US:.0f} µs", met=ok_lag)
     total = sum(waits.values())
     shares = ", ".join(f"{key}: {count / total:.0%}" for key, count in sorted(waits.items()))
     print(f"  released by closing token +N tokens (plain replies): {shares}")
@@ -269,6 +278,7 @@ async def bench_scale() -> bool:
             f"scale/{name}: " + ", ".join(cells) + f"; µs/char {per_char[0]:.3f} → "
             f"{per_char[-1]:.3f} (×{growth:.2f}) linear: {'OK' if linear else 'MISSED'}"
         )
+        record(f"scale/{name}, µs/char growth", f"×{growth:.2f}", "< ×1.5 (linear)", met=linear)
     return ok
 
 

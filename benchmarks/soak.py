@@ -38,11 +38,12 @@ from homeassistant.components import conversation  # noqa: E402
 from homeassistant.core import Context  # noqa: E402
 from homeassistant.helpers import chat_session  # noqa: E402
 
+from benchmarks.figures import record  # noqa: E402
+from benchmarks.ha_core import configure, start_home_assistant  # noqa: E402
 from custom_components.companion_agent.engine.llm import LLMSettings, OpenAIChatModel  # noqa: E402
 from custom_components.companion_agent.engine.retry import NO_RETRY  # noqa: E402
 from custom_components.companion_agent.engine.turn.limits import TurnLimits  # noqa: E402
 from custom_components.companion_agent.engine.turn.runner import TurnRunner  # noqa: E402
-from script.demo import configure, start_home_assistant  # noqa: E402
 from tests.support.llm_server import LLMServer  # noqa: E402
 from tests.support.turns import Conversations, persona, start  # noqa: E402
 
@@ -137,6 +138,8 @@ async def engine_soak(turns: int) -> bool:
         f"engine: RSS before={before:.1f} MB peak={peak:.1f} MB after={after:.1f} MB "
         f"({growth:+.1%}; target ≤ {RSS_TARGET:.0%}, no leaked task): {'OK' if ok else 'MISSED'}"
     )
+    measured = f"RSS {growth:+.1%}, {max(leaked, 0)} leaked tasks"
+    record(f"engine, {turns} turns", measured, f"RSS <= {RSS_TARGET:.0%}, 0 leaked", met=ok)
     return ok
 
 
@@ -191,7 +194,8 @@ async def ha_soak(waves: int, size: int) -> bool:
         + f" MB; mean after the first {per_wave:+.2f} MB (target ≤ {WAVE_TARGET_MB} MB): "
         + ("OK" if ok else "MISSED")
     )
-    return ok
+    kept = f"HA, {waves}×{size} turns, RSS kept"
+    return record(kept, f"{per_wave:+.2f} MB a wave", f"<= {WAVE_TARGET_MB} MB", met=ok)
 
 
 async def main() -> None:

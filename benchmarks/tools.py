@@ -141,9 +141,9 @@ class ScriptedModel:
         yield RoundEnd(finish_reason="stop")
 
 
-def report(name: str, samples: list[float]) -> bool:
+def report(name: str, samples: list[float], figure: str) -> bool:
     """Print p50/p95/max in ms; return whether p95 meets the target."""
-    return report_p95(name, samples, TARGET_P95_MS, unit="rounds")
+    return report_p95(name, samples, TARGET_P95_MS, unit="rounds", figure=figure)
 
 
 async def bench(rounds: int, calls: int, folder: Path) -> bool:
@@ -178,8 +178,8 @@ async def bench(rounds: int, calls: int, folder: Path) -> bool:
     flush_ms = (time.perf_counter() - started) * 1000
     lines = len(audit.path.read_text(encoding="utf-8").splitlines())
     print(f"{calls} calls per round (allow, confirm, allow …), audit to a real file")
-    ok = report("guard", guard_ms[rounds // 10 :])
-    ok = report("loop", loop_ms[rounds // 10 :]) and ok
+    ok = report("guard", guard_ms[rounds // 10 :], "guard per round (policy, checks, audit)")
+    ok = report("loop", loop_ms[rounds // 10 :], "tool loop per round") and ok
     print(f"audit: {lines} records written, final flush {flush_ms:.1f} ms, dropped {audit.dropped}")
     return ok
 

@@ -56,9 +56,9 @@ class EndlessModel:
             self.closed_at = time.perf_counter()
 
 
-def report(name: str, samples: list[float]) -> bool:
+def report(name: str, samples: list[float], figure: str) -> bool:
     """Print p50/p95/max in ms; return whether p95 meets the target."""
-    return report_p95(name, samples, TARGET_P95_MS, unit="turns")
+    return report_p95(name, samples, TARGET_P95_MS, unit="turns", figure=figure)
 
 
 async def bench(turns: int, folder: Path) -> bool:
@@ -83,8 +83,8 @@ async def bench(turns: int, folder: Path) -> bool:
         assert model.closed_at is not None
         model_ms.append((model.closed_at - cancelled) * 1000)
     print(f"{turns} turns cancelled after 1-40 items (endless in-process model, real files)")
-    ok = report("items", items_ms)
-    return report("model", model_ms) and ok
+    ok = report("items", items_ms, "cancel → last item out")
+    return report("model", model_ms, "cancel → model stream closed") and ok
 
 
 async def aenumerate[T](items: AsyncIterator[T]) -> AsyncIterator[tuple[int, T]]:

@@ -1,6 +1,6 @@
 """A Home Assistant for ``benchmarks/voice.py``: every way an answer's audio leaves HA.
 
-A real HA core boots in process (as ``script/demo.py`` boots it) with ffmpeg (imageio-ffmpeg's
+A real HA core boots in process (``benchmarks/ha_core.py``) with ffmpeg (imageio-ffmpeg's
 static build) on its ``PATH``, since HA converts for satellites. On one wyoming-piper speak
 our voice and HA core's own Wyoming TTS; our agent answers from the scripted model server,
 our STT hears through the scripted ASR server. The ways out, each measured where the audio
@@ -33,11 +33,11 @@ from homeassistant.components.media_player.const import MediaPlayerEntityFeature
 from homeassistant.core import HomeAssistant
 from homeassistant.setup import async_setup_component
 
+from benchmarks.ha_core import configure
 from benchmarks.voice_peers import launch_piper, wait_for_piper
 from custom_components.companion_agent.const import CONF_TURNS_PER_MINUTE, DOMAIN
 from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.runtime import CompanionRuntime
-from script.demo import configure
 from tests.ha.entries import speech_to_text, wyoming_voice
 from tests.ha.ha_satellite import create_pipeline, setup_ha_satellite, setup_ha_voice
 from tests.ha.voice_pipeline import keep_turns

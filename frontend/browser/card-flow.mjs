@@ -6,10 +6,8 @@
 // approves from the keyboard, and forgets a household memory from the card. Screenshots go
 // to $SHOTS; the last line printed is a JSON summary. Any step that does not happen in
 // time fails the run (exit status 1).
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { openChromium } from "./chromium.mjs";
 
 const env = process.env;
 const url = env.HA_URL;
@@ -18,26 +16,7 @@ const shots = env.SHOTS;
 const expected = env.EXPECT_SENTENCE;
 const PENCIL = "M20.71,7.04"; // mdiPencil: the "Edit dashboard" button's icon
 const STEP = Number(env.STEP_TIMEOUT_MS ?? 15000);
-const FLAGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-
-const profile = mkdtempSync(join(tmpdir(), "companion-chromium-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: env.CHROMIUM ?? "/usr/bin/chromium",
-  headless: true,
-  args: FLAGS,
-  viewport: { width: 900, height: 760 },
-  locale: "en-US",
-  reducedMotion: "reduce",
-});
-const page = context.pages()[0] ?? (await context.newPage());
+const { page, close } = await openChromium({ width: 900, height: 760 });
 const saved = [];
 const summary = { screenshots: saved };
 
@@ -138,8 +117,7 @@ try {
   await memory.waitFor({ state: "detached", timeout: STEP });
   summary.forgotten = env.EXPECT_MEMORY;
   console.log(JSON.stringify(summary));
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
+  await close();
 } catch (err) {
   summary.error = String(err?.message ?? err).split("\n")[0];
   try {
@@ -148,7 +126,6 @@ try {
     // no page to take
   }
   console.log(JSON.stringify(summary));
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
+  await close();
   process.exit(1);
 }

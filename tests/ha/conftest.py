@@ -21,7 +21,7 @@ from tests.ha.entries import (
     companion_entry,
     persona,
 )
-from tests.ha.satellitekit import OnSatellite, setup_satellite_companion, wait_state
+from tests.ha.satellite_setup import OnSatellite, setup_satellite_companion, wait_state
 from tests.ha.speakers import SpeakerPlayer, SpeakingSatellite, setup_speakers
 from tests.ha.start_chat import (
     ATTIC,

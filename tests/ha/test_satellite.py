@@ -24,7 +24,7 @@ from custom_components.companion_agent.engine.speech.satellite.speaker import LE
 from custom_components.companion_agent.voice import satellite_connection
 from tests.ha.entries import entity_id
 from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.satellitekit import OnSatellite, wait_state
+from tests.ha.satellite_setup import OnSatellite, wait_state
 from tests.support.asr_server import TEXT
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

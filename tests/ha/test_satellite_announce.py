@@ -22,7 +22,7 @@ from homeassistant.helpers import intent
 from syrupy.assertion import SnapshotAssertion
 from wyoming.audio import AudioChunk, AudioStop
 
-from tests.ha.satellitekit import OnSatellite, wait_state
+from tests.ha.satellite_setup import OnSatellite, wait_state
 from tests.ha.start_chat import start_chat
 from tests.ha.test_satellite import ANSWER, PIPER_RATE, SILENCE, traffic
 from tests.support.llm_script import Reply

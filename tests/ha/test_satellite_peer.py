@@ -18,7 +18,7 @@ from wyoming.audio import AudioChunk, AudioChunkConverter
 from custom_components.companion_agent.engine.speech import WyomingSTT
 from tests.ha.entries import SetupCompanion
 from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.satellitekit import setup_satellite_companion, wait_state
+from tests.ha.satellite_setup import setup_satellite_companion, wait_state
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer

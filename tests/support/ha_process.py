@@ -5,7 +5,10 @@ port, the frontend, any YAML the caller adds, this repository's integration link
 ``custom_components/``), starts HA's own entry point (``python -m
 homeassistant``) as a subprocess, waits until it answers, and onboards it through HA's own
 onboarding API: an owner with a known password (HA's ``homeassistant`` auth provider), the
-core config, analytics and integration steps done. ``rest``, ``ws`` and
+analytics and integration steps done. The core-config step is marked done in the folder's
+onboarding store before HA starts: finishing it through the API also sets up Google
+Translate's TTS, Met weather and Radio Browser, which need packages and the internet that
+a test (or the demo) does not have, and fill the log with their tracebacks. ``rest``, ``ws`` and
 ``configure_companion`` then drive it as a person's browser would, signed in as that user;
 ``stop`` ends it. Nothing is mocked: the browser sees HA's real login page and dashboards.
 """
@@ -14,11 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from textwrap import dedent
@@ -55,12 +59,20 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def write_config(folder: Path, port: int, extra_yaml: str = "") -> None:
-    """Write configuration.yaml and link the integration into ``custom_components/``."""
+def write_config(
+    folder: Path, port: int, extra_yaml: str = "", *, name: str = "Companion test home"
+) -> None:
+    """Write configuration.yaml, the onboarding store, and link the integration in."""
     folder.mkdir(parents=True, exist_ok=True)
+    storage = folder / ".storage"
+    storage.mkdir(exist_ok=True)
+    onboarding = {"version": 4, "minor_version": 1, "key": "onboarding"}
+    (storage / "onboarding").write_text(
+        json.dumps({**onboarding, "data": {"done": ["core_config"]}})
+    )
     lines = [
         "homeassistant:",
-        "  name: Companion test home",
+        f"  name: {name}",
         "  time_zone: UTC",
         "http:",
         "  server_host: 127.0.0.1",
@@ -109,10 +121,20 @@ class HomeAssistantProcess:
         *,
         extra_yaml: str = "",
         start_within: float = START_TIMEOUT,
+        port: int | None = None,
+        name: str = "Companion test home",
+        username: str = USERNAME,
+        password: str = PASSWORD,
+        path: Sequence[Path] = (),
     ) -> Self:
-        """Write the config, start HA, wait for it and onboard it; raise if it never answers."""
-        port = free_port()
-        write_config(folder, port, dedent(extra_yaml))
+        """Write the config, start HA, wait for it and onboard it; raise if it never answers.
+
+        ``port`` defaults to a free one; ``path`` holds folders put first on HA's ``PATH``
+        (where HA finds ``ffmpeg``); the owner signs in as ``username`` / ``password``.
+        """
+        port = port or free_port()
+        write_config(folder, port, dedent(extra_yaml), name=name)
+        search = os.pathsep.join([*map(str, path), os.environ.get("PATH", "")])
         out = (folder / "home-assistant.out").open("wb")
         process = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -124,12 +146,19 @@ class HomeAssistantProcess:
             "--log-no-color",
             stdout=out,
             stderr=asyncio.subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "PATH": search},
             start_new_session=True,
         )
         out.close()
         session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=CALL_TIMEOUT))
-        home = cls(folder=folder, port=port, process=process, session=session)
+        home = cls(
+            folder=folder,
+            port=port,
+            process=process,
+            session=session,
+            username=username,
+            password=password,
+        )
         try:
             await home._wait_until_up(start_within)
             await home._onboard()
@@ -198,7 +227,12 @@ class HomeAssistantProcess:
         return results
 
     async def configure_companion(
-        self, llm_url: str, model: str = "test-model", *, profile: str | None = None
+        self,
+        llm_url: str,
+        model: str = "test-model",
+        *,
+        profile: str | None = None,
+        api_key: str = "",
     ) -> str:
         """Add the integration through its config flow; return its persona's entity id.
 
@@ -210,7 +244,7 @@ class HomeAssistantProcess:
         done = await self.rest(
             "POST",
             f"/api/config/config_entries/flow/{flow['flow_id']}",
-            {"base_url": llm_url, "api_key": "", "model": model},
+            {"base_url": llm_url, "api_key": api_key, "model": model},
         )
         if done.get("type") != "create_entry":
             raise RuntimeError(f"config flow did not create the entry: {done}")
@@ -319,7 +353,6 @@ class HomeAssistantProcess:
         ) as response:
             response.raise_for_status()
             self.access_token = (await response.json())["access_token"]
-        await self.rest("POST", "/api/onboarding/core_config")
         await self.rest("POST", "/api/onboarding/analytics")
         await self.rest(
             "POST",

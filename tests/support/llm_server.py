@@ -40,6 +40,7 @@ __all__ = [
     "RecordedChunk",
     "Refusal",
     "Reply",
+    "Responder",
     "TextChunk",
     "ToolCallChunk",
 ]
@@ -56,17 +57,30 @@ ERROR_KINDS = {
 SERVER_ERROR = ("server_error", "server_error", "The server had an error processing your request.")
 
 type Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+type Responder = Callable[[dict[str, object], int], Reply]
+"""Answers a request nobody scripted: the request's body and its number (from 1)."""
 
 
 class LLMServer:
     """Serve `/v1/chat/completions`, `/v1/models` and `/v1/embeddings` on 127.0.0.1."""
 
     def __init__(
-        self, api_key: str | None = None, models: tuple[str, ...] = ("test-model",)
+        self,
+        api_key: str | None = None,
+        models: tuple[str, ...] = ("test-model",),
+        *,
+        responder: Responder = default_reply,
+        structured_responder: Responder | None = None,
     ) -> None:
-        """Prepare a server that checks `api_key` (if given) and lists `models`."""
+        """Prepare a server that checks `api_key` (if given) and lists `models`.
+
+        ``responder`` answers chat requests nobody scripted, ``structured_responder`` those
+        with a ``response_format`` (unscripted and without one: ``{}``).
+        """
         self.api_key = api_key
         self.models = models
+        self._responder = responder
+        self._structured_responder = structured_responder
         self.requests: list[dict[str, object]] = []
         self.on_chat: Callable[[], None] | None = None
         """Called as each chat request (not a structured one) arrives, before it is answered."""
@@ -211,13 +225,15 @@ class LLMServer:
                 return web.json_response(refusal.body, status=refusal.status)
         if "response_format" in body:
             self.structured_requests.append(body)
-            reply = self._structured.popleft() if self._structured else Reply.text("{}")
+            reply = self._structured.popleft() if self._structured else self._unscripted(body)
         else:
             self.requests.append(body)
             if self.on_chat is not None:
                 self.on_chat()
             reply = (
-                self._script.popleft() if self._script else default_reply(body, len(self.requests))
+                self._script.popleft()
+                if self._script
+                else self._responder(body, len(self.requests))
             )
         await self._note()
         if reply.status != 200:
@@ -234,6 +250,12 @@ class LLMServer:
         if reply.cut_after is not None:
             return _cut(request, web.Response())
         return web.json_response(wire.whole(reply, usage))
+
+    def _unscripted(self, body: dict[str, object]) -> Reply:
+        """Answer a structured request nobody scripted: the responder's answer, or ``{}``."""
+        if self._structured_responder is None:
+            return Reply.text("{}")
+        return self._structured_responder(body, len(self.structured_requests))
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         """List the configured models."""

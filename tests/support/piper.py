@@ -33,6 +33,22 @@ class PiperPeer:
     ready: bool = False
 
 
+def piper_command(port: int, voice: str) -> list[str | Path]:
+    """Return the command that runs the peer's ``voice`` on 127.0.0.1:``port``, offline."""
+    return [
+        PIPER / "venv" / "bin" / "python",
+        "-m",
+        "wyoming_piper",
+        "--uri",
+        f"tcp://127.0.0.1:{port}",
+        "--voice",
+        voice,
+        "--data-dir",
+        str(PIPER / "data"),
+        "--local-files-only",
+    ]
+
+
 @pytest.fixture(scope="session")
 def piper_process() -> Iterator[PiperPeer]:
     """Start wyoming-piper from .peers/piper; stop it when the session ends."""
@@ -44,19 +60,7 @@ def piper_process() -> Iterator[PiperPeer]:
     port = free_port(python)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "piper.log"
-        command: list[str | Path] = [
-            python,
-            "-m",
-            "wyoming_piper",
-            "--uri",
-            f"tcp://127.0.0.1:{port}",
-            "--voice",
-            voice,
-            "--data-dir",
-            str(PIPER / "data"),
-            "--local-files-only",
-        ]
-        process = launch(command, log)
+        process = launch(piper_command(port, voice), log)
         try:
             yield PiperPeer(process=process, log=log, port=port, voice=voice)
         finally:

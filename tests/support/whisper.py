@@ -17,7 +17,7 @@ import pytest
 from wyoming.audio import AudioChunk as WyomingAudio
 from wyoming.audio import AudioChunkConverter
 
-from custom_components.companion_agent.engine.errors import SpeechConnectionError
+from custom_components.companion_agent.engine.errors import SpeechError
 from custom_components.companion_agent.engine.speech import WyomingSTT, WyomingTTS
 from tests.support.peer_process import free_port, launch, stop, wait_answering
 from tests.support.piper import PiperPeer
@@ -98,7 +98,7 @@ async def whisper(socket_enabled: None, whisper_process: WhisperPeer) -> Whisper
         """Say whether whisper describes itself yet (its model is loaded then)."""
         try:
             await stt.describe()
-        except SpeechConnectionError:
+        except SpeechError:  # refused, or (still loading) closed before its info
             return False
         return True
 

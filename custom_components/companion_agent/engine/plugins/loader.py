@@ -199,5 +199,6 @@ def _install_package(name: str, folder: Path) -> None:
 
 def _forget(package: str) -> None:
     """Drop a plugin package and its modules from ``sys.modules`` so the next import is fresh."""
-    for name in [n for n in sys.modules if n == package or n.startswith(f"{package}.")]:
-        del sys.modules[name]
+    # list() copies the names at once: other threads (HA's executor) import while this runs.
+    for name in [n for n in list(sys.modules) if n == package or n.startswith(f"{package}.")]:
+        sys.modules.pop(name, None)
