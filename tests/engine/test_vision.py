@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import sqlite3
 from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -117,8 +119,9 @@ async def test_a_chat_model_that_sees_gets_the_snapshot_and_nothing_keeps_it(
     written = everything_written(settings.data_dir)
     assert encoded[1000:1100].encode() not in written
     assert door.image[1000:1100] not in written
-    stored = (settings.data_dir / "conversations" / "p1").rglob("*.json")
-    assert "[image from camera.front_door]" in "".join(p.read_text() for p in stored)
+    with closing(sqlite3.connect(settings.data_dir / "exchanges.db")) as db:
+        rows = db.execute("SELECT turn FROM exchanges WHERE persona = 'p1'").fetchall()
+    assert "[image from camera.front_door]" in "".join(raw for (raw,) in rows)
 
 
 async def test_a_chat_model_that_cannot_see_gets_the_vision_models_description(

@@ -20,6 +20,7 @@ from homeassistant.helpers import llm
 from tests.ha.assist_turns import ask, speech
 from tests.ha.demo_camera import CAMERA, demo_camera
 from tests.ha.entries import SetupCompanion, agents_by_title, persona
+from tests.ha.history_files import stored_turns
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
@@ -43,11 +44,6 @@ def image_parts(request: dict[str, object]) -> list[bytes]:
                 assert head == "data:image/jpeg;base64"
                 found.append(base64.b64decode(data))
     return found
-
-
-def read_all(folder: Path) -> str:
-    """Return the text of every conversation file under ``folder``."""
-    return "".join(path.read_text(encoding="utf-8") for path in folder.rglob("*.json"))
 
 
 def offered(request: dict[str, object]) -> list[str]:
@@ -75,8 +71,8 @@ async def test_a_chat_model_that_sees_looks_through_the_demo_camera(
     (sent,) = image_parts(second)
     assert sent in DEMO_SNAPSHOTS  # within the bounds: the camera's own bytes, unchanged
     await hass.config_entries.async_unload(entry.entry_id)
-    folder = Path(hass.config.path("companion_agent", "conversations"))
-    stored = await hass.async_add_executor_job(read_all, folder)
+    turns = await hass.async_add_executor_job(stored_turns, hass)
+    stored = json.dumps(turns, ensure_ascii=False)
     assert "[image from camera.demo_camera]" in stored
     assert base64.b64encode(sent).decode()[500:600] not in stored
 

@@ -105,7 +105,12 @@ class TurnRunner:
         task.add_done_callback(self._amending.discard)
 
     async def flush(self, grace: float) -> None:
-        """Wait up to ``grace`` seconds for the stored turns still being amended."""
+        """Wait up to ``grace`` seconds for the stored turns still being amended.
+
+        A turn that has just ended tells its finish listeners from the loop, and one of them
+        may amend it (the person spoke over it): they run first, so that amend is waited for.
+        """
+        await asyncio.sleep(0)
         if self._amending:
             await asyncio.wait(set(self._amending), timeout=grace)
 
