@@ -44,6 +44,8 @@ from .voice.subentry_voice import SubentryVoice
 from .voice.tts_voices import supported_voices, unknown_voice_error
 
 WAV_SIZES = (4, 40)
+MP3_WAIT = 10.0
+"""How long a stream waits, just after setup, to learn whether MP3 can be made here."""
 """Where a WAV header states a size: the RIFF chunk's, the data chunk's (each: what follows)."""
 
 
@@ -65,6 +67,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         self.subentry = subentry
         self._voice: SubentryVoice | None = None
         self._mp3 = False  # until lameenc is known to import
+        self._mp3_known = asyncio.Event()
         self._attr_unique_id = subentry.subentry_id
         self._attr_supported_options = [tts.ATTR_VOICE, CONF_SPEAKER, tts.ATTR_PREFERRED_FORMAT]
         self._attr_default_options = {tts.ATTR_PREFERRED_FORMAT: MP3}
@@ -97,7 +100,10 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
 
     async def _async_warm_up(self) -> None:
         """Get the voice ready so the first reply starts at once; a failure waits for it."""
-        self._mp3 = await async_mp3_ready(self.hass)
+        try:
+            self._mp3 = await async_mp3_ready(self.hass)
+        finally:
+            self._mp3_known.set()
         with suppress(HomeAssistantError, CompanionError):  # the first request raises it
             await self.voice.synthesizer(self.voice.voice, self.voice.speaker)
 
@@ -120,6 +126,10 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
     async def async_stream_tts_audio(self, request: TTSAudioRequest) -> TTSAudioResponse:
         """Stream the audio, in the container asked for, as the sentences come."""
         voice, speaker = self._requested_voice(request.options)
+        if not self._mp3_known.is_set():  # asked just after setup: MP3 if it can be made
+            with suppress(TimeoutError):
+                async with asyncio.timeout(MP3_WAIT):
+                    await self._mp3_known.wait()
         container = self._container(request.options)
         turn = self.entry.runtime_data.engine.speech.get(SPEAKING_TURN.get())
         audio = self._audio(request.message_gen, turn, voice, speaker)

@@ -6,6 +6,7 @@ the scripted model and Piper (through the recording proxy) as our voice or HA's 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from homeassistant.components import tts
 from homeassistant.core import HomeAssistant
 
+from custom_components.companion_agent import tts as companion_tts
 from custom_components.companion_agent.voice import speech_start
 from tests.ha.ha_satellite import create_pipeline, setup_ha_voice
 from tests.ha.pipeline_runs import start_text_run
@@ -52,6 +54,20 @@ def conversions(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str | None, str |
     return started
 
 
+@pytest.fixture
+def mp3_held(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Hold our voice's MP3 check (lameenc installed and imported) until the test sets it."""
+    release = asyncio.Event()
+    ready = companion_tts.async_mp3_ready
+
+    async def held(hass: HomeAssistant) -> bool:
+        await release.wait()
+        return await ready(hass)
+
+    monkeypatch.setattr(companion_tts, "async_mp3_ready", held)
+    return release
+
+
 async def read_all(audio: AsyncIterator[bytes]) -> bytes:
     """Return everything a TTS stream yields."""
     return b"".join([part async for part in audio])
@@ -73,6 +89,24 @@ async def test_a_caller_that_names_no_format_gets_our_mp3_without_ha_converting(
     assert flight.run.tts_stream.extension == "mp3"  # the default, as HA's own
     assert len(mp3_frames(data)) > 100  # several seconds of MP3 frames, end to end
     assert conversions == []  # HA never started ffmpeg
+
+
+async def test_a_stream_asked_while_the_mp3_check_runs_waits_for_it(
+    hass: HomeAssistant,
+    mp3_held: asyncio.Event,
+    llm_server: LLMServer,
+    voice: Voice,
+    conversions: list[tuple[str | None, str | None]],
+) -> None:
+    """Just after setup (lameenc still being checked) a dialog's reply is our MP3 all the same."""
+    llm_server.script(Reply.text(LONG, chunk_size=9))
+    flight = start_text_run(hass, voice.pipeline, "Tea?", timeout=TIMEOUT, audio_output=None)
+    hass.loop.call_later(0.5, mp3_held.set)
+    data = await read_all(flight.audio())
+    await flight.done()
+
+    assert len(mp3_frames(data)) > 100
+    assert conversions == []
 
 
 async def test_a_satellite_format_is_converted_by_ha_from_our_wav(
