@@ -14,8 +14,8 @@ import pytest
 from homeassistant.components import tts
 from homeassistant.core import HomeAssistant
 
-from custom_components.companion_agent import tts as companion_tts
 from custom_components.companion_agent.voice import speech_start
+from custom_components.companion_agent.voice.mp3 import async_mp3_ready
 from tests.ha.ha_satellite import create_pipeline, setup_ha_voice
 from tests.ha.pipeline_runs import start_text_run
 from tests.ha.voice_pipeline import STREAM_OPENED, Voice, voice
@@ -58,13 +58,12 @@ def conversions(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str | None, str |
 def mp3_held(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
     """Hold our voice's MP3 check (lameenc installed and imported) until the test sets it."""
     release = asyncio.Event()
-    ready = companion_tts.async_mp3_ready
 
     async def held(hass: HomeAssistant) -> bool:
         await release.wait()
-        return await ready(hass)
+        return await async_mp3_ready(hass)
 
-    monkeypatch.setattr(companion_tts, "async_mp3_ready", held)
+    monkeypatch.setattr("custom_components.companion_agent.tts.async_mp3_ready", held)
     return release
 
 
