@@ -38,22 +38,6 @@ STOP_TIMEOUT = 5.0
 START_TIMEOUT = 120.0
 
 
-def ffmpeg_folder(folder: Path) -> Path | None:
-    """Link imageio-ffmpeg's static ``ffmpeg`` into ``folder``; return it (None: no ffmpeg).
-
-    HA converts TTS audio for satellites with the ``ffmpeg`` it finds on ``PATH``.
-    """
-    try:
-        import imageio_ffmpeg  # type: ignore[import-untyped]  # noqa: PLC0415
-    except ImportError:
-        return None
-    folder.mkdir(parents=True, exist_ok=True)
-    link = folder / "ffmpeg"
-    link.unlink(missing_ok=True)
-    link.symlink_to(imageio_ffmpeg.get_ffmpeg_exe())
-    return folder
-
-
 class PeerError(RuntimeError):
     """A demo server is missing, exited, or never answered."""
 

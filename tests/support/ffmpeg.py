@@ -19,19 +19,28 @@ from pathlib import Path
 import pytest
 
 
-@contextmanager
-def ffmpeg_on_path() -> Iterator[Path | None]:
-    """Put imageio-ffmpeg's binary first on ``PATH`` as ``ffmpeg``; yield it (None: none)."""
+def link_ffmpeg(folder: Path) -> Path | None:
+    """Link imageio-ffmpeg's binary into ``folder`` as ``ffmpeg``; return the link (None: none)."""
     try:
         imageio_ffmpeg = importlib.import_module("imageio_ffmpeg")  # untyped
     except ImportError:
-        yield None
-        return
-    binary = Path(str(imageio_ffmpeg.get_ffmpeg_exe()))
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    link = folder / "ffmpeg"
+    link.unlink(missing_ok=True)
+    link.symlink_to(Path(str(imageio_ffmpeg.get_ffmpeg_exe())))
+    return link
+
+
+@contextmanager
+def ffmpeg_on_path() -> Iterator[Path | None]:
+    """Put imageio-ffmpeg's binary first on ``PATH`` as ``ffmpeg``; yield it (None: none)."""
     before = os.environ.get("PATH", "")
     with tempfile.TemporaryDirectory(prefix="ffmpeg-") as folder:
-        link = Path(folder) / "ffmpeg"
-        link.symlink_to(binary)
+        link = link_ffmpeg(Path(folder))
+        if link is None:
+            yield None
+            return
         os.environ["PATH"] = f"{folder}{os.pathsep}{before}"
         try:
             yield link
