@@ -42,6 +42,7 @@ FLOW = "/api/config/config_entries/flow"
 SUBENTRY_FLOW = "/api/config/config_entries/subentries/flow"
 OPTIONS_FLOW = "/api/config/config_entries/options/flow"
 LANGUAGE = "en"
+LANGUAGE_WAIT = 30.0
 
 
 class SetupError(RuntimeError):
@@ -201,12 +202,20 @@ async def _pipeline(
 
 
 async def _language(home: HomeAssistantProcess, kind: str, engine: str) -> str:
-    """Return the engine's own name for the demo's language (``en_US`` for ``en``)."""
-    [engines] = await home.ws({"type": f"{kind}/engine/list", "language": LANGUAGE})
-    for found in engines.get("providers", []):
-        if found.get("engine_id") == engine and found.get("supported_languages"):
-            return str(found["supported_languages"][0])
-    raise SetupError(f"{engine} speaks no {LANGUAGE}")
+    """Return the engine's own name for the demo's language (``en_US`` for ``en``).
+
+    A voice knows its languages once its server has described itself, just after setup:
+    asked until then, for ``LANGUAGE_WAIT`` seconds at most.
+    """
+    deadline = asyncio.get_running_loop().time() + LANGUAGE_WAIT
+    while True:
+        [engines] = await home.ws({"type": f"{kind}/engine/list", "language": LANGUAGE})
+        for found in engines.get("providers", []):
+            if found.get("engine_id") == engine and found.get("supported_languages"):
+                return str(found["supported_languages"][0])
+        if asyncio.get_running_loop().time() >= deadline:
+            raise SetupError(f"{engine} speaks no {LANGUAGE}")
+        await asyncio.sleep(0.5)
 
 
 async def _dashboard(home: HomeAssistantProcess, persona: str) -> None:
