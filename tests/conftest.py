@@ -20,6 +20,7 @@ assert Path(custom_components.__path__[0]).resolve() == ROOT / "custom_component
 )
 
 from tests.support import engine_only  # noqa: E402
+from tests.support.exchanges import close_exchange_stores  # noqa: E402
 
 if not engine_only.homeassistant_installed():  # the engine-only venv (openai 3.x)
     engine_only.register_bare_package()
@@ -46,6 +47,7 @@ from tests.support.satellite import satellite, streaming_satellite  # noqa: E402
 from tests.support.whisper import whisper, whisper_process  # noqa: E402
 
 __all__ = [
+    "close_exchange_stores",
     "falkordb",
     "falkordb_process",
     "ffmpeg",

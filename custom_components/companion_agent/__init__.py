@@ -41,7 +41,7 @@ from .const import (
     SUBENTRY_SATELLITE,
 )
 from .engine.engine import Engine, EngineSettings, TurnLimits
-from .engine.errors import LLMAuthError
+from .engine.errors import CompanionError, LLMAuthError
 from .engine.plugins import HostServices
 from .engine.redaction import redact_url
 from .frontend.resources import async_setup_card
@@ -134,7 +134,11 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
 
     async def _async_prune(_now: object = None) -> None:
         """Delete conversations nobody has spoken in for longer than the retention."""
-        removed = await engine.prune(retention.total_seconds())
+        try:
+            removed = await engine.prune(retention.total_seconds())
+        except CompanionError as err:  # the file failed: the next interval tries again
+            LOGGER.warning("Could not prune idle conversations: %s", err)
+            return
         if removed:
             LOGGER.debug("Pruned %d idle conversations", removed)
 

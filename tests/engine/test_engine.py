@@ -269,3 +269,16 @@ async def test_close_lets_a_running_turn_end_and_writes_it(
     result = await turn.result
     assert result.outcome == "interrupted"
     assert stored(engine, "conv-1") == ["Talk"]  # written before close returned
+
+
+async def test_a_prune_that_runs_into_close_finishes_and_one_after_prunes_nothing(
+    settings: EngineSettings,
+) -> None:
+    """A prune timer firing as the host unloads: the prune under way completes, none fails."""
+    engine = Engine(settings)
+    await engine.start()
+    running = asyncio.create_task(engine.prune(0.0))
+    await asyncio.sleep(0)  # the prune's one job is queued on the file's thread
+    await engine.close()
+    assert await running == 0
+    assert await engine.prune(0.0) == 0

@@ -21,7 +21,7 @@ type Floors = Sequence[tuple[str, ...]]
 
 ENGINE_FLOORS: Floors = (
     # 1: what everything shares: typed values, messages and events, errors, text, redaction,
-    # the openai SDK's HTTP package, the one retry policy, a SQLite file the engine owns
+    # the openai SDK's HTTP package, the one retry policy, the SQLite files' one worker model
     (
         "json_types",
         "errors",
@@ -31,7 +31,7 @@ ENGINE_FLOORS: Floors = (
         "redaction",
         "sdk_http",
         "retry",
-        "sqlite_file",
+        "sqlite",
     ),
     # 2: tool contracts, the registry, results, once-per-turn
     ("tools",),

@@ -1,4 +1,4 @@
-"""The one SQLite worker model (one thread, one connection) under the outbox's durability."""
+"""One SQLite worker model (one thread, one connection per file) for every file of the engine."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
 from custom_components.companion_agent.engine.memory.outbox_file import OutboxFile
 from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
+from tests.support.exchanges import open_exchanges
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 _PUT_THEN_DIE = """
 import asyncio, os, sys
@@ -43,10 +44,13 @@ async def test_an_entry_is_on_disk_when_put_returns(tmp_path: Path) -> None:
         await reader.close()
 
 
-async def test_the_outbox_and_the_store_run_on_one_thread_each(tmp_path: Path) -> None:
-    """Each file has its own worker thread; the outbox's connection is synchronous=FULL."""
+async def test_the_outbox_the_store_and_the_exchanges_run_on_one_thread_each(
+    tmp_path: Path,
+) -> None:
+    """Each file has its own worker thread; the outbox and the exchanges are synchronous=FULL."""
     outbox = OutboxFile(tmp_path / "outbox.db")
     store = await EmbeddedStore.create(tmp_path / "memory.db")
+    exchanges = open_exchanges(tmp_path / "exchanges.db")
     try:
 
         def seen(db: sqlite3.Connection) -> tuple[str, int]:
@@ -57,15 +61,20 @@ async def test_the_outbox_and_the_store_run_on_one_thread_each(tmp_path: Path) -
 
         outbox_runs = {await outbox._file().run(seen) for _ in range(5)}
         store_runs = {await store._worker.run(seen) for _ in range(5)}
+        exchange_runs = {await exchanges._file._worker.run(seen) for _ in range(5)}
         [(outbox_thread, outbox_level)] = outbox_runs
         [(store_thread, store_level)] = store_runs
-        assert outbox_thread != store_thread
-        assert outbox_thread.startswith("companion_memory outbox.db")
-        assert store_thread.startswith("companion_memory memory.db")
-        assert (outbox_level, store_level) == (2, 1)  # FULL for the queue, NORMAL for the store
+        [(exchange_thread, exchange_level)] = exchange_runs
+        assert len({outbox_thread, store_thread, exchange_thread}) == 3
+        assert outbox_thread.startswith("companion outbox.db")
+        assert store_thread.startswith("companion memory.db")
+        assert exchange_thread.startswith("companion exchanges.db")
+        # FULL for the queue and the exchanges (a turn is on disk when stored), NORMAL for the store
+        assert (outbox_level, store_level, exchange_level) == (2, 1, 2)
     finally:
         await outbox.close()
         await store.close()
+        await exchanges.close()
 
 
 async def test_after_a_reset_the_file_is_checked_again(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from custom_components.companion_agent.engine.turn.stored import (
     dump_turn,
     stored_result,
 )
+from tests.support.exchanges import open_exchanges
 
 
 def exchange(user: str, answer: str, at: float = 1.0, trace_id: str = "") -> StoredTurn:
@@ -38,7 +39,7 @@ def exchange(user: str, answer: str, at: float = 1.0, trace_id: str = "") -> Sto
 
 def store(root: Path, *, max_turns: int = 20) -> ExchangeStore:
     """Return the exchange store in ``root``, reading the old folders there."""
-    return ExchangeStore(
+    return open_exchanges(
         root / "exchanges.db",
         legacy=LegacyFolders(conversations=root / "conversations", windows=root / "recent"),
         max_turns=max_turns,

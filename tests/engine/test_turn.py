@@ -37,10 +37,10 @@ from custom_components.companion_agent.engine.messages import (
 from custom_components.companion_agent.engine.plugins import TurnContext
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
-from custom_components.companion_agent.engine.turn.exchanges import ExchangeStore
 from custom_components.companion_agent.engine.turn.limits import TurnLimits
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
+from tests.support.exchanges import open_exchanges
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 from tests.support.turns import PROFILE, Conversations, finish, persona, run, start
@@ -336,7 +336,7 @@ async def test_ids_that_once_shared_a_file_stay_apart(
 
 async def test_prune_deletes_only_idle_conversations(tmp_path: Path) -> None:
     """Conversations idle past the retention are deleted; recent ones stay."""
-    store = ExchangeStore(tmp_path / "exchanges.db")
+    store = open_exchanges(tmp_path / "exchanges.db")
     long_ago = time.time() - 31 * 86400
     for conversation_id, when in (("old", long_ago), ("new", time.time())):
         await store.conversation("p1", conversation_id).append(StoredTurn(user="hi", time=when))

@@ -16,6 +16,7 @@ from custom_components.companion_agent.engine.turn.exchanges import ExchangeStor
 from custom_components.companion_agent.engine.turn.history import file_name
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.engine.tools.test_audit import record
+from tests.support.exchanges import open_exchanges
 
 
 async def test_a_file_that_cannot_be_written_never_blocks_the_close(tmp_path: Path) -> None:
@@ -94,7 +95,7 @@ def legacy_file(root: Path, conversation_id: str = "conv-1") -> Path:
 
 def store_in(root: Path, reports: list[tuple[Path, Path]]) -> ExchangeStore:
     """Return the exchange store of ``root``, reading its old folders, reporting bad files."""
-    return ExchangeStore(
+    return open_exchanges(
         root / "exchanges.db",
         legacy=LegacyFolders(conversations=root / "conversations", windows=root / "recent"),
         on_corrupt=lambda bad, moved: reports.append((bad, moved)),

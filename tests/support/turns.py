@@ -37,6 +37,7 @@ from custom_components.companion_agent.engine.turn.loop import SpokenLines
 from custom_components.companion_agent.engine.turn.request import Initiator, Persona, TurnRequest
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
+from tests.support.exchanges import open_exchanges
 from tests.support.lines import ENGLISH
 
 PROFILE = Profile(id="test", name="Test", source=Path("<test>"), persona="You are a test.")
@@ -87,7 +88,7 @@ class Conversations:
 
     def __post_init__(self) -> None:
         """Open the store (its file in ``folder``) unless one was given."""
-        self.store = self.exchanges or ExchangeStore(self.folder / "exchanges.db")
+        self.store = self.exchanges or open_exchanges(self.folder / "exchanges.db")
 
     def history(self, conversation_id: str = "conv-1") -> ConversationView:
         """Return a conversation's view (its own turns, not in a window)."""

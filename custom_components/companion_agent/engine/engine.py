@@ -95,6 +95,7 @@ class Engine:
         self._library = Library()
         self._personas = Personas(self._models, settings.model)
         self._memory: CompanionMemory | None = None
+        self._closed = False
 
     @property
     def library(self) -> Library:
@@ -245,8 +246,11 @@ class Engine:
         }
 
     async def prune(self, retention: float) -> int:
-        """Delete exchanges whose conversation and window were idle longer than ``retention``."""
-        return await self._exchanges.prune(retention)
+        """Delete exchanges whose conversation and window were idle longer than ``retention``.
+
+        A closed engine prunes nothing (a prune timer may fire while its host unloads).
+        """
+        return 0 if self._closed else await self._exchanges.prune(retention)
 
     async def forget_persona(self, persona_id: str) -> int:
         """Forget everything of a persona: memories, graph, queued writes, exchanges."""
@@ -267,6 +271,7 @@ class Engine:
 
     async def close(self) -> None:
         """Let running turns finish (bounded), then write and close everything."""
+        self._closed = True
         await self._runner.drain(TURN_GRACE)
         self._confirmations.close()
         await self.flush()

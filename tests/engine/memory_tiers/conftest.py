@@ -17,7 +17,7 @@ from custom_components.companion_agent.engine.memory.companion import (
 from custom_components.companion_agent.engine.memory.outbox import OUTBOX_RETRY, MemoryOutbox
 from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
-from custom_components.companion_agent.engine.turn.exchanges import ExchangeStore
+from tests.support.exchanges import open_exchanges
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ async def make_memory(
     memory = CompanionMemory(
         store,
         MemoryOutbox(tmp_path / "outbox.db", retry=QUICK_RETRY),
-        exchanges=ExchangeStore(tmp_path / "exchanges.db"),
+        exchanges=open_exchanges(tmp_path / "exchanges.db"),
         answers_for=lambda _name: answers,
         graph=graph,
         settings=MemorySettings(environment="test", window_tokens=400),

@@ -20,9 +20,10 @@ from custom_components.companion_agent.engine.messages import (
     ToolCallRequest,
     ToolMessage,
 )
-from custom_components.companion_agent.engine.turn.exchanges import MAX_WINDOW_TURNS, ExchangeStore
+from custom_components.companion_agent.engine.turn.exchanges import MAX_WINDOW_TURNS
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
+from tests.support.exchanges import open_exchanges
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.turns import Ask, Conversations, persona, run
@@ -118,7 +119,7 @@ async def test_the_turn_that_falls_out_of_the_window_goes_to_the_summaries(
     tmp_path: Path,
 ) -> None:
     """Past MAX_WINDOW_TURNS the oldest turn leaves the window and is handed on, once read."""
-    exchanges = ExchangeStore(tmp_path / "exchanges.db")
+    exchanges = open_exchanges(tmp_path / "exchanges.db")
     view = exchanges.conversation("p1", "c", owner=SCOPE.owner, windowed=True)
     fell: list[str] = []
     window = RecentWindow(

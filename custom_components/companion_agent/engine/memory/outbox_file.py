@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import cast
 
 from ..chars import clean_text, valid_text
-from ..errors import CorruptionReporter
+from ..errors import CorruptionReporter, MemoryStoreError
 from ..json_types import JSONObject
-from .sqlite.connection import open_checked, quick_check
-from .sqlite.worker import SQLiteWorker
+from ..sqlite import SQLiteWorker, check_tables, open_checked
 from .tombstones import MAX_TOMBSTONES, Tombstone, dump_tombstone, load_tombstone
 
 MAX_ENTRIES = 5000
@@ -231,7 +230,10 @@ class OutboxFile:
 
     def _new_worker(self) -> SQLiteWorker:
         """Return a worker that opens (and checks) the outbox file on its first call."""
-        return SQLiteWorker(self.path, opener=open_outbox, on_corrupt=self._on_corrupt)
+        corrupt = self._on_corrupt
+        return SQLiteWorker(
+            self.path, opener=open_outbox, failure=MemoryStoreError, on_corrupt=corrupt
+        )
 
     def _known(self, db: sqlite3.Connection) -> list[Tombstone]:
         """Return the file's tombstones, read once (one that cannot be read is left out)."""
@@ -277,10 +279,7 @@ def open_outbox(path: Path) -> tuple[sqlite3.Connection, Path | None]:
 
 def _prepare(db: sqlite3.Connection, path: Path) -> None:
     """Check the file is sound and empty or an outbox; create the tables."""
-    quick_check(db)
-    names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if names - {"sqlite_sequence"} and not names >= _TABLES:
-        raise sqlite3.DatabaseError("a SQLite file, but not a memory outbox")
+    check_tables(db, _TABLES, "a memory outbox")
     for statement in _SCHEMA:
         db.execute(statement)
 

@@ -1,6 +1,7 @@
-"""One thread, one SQLite connection: every blocking call on a memory file runs there.
+"""One thread, one SQLite connection: every blocking call on one of the engine's files runs there.
 
-The embedded store and the memory outbox both work this way. Why one dedicated thread
+The embedded memory store, the memory outbox and the exchange store all work this way.
+Why one dedicated thread
 rather than ``asyncio.to_thread`` with a connection per thread: SQLite lets one writer in
 at a time anyway, so more threads only add lock waits and ``database is locked`` retries;
 one connection also keeps the vector cache coherent with what was written (the cache lives
@@ -11,7 +12,9 @@ thread; further callers wait on the event loop, so a burst never grows an unboun
 The file is opened by its owner's ``Opener`` (its check, schema and durability) on the
 first call, or at ``start``; a file that had to be moved aside is reported to
 ``on_corrupt`` on the event loop. ``reset`` closes the connection and keeps the thread:
-the next call opens (and checks) the file again.
+the next call opens (and checks) the file again. A call that fails on SQLite raises the
+owner's ``Failure`` (``MemoryStoreError`` for the memory files), retryable when SQLite was
+merely busy or could not read.
 """
 
 from __future__ import annotations
@@ -22,14 +25,34 @@ import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Protocol
 
-from ...errors import CorruptionReporter, MemoryStoreError
-from .connection import Opener
-from .schema import open_database
+from ..errors import CorruptionReporter
+from .opening import Opener, SQLiteFileError
 
 LOGGER = logging.getLogger(__name__)
 
 MAX_PENDING = 32
+
+
+class Failure(Protocol):
+    """Build the error a failed call raises: what failed, and whether a retry may help."""
+
+    def __call__(self, message: str, *, retryable: bool) -> Exception:
+        """Return the error to raise."""
+        ...
+
+
+def in_transaction[T](db: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``work(db)`` in one write transaction (the calling thread's connection)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        result = work(db)
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return result
 
 
 class SQLiteWorker:
@@ -39,7 +62,8 @@ class SQLiteWorker:
         self,
         path: Path,
         *,
-        opener: Opener = open_database,
+        opener: Opener,
+        failure: Failure = SQLiteFileError,
         max_pending: int = MAX_PENDING,
         on_corrupt: CorruptionReporter | None = None,
     ) -> None:
@@ -47,8 +71,9 @@ class SQLiteWorker:
         self.path = path
         self.on_corrupt = on_corrupt
         self._opener = opener
+        self._failure = failure
         self._executor = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"companion_memory {path.name}"
+            max_workers=1, thread_name_prefix=f"companion {path.name}"
         )
         self._slots = asyncio.Semaphore(max_pending)
         self._db: sqlite3.Connection | None = None
@@ -67,20 +92,7 @@ class SQLiteWorker:
 
     async def transaction[T](self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work(connection)`` in one write transaction: all of it or nothing."""
-
-        def wrapped() -> T:
-            """Begin, work, commit; roll back on any error."""
-            db = self._connection()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                result = work(db)
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-            return result
-
-        return await self._submit(wrapped)
+        return await self._submit(lambda: in_transaction(self._connection(), work))
 
     async def reset(self) -> None:
         """Close the connection but keep the thread: the next call opens the file again."""
@@ -116,22 +128,22 @@ class SQLiteWorker:
     async def _submit[T](self, call: Callable[[], T]) -> T:
         """Queue ``call`` on the thread (bounded), map SQLite errors, report a moved file."""
         if self._closed:
-            raise MemoryStoreError(f"memory file {self.path} is closed", retryable=False)
+            raise self._failure(f"file {self.path} is closed", retryable=False)
         async with self._slots:
             loop = asyncio.get_running_loop()
             try:
                 return await loop.run_in_executor(self._executor, call)
             except sqlite3.Error as err:
                 retryable = isinstance(err, sqlite3.OperationalError)
-                LOGGER.warning("Memory file %s failed: %s", self.path, err)
-                raise MemoryStoreError(
-                    f"the memory file failed ({type(err).__name__}: {err})", retryable=retryable
+                LOGGER.warning("File %s failed: %s", self.path, err)
+                raise self._failure(
+                    f"{self.path.name} failed ({type(err).__name__}: {err})", retryable=retryable
                 ) from err
+            except SQLiteFileError as err:  # unusable, and it could not be moved aside
+                raise self._failure(str(err), retryable=False) from err
             except RuntimeError as err:
                 if self._closed:
-                    raise MemoryStoreError(
-                        f"memory file {self.path} is closed", retryable=False
-                    ) from err
+                    raise self._failure(f"file {self.path} is closed", retryable=False) from err
                 raise
             finally:
                 self._report_moved()

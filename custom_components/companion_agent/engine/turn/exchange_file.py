@@ -1,4 +1,4 @@
-"""The exchange store's SQLite file: one row per exchange, read as two views (blocking).
+"""The exchange store's SQLite file: one row per exchange, read as two views.
 
 Each row is one stored turn of one persona, keyed by its conversation (a hash of the id,
 as the old files were named) and by its owner (a hash of ``user:<id>`` or ``household``),
@@ -9,27 +9,23 @@ summaries); a row outside both is deleted as the next one is written. Forget and
 apply once, to the rows: ``forgotten`` keeps a tombstone per persona and/or owner, and a
 turn that began at or before one is never written.
 
-Upgrading: the first time the file is opened, the JSON files of before
-(``conversations/<persona>/<hash>.json``, ``recent/<persona>/<hash>.json``) are read into it
-(a turn found in both, by its trace id, becomes one row) and deleted; a file that is not a
-history is moved aside and reported, as before.
+The file runs on its own thread (``SQLiteWorker``); every write is one transaction. The
+first time it is opened, the JSON files of before are read into it (``exchange_legacy``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import sqlite3
-import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..chars import valid_text
+from ..errors import CorruptionReporter
 from ..events import TurnOutcome
-from ..sqlite_file import SQLiteFile
-from .stored import StoredTurn, dump_turn, interrupted_at, parse_turn, parse_turns
+from ..sqlite import SQLiteWorker, check_tables, in_transaction, open_checked
+from .exchange_legacy import LegacyFolders, dumped, prune_legacy, read_legacy
+from .stored import StoredTurn, interrupted_at, parse_turn
 
 LOGGER = logging.getLogger(__name__)
 
@@ -49,74 +45,71 @@ _SCHEMA = (
 _NEWEST = "ORDER BY time DESC, rowid DESC LIMIT ?"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LegacyFolders:
-    """Where the JSON histories of before live: conversations and recent windows."""
+def _prepare(db: sqlite3.Connection, path: Path) -> None:
+    """Check the file is sound and empty or a store of exchanges; create the tables."""
+    check_tables(db, _TABLES, "a store of exchanges")
+    for statement in _SCHEMA:
+        db.execute(statement)
 
-    conversations: Path
-    windows: Path
 
-
-class ExchangeFile(SQLiteFile):
-    """The exchanges of every persona in one SQLite file (each call blocks, under the lock)."""
+class ExchangeFile:
+    """The exchanges of every persona in one SQLite file, on the file's own thread."""
 
     def __init__(
-        self, path: Path, *, legacy: LegacyFolders | None = None, max_turns: int = MAX_TURNS
+        self,
+        path: Path,
+        *,
+        legacy: LegacyFolders | None = None,
+        max_turns: int = MAX_TURNS,
+        on_corrupt: CorruptionReporter | None = None,
     ) -> None:
         """Keep exchanges in ``path``; read the old files in ``legacy`` at the first open."""
-        super().__init__(path, tables=_TABLES, schema=_SCHEMA)
+        self.path = path
         self.legacy = legacy
-        self.legacy_moved: list[tuple[Path, Path]] = []
-        """Old files that were not histories: where each went (the owner reports them)."""
         self._max_turns = max_turns
+        self._on_corrupt = on_corrupt
+        self._legacy_moved: list[tuple[Path, Path]] = []
+        """Old files that were not histories, and where each went (reported after the call)."""
+        self._worker = SQLiteWorker(path, opener=self._open, on_corrupt=on_corrupt)
 
-    def opened(self, db: sqlite3.Connection) -> None:
-        """Read the old JSON histories in, once, and delete them."""
-        if self.legacy is None:
-            return
-        for folder, windowed in ((self.legacy.conversations, False), (self.legacy.windows, True)):
-            for path in sorted(folder.glob("*/*.json")) if folder.is_dir() else ():
-                turns = self._legacy_turns(path)
-                if turns is not None:
-                    with db:
-                        _import(db, path.parent.name, path.stem, turns, windowed=windowed)
-                    path.unlink(missing_ok=True)
-
-    def append(
+    async def append(
         self, persona: str, conversation: str, owner: str | None, windowed: bool, turn: StoredTurn
     ) -> bool:
         """Write one exchange unless a tombstone refuses it; keep both views bounded."""
         began = turn.began or turn.time
-        with self.lock:
-            db = self.connection()
-            with db:
-                if _refused(db, persona, owner, began):
-                    return False
-                db.execute(
-                    "INSERT INTO exchanges (persona, conversation, owner, windowed, began, time,"
-                    " trace_id, turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (persona, conversation, owner, int(windowed), began, turn.time,
-                     turn.trace_id, _dumped(turn)),
-                )  # fmt: skip
-                self._bound(db, persona, conversation, owner if windowed else None)
+
+        def write(db: sqlite3.Connection) -> bool:
+            """Insert the row and drop what fell out of its views, unless refused."""
+            if _refused(db, persona, owner, began):
+                return False
+            db.execute(
+                "INSERT INTO exchanges (persona, conversation, owner, windowed, began, time,"
+                " trace_id, turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (persona, conversation, owner, int(windowed), began, turn.time,
+                 turn.trace_id, dumped(turn)),
+            )  # fmt: skip
+            self._bound(db, persona, conversation, owner if windowed else None)
             return True
 
-    def conversation(self, persona: str, conversation: str) -> list[StoredTurn]:
+        return await self._call(write, write=True)
+
+    async def conversation(self, persona: str, conversation: str) -> list[StoredTurn]:
         """Return a conversation's last turns, oldest first."""
-        return self._view(
+        return await self._view(
             "persona = ? AND conversation = ?", (persona, conversation), self._max_turns
         )
 
-    def window(self, persona: str, owner: str, limit: int) -> list[StoredTurn]:
+    async def window(self, persona: str, owner: str, limit: int) -> list[StoredTurn]:
         """Return an owner's last ``limit`` windowed turns, oldest first."""
-        return self._view("persona = ? AND owner = ? AND windowed", (persona, owner), limit)
+        return await self._view("persona = ? AND owner = ? AND windowed", (persona, owner), limit)
 
-    def amend(
+    async def amend(
         self, persona: str, conversation: str, trace_id: str, heard: str, outcome: TurnOutcome
     ) -> bool:
         """Mark the conversation's latest turn ``trace_id`` ``outcome``, cut to ``heard``."""
-        with self.lock:
-            db = self.connection()
+
+        def write(db: sqlite3.Connection) -> bool:
+            """Rewrite the turn's row, if there is one."""
             row = db.execute(
                 "SELECT rowid, turn FROM exchanges WHERE persona = ? AND conversation = ? "
                 "AND trace_id = ? AND trace_id != '' ORDER BY time DESC, rowid DESC LIMIT 1",
@@ -125,32 +118,35 @@ class ExchangeFile(SQLiteFile):
             if row is None:
                 return False
             turn = interrupted_at(parse_turn(json.loads(row[1])), heard, outcome)
-            with db:
-                db.execute("UPDATE exchanges SET turn = ? WHERE rowid = ?", (_dumped(turn), row[0]))
+            db.execute("UPDATE exchanges SET turn = ? WHERE rowid = ?", (dumped(turn), row[0]))
             return True
 
-    def forget(self, persona: str | None, owner: str | None, at: float) -> int:
+        return await self._call(write, write=True)
+
+    async def forget(self, persona: str | None, owner: str | None, at: float) -> int:
         """Keep a tombstone and delete the exchanges of a persona and/or owner begun by ``at``."""
         parts = [f"{name} = ?" for name, value in (("persona", persona), ("owner", owner)) if value]
         values = [value for value in (persona, owner) if value]
-        with self.lock:
-            db = self.connection()
-            with db:
-                db.execute(
-                    "INSERT INTO forgotten (persona, owner, at) VALUES (?, ?, ?) "
-                    "ON CONFLICT DO UPDATE SET at = max(at, excluded.at)",
-                    (persona or "", owner or "", at),
-                )
-                where = " AND ".join([*parts, "began <= ?"])
-                gone = db.execute(f"DELETE FROM exchanges WHERE {where}", (*values, at)).rowcount
-            return int(gone)
 
-    def prune(self, cutoff: float) -> int:
+        def write(db: sqlite3.Connection) -> int:
+            """Keep the tombstone and delete, in one transaction."""
+            db.execute(
+                "INSERT INTO forgotten (persona, owner, at) VALUES (?, ?, ?) "
+                "ON CONFLICT DO UPDATE SET at = max(at, excluded.at)",
+                (persona or "", owner or "", at),
+            )
+            where = " AND ".join([*parts, "began <= ?"])
+            return int(db.execute(f"DELETE FROM exchanges WHERE {where}", (*values, at)).rowcount)
+
+        return await self._call(write, write=True)
+
+    async def prune(self, cutoff: float) -> int:
         """Delete the exchanges whose conversation and window nobody spoke in since ``cutoff``."""
-        with self.lock:
-            db = self.connection()
-            with db:
-                gone = db.execute(
+
+        def delete(db: sqlite3.Connection) -> int:
+            """Delete the rows of both views nobody spoke in since ``cutoff``."""
+            return int(
+                db.execute(
                     "DELETE FROM exchanges WHERE rowid IN (SELECT e.rowid FROM exchanges e WHERE"
                     " (e.conversation IS NULL OR (SELECT max(c.time) FROM exchanges c"
                     "  WHERE c.persona = e.persona AND c.conversation = e.conversation) < :cut)"
@@ -158,34 +154,50 @@ class ExchangeFile(SQLiteFile):
                     "  WHERE w.persona = e.persona AND w.owner = e.owner AND w.windowed) < :cut))",
                     {"cut": cutoff},
                 ).rowcount
-        return int(gone) + self._prune_legacy(cutoff)
+            )
 
-    def _prune_legacy(self, cutoff: float) -> int:
-        """Delete old files left (moved aside) in the old folders, written before ``cutoff``."""
-        removed = 0
-        folders = (self.legacy.conversations, self.legacy.windows) if self.legacy else ()
-        for folder in folders:
-            for path in folder.glob("*/*.json*") if folder.is_dir() else ():
-                try:
-                    if path.is_file() and path.stat().st_mtime < cutoff:
-                        path.unlink()
-                        removed += 1
-                except OSError as err:
-                    LOGGER.warning("Cannot prune %s: %s", path, err)
-        return removed
+        def work(db: sqlite3.Connection) -> int:
+            """Delete the rows (one transaction), then the old files left aside: one job."""
+            gone = in_transaction(db, delete)
+            return gone + (prune_legacy(self.legacy, cutoff) if self.legacy is not None else 0)
 
-    def counts(self) -> dict[str, int]:
+        return await self._call(work)
+
+    async def counts(self) -> dict[str, int]:
         """Return how many conversations each persona holds."""
-        with self.lock:
-            rows = self.connection().execute(
+
+        def read(db: sqlite3.Connection) -> dict[str, int]:
+            """Count each persona's conversations."""
+            rows = db.execute(
                 "SELECT persona, count(DISTINCT conversation) FROM exchanges GROUP BY persona"
             )
             return {str(persona): int(number) for persona, number in rows}
 
-    def _view(self, where: str, params: Sequence[object], limit: int) -> list[StoredTurn]:
+        return await self._call(read)
+
+    async def close(self) -> None:
+        """Close the file and end its thread."""
+        await self._worker.close()
+
+    async def _call[T](self, work: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
+        """Run ``work`` on the file's thread (a write in one transaction); report old files."""
+        try:
+            if write:
+                return await self._worker.transaction(work)
+            return await self._worker.run(work)
+        finally:
+            moved, self._legacy_moved = self._legacy_moved, []
+            report = self._on_corrupt
+            if report is not None:
+                for bad, where in moved:
+                    report(bad, where)
+
+    async def _view(self, where: str, params: Sequence[object], limit: int) -> list[StoredTurn]:
         """Return the newest ``limit`` rows of a view as turns, oldest first."""
-        with self.lock:
-            rows = self.connection().execute(
+
+        def read(db: sqlite3.Connection) -> list[StoredTurn]:
+            """Read and parse the rows; leave out one that cannot be read."""
+            rows = db.execute(
                 f"SELECT turn FROM exchanges WHERE {where} {_NEWEST}", (*params, limit)
             )
             turns: list[StoredTurn] = []
@@ -196,6 +208,19 @@ class ExchangeFile(SQLiteFile):
                     LOGGER.warning("An exchange in %s is unreadable (%s); left out", self.path, err)
             turns.reverse()
             return turns
+
+        return await self._call(read)
+
+    def _open(self, path: Path) -> tuple[sqlite3.Connection, Path | None]:
+        """Open the file (file thread); the first time, read the old JSON histories in."""
+        db, moved = open_checked(path, _prepare, synchronous="FULL")
+        try:
+            if self.legacy is not None:
+                self._legacy_moved += read_legacy(db, self.legacy)
+        except BaseException:
+            db.close()
+            raise
+        return db, moved
 
     def _bound(
         self, db: sqlite3.Connection, persona: str, conversation: str, owner: str | None
@@ -217,20 +242,6 @@ class ExchangeFile(SQLiteFile):
             (persona, conversation, owner),
         )
 
-    def _legacy_turns(self, path: Path) -> list[StoredTurn] | None:
-        """Read an old history file; move one that is not a history aside (None)."""
-        try:
-            return parse_turns(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, TypeError, KeyError, AttributeError) as err:
-            moved = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
-            try:
-                os.replace(path, moved)
-            except OSError:
-                moved = path
-            LOGGER.warning("Conversation file %s is unusable (%s); moved to %s", path, err, moved)
-            self.legacy_moved.append((path, moved))
-            return None
-
 
 def _refused(db: sqlite3.Connection, persona: str, owner: str | None, began: float) -> bool:
     """Say whether a tombstone of the persona and/or owner refuses a turn begun at ``began``."""
@@ -239,34 +250,3 @@ def _refused(db: sqlite3.Connection, persona: str, owner: str | None, began: flo
         (persona, owner or "", began),
     ).fetchone()
     return row is not None
-
-
-def _import(
-    db: sqlite3.Connection, persona: str, key: str, turns: Sequence[StoredTurn], *, windowed: bool
-) -> None:
-    """Add an old file's turns (a conversation's, or an owner's window), once."""
-    column = "owner" if windowed else "conversation"
-    if db.execute(
-        f"SELECT 1 FROM exchanges WHERE persona = ? AND {column} = ? LIMIT 1", (persona, key)
-    ).fetchone():
-        return  # read in before, and the file was not deleted then
-    for turn in turns:
-        if windowed and turn.trace_id:
-            joined = db.execute(
-                "UPDATE exchanges SET owner = ?, windowed = 1 WHERE persona = ? AND trace_id = ?"
-                " AND owner IS NULL",
-                (key, persona, turn.trace_id),
-            ).rowcount
-            if joined:
-                continue
-        db.execute(
-            "INSERT INTO exchanges (persona, conversation, owner, windowed, began, time,"
-            " trace_id, turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (persona, None if windowed else key, key if windowed else None, int(windowed),
-             turn.began or turn.time, turn.time, turn.trace_id, _dumped(turn)),
-        )  # fmt: skip
-
-
-def _dumped(turn: StoredTurn) -> str:
-    """Return a turn as stored: JSON, valid text."""
-    return valid_text(json.dumps(dump_turn(turn), ensure_ascii=False))

@@ -6,7 +6,7 @@ Every stored turn is one row of one SQLite file (``exchange_file``): the convers
 conversations, memory tier 1) read the same rows, so a turn is written once, amended once
 after playback, forgotten once and pruned once. The first use reads the JSON histories of
 before into it (and deletes them); a file that is not what it should be is moved aside and
-reported through ``on_corrupt``.
+reported through ``on_corrupt``. The file runs on its own thread (``engine.sqlite``).
 
 Who a row belongs to is its owner, ``owner_of(user_id)``: ``user:<id>`` for a person,
 ``household`` for a turn with nobody signed in. Conversation ids and owners are kept as
@@ -15,18 +15,16 @@ hashes (``history.file_name``), as the old files were named.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import sqlite3
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import CorruptionReporter
+from ..errors import CompanionError, CorruptionReporter
 from ..events import TurnOutcome
 from ..messages import ChatMessage
-from .exchange_file import MAX_TURNS, MAX_WINDOW_TURNS, ExchangeFile, LegacyFolders
+from .exchange_file import MAX_TURNS, MAX_WINDOW_TURNS, ExchangeFile
+from .exchange_legacy import LegacyFolders
 from .history import DEFAULT_RETENTION, as_messages, file_name
 from .stored import StoredTurn, without_images
 
@@ -63,8 +61,7 @@ class ExchangeStore:
     ) -> None:
         """Keep exchanges in ``path`` (opened at first use, reading the old files in ``legacy``)."""
         self.path = path
-        self._file = ExchangeFile(path, legacy=legacy, max_turns=max_turns)
-        self._on_corrupt = on_corrupt
+        self._file = ExchangeFile(path, legacy=legacy, max_turns=max_turns, on_corrupt=on_corrupt)
 
     def conversation(
         self,
@@ -81,7 +78,7 @@ class ExchangeStore:
         self, persona_id: str, owner: str, limit: int = MAX_WINDOW_TURNS
     ) -> list[StoredTurn]:
         """Return ``owner``'s last ``limit`` windowed turns with a persona, oldest first."""
-        return await self.blocking(self._file.window, persona_id, file_name(owner), limit)
+        return await self._file.window(persona_id, file_name(owner), limit)
 
     async def forget(
         self, *, persona_id: str | None = None, owner: str | None = None, at: float | None = None
@@ -94,37 +91,19 @@ class ExchangeStore:
             raise ValueError("forget names a persona and/or an owner")
         key = file_name(owner) if owner else None
         moment = time.time() if at is None else at
-        return await self.blocking(self._file.forget, persona_id, key, moment)
+        return await self._file.forget(persona_id, key, moment)
 
     async def prune(self, retention: float = DEFAULT_RETENTION) -> int:
         """Delete the exchanges nobody has spoken in (conversation and window) for ``retention``."""
-        return await self.blocking(self._file.prune, time.time() - retention)
+        return await self._file.prune(time.time() - retention)
 
     async def counts(self) -> dict[str, int]:
         """Return how many conversations each persona holds."""
-        return await self.blocking(self._file.counts)
+        return await self._file.counts()
 
     async def close(self) -> None:
-        """Close the file."""
-        await asyncio.to_thread(self._file.close)
-
-    async def blocking[**P, T](self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run a file call in a thread; report what it had to move aside."""
-        try:
-            return await asyncio.to_thread(call, *args, **kwargs)
-        finally:
-            self._report()
-
-    def _report(self) -> None:
-        """Tell ``on_corrupt`` of the file, or the old files, moved aside (once each)."""
-        moved: list[tuple[Path, Path]] = list(self._file.legacy_moved)
-        self._file.legacy_moved.clear()
-        if self._file.moved is not None:
-            moved.append((self.path, self._file.moved))
-            self._file.moved = None
-        for bad, where in moved:
-            if self._on_corrupt is not None:
-                self._on_corrupt(bad, where)
+        """Close the file and end its thread."""
+        await self._file.close()
 
 
 class ConversationView:
@@ -142,7 +121,6 @@ class ConversationView:
         """Read and write ``conversation_id`` of ``persona_id``; new turns are ``owner``'s."""
         self.persona_id = persona_id
         self.conversation_id = conversation_id
-        self._store = store
         self._file = store._file
         self._key = file_name(conversation_id)
         self._owner = None if owner is None else file_name(owner)
@@ -155,23 +133,19 @@ class ConversationView:
     async def turns(self) -> list[StoredTurn]:
         """Return the conversation's last turns, oldest first (none when the file fails)."""
         try:
-            return await self._store.blocking(self._file.conversation, self.persona_id, self._key)
-        except (sqlite3.Error, OSError) as err:
+            return await self._file.conversation(self.persona_id, self._key)
+        except (CompanionError, OSError) as err:
             LOGGER.warning("Conversation history unreadable (%s); going on without it", err)
             return []
 
     async def append(self, turn: StoredTurn) -> None:
         """Add a finished turn (to the owner's window too, if it is in one); images left out."""
         kept = replace(turn, user=without_images(turn.user))
-        await self._store.blocking(
-            self._file.append, self.persona_id, self._key, self._owner, self._windowed, kept
-        )
+        await self._file.append(self.persona_id, self._key, self._owner, self._windowed, kept)
 
     async def amend(self, trace_id: str, heard: str, outcome: TurnOutcome = "interrupted") -> bool:
         """Mark the stored turn ``trace_id`` ``outcome`` after ``heard``; return if found."""
-        return await self._store.blocking(
-            self._file.amend, self.persona_id, self._key, trace_id, heard, outcome
-        )
+        return await self._file.amend(self.persona_id, self._key, trace_id, heard, outcome)
 
     async def flush(self) -> None:
         """Do nothing: a turn is on disk when ``append`` returns."""

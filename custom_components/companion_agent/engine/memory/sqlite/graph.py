@@ -18,7 +18,7 @@ from .forgotten_sql import forget_where
 from .pruning import prune_graph
 
 if TYPE_CHECKING:
-    from .worker import SQLiteWorker
+    from ...sqlite import SQLiteWorker
 
 
 class EmbeddedGraph(BoundedGraph):

@@ -5,7 +5,7 @@ BLOB), ``memory_terms`` (FTS5 over the segmented text, the turn before it in the
 conversation, and the names it is about; rowid = the memory's rowid), ``entities`` and
 ``relations`` (the graph), and ``forgotten`` (the tombstones every write checks in its own
 transaction). Every row carries its scope and its provenance. The file runs in WAL mode
-(``connection``); ``user_version`` says which schema it has, and an older file is migrated
+(``engine.sqlite``); ``user_version`` says which schema it has, and an older file is migrated
 when it opens, one step after another (``migrations``).
 """
 
@@ -16,7 +16,7 @@ import sqlite3
 from pathlib import Path
 
 from ...errors import MemoryStoreError
-from .connection import open_checked, quick_check
+from ...sqlite import open_checked, quick_check
 from .migrations import migrate
 
 LOGGER = logging.getLogger(__name__)

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ...sqlite import SQLiteWorker
 from ..embeddings import Embedder
 from ..inputs import clean_scope, memory_text
 from ..keywords import match_expression
@@ -31,7 +32,6 @@ from ..types import MemoryHit, MemoryQuery, MemoryScope, bounded
 from ..when import TimeSpan, asked_about
 from . import records_sql, vectors_sql
 from .vectors import RRF_K, Span, VectorCache, VectorRow, fuse, pack
-from .worker import SQLiteWorker
 
 type Ranking = Literal["keyword", "vector"]
 RANKINGS: frozenset[Ranking] = frozenset({"keyword", "vector"})

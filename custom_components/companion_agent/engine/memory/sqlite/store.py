@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ...errors import CorruptionReporter, EmbeddingError
+from ...errors import CorruptionReporter, EmbeddingError, MemoryStoreError
+from ...sqlite import MAX_PENDING, SQLiteWorker
 from .. import types as memory_types
 from ..bounds import MemoryBounds, PruneSchedule
 from ..embeddings import Embedder
@@ -40,9 +41,9 @@ from .forgotten_sql import forget_where
 from .graph import EmbeddedGraph
 from .prepared import EMBED_CHUNK, prepare, with_vectors
 from .pruning import prune_records
+from .schema import open_database
 from .search import RANKINGS, Ranking, SearchSettings, StoreSearch
 from .vectors import VectorCache, pack
-from .worker import MAX_PENDING, SQLiteWorker
 
 LOGGER = logging.getLogger(__name__)
 
@@ -76,7 +77,12 @@ class EmbeddedStore(memory_types.MemoryStore):
         """
         self.path = path
         self._embedder = embedder
-        self._worker = SQLiteWorker(path, max_pending=max_pending)
+        self._worker = SQLiteWorker(
+            path,
+            opener=open_database,
+            failure=MemoryStoreError,
+            max_pending=max_pending,
+        )
         self.bounds = bounds or MemoryBounds()
         self.graph = EmbeddedGraph(self._worker, self.bounds)
         self._vectors = VectorCache()
