@@ -104,11 +104,17 @@ class WyomingProxy(LoopbackServer):
 async def _copy(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, audio: list[bytes]
 ) -> None:
-    """Copy events from ``reader`` to ``writer`` until end of stream; keep the audio sent."""
+    """Copy events from ``reader`` to ``writer`` until end of stream; keep the audio sent.
+
+    A client that went away ends the copy: its transport is checked in the same step as the
+    write (Python 3.13.0's ``writelines`` on a closed transport raises ``TypeError``).
+    """
     with contextlib.suppress(ConnectionError):
         while (event := await async_read_event(reader)) is not None:
             if event.type == "audio-chunk" and event.payload:
                 audio.append(event.payload)
+            if writer.is_closing():
+                return
             await async_write_event(event, writer)
 
 

@@ -265,9 +265,11 @@ class Engine:
         await self._audit.flush(grace)
 
     async def stop(self) -> None:
-        """Write everything and close memory (bounded): the host is stopping."""
+        """Write everything, close memory (bounded) and the exchanges: the host is stopping."""
         await self.flush()
         await self._close_memory()
+        self._closed = True
+        await self._exchanges.close()
 
     async def close(self) -> None:
         """Let running turns finish (bounded), then write and close everything."""
