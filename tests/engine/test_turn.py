@@ -470,6 +470,33 @@ async def test_heard_first_marks_the_finished_turn_interrupted_after_its_sentenc
     assert listener.log == ["after complete: It is *sunny*. Take a hat. And water."]
 
 
+async def test_a_turn_cut_mid_sentence_keeps_only_what_was_spoken_even_if_all_was_heard(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """Cut while the model wrote its second sentence: its first words were never spoken.
+
+    The one sentence spoken was heard (``Heard.first(1)`` of one), yet the words shown after
+    it are not kept: nobody heard them.
+    """
+    llm_server.script(slow_text("It is sunny. ", "Take a h", "at with you."))
+    runner = TurnRunner()
+    turn = start(runner, persona(chat_model), talk.request("Weather?"))
+    shown = ""
+    async for item in turn.items():
+        if isinstance(item, TextDelta):
+            shown += item.text
+            if "Take a h" in shown:
+                turn.cancel("the person spoke")
+    result = await turn.result
+    assert result.outcome == "interrupted"
+    assert result.spoken == "It is sunny."  # one sentence spoken
+    turn.played(Heard.first(1))
+    await runner.drain(5)
+    (stored,) = await talk.history("conv-1").turns()
+    assert stored.outcome == "interrupted"
+    assert stored.messages == (AssistantMessage(content="It is sunny."),)
+
+
 async def test_heard_first_none_keeps_no_text(
     llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
 ) -> None:

@@ -91,7 +91,8 @@ class Turn:
         ``Heard.everything()`` (the default): ``on_after_playback`` runs once, when the
         turn has ended, if it spoke. ``Heard.first(n)``: the person spoke over the finished
         turn after ``n`` sentences; the stored turn becomes ``interrupted`` and keeps only
-        the model text up to the end of those sentences (nothing if all were heard).
+        the model text up to the end of those sentences (nothing if that is all it showed:
+        a turn cut while the model still wrote loses the words no sentence had spoken yet).
         ``Heard.undelivered()``: the finished turn's audio never reached the person; the
         stored turn becomes ``failed`` with no text heard. The last two are taken once per
         turn, and only once it has ended (``cancel`` a turn that still runs).

@@ -173,11 +173,14 @@ class TurnSink:
     def _heard_only(self, heard: Heard) -> None:
         """Mark the finished turn interrupted after the sentences that were heard."""
         sentences = heard.sentences or 0
-        if self._cut or not self.result.done() or sentences >= len(self._marks):
+        if self._cut or not self.result.done() or sentences > len(self._marks):
             return
-        self._cut = True
+        shown = "".join(self._shown)
         end = self._marks[sentences - 1] if sentences > 0 else 0
-        self._on_cut("".join(self._shown)[:end], "interrupted")
+        if not shown[end:].strip():
+            return  # every word it showed was heard
+        self._cut = True
+        self._on_cut(shown[:end], "interrupted")
 
     def _undelivered(self) -> None:
         """Mark the finished turn failed with nothing heard."""
