@@ -4,8 +4,9 @@ One speech path. When the text is our agent's turn (``voice/speaking.py`` says h
 finds it), the stream speaks the turn's own sentences, which its output pipeline cut and
 cleaned (no markdown, URLs, emoji or the profile's tags), and may find them already under
 way: the agent starts the voice its pipeline will use as soon as it knows it
-(``async_speak_ahead``, from ``voice/speech_start.py``). Any other text (an automation's
-``tts.speak``, another agent's answer) runs through the same stages once
+(``async_speak_ahead``, from ``voice/speech_start.py``); the companion's own satellite
+takes that audio itself, before HA opens its stream (``async_turn_audio``). Any other text
+(an automation's ``tts.speak``, another agent's answer) runs through the same stages once
 (``Engine.speech_text``). A cancelled turn's audio ends at once.
 
 The audio leaves in the container the request asks for, made here: a streaming WAV, or MP3
@@ -34,8 +35,9 @@ from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import CONF_LANGUAGES, CONF_SPEAKER, CONF_VOICE, DOMAIN, SUBENTRY_TTS
-from .engine.errors import CompanionError
+from .engine.errors import AudioFormatError, CompanionError
 from .engine.speech import MP3, SPEECH_MARKS, WAV, AudioChunk, Container, TurnSpeech, encoded
+from .engine.speech.satellite import PcmFormat
 from .runtime import CompanionConfigEntry, add_per_subentry
 from .voice.mp3 import async_mp3_ready
 from .voice.sentence_timing import SpokenSentences
@@ -44,9 +46,9 @@ from .voice.subentry_voice import SubentryVoice
 from .voice.tts_voices import supported_voices, unknown_voice_error
 
 WAV_SIZES = (4, 40)
+"""Where a WAV header states a size: the RIFF chunk's, the data chunk's (each: what follows)."""
 MP3_WAIT = 10.0
 """How long a stream waits, just after setup, to learn whether MP3 can be made here."""
-"""Where a WAV header states a size: the RIFF chunk's, the data chunk's (each: what follows)."""
 
 
 async def async_setup_entry(
@@ -134,6 +136,35 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         turn = self.entry.runtime_data.engine.speech.get(SPEAKING_TURN.get())
         audio = self._audio(request.message_gen, turn, voice, speaker)
         return TTSAudioResponse(container, encoded(audio, container))
+
+    async def async_turn_audio(
+        self, trace_id: str, options: Mapping[str, Any]
+    ) -> tuple[PcmFormat, AsyncIterator[bytes]]:
+        """Return turn ``trace_id``'s audio as PCM as it comes, for a speaker we feed ourselves.
+
+        It is what HA's stream would play (the turn's sentences in the voice ``options`` ask
+        for), with the same subtitles and sentence marks; it raises if there is none.
+        """
+        voice, speaker = self._requested_voice(options)
+        turn = self.entry.runtime_data.engine.speech.get(trace_id)
+        if turn is None:
+            raise AudioFormatError(f"turn {trace_id} has no speech (any more)")
+        audio = self._audio(_whole(""), turn, voice, speaker)
+        first = await anext(audio, None)
+        if first is None:
+            raise AudioFormatError(f"turn {trace_id} had nothing to say")
+        fmt = PcmFormat(rate=first.rate, width=first.width, channels=first.channels)
+
+        async def pcm() -> AsyncGenerator[bytes]:
+            """Yield the first chunk's audio, then the rest as it comes."""
+            try:
+                yield first.audio
+                async for chunk in audio:
+                    yield chunk.audio
+            finally:
+                await audio.aclose()
+
+        return fmt, pcm()
 
     async def async_get_tts_audio(
         self, message: str, language: str, options: dict[str, Any]

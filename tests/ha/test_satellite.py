@@ -26,7 +26,7 @@ from tests.ha.entries import entity_id
 from tests.ha.history_files import assistant_text, stored_turns
 from tests.ha.satellite_setup import OnSatellite, wait_state
 from tests.support.asr_server import TEXT
-from tests.support.llm_script import Reply
+from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 from tests.support.satellite_script import ScriptedSatellite
 
@@ -234,3 +234,43 @@ async def test_the_companions_voice_marks_where_each_sentence_begins(
     assert len(marks.starts) == 2
     assert marks.starts[0] == 0.0
     assert 0.5 < marks.starts[1] < seconds - 0.5
+
+
+async def test_the_first_sentence_plays_before_has_stream_opens_fake_stt(
+    hass: HomeAssistant, on_satellite: OnSatellite, llm_server: LLMServer
+) -> None:
+    """The companion's voice hands the run its audio: no wait for HA's 60 characters.
+
+    The model sends a short first sentence and a word, then holds. HA opens its TTS stream only
+    past 60 characters of reply (or when the agent is done), so while the model holds, any
+    audio the satellite gets came from the turn's own speech.
+    """
+    satellite = on_satellite.satellite
+    rest = asyncio.Event()
+    llm_server.script(
+        Reply(
+            chunks=(
+                TextChunk("Sure."),
+                TextChunk(" The"),  # the first sentence is over: the next one has begun
+                TextChunk(" kitchen light is on now.", hold=rest),
+            )
+        )
+    )
+    sent_before = len(satellite.received.events)
+    chunks_before = satellite.received.types().count("audio-chunk")
+    await satellite.ask(SILENCE)
+    await satellite.wait_event("audio-chunk", chunks_before + 1)  # while the model holds
+    held = satellite.received.events[sent_before:]
+    assert "synthesize" not in [e.type for e in held]  # HA's TTS stage has not begun
+    rest.set()
+    await satellite.wait_event("audio-stop")
+    await wait_state(hass, on_satellite.entity_id, "idle")
+    await on_satellite.entry.runtime_data.engine.flush()
+    (turn,) = stored_turns(hass)
+    assert turn["outcome"] == "complete"
+    assert assistant_text(turn) == "Sure. The kitchen light is on now."
+    answer = b"".join(
+        e.payload or b"" for e in satellite.received.events[sent_before:] if e.type == "audio-chunk"
+    )
+    seconds = len(answer) / (PIPER_RATE * 2)
+    assert 2.0 < seconds < 4.5  # both sentences played, each once

@@ -10,6 +10,11 @@ run's end ends that run only.
 
 A run hears microphone audio while it listens: until speech to text ends (or the run
 does), at most ``MAX_LISTEN_SECONDS`` of it, with at most ``MAX_QUEUED_CHUNKS`` waiting.
+
+Its answer plays from HA's TTS stream once HA opens it, or sooner: when the companion's
+own voice speaks the turn (the pipeline's voice is ours), the agent hands the run the
+turn's audio as it starts (``speak_ahead``), and the satellite hears the first sentence
+while HA still waits for 60 characters of reply before it opens its stream.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from wyoming.event import Event
 from ..const import LOGGER
 from ..engine.speech import SentenceMarks
 from ..engine.speech.satellite import MIC_FORMAT, RunRequested, Stage, mirror_pipeline_event
+from .satellite_voice import AudioSource
 
 CURRENT_RUN: ContextVar[SatelliteRun | None] = ContextVar("companion_satellite_run", default=None)
 MAX_QUEUED_CHUNKS = 400
@@ -37,8 +43,9 @@ PIPELINE_STAGES: dict[Stage, PipelineStage] = {
     "tts": PipelineStage.TTS,
 }
 
-type Speak = Callable[[SatelliteRun, str], bool]
-"""Start playing a run's answer from the TTS stream with this token; say whether it did."""
+type Speak = Callable[[SatelliteRun, str | AudioSource], bool]
+"""Start playing a run's answer (HA's TTS stream with this token, or the turn's own audio);
+say whether it started."""
 type Tell = Callable[[Event], None]
 
 
@@ -120,6 +127,11 @@ class SatelliteRun:
                     self.finished = True
         if (mirrored := mirror_pipeline_event(str(event.type), data)) is not None:
             self._tell(mirrored)
+
+    def speak_ahead(self, audio: AudioSource) -> None:
+        """Play the answer from the turn's own audio now, before HA's TTS stream opens."""
+        if not self.speaking and not self.ended and self.end_stage == PipelineStage.TTS:
+            self.speaking = self._speak(self, audio)
 
     def _start_speaking(self) -> None:
         """Start playing the run's answer from its TTS stream, once."""

@@ -5,7 +5,8 @@ whatever ran or played before is stopped first, and the playback watcher is told
 seconds of it were heard (``PlaybackWatcher.async_cut``), with the sentences' marks when
 the companion's voice spoke. Each run's task sets ``CURRENT_RUN`` and ``SPEECH_MARKS``
 before Assist starts (the pipeline's tasks inherit them). The answer plays from the run's
-TTS stream as it comes; once heard, the satellite is idle again. A run whose satellite
+TTS stream as it comes (or from the turn's own audio, sooner, when the companion's voice
+speaks it); once heard, the satellite is idle again. A run whose satellite
 went away is cancelled with its pipeline: nobody is there to hear it.
 """
 
@@ -27,7 +28,7 @@ from ..engine.errors import AudioFormatError, CompanionError
 from ..engine.speech import SPEECH_MARKS, AudioProgress
 from ..engine.speech.satellite import PcmFormat, RunRequested, unwrap_wav
 from .satellite_run import CURRENT_RUN, SatelliteRun
-from .satellite_voice import Playback, SatelliteVoice, async_heard
+from .satellite_voice import AudioSource, Playback, SatelliteVoice, async_heard
 
 type Accept = Callable[[SatelliteRun, str | None], Awaitable[None]]
 """Run Assist on a run's audio (the entity's ``async_accept_pipeline_from_satellite``)."""
@@ -106,11 +107,24 @@ class SatelliteRuns:
         progress = stopped or AudioProgress(played=0.0)
         self._cut(replace(progress, starts=tuple(run.marks.starts)), failed)
 
-    def _speak(self, run: SatelliteRun, token: str) -> bool:
-        """Play ``run``'s answer from its TTS stream as it comes; say whether it started."""
-        stream = tts.async_get_stream(self._hass, token)
-        if stream is None or run is not self.current:
+    def _speak(self, run: SatelliteRun, source: str | AudioSource) -> bool:
+        """Play ``run``'s answer (its TTS stream, or its own audio); say whether it started."""
+        if run is not self.current:
             return False
+        audio = self._stream_audio(source) if isinstance(source, str) else source
+        if audio is None:
+            return False
+        playback = self._voice.play(audio, f"run {run.number}")
+        self._entry.async_create_background_task(
+            self._hass, self._async_after_speech(run, playback), f"satellite run {run.number}"
+        )
+        return True
+
+    def _stream_audio(self, token: str) -> AudioSource | None:
+        """Return the audio of HA's TTS stream ``token`` (None: there is no such stream)."""
+        stream = tts.async_get_stream(self._hass, token)
+        if stream is None:
+            return None
 
         async def open_audio() -> tuple[PcmFormat, AsyncIterator[bytes]]:
             """Open the answer's WAV stream."""
@@ -118,11 +132,7 @@ class SatelliteRuns:
                 raise AudioFormatError(f"the TTS stream is {stream.extension}, not WAV")
             return await unwrap_wav(stream.async_stream_result())
 
-        playback = self._voice.play(open_audio, f"run {run.number}")
-        self._entry.async_create_background_task(
-            self._hass, self._async_after_speech(run, playback), f"satellite run {run.number}"
-        )
-        return True
+        return open_audio
 
     async def _async_after_speech(self, run: SatelliteRun, playback: Playback) -> None:
         """Once the answer was heard, the satellite is idle; an answer that failed is cut."""

@@ -23,9 +23,16 @@ A text conversation (``conversation.process``) has no pipeline listening to its 
 nothing starts. A wrong voice could never play (a stream asking for another voice speaks
 the sentences again in its own); it would only waste a synthesis, bounded in
 ``SpeechTurns``. A cancelled turn stops its speech at once (the engine wires that).
+
+On the companion's own satellite the run does not wait for HA's stream at all: the turn
+runs inside the run's pipeline (``CURRENT_RUN``), so the run is handed the turn's audio as
+it starts (``SatelliteRun.speak_ahead``) and the first sentence plays while HA still waits
+for its 60 characters. HA's stream then opens with nobody reading it.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from homeassistant.components import conversation
 from homeassistant.components.tts.const import DATA_COMPONENT
@@ -40,6 +47,7 @@ from .pipeline_voice import (
     satellite_of,
     satellite_voice,
 )
+from .satellite_run import CURRENT_RUN
 
 RUNS_TABLE = "_pipeline_runs"
 
@@ -83,7 +91,11 @@ def async_speak_ahead(
     if found is None:
         return False
     entity, options = found
-    return entity.async_speak_ahead(turn.trace_id, options)
+    if not entity.async_speak_ahead(turn.trace_id, options):
+        return False
+    if (run := CURRENT_RUN.get()) is not None:  # our satellite's run: it plays the audio now
+        run.speak_ahead(partial(entity.async_turn_audio, turn.trace_id, options))
+    return True
 
 
 @callback

@@ -93,6 +93,27 @@ async def test_audio_started_ahead_plays_what_piper_made_then_the_rest(
     await proxy.wait_idle()
 
 
+async def test_a_second_stream_of_the_turn_gets_nothing_and_piper_speaks_it_once(
+    proxy: WyomingProxy, piper: PiperPeer
+) -> None:
+    """The host plays the turn itself; HA's stream, which asks after it, stays silent."""
+    feed = Feed("Good morning.", "Tea is ready.")
+    feed.end()
+    speech = TurnSpeech("t1", feed.read)
+    client = tts(proxy, piper)
+    assert speech.start(VOICE, client.synthesize)
+    played = speech.audio(VOICE, client.synthesize)
+    first = await anext(played)
+    second = [chunk async for chunk in speech.audio(VOICE, client.synthesize)]
+    rest = [chunk async for chunk in played]
+
+    assert second == []
+    assert proxy.texts == ["Good morning.", "Tea is ready."]  # each once
+    assert b"".join(c.audio for c in (first, *rest)) == b"".join(proxy.audio)
+    assert [n for n, _ in speech.timeline.starts] == [0, 1]  # the timeline is the first's
+    await asyncio.wait_for(proxy.wait_idle(), TIMEOUT)
+
+
 async def test_a_stream_in_another_voice_speaks_the_turn_again_from_the_start(
     proxy: WyomingProxy, piper: PiperPeer
 ) -> None:

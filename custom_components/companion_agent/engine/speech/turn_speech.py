@@ -6,7 +6,8 @@ speaks them. A host whose agent and voice live together ``start``s that voice as
 knows which one the answer will be heard in: the audio is made into a bounded buffer
 before the host's TTS stream opens (HA opens it only after 60 characters of reply). The
 stream (``audio``) plays that buffer, then the rest as it comes; a stream that asks for
-another voice drops the buffer and has the sentences spoken again from the first. Every
+another voice drops the buffer and has the sentences spoken again from the first. Only the
+first stream that asks speaks: a turn is heard once. Every
 chunk handed out is noted on the turn's ``AudioTimeline``, so a host that cuts the turn
 knows which sentences could have begun playing. ``stop`` (the turn was cancelled) ends
 the audio at once: the synthesis is closed, mid-chunk if need be.
@@ -128,8 +129,11 @@ class TurnSpeech:
         """Yield the turn's audio in ``voice``: the synthesis ahead if it speaks it, else anew.
 
         Each chunk is noted on the timeline as it is handed out; the audio ends at once
-        when the turn is stopped.
+        when the turn is stopped. A turn is spoken once: a stream that asks after another
+        took it gets nothing (HA's stream, when the host plays the turn's audio itself).
         """
+        if self.claimed:
+            return
         ahead, self._ahead = self._ahead, None
         self.claimed = True
         if ahead is not None and ahead.voice != voice:
