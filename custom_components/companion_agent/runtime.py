@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from homeassistant.config_entries import ConfigEntry, ConfigEntryState, ConfigSubentry
 from homeassistant.const import CONF_API_KEY
@@ -29,6 +29,7 @@ from .const import (
 from .engine.engine import Engine
 from .engine.llm import LLMSettings, OpenAIChatModel
 from .engine.plugins import builtin_roots
+from .engine.turn.request import Persona
 from .voice.playback import PlaybackWatcher
 
 
@@ -107,3 +108,16 @@ def loaded_entries(hass: HomeAssistant) -> list[CompanionConfigEntry]:
     if not entries:
         raise ServiceValidationError(translation_domain=DOMAIN, translation_key="not_loaded")
     return entries
+
+
+class Speaker(Protocol):
+    """A persona's conversation entity: its entry, sub-entry and current persona."""
+
+    entry: CompanionConfigEntry
+    subentry: ConfigSubentry
+    entity_id: str
+
+    @property
+    def persona(self) -> Persona:
+        """Return the persona snapshot new turns use."""
+        ...

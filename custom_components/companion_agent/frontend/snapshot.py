@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import base64
 import time
-from typing import Protocol, cast
+from typing import cast
 
 from homeassistant.components.conversation.const import DATA_COMPONENT as CONVERSATION_ENTITIES
-from homeassistant.config_entries import ConfigEntryState, ConfigSubentry
+from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import STATE_UNAVAILABLE, STATE_UNKNOWN, Platform
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
@@ -20,25 +20,11 @@ from homeassistant.helpers import entity_registry as er
 from ..const import DOMAIN, LOGGER
 from ..engine.json_types import JSONObject, JSONValue
 from ..engine.memory import HOUSEHOLD, MemoryScope
-from ..engine.turn.request import Persona
-from ..runtime import CompanionConfigEntry
+from ..runtime import Speaker
 from .events import ConfirmationChanged, clip
 from .hub import Viewer, visible
 
 MAX_MEMORIES = 50
-
-
-class Speaker(Protocol):
-    """A persona's conversation entity: its entry, sub-entry and current persona."""
-
-    entry: CompanionConfigEntry
-    subentry: ConfigSubentry
-    entity_id: str
-
-    @property
-    def persona(self) -> Persona:
-        """Return the persona snapshot new turns use."""
-        ...
 
 
 @callback

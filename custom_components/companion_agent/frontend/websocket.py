@@ -27,10 +27,10 @@ from homeassistant.helpers.dispatcher import async_dispatcher_connect
 
 from ..const import DOMAIN, signal_memory_changed
 from ..engine.json_types import JSONObject
+from ..runtime import Speaker
 from .events import CardEvent, TurnEnded
 from .hub import CardSubscription, Viewer
 from .snapshot import (
-    Speaker,
     async_find_persona,
     current_emotion,
     held_actions,

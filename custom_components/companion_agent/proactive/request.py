@@ -5,12 +5,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Protocol
-
-from homeassistant.config_entries import ConfigSubentry
-
-from ..engine.turn.request import Persona
-from ..runtime import CompanionConfigEntry
 
 DEFAULT_INSTRUCTION = "Start a short, friendly conversation with the person."
 SATELLITE = "assist_satellite"
@@ -19,19 +13,6 @@ TARGET_DOMAINS = (SATELLITE, MEDIA_PLAYER)
 SPEAKER_ENTITY = re.compile(rf"({'|'.join(TARGET_DOMAINS)})\.[a-z0-9_]+")
 """The entity id of something that can speak: an Assist satellite or a media player (what
 trigger plugins may name as targets; handed to the engine as the host's rule)."""
-
-
-class Speaker(Protocol):
-    """A persona that can speak first: the conversation entity of a persona subentry."""
-
-    entry: CompanionConfigEntry
-    subentry: ConfigSubentry
-    entity_id: str
-
-    @property
-    def persona(self) -> Persona:
-        """Return the persona snapshot new turns use."""
-        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,6 +32,7 @@ from ..const import DOMAIN, EVENT_SPOKE, LOGGER
 from ..engine.events import Heard, OutputItem, SentenceOutput, TurnResult
 from ..engine.plugins import ProactiveRequest
 from ..frontend.follow import async_follow_proactive
+from ..runtime import Speaker
 from ..voice.speaking import speaking
 from .request import (
     MEDIA_PLAYER,
@@ -39,7 +40,6 @@ from .request import (
     TARGET_DOMAINS,
     Chat,
     ChatRequest,
-    Speaker,
     instruction_text,
 )
 from .voice import async_audio_seconds, async_voice_for

@@ -10,8 +10,8 @@ from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import entity_registry as er
 
 from ..const import DOMAIN, SUBENTRY_CONVERSATION
-from ..runtime import loaded_entries
-from .request import ChatRequest, Speaker, instruction_text
+from ..runtime import Speaker, loaded_entries
+from .request import ChatRequest, instruction_text
 from .speak import async_start_chat
 
 

@@ -64,6 +64,16 @@ def tts(proxy: WyomingProxy, piper: PiperPeer) -> WyomingTTS:
     return WyomingTTS(proxy.host, proxy.port, voice=piper.voice)
 
 
+def started(proxy: WyomingProxy, piper: PiperPeer, voice: str) -> tuple[TurnSpeech, WyomingTTS]:
+    """Return a turn of two sentences (all taken) started ahead in ``voice``, and its client."""
+    feed = Feed("Good morning.", "Tea is ready.")
+    feed.end()
+    speech = TurnSpeech("t1", feed.read)
+    client = tts(proxy, piper)
+    assert speech.start(voice, client.synthesize)
+    return speech, client
+
+
 def chunk(sentence: int, seconds: float) -> AudioChunk:
     """Return ``seconds`` of 16 kHz 16-bit mono audio of ``sentence``."""
     return AudioChunk(
@@ -97,11 +107,7 @@ async def test_a_second_stream_of_the_turn_gets_nothing_and_piper_speaks_it_once
     proxy: WyomingProxy, piper: PiperPeer
 ) -> None:
     """The host plays the turn itself; HA's stream, which asks after it, stays silent."""
-    feed = Feed("Good morning.", "Tea is ready.")
-    feed.end()
-    speech = TurnSpeech("t1", feed.read)
-    client = tts(proxy, piper)
-    assert speech.start(VOICE, client.synthesize)
+    speech, client = started(proxy, piper, VOICE)
     played = speech.audio(VOICE, client.synthesize)
     first = await anext(played)
     second = [chunk async for chunk in speech.audio(VOICE, client.synthesize)]
@@ -117,11 +123,7 @@ async def test_a_second_stream_of_the_turn_gets_nothing_and_piper_speaks_it_once
 async def test_a_stream_in_another_voice_speaks_the_turn_again_from_the_start(
     proxy: WyomingProxy, piper: PiperPeer
 ) -> None:
-    feed = Feed("Good morning.", "Tea is ready.")
-    feed.end()
-    speech = TurnSpeech("t1", feed.read)
-    client = tts(proxy, piper)
-    assert speech.start("another voice", client.synthesize)
+    speech, client = started(proxy, piper, "another voice")
     await asyncio.wait_for(proxy.wait_asked(1), TIMEOUT)
 
     chunks = [chunk async for chunk in speech.audio(VOICE, client.synthesize)]
