@@ -22,7 +22,13 @@ from .migrations import migrate
 LOGGER = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 3
-SCHEMA = """
+PROVENANCE = """via TEXT NOT NULL DEFAULT 'unknown',
+    person TEXT,
+    device TEXT,
+    conversation TEXT"""
+"""Where a row's words came from: through what (``via``), from whom, on which device, in
+which conversation; the same columns on memories, entities and relations."""
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS memories (
     rowid INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
@@ -41,10 +47,7 @@ CREATE TABLE IF NOT EXISTS memories (
     supersedes TEXT,
     vector BLOB,
     vector_model TEXT,
-    via TEXT NOT NULL DEFAULT 'unknown',
-    person TEXT,
-    device TEXT,
-    conversation TEXT
+    {PROVENANCE}
 );
 CREATE INDEX IF NOT EXISTS memories_scope
     ON memories (agent_id, environment, owner, kind, valid_until);
@@ -66,10 +69,7 @@ CREATE TABLE IF NOT EXISTS entities (
     created_at TEXT NOT NULL,
     id TEXT,
     said_at TEXT,
-    via TEXT NOT NULL DEFAULT 'unknown',
-    person TEXT,
-    device TEXT,
-    conversation TEXT,
+    {PROVENANCE},
     PRIMARY KEY (agent_id, environment, owner, key)
 );
 CREATE TABLE IF NOT EXISTS relations (
@@ -87,10 +87,7 @@ CREATE TABLE IF NOT EXISTS relations (
     updated_at TEXT NOT NULL,
     id TEXT,
     said_at TEXT,
-    via TEXT NOT NULL DEFAULT 'unknown',
-    person TEXT,
-    device TEXT,
-    conversation TEXT,
+    {PROVENANCE},
     PRIMARY KEY (agent_id, environment, owner, subject_key, predicate_key, object_key)
 );
 CREATE INDEX IF NOT EXISTS relations_object
