@@ -27,7 +27,9 @@ the sentences again in its own); it would only waste a synthesis, bounded in
 On the companion's own satellite the run does not wait for HA's stream at all: the turn
 runs inside the run's pipeline (``CURRENT_RUN``), so the run is handed the turn's audio as
 it starts (``SatelliteRun.speak_ahead``) and the first sentence plays while HA still waits
-for its 60 characters. HA's stream then opens with nobody reading it.
+for its 60 characters. HA still opens its stream and runs our voice for it (its TTS manager
+does so whether or not anyone reads), but that stream speaks nothing: a turn is spoken once
+(``TurnSpeech.audio``).
 """
 
 from __future__ import annotations
