@@ -274,3 +274,19 @@ async def test_the_first_sentence_plays_before_has_stream_opens_fake_stt(
     )
     seconds = len(answer) / (PIPER_RATE * 2)
     assert 2.0 < seconds < 4.5  # both sentences played, each once
+
+
+async def test_with_the_model_down_the_satellite_speaks_the_apology_fake_stt(
+    hass: HomeAssistant, on_satellite: OnSatellite, llm_server: LLMServer
+) -> None:
+    """A turn with no answer of its own: the spoken apology still reaches the satellite."""
+    satellite = on_satellite.satellite
+    llm_server.script(*[Reply.error(500)] * 3)
+    sent_before = len(satellite.received.events)
+    await satellite.ask(SILENCE)
+    await satellite.wait_event("audio-stop")
+    await wait_state(hass, on_satellite.entity_id, "idle")
+    answer = b"".join(
+        e.payload or b"" for e in satellite.received.events[sent_before:] if e.type == "audio-chunk"
+    )
+    assert len(answer) / (PIPER_RATE * 2) > 1.5  # "Sorry, I can't reach my language model…"
