@@ -273,7 +273,7 @@ async def test_the_first_sentence_plays_before_has_stream_opens_fake_stt(
         e.payload or b"" for e in satellite.received.events[sent_before:] if e.type == "audio-chunk"
     )
     seconds = len(answer) / (PIPER_RATE * 2)
-    assert 2.0 < seconds < 4.5  # both sentences played, each once
+    assert 1.5 < seconds < 3.5  # both sentences played (about 2 s), each once (not 4)
 
 
 async def test_with_the_model_down_the_satellite_speaks_the_apology_fake_stt(
