@@ -5,7 +5,7 @@
 // line printed is a JSON summary; a step that does not happen in time fails the run
 // (exit status 1).
 import { join } from "node:path";
-import { openChromium } from "./chromium.mjs";
+import { connected, openChromium, signIn } from "./chromium.mjs";
 
 const env = process.env;
 const STEP = Number(env.STEP_TIMEOUT_MS ?? 30000);
@@ -29,25 +29,12 @@ function composedText(element) {
   return walk(element).replace(/\s+/g, " ").trim();
 }
 
-async function connected() {
-  await page.waitForFunction(
-    () => document.querySelector("home-assistant")?.hass?.connection !== undefined,
-    null,
-    { timeout: STEP },
-  );
-}
-
 let failed = false;
 try {
-  await page.goto(env.HA_URL, { waitUntil: "domcontentloaded" });
-  await page.locator('input[name="username"]').fill(env.HA_USER, { timeout: STEP });
-  await page.locator('input[name="password"]').fill(env.HA_PASSWORD);
-  await page.locator('input[name="password"]').press("Enter");
-  await page.waitForURL((u) => !u.pathname.startsWith("/auth/"), { timeout: STEP });
-  await connected();
+  await signIn(page, env.HA_URL, env.HA_USER, env.HA_PASSWORD, STEP);
   summary.signed_in = true;
   await page.goto(env.HA_URL + env.DASHBOARD, { waitUntil: "domcontentloaded" });
-  await connected();
+  await connected(page, STEP);
   const card = page.locator("hui-masonry-view companion-card");
   await card.locator(".face").waitFor({ timeout: STEP });
   await page.keyboard.press("a");

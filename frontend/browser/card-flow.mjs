@@ -7,7 +7,7 @@
 // to $SHOTS; the last line printed is a JSON summary. Any step that does not happen in
 // time fails the run (exit status 1).
 import { join } from "node:path";
-import { openChromium } from "./chromium.mjs";
+import { connected, openChromium, signIn } from "./chromium.mjs";
 
 const env = process.env;
 const url = env.HA_URL;
@@ -32,15 +32,6 @@ async function cardShot(name) {
   saved.push(path);
 }
 
-async function connected() {
-  // The frontend has exchanged its login code for tokens (kept: "Keep me logged in").
-  await page.waitForFunction(
-    () => document.querySelector("home-assistant")?.hass?.connection !== undefined,
-    null,
-    { timeout: STEP },
-  );
-}
-
 function card() {
   return page.locator("hui-masonry-view companion-card"); // not the editor's preview
 }
@@ -54,16 +45,11 @@ async function emotion() {
 }
 
 try {
-  await page.goto(url, { waitUntil: "domcontentloaded" });
-  await page.locator('input[name="username"]').fill(env.HA_USER, { timeout: STEP });
-  await page.locator('input[name="password"]').fill(env.HA_PASSWORD);
-  await page.locator('input[name="password"]').press("Enter");
-  await page.waitForURL((u) => !u.pathname.startsWith("/auth/"), { timeout: STEP });
-  await connected();
+  await signIn(page, url, env.HA_USER, env.HA_PASSWORD, STEP);
   summary.signed_in = true;
   await page.goto(url + env.DASHBOARD, { waitUntil: "domcontentloaded" });
 
-  await connected();
+  await connected(page, STEP);
   // Edit dashboard (the toolbar's pencil) → Add card → search → the card's editor → Save.
   await page.locator("hui-masonry-view").waitFor({ timeout: STEP });
   await page.locator("ha-icon-button").filter({ has: page.locator(`path[d^="${PENCIL}"]`) }).click({ timeout: STEP });

@@ -1,6 +1,7 @@
 // Headless Chromium from Debian for the browser flows (card-flow.mjs, assist-flow.mjs): a
 // throwaway profile, the flags a container without a sandbox or GPU needs, English, and
-// reduced motion. close() ends the browser and removes the profile.
+// reduced motion. close() ends the browser and removes the profile. signIn() and
+// connected() are the two flows' shared first steps on Home Assistant's frontend.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,4 +33,23 @@ export async function openChromium(viewport) {
     rmSync(profile, { recursive: true, force: true });
   };
   return { page, close };
+}
+
+// Wait until the frontend has exchanged its login code for tokens and holds a connection.
+export async function connected(page, timeout) {
+  await page.waitForFunction(
+    () => document.querySelector("home-assistant")?.hass?.connection !== undefined,
+    null,
+    { timeout },
+  );
+}
+
+// Sign in on HA's own login page at url ("Keep me logged in"), then wait for the connection.
+export async function signIn(page, url, user, password, timeout) {
+  await page.goto(url, { waitUntil: "domcontentloaded" });
+  await page.locator('input[name="username"]').fill(user, { timeout });
+  await page.locator('input[name="password"]').fill(password);
+  await page.locator('input[name="password"]').press("Enter");
+  await page.waitForURL((u) => !u.pathname.startsWith("/auth/"), { timeout });
+  await connected(page, timeout);
 }
