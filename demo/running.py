@@ -58,12 +58,18 @@ class RunningDemo:
         return True
 
 
+def _load(path: Path) -> RunningDemo | None:
+    """Return the note in ``path`` as written, or None (none there, or not a note)."""
+    try:
+        return RunningDemo(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
 def read_note(path: Path) -> RunningDemo | None:
     """Return the note of a demo that still runs, or None (a stale note is removed)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        note = RunningDemo(**data)
-    except (OSError, ValueError, TypeError):
+    note = _load(path)
+    if note is None:
         return None
     if not note.alive():
         with contextlib.suppress(OSError):
@@ -90,9 +96,7 @@ def remember_conversation(path: Path, note: RunningDemo, conversation_id: str | 
 
 def remove_note(path: Path, pid: int) -> None:
     """Remove the note if this process wrote it."""
-    note = None
-    with contextlib.suppress(OSError, ValueError, TypeError):
-        note = RunningDemo(**json.loads(path.read_text(encoding="utf-8")))
+    note = _load(path)
     if note is not None and note.pid == pid:
         with contextlib.suppress(OSError):
             path.unlink()
