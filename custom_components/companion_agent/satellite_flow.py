@@ -28,13 +28,7 @@ from homeassistant.config_entries import (
     SubentryFlowResult,
 )
 from homeassistant.const import CONF_HOST, CONF_PORT
-from homeassistant.helpers.selector import (
-    NumberSelector,
-    NumberSelectorConfig,
-    SelectOptionDict,
-    SelectSelector,
-    SelectSelectorConfig,
-)
+from homeassistant.helpers.selector import SelectOptionDict, SelectSelector, SelectSelectorConfig
 from homeassistant.helpers.service_info.zeroconf import ZeroconfServiceInfo
 
 from .const import (
@@ -47,16 +41,10 @@ from .const import (
 from .engine.errors import NotASatelliteError, SpeechError
 from .engine.speech import SatelliteInfo
 from .engine.speech.satellite import describe_satellite
+from .voice.server_address import address_schema
 
 CONF_ENTRY = "entry"
-SATELLITE_SCHEMA = vol.Schema(
-    {
-        vol.Required(CONF_HOST): str,
-        vol.Required(CONF_PORT, default=DEFAULT_SATELLITE_PORT): vol.All(
-            NumberSelector(NumberSelectorConfig(min=1, max=65535, step=1)), vol.Coerce(int)
-        ),
-    }
-)
+SATELLITE_SCHEMA = address_schema(DEFAULT_SATELLITE_PORT)
 
 
 def satellite_data(info: SatelliteInfo, host: str, port: int, **extra: Any) -> dict[str, Any]:

@@ -5,32 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import voluptuous as vol
-from homeassistant.config_entries import (
-    SOURCE_RECONFIGURE,
-    ConfigSubentryFlow,
-    SubentryFlowResult,
-)
+from homeassistant.config_entries import SOURCE_RECONFIGURE, ConfigSubentryFlow, SubentryFlowResult
 from homeassistant.const import CONF_HOST, CONF_PORT
-from homeassistant.helpers.selector import (
-    NumberSelector,
-    NumberSelectorConfig,
-    SelectOptionDict,
-    SelectSelector,
-    SelectSelectorConfig,
-)
+from homeassistant.helpers.selector import SelectOptionDict, SelectSelector, SelectSelectorConfig
 
 from .const import CONF_LANGUAGES, CONF_MODEL, DEFAULT_STT_PORT
 from .engine.errors import SpeechError
 from .engine.speech import AsrInfo, AsrModel, WyomingSTT
+from .voice.server_address import address_schema
 
-STT_SERVER_SCHEMA = vol.Schema(
-    {
-        vol.Required(CONF_HOST): str,
-        vol.Required(CONF_PORT, default=DEFAULT_STT_PORT): vol.All(
-            NumberSelector(NumberSelectorConfig(min=1, max=65535, step=1)), vol.Coerce(int)
-        ),
-    }
-)
+STT_SERVER_SCHEMA = address_schema(DEFAULT_STT_PORT)
 
 
 class SttSubentryFlow(ConfigSubentryFlow):

@@ -12,8 +12,6 @@ import voluptuous as vol
 from homeassistant.config_entries import SOURCE_RECONFIGURE, ConfigSubentryFlow, SubentryFlowResult
 from homeassistant.const import CONF_HOST, CONF_PORT
 from homeassistant.helpers.selector import (
-    NumberSelector,
-    NumberSelectorConfig,
     SelectOptionDict,
     SelectSelector,
     SelectSelectorConfig,
@@ -31,15 +29,9 @@ from .const import (
 from .engine.errors import SpeechEngineMissingError, SpeechError, VoiceFileError
 from .engine.speech import LoadedPiperVoice, TtsInfo, TtsVoice, VoiceFile, WyomingTTS
 from .voice.embedded_piper import async_list_voice_files, async_require_piper, voices_folder
+from .voice.server_address import address_schema
 
-TTS_SERVER_SCHEMA = vol.Schema(
-    {
-        vol.Required(CONF_HOST): str,
-        vol.Required(CONF_PORT, default=DEFAULT_TTS_PORT): vol.All(
-            NumberSelector(NumberSelectorConfig(min=1, max=65535, step=1)), vol.Coerce(int)
-        ),
-    }
-)
+TTS_SERVER_SCHEMA = address_schema(DEFAULT_TTS_PORT)
 ENGINE_STEPS = ["server", "embedded"]
 
 
