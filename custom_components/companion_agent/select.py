@@ -16,7 +16,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .assist_satellite import satellite_device
 from .const import DOMAIN, SUBENTRY_SATELLITE
-from .runtime import CompanionConfigEntry, add_per_subentry
+from .runtime import CompanionConfigEntry
 
 
 async def async_setup_entry(
@@ -24,19 +24,16 @@ async def async_setup_entry(
     entry: CompanionConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
-    """Add the two selects of each satellite subentry."""
-    add_per_subentry(
-        entry,
-        SUBENTRY_SATELLITE,
-        lambda _entry, subentry: SatellitePipelineSelect(hass, subentry),
-        async_add_entities,
-    )
-    add_per_subentry(
-        entry,
-        SUBENTRY_SATELLITE,
-        lambda _entry, subentry: SatelliteVadSensitivitySelect(hass, subentry),
-        async_add_entities,
-    )
+    """Add the two selects of each satellite subentry, under that subentry."""
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type == SUBENTRY_SATELLITE:
+            async_add_entities(
+                [
+                    SatellitePipelineSelect(hass, subentry),
+                    SatelliteVadSensitivitySelect(hass, subentry),
+                ],
+                config_subentry_id=subentry.subentry_id,
+            )
 
 
 class SatellitePipelineSelect(AssistPipelineSelect):
