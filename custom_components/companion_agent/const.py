@@ -104,7 +104,8 @@ CONF_ROLE_VISION = "vision"
 CONF_ROLE_MEMORY = "memory"
 CONF_ROLE_SUMMARY = "summary"
 ROLE_SECTIONS = (CONF_ROLE_CHAT, CONF_ROLE_VISION, CONF_ROLE_MEMORY, CONF_ROLE_SUMMARY)
-"""A persona's model roles: each a section of its form (an AI task has chat and vision)."""
+"""A persona's model roles, in this order: each a section of its form (an AI task has chat
+and vision). ``agent.roles.role_choices`` unpacks them in this order."""
 TASK_SECTIONS = (CONF_ROLE_CHAT, CONF_ROLE_VISION)
 CONF_TEMPERATURE = "temperature"
 CONF_MAX_TOKENS = "max_tokens"

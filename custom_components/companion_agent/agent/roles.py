@@ -18,27 +18,23 @@ from ..const import (
     CONF_IMAGES,
     CONF_MAX_TOKENS,
     CONF_MODEL,
-    CONF_ROLE_CHAT,
-    CONF_ROLE_MEMORY,
-    CONF_ROLE_SUMMARY,
-    CONF_ROLE_VISION,
     CONF_TEMPERATURE,
     IMAGES_OFF,
     IMAGES_ON,
+    ROLE_SECTIONS,
 )
 from ..engine.engine import RoleChoice, RoleChoices
 
 
 def role_choices(data: Mapping[str, Any]) -> RoleChoices:
     """Return the roles a sub-entry's data chooses (sections it lacks choose nothing)."""
-    chat = _section(data, CONF_ROLE_CHAT)
-    images = chat.get(CONF_IMAGES)
+    chat, vision, memory, summary = (_section(data, name) for name in ROLE_SECTIONS)
     return RoleChoices(
         chat=role_choice(chat),
-        vision=role_choice(_section(data, CONF_ROLE_VISION)),
-        memory=role_choice(_section(data, CONF_ROLE_MEMORY)),
-        summary=role_choice(_section(data, CONF_ROLE_SUMMARY)),
-        chat_sees_images={IMAGES_ON: True, IMAGES_OFF: False}.get(str(images)),
+        vision=role_choice(vision),
+        memory=role_choice(memory),
+        summary=role_choice(summary),
+        chat_sees_images={IMAGES_ON: True, IMAGES_OFF: False}.get(str(chat.get(CONF_IMAGES))),
     )
 
 

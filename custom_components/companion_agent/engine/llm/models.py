@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from typing import Unpack
 
 import httpx
 
@@ -21,7 +22,7 @@ from ..errors import LLMError
 from ..messages import ChatMessage
 from ..tools.contract import ToolSpec
 from .adapter import LLMSettings, OpenAIChatModel
-from .stream import ChatModel, LLMItem, RoundEnd
+from .stream import ChatModel, LLMItem, RoundEnd, RoundOptions
 
 type RoundObserver = Callable[[LLMError | None], None]
 """Told how each model round ended: the error, or None when the server answered."""
@@ -88,11 +89,10 @@ class ObservedModel:
         self,
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolSpec],
-        *,
-        response_format: Mapping[str, object] | None = None,
+        **options: Unpack[RoundOptions],
     ) -> AsyncIterator[LLMItem]:
-        """Stream the round unchanged, noting how it ended."""
-        stream = self._model.stream_with_tools(messages, tools, response_format=response_format)
+        """Stream the round (asked with ``options``) unchanged, noting how it ended."""
+        stream = self._model.stream_with_tools(messages, tools, **options)
         if self._trace is not None:
             role, listener = self._trace
             stream = timed(stream, role=role, name=self.settings.model, listener=listener)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypedDict
 
 from ..chars import valid_text
 from ..errors import LLMError
@@ -37,6 +37,13 @@ class RoundEnd:
 
 
 type LLMItem = str | ThinkingDelta | RoundEnd
+
+
+class RoundOptions(TypedDict, total=False):
+    """What a round may ask of the server beyond messages and tools, each optional."""
+
+    response_format: Mapping[str, object] | None
+    """Sent as it is: a JSON Schema answer, for memory extraction and AI tasks."""
 
 
 class ChatModel(Protocol):

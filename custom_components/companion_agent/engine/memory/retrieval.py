@@ -32,15 +32,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..chars import is_wide
+from . import types as protocol
 from .keywords import fold
 from .types import (
-    GraphStore,
     MemoryHit,
     MemoryKind,
     MemoryQuery,
     MemoryRecord,
     MemoryScope,
-    MemoryStore,
     Relation,
     RetrievedMemory,
 )
@@ -83,8 +82,8 @@ def mentioned_names(text: str, known: Sequence[str] = ()) -> list[str]:
 
 
 async def retrieve(
-    store: MemoryStore,
-    graph: GraphStore | None,
+    store: protocol.MemoryStore,
+    graph: protocol.GraphStore | None,
     scope: MemoryScope,
     text: str,
     *,

@@ -91,7 +91,7 @@ class Confirmations:
         ``request.arguments`` must be canonical JSON; the same call held twice for the same
         user and conversation shares one token, so one "yes" never runs it twice.
         """
-        token = self.tokens.issue(request, ctx, action, run, names)
+        token = self.tokens.issue(request=request, ctx=ctx, action=action, names=names, run=run)
         outcome = pending_outcome(token, action)
         self._record(token, "confirm", outcome, ctx, reasons=reasons)
         self._notify(token, "requested")

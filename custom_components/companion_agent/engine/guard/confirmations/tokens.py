@@ -119,11 +119,12 @@ class TokenStore:
 
     def issue(
         self,
+        *,
         request: ToolCallRequest,
         ctx: ToolContext,
         action: JSONObject,
+        names: tuple[str, ...],
         run: HeldRun,
-        names: tuple[str, ...] = (),
     ) -> ConfirmationToken:
         """Return the live token of this call for this user and conversation, or a new one."""
         owner = (ctx.user_id, ctx.conversation_id)
