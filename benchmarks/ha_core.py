@@ -1,34 +1,23 @@
 """A Home Assistant core in the benchmark's own process, with the companion set up by its flow.
 
-The benchmarks that measure Home Assistant's side (``soak``, ``voice``) run HA in their own
-event loop, as its tests do, with no HTTP server and no frontend: registries, config
-entries, Assist, and the companion configured through its real config flow.
+The benchmarks that measure Home Assistant's side (``soak``, ``voice``, ``satellite``) run
+HA in their own event loop, as its tests do, with no frontend: registries, config entries,
+HTTP on a free loopback port (Assist's conversation needs it), Assist, and the companion
+configured through its real config flow. HA is started as the HACS zip test starts it.
 """
 
 from __future__ import annotations
 
-from homeassistant import bootstrap, config_entries, loader
-from homeassistant.auth import auth_manager_from_config
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
-from homeassistant.setup import async_setup_component
 
 from custom_components.companion_agent.const import CONF_BASE_URL, CONF_MODEL, DOMAIN
+from tests.ha import zip_boot
 
 
 async def start_home_assistant(config_dir: str) -> HomeAssistant:
-    """Start a Home Assistant core in this process with its registries and Assist."""
-    hass = HomeAssistant(config_dir)
-    hass.config_entries = config_entries.ConfigEntries(hass, {})
-    loader.async_setup(hass)
-    await loader.async_get_custom_components(hass)
-    await bootstrap.async_load_base_functionality(hass)
-    hass.auth = await auth_manager_from_config(hass, [], [])
-    await hass.async_start()
-    for domain in ("homeassistant", "conversation"):
-        if not await async_setup_component(hass, domain, {}):
-            raise SystemExit(f"benchmark: HA could not set up {domain}")
-    return hass
+    """Start a Home Assistant core in this process (``tests/ha/zip_boot.py``'s start)."""
+    return await zip_boot.start_home_assistant(config_dir)
 
 
 async def configure(hass: HomeAssistant, url: str, api_key: str, model: str) -> str:

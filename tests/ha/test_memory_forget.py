@@ -69,14 +69,19 @@ async def nothing_of(hass: HomeAssistant, agent: str, person: str) -> None:
     assert (exported["memories"], exported["entities"], exported["relations"]) == ([], [], [])
 
 
+@pytest.fixture
+async def alice(
+    hass: HomeAssistant, setup_companion: SetupCompanion, backend: Mapping[str, object]
+) -> tuple[MockConfigEntry, str, str, str]:
+    """Ada on each backend in turn, with Alice: the entry, Ada's agent, Alice's user, person."""
+    return await alice_with(hass, setup_companion, backend)
+
+
 async def test_forget_while_the_memory_model_is_still_extracting(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    setup_companion: SetupCompanion,
-    backend: Mapping[str, object],
+    hass: HomeAssistant, llm_server: LLMServer, alice: tuple[MockConfigEntry, str, str, str]
 ) -> None:
     """The extraction lands after the forget: nothing of it reaches export or a later turn."""
-    entry, agent, user, person = await alice_with(hass, setup_companion, backend)
+    entry, agent, user, person = alice
     release = asyncio.Event()
     llm_server.script_structured(
         Reply(chunks=(TextChunk(EXTRACTED[:1]), TextChunk(EXTRACTED[1:], hold=release)))
@@ -95,16 +100,13 @@ async def test_forget_while_the_memory_model_is_still_extracting(
 
 
 async def test_forget_while_the_turn_is_still_being_answered(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    setup_companion: SetupCompanion,
-    backend: Mapping[str, object],
+    hass: HomeAssistant, llm_server: LLMServer, alice: tuple[MockConfigEntry, str, str, str]
 ) -> None:
     """The turn ends after the forget: its exchange comes back neither as history nor memory."""
-    entry, agent, user, person = await alice_with(hass, setup_companion, backend)
+    entry, agent, user, person = alice
+    llm_server.script_structured(*[Reply.text(EXTRACTED)] * 3)
     release = asyncio.Event()
     llm_server.script(Reply.held("Noted, ", "the code is safe with me.", until=release))
-    llm_server.script_structured(*[Reply.text(EXTRACTED)] * 3)
     turn = hass.async_create_task(ask(hass, agent, "The front door code is 4711.", user_id=user))
     await llm_server.asked(chat=1)
     await call(hass, "forget", {"person": person})

@@ -122,7 +122,6 @@ async def test_barge_in_on_wyoming_satellite_keeps_only_what_was_played(
     on_wyoming_satellite: tuple[MockConfigEntry, str],
     llm_server: LLMServer,
     piper: PiperPeer,
-    whisper: WhisperPeer,
     satellite: SatellitePeer,
 ) -> None:
     """Waking the satellite over the answer stops it; the words said over it are answered.

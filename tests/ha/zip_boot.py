@@ -35,7 +35,10 @@ def free_port() -> int:
 
 
 async def start_home_assistant(config_dir: str) -> HomeAssistant:
-    """Start a Home Assistant core with registries, config entries, HTTP on loopback, Assist."""
+    """Start a Home Assistant core with registries, config entries, HTTP on loopback, Assist.
+
+    The benchmarks start theirs here too (``benchmarks/ha_core.py``).
+    """
     hass = HomeAssistant(config_dir)
     hass.config.skip_pip = True
     hass.config_entries = config_entries.ConfigEntries(hass, {})

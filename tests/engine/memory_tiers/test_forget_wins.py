@@ -117,11 +117,11 @@ async def test_forget_while_a_summary_is_being_written(
     chat_model: OpenAIChatModel,
 ) -> None:
     """A summary of Alice's old exchanges answered after the forget is not stored."""
+    summaries = SessionSummaries(memory.writer.queue)  # one memory does not know of
     release = asyncio.Event()
     llm_server.script_structured(
         Reply(chunks=(TextChunk('{"summary": "Alice'), TextChunk(' told a code."}', hold=release)))
     )
-    summaries = SessionSummaries(memory.writer.queue)  # one memory does not know of
     old = time.time() - 60
     turns = [StoredTurn(user=f"Code part {n}", time=old + n, began=old + n) for n in range(3)]
     summaries.overflowed(ALICE, turns, JsonAnswers(chat_model, timeout=5))

@@ -8,11 +8,9 @@ from typing import cast
 
 import pytest
 
+from custom_components.companion_agent.engine import events
 from custom_components.companion_agent.engine.events import (
-    Heard,
-    Interrupted,
     OutputItem,
-    Played,
     SentenceOutput,
     TextDelta,
     ThinkingDelta,
@@ -66,8 +64,8 @@ def test_unknown_and_structured_items_pass_untouched_in_order(stage: Stage) -> N
         CALL,
         custom,
         DONE,
-        Played(heard=Heard.first(2)),
-        Interrupted(reason="the person spoke"),
+        events.Played(heard=events.Heard.first(2)),
+        events.Interrupted(reason="the person spoke"),
     ]
     out = run(stage, items)
     assert len(out) == len(items)

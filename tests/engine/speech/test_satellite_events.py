@@ -12,19 +12,8 @@ from custom_components.companion_agent.engine.speech.info import (
     SatelliteWakeWord,
     parse_satellite_info,
 )
+from custom_components.companion_agent.engine.speech.satellite import events as said
 from custom_components.companion_agent.engine.speech.satellite.audio import PcmFormat
-from custom_components.companion_agent.engine.speech.satellite.events import (
-    Described,
-    Ignored,
-    MicAudio,
-    MicStopped,
-    PingAsked,
-    Played,
-    PongHeard,
-    RunRequested,
-    SatelliteEvents,
-    WakeDetected,
-)
 from custom_components.companion_agent.engine.speech.satellite.mirror import (
     mirror_pipeline_event,
 )
@@ -32,7 +21,7 @@ from custom_components.companion_agent.engine.speech.satellite.mirror import (
 
 def read(event: Event) -> object:
     """Return what a fresh connection reads in ``event``."""
-    return SatelliteEvents().read(event)
+    return said.SatelliteEvents().read(event)
 
 
 def test_a_run_request_is_read_with_its_speaker_format() -> None:
@@ -47,7 +36,7 @@ def test_a_run_request_is_read_with_its_speaker_format() -> None:
             "restart_on_end": False,
         },
     )
-    assert read(event) == RunRequested(
+    assert read(event) == said.RunRequested(
         start="asr",
         end="tts",
         wake_word_name="okay_nabu",
@@ -66,7 +55,7 @@ def test_a_run_request_is_read_with_its_speaker_format() -> None:
 )
 def test_a_run_that_cannot_run_on_audio_is_ignored(data: dict[str, object]) -> None:
     """Only runs that start at the wake word or speech, and end after, are taken."""
-    assert isinstance(read(Event("run-pipeline", data)), Ignored)
+    assert isinstance(read(Event("run-pipeline", data)), said.Ignored)
 
 
 def test_a_bad_speaker_format_leaves_the_audio_its_own() -> None:
@@ -74,33 +63,33 @@ def test_a_bad_speaker_format_leaves_the_audio_its_own() -> None:
     event = Event(
         "run-pipeline", {"start_stage": "wake", "end_stage": "tts", "snd_format": {"rate": 1}}
     )
-    assert read(event) == RunRequested(start="wake", end="tts")
+    assert read(event) == said.RunRequested(start="wake", end="tts")
 
 
 def test_microphone_audio_comes_out_at_16_khz_mono() -> None:
     """48 kHz stereo in, the STT's format out; bad chunks are ignored, not fatal."""
-    events = SatelliteEvents()
+    events = said.SatelliteEvents()
     stereo = AudioChunk(rate=48000, width=2, channels=2, audio=bytes(48000 * 4)).event()
     audio = events.read(stereo)
-    assert isinstance(audio, MicAudio)
+    assert isinstance(audio, said.MicAudio)
     assert abs(len(audio.pcm) - 32000) <= 8
     assert isinstance(
-        events.read(Event("audio-chunk", {"rate": 0, "width": 2, "channels": 1})), Ignored
+        events.read(Event("audio-chunk", {"rate": 0, "width": 2, "channels": 1})), said.Ignored
     )
     odd = Event("audio-chunk", {"rate": 16000, "width": 2, "channels": 1}, payload=b"\0")
-    assert isinstance(events.read(odd), Ignored)
+    assert isinstance(events.read(odd), said.Ignored)
 
 
 def test_the_other_events_are_read_or_ignored() -> None:
     """Stop, played, detection, ping, pong, info; unknown types are ignored."""
-    assert read(Event("audio-stop")) == MicStopped()
-    assert read(Event("played")) == Played()
-    assert read(Event("detection", {"name": "hey_jarvis"})) == WakeDetected(name="hey_jarvis")
-    assert read(Event("ping", {"text": "x"})) == PingAsked(text="x")
-    assert read(Event("pong")) == PongHeard()
-    assert read(Event("info", {"tts": []})) == Described(info=None)
+    assert read(Event("audio-stop")) == said.MicStopped()
+    assert read(Event("played")) == said.Played()
+    assert read(Event("detection", {"name": "hey_jarvis"})) == said.WakeDetected(name="hey_jarvis")
+    assert read(Event("ping", {"text": "x"})) == said.PingAsked(text="x")
+    assert read(Event("pong")) == said.PongHeard()
+    assert read(Event("info", {"tts": []})) == said.Described(info=None)
     ignored = read(Event("x" * 500))
-    assert isinstance(ignored, Ignored)
+    assert isinstance(ignored, said.Ignored)
     assert len(ignored.type) == 100
 
 
