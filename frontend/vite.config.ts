@@ -10,6 +10,9 @@ export default defineConfig({
     minify: true,
     sourcemap: false,
     reportCompressedSize: false,
+    // Vite leaves the whitespace of a library in ES format; the card is no library: the
+    // browser loads this one file, so it is minified whole.
+    rolldownOptions: { output: { minify: true } },
     lib: {
       entry: "src/companion-card.ts",
       formats: ["es"],
