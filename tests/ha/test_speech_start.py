@@ -210,3 +210,38 @@ async def test_the_voice_cuts_the_first_clause_as_the_turn_does(
 
     assert proxy.texts == ["Good morning,", "my friend.", SECOND]  # the clause once
     assert pcm(parts) == b"".join(proxy.audio)
+
+
+async def test_piper_begins_the_first_sentence_before_the_next_token_decides_it(
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy, voice: Voice
+) -> None:
+    """The model holds back the token after ``Good morning.``: the voice began on it."""
+    released = asyncio.Event()
+    llm_server.script(Reply.held(FIRST, f" {SECOND} {THIRD}", until=released))
+    flight = start_text_run(hass, voice.pipeline, "Morning?", timeout=TIMEOUT)
+    await asyncio.wait_for(proxy.wait_finished(1), TIMEOUT)  # made while the model holds back
+    assert proxy.texts == [FIRST]
+    released.set()
+    parts = [part async for part in flight.audio()]
+    await flight.done()
+
+    assert proxy.texts == [FIRST, SECOND, THIRD]  # the guess was right: spoken once
+    assert pcm(parts) == b"".join(proxy.audio)
+
+
+async def test_a_first_sentence_guessed_wrong_is_never_heard(
+    hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy, voice: Voice
+) -> None:
+    """``light.`` was no end (``light.kitchen``): what Piper made of it is dropped."""
+    released = asyncio.Event()
+    llm_server.script(Reply.held("I turned on light.", f"kitchen now. {SECOND}", until=released))
+    flight = start_text_run(hass, voice.pipeline, "Lights?", timeout=TIMEOUT)
+    await asyncio.wait_for(proxy.wait_finished(1), TIMEOUT)
+    guessed = len(proxy.audio)
+    released.set()
+    parts = [part async for part in flight.audio()]
+    await flight.done()
+
+    assert proxy.texts[0] == "I turned on light."
+    assert proxy.texts[1:] == ["I turned on light.kitchen now.", SECOND]
+    assert pcm(parts) == b"".join(proxy.audio[guessed:])

@@ -42,9 +42,10 @@ class WyomingProxy(LoopbackServer):
         self.texts: list[str] = []
         self.voices: list[str | None] = []  # the voice each synthesize(-start) asked for
         self.audio: list[bytes] = []
+        self.finished = 0  # the sentences whose audio the server ended (``audio-stop``)
         self.journal: list[str] = []
         self.stalled = asyncio.Event()
-        self._asked = asyncio.Event()
+        self._changed = asyncio.Event()
         self._faults: list[_Fault] = []
 
     @property
@@ -59,8 +60,14 @@ class WyomingProxy(LoopbackServer):
     async def wait_asked(self, count: int) -> None:
         """Wait until ``count`` sentences have gone to the server."""
         while len(self.texts) < count:
-            self._asked.clear()
-            await self._asked.wait()
+            self._changed.clear()
+            await self._changed.wait()
+
+    async def wait_finished(self, count: int) -> None:
+        """Wait until the server has ended the audio of ``count`` sentences."""
+        while self.finished < count:
+            self._changed.clear()
+            await self._changed.wait()
 
     def _take_fault(self, text: str) -> FaultAction | None:
         """Return the action due for ``text`` and count it, or None."""
@@ -74,7 +81,7 @@ class WyomingProxy(LoopbackServer):
         """Serve one client connection until either side ends it or a fault does."""
         self.connections += 1
         upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
-        downstream = asyncio.create_task(_copy(upstream_reader, writer, self.audio))
+        downstream = asyncio.create_task(_copy(upstream_reader, writer, self))
         try:
             while (event := await async_read_event(reader)) is not None:
                 text = event.data.get("text") if event.type in _TEXT_EVENTS else None
@@ -92,7 +99,7 @@ class WyomingProxy(LoopbackServer):
                 if isinstance(text, str):
                     self.texts.append(text)
                     self.journal.append(f"piper asked: {text}")
-                    self._asked.set()
+                    self._changed.set()
                 await async_write_event(event, upstream_writer)
         finally:
             downstream.cancel()
@@ -102,7 +109,7 @@ class WyomingProxy(LoopbackServer):
 
 
 async def _copy(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, audio: list[bytes]
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, proxy: WyomingProxy
 ) -> None:
     """Copy events from ``reader`` to ``writer`` until end of stream; keep the audio sent.
 
@@ -112,7 +119,10 @@ async def _copy(
     with contextlib.suppress(ConnectionError):
         while (event := await async_read_event(reader)) is not None:
             if event.type == "audio-chunk" and event.payload:
-                audio.append(event.payload)
+                proxy.audio.append(event.payload)
+            elif event.type == "audio-stop":
+                proxy.finished += 1
+                proxy._changed.set()
             if writer.is_closing():
                 return
             await async_write_event(event, writer)

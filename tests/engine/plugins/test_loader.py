@@ -60,6 +60,8 @@ async def test_each_plugin_type_loads_and_works(tmp_path: Path, host: HostServic
     profile = load_profile(tmp_path)
     plugins = library.activate(profile, host)
     assert plugins.problems == ()
+    assert plugins.transforms  # "shout": the turn's voice does not guess its first sentence
+    assert not library.activate(load_profile(tmp_path, '["echo", "recorder"]'), host).transforms
 
     registry = ToolRegistry(plugins.tools)
     call = ToolCallRequest(call_id="c1", name="echo", arguments='{"text": "hi"}')

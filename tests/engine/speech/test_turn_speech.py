@@ -1,13 +1,11 @@
 """A turn's speech against the real wyoming-piper (through the fault-injecting proxy).
 
-The turn's sentences come from ``Feed``, which follows the rules of ``Turn.speech()``: any
-number of readers, each from the first sentence, ending when the turn ends or at once when
-it is stopped.
+The turn's sentences come from ``Feed`` (``tests/support/speech_feed.py``), which follows
+the rules of ``Turn.guessed_speech()``.
 """
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -20,43 +18,11 @@ from custom_components.companion_agent.engine.speech import (
     WyomingTTS,
 )
 from tests.support.piper import PiperPeer
+from tests.support.speech_feed import Feed
 from tests.support.wyoming_proxy import WyomingProxy
 
 TIMEOUT = 10.0
 VOICE = "joe"
-
-
-class Feed:
-    """A turn's sentences as its host takes them: ``add``, then ``end``."""
-
-    def __init__(self, *sentences: str) -> None:
-        """Start with ``sentences`` taken already."""
-        self.sentences = list(sentences)
-        self.over = False
-        self._changed = asyncio.Event()
-
-    def add(self, sentence: str) -> None:
-        """Take one more sentence."""
-        self.sentences.append(sentence)
-        self._changed.set()
-
-    def end(self) -> None:
-        """End the turn: no more sentences."""
-        self.over = True
-        self._changed.set()
-
-    async def read(self) -> AsyncIterator[str]:
-        """Yield every sentence from the first, as they come, until the turn ends."""
-        taken = 0
-        while True:
-            if taken < len(self.sentences):
-                yield self.sentences[taken]
-                taken += 1
-            elif self.over:
-                return
-            else:
-                self._changed.clear()
-                await self._changed.wait()
 
 
 def tts(proxy: WyomingProxy, piper: PiperPeer) -> WyomingTTS:

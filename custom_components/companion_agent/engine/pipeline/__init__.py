@@ -32,6 +32,7 @@ from .actions_extractor import actions_extractor
 from .boundaries import BoundaryScanner
 from .config import DEFAULT_CONFIG, FIRST_CLAUSE_CUT, PipelineConfig, speech_config
 from .display_processor import display_processor
+from .first_guess import first_guesses
 from .sentence_divider import sentence_divider
 from .stage import Stage, StageFunction, chain
 from .tts_filter import join_speech, speakable, tts_filter
@@ -47,6 +48,7 @@ __all__ = [
     "actions_extractor",
     "build_pipeline",
     "display_processor",
+    "first_guesses",
     "join_speech",
     "sentence_divider",
     "speakable",

@@ -19,13 +19,11 @@ Boundary rules (every decision depends on the text alone, never on how it was ch
   or a CJK character; ``No.`` ends it unless a number follows. Only these and an ellipsis
   look at the word after the gap; other ends only wait for it to start.
 - Quotes and brackets are tracked: inside an open one nothing ends the sentence; the
-  closer that empties the stack right after a terminator ends it (``「はい。」`` is released
-  at ``」``), so closing quotes and brackets stay with their sentence.
+  closer that empties the stack right after a terminator ends it (``「はい。」`` at ``」``).
 - Right after a terminator, ASCII ``'`` and a ``"`` that closes nothing are closers too
   (``'Movie night.' Should``): they join the run. Before a letter or digit they are no
   closers: ``'`` is an apostrophe (``U.S.'s``) and ``"`` opens a quote (``Done."Next"``).
-  ``'`` is never tracked (``don't``, ``'90s``), so after a full-width terminator, which
-  decides at once, it starts the next sentence.
+  ``'`` is never tracked (``don't``), so after a full-width terminator it starts the next.
 - Whitespace and emoji (whole clusters: ZWJ sequences, skin tones, flags, variation
   selectors; not keycaps) after an end that waits are a gap the end waits past: text after
   it starts the next sentence, gap and all (``Done! 🎉 Next``), but a mark stays (``🎉!``);
@@ -34,23 +32,20 @@ Boundary rules (every decision depends on the text alone, never on how it was ch
 - A newline always ends a sentence, so markdown list items stand alone.
 - ``faster_first_response``: the first sentence may end after ``，、`` (at once) or ``,``
   (one character of lookahead, not before a digit) once it holds enough characters.
-- The hard cap cuts at the best break in the cap's second half: a pending terminator,
-  the last clause mark, the last space, else a grapheme-cluster boundary (emoji with
-  ZWJ, skin tones, flags and combining marks are never split). It never cuts inside an
-  action tag opened in the last 32 characters. A whitespace run longer than half the cap
-  may be dropped; nothing else ever is.
+- The hard cap cuts at the best break in the cap's second half: a pending terminator, the
+  last clause mark, the last space, else a grapheme-cluster boundary (no emoji is split),
+  never inside an action tag opened in the last 32 characters. A whitespace run longer
+  than half the cap may be dropped; nothing else ever is.
 
-An end nothing after it can change (full-width, ``!?`` after CJK, the closer that then
-empties the stack, a newline) leaves with the chunk that closes it; any other waits for the
-text that decides it, and no longer: ``!?`` may still grow (``Really?!``, ``"Yes!"``) or
-gain an emoji, ``.`` may be a decimal, an abbreviation or an ellipsis. Only that timing
-depends on the chunking, never the sentences.
+An end nothing after it can change (full-width, ``!?`` after CJK, a closer that empties
+the stack, a newline) leaves with the chunk that closes it; any other waits for the text
+that decides it (``Really?!``, a decimal, an abbreviation, an ellipsis), and no longer.
 
 Whitespace at a boundary starts the next sentence: no sentence ends with whitespace, and a
 stretch's sentences concatenate to it exactly, minus its leading and trailing whitespace.
-Each character is examined once (a cap cut rescans at most half a cap, a quote that turns
-out to open is read twice): linear cost, and the buffer never holds more than one sentence
-(with its trailing gap) and one chunk.
+Each character is examined once (a cap cut rescans at most half a cap, an opening quote
+twice): linear cost; the buffer holds at most one sentence (and its gap) and one chunk.
+``gap_would_end`` says when a voice may begin on the likely end (``first_guess.py``).
 """
 
 from __future__ import annotations
@@ -140,6 +135,13 @@ class BoundaryScanner:
             self._clause_cut = False
             return rest
         return None
+
+    def gap_would_end(self) -> bool:
+        """Say whether whitespace next would end the held text's sentence, after a word."""
+        buf, start = self._buf, self._run_start
+        if self._mode != "run" or self._stack or not buf[start - 1 : start].isalpha():
+            return False  # no end waits, or ``3.`` (``3.5`` is as likely), or marks alone
+        return run_verdict(buf, start, len(buf), " ", eager=self._eager) == "trail"
 
     def _reset(self) -> None:
         """Forget the quote stack and any pending decision."""

@@ -96,6 +96,14 @@ class PluginSet:
         """Return the built plugin with ``plugin_id``, or None."""
         return next((m.plugin for m in self._members if m.plugin.plugin_id == plugin_id), None)
 
+    @property
+    def transforms(self) -> bool:
+        """Say whether any transformer takes part in the output (``transform`` changes it)."""
+        return any(
+            member.plays("transformer") and isinstance(member.plugin, TransformerPlugin)
+            for member in self._members
+        )
+
     def transform(self, items: AsyncIterator[OutputItem]) -> AsyncIterator[OutputItem]:
         """Chain every transformer, in profile order; a failing one is bypassed."""
         for member in self._members:

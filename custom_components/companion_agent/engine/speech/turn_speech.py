@@ -24,6 +24,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
+from .first_guess import SpeechGuess, guessed_audio
 from .synthesizer import AudioChunk
 from .timeline import AudioTimeline
 
@@ -36,8 +37,9 @@ MAX_BUFFERED_BYTES = 4 * 1024 * 1024
 
 type Synthesis = Callable[[AsyncIterator[str]], AsyncGenerator[AudioChunk]]
 """Speak sentences in one voice: the audio of each, in order, numbered from 0."""
-type SentenceSource = Callable[[], AsyncIterator[str]]
-"""Return the turn's sentences from the first, as the host takes them."""
+type SentenceSource = Callable[[], AsyncIterator[str | SpeechGuess]]
+"""Return the turn's sentences from the first, as the host takes them (a guess may come
+before the first: ``first_guess.py``)."""
 
 
 class _Ahead:
@@ -122,7 +124,7 @@ class TurnSpeech:
         if self._ahead is not None or self.claimed or self.stopped.is_set():
             return False
         self.voice = voice
-        self._ahead = _Ahead(voice, synthesis(self._read()), self._limit)
+        self._ahead = _Ahead(voice, self._spoken(synthesis), self._limit)
         return True
 
     async def audio(self, voice: str, synthesis: Synthesis) -> AsyncGenerator[AudioChunk]:
@@ -141,7 +143,7 @@ class TurnSpeech:
             ahead = None
         self.timeline.reset()
         self.voice = voice
-        source = ahead.drain() if ahead is not None else synthesis(self._read())
+        source = ahead.drain() if ahead is not None else self._spoken(synthesis)
         try:
             async for chunk in until_stopped(source, self.stopped):
                 self.timeline.handed(chunk, time.time())
@@ -150,14 +152,14 @@ class TurnSpeech:
             if ahead is not None:
                 ahead.stop()
 
-    async def _read(self) -> AsyncIterator[str]:
-        """Yield the turn's sentences from the first, noting each one's text (bounded)."""
-        index = 0
-        async for text in self._sentences():
-            if index == len(self.texts) and index < MAX_TEXTS:
-                self.texts.append(text)
-            index += 1
-            yield text
+    def _spoken(self, synthesis: Synthesis) -> AsyncGenerator[AudioChunk]:
+        """Return the turn's audio in one voice, from its first sentence (maybe on a guess)."""
+        return guessed_audio(lambda run: synthesis(run.sentences(self._sentences(), self._note)))
+
+    def _note(self, index: int, text: str) -> None:
+        """Note sentence ``index``'s text the first time a synthesis takes it (bounded)."""
+        if index == len(self.texts) and index < MAX_TEXTS:
+            self.texts.append(text)
 
     def stop(self) -> None:
         """End the turn's audio now: the synthesis ahead, and the stream playing it."""

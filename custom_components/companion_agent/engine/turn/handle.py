@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable
 
 from ..events import EVERYTHING_HEARD, Heard, OutputItem, SentenceOutput, TurnResult
+from ..speech.first_guess import SpeechGuess
 from .sink import CancelListener, FinishListener, TurnSink
 
 
@@ -69,6 +70,13 @@ class Turn:
         when the turn does, or at once when the turn is cancelled (its audio must stop).
         """
         return self._sink.speech()
+
+    def guessed_speech(self) -> AsyncIterator[str | SpeechGuess]:
+        """Return what ``speech`` does, with guesses of the first sentence before it comes.
+
+        A voice may begin on a guess (``speech/first_guess.py``) and is heard only if right.
+        """
+        return self._sink.guessed_speech()
 
     def items(self) -> AsyncIterator[OutputItem]:
         """Return the turn's output items; one consumer, taken once."""

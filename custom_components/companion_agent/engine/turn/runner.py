@@ -21,7 +21,13 @@ from dataclasses import replace
 from ..chars import cut_text, valid_text
 from ..events import SentenceOutput, TextDelta, TurnOutcome
 from ..guard.executor import Guard
-from ..pipeline import PipelineConfig, build_pipeline, speakable, speech_config
+from ..pipeline import (
+    PipelineConfig,
+    build_pipeline,
+    first_guesses,
+    speakable,
+    speech_config,
+)
 from ..plugins import Profile, TurnContext
 from ..tools.registry import ToolRegistry
 from .handle import Turn
@@ -223,8 +229,11 @@ class TurnRunner:
         )
         model = chat_model(request)
         core = AgentCore(model, executor, request.lines, max_rounds=profile.max_rounds)
-        pipeline = build_pipeline(pipeline_config(profile))
-        items = persona.plugins.transform(pipeline(core.run_turn(messages, ctx, record)))
+        config = pipeline_config(profile)
+        replies = core.run_turn(messages, ctx, record)
+        if not persona.plugins.transforms:  # a voice may begin on the first sentence's end
+            replies = first_guesses(replies, config, lambda: build_pipeline(config), job.sink.guess)
+        items = persona.plugins.transform(build_pipeline(config)(replies))
         async for item in items:
             job.sink.put(item)
         return turn_ctx

@@ -25,6 +25,7 @@ from ..events import (
     TurnOutcome,
     TurnResult,
 )
+from ..speech.first_guess import SpeechGuess
 
 type PlaybackHook = Callable[[TurnResult], None]
 type CancelListener = Callable[[str], None]
@@ -65,6 +66,8 @@ class TurnSink:
         self._cancel_listeners: list[CancelListener] = []
         self._spoken_signal = asyncio.Event()
         self._over = False
+        self._guess = ""
+        self._guesses = 0
 
     @property
     def shown(self) -> str:
@@ -134,7 +137,13 @@ class TurnSink:
         Any number of readers may follow; each ends once the turn ends (with the sentences
         the host has yet to take), or at once when it is cancelled.
         """
-        taken = 0
+        async for text in self.guessed_speech():
+            if isinstance(text, str):
+                yield text
+
+    async def guessed_speech(self) -> AsyncIterator[str | SpeechGuess]:
+        """Yield what ``speech`` does, and before the first sentence each newer guess of it."""
+        taken = guessed = 0
         while self.cancel_reason is None:
             spoken = self.spoken if self._over else self._spoken
             if taken < len(spoken):
@@ -143,7 +152,17 @@ class TurnSink:
                 continue
             if self._over:
                 return
+            if taken == 0 and self._guesses > guessed:
+                guessed = self._guesses
+                yield SpeechGuess(self._guess)
+                continue
             await self._spoken_signal.wait()
+
+    def guess(self, text: str) -> None:
+        """Note the first sentence's likely speech, before it is decided (a voice may begin)."""
+        if not self._closed and not self.spoken:
+            self._guess, self._guesses = text, self._guesses + 1
+            self._spoken_changed()
 
     def on_cancel(self, listener: CancelListener) -> None:
         """Call ``listener(reason)`` once if the turn is cancelled."""
