@@ -46,7 +46,7 @@ async def test_no_guess_stands_once_a_sentence_was_said() -> None:
     said = SentenceOutput(display_text="One moment.", tts_text="One moment.")
     sink.put(said)  # queued: the host has not taken it yet
     sink.guess("Good morning.")
-    first = asyncio.create_task(anext(sink.guessed_speech()))
+    first: asyncio.Future[str | SpeechGuess] = asyncio.ensure_future(anext(sink.guessed_speech()))
     await asyncio.sleep(0)  # the voice reads before the host takes anything
 
     assert await anext(sink.take()) == said

@@ -93,7 +93,7 @@ class GuessedRun:
         try:
             while True:
                 if step is None:
-                    step = asyncio.create_task(_next(audio))
+                    step = asyncio.create_task(next_chunk(audio))
                 waits = (step,) if decided.done() else (step, decided)
                 await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
                 if self.wrong:
@@ -113,11 +113,7 @@ class GuessedRun:
                     yield got
         finally:
             decided.cancel()
-            if step is not None and not step.done():
-                step.cancel()  # the synthesis's own finally closes its connection
-                await asyncio.wait((step,))
-                if not step.cancelled():
-                    step.exception()  # seen: this audio is being dropped anyway
+            await drop_read(step)
 
     def _wrong(self) -> None:
         """Mark the guess wrong: its audio is never handed on."""
@@ -144,6 +140,19 @@ async def guessed_audio(
         LOGGER.debug("A first-sentence guess was wrong (%d); speaking it again", wrong)
 
 
-async def _next(audio: AsyncGenerator[AudioChunk]) -> AudioChunk | None:
+async def next_chunk(audio: AsyncGenerator[AudioChunk]) -> AudioChunk | None:
     """Return the next chunk, or None at the end."""
     return await anext(audio, None)
+
+
+async def drop_read(step: asyncio.Task[AudioChunk | None] | None) -> None:
+    """Cancel a read of the audio still under way, and wait for it to end.
+
+    The audio's own ``finally`` closes its connection; what the read raised is seen here,
+    since the audio is being dropped anyway.
+    """
+    if step is not None and not step.done():
+        step.cancel()
+        await asyncio.wait((step,))
+        if not step.cancelled():
+            step.exception()

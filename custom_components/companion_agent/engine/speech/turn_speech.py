@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
-from .first_guess import SpeechGuess, guessed_audio
+from .first_guess import SpeechGuess, drop_read, guessed_audio, next_chunk
 from .synthesizer import AudioChunk
 from .timeline import AudioTimeline
 
@@ -260,7 +260,7 @@ async def until_stopped(
     step: asyncio.Task[AudioChunk | None] | None = None
     try:
         while not stopped.is_set():
-            step = asyncio.create_task(_next(audio))
+            step = asyncio.create_task(next_chunk(audio))
             await asyncio.wait((step, stop), return_when=asyncio.FIRST_COMPLETED)
             if not step.done():
                 return
@@ -271,14 +271,5 @@ async def until_stopped(
             yield chunk
     finally:
         stop.cancel()
-        if step is not None and not step.done():
-            step.cancel()  # the audio's own finally closes its socket
-            await asyncio.wait((step,))
-            if not step.cancelled():
-                step.exception()  # seen: the stream is ending anyway
+        await drop_read(step)  # closes the audio's socket mid-chunk
         await audio.aclose()
-
-
-async def _next(audio: AsyncGenerator[AudioChunk]) -> AudioChunk | None:
-    """Return the next chunk, or None at the end."""
-    return await anext(audio, None)
