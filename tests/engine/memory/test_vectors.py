@@ -143,3 +143,17 @@ def test_an_appended_vector_joins_without_a_reload() -> None:
     assert best[0][1] == pytest.approx(1.0)
     assert 501 not in {rowid for rowid, _ in best}
     assert loads == [SCOPE]
+
+
+def test_among_keeps_to_the_rowids_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the rowids ``among`` come back (fewer than the limit), with and without numpy."""
+    stored = rows(100)
+    probe = pack([1.0] * 8)
+    among = frozenset({4, 40, 77})  # details (every third row is a state)
+    with_numpy = VectorCache().nearest(
+        [SCOPE], probe, 10, lambda s: stored, {"detail"}, among=among
+    )
+    monkeypatch.setattr(vectors, "np", None)
+    without = VectorCache().nearest([SCOPE], probe, 10, lambda s: stored, {"detail"}, among=among)
+    for got in (with_numpy, without):
+        assert {rowid for rowid, _ in got} == set(among)

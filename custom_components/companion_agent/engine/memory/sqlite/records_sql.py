@@ -187,11 +187,13 @@ def keyword_ranking(
     limit: int,
     weights: tuple[float, float, float] = (1.0, 0.0, 0.0),
     span: tuple[str, str] | None = None,
+    about: str | None = None,
 ) -> list[int]:
     """Return the rowids matching an FTS5 ``expression`` in ``scopes``, best BM25 first.
 
     ``weights`` weigh the ``terms``, ``context`` and ``names`` columns (a column of weight
-    0 is not searched); ``span`` keeps the records said within it (ISO times, end excluded).
+    0 is not searched); ``span`` keeps the records said within it (ISO times, end excluded);
+    ``about`` (an FTS5 expression of its own columns) keeps the records it matches too.
     """
     where, params = scope_clause(scopes, "m")
     kind_list = sorted(set(kinds))
@@ -204,7 +206,7 @@ def keyword_ranking(
         f"AND m.kind IN ({','.join('?' * len(kind_list))}) {current} {when} "
         "ORDER BY bm25(memory_terms, ?, ?, ?), m.valid_from DESC LIMIT ?",
         (
-            f"{{{' '.join(columns)}}} : ({expression})",
+            f"{{{' '.join(columns)}}} : ({expression})" + (f" AND {about}" if about else ""),
             *params,
             *kind_list,
             *moments,

@@ -8,6 +8,11 @@ in the same trip to the thread; the query's vector is waited for only until
 nearest records by cosine join in a second trip; when it is late, the keywords' answer is
 returned as it is and the embedding goes on for the next search of the same text.
 
+A question that names someone the memories are about ("What drinks does Nicolas like?",
+see ``about``) adds a keyword ranking and a vector ranking restricted to the memories about
+them, the name left out (its embedding starts as soon as the keyword trip has found the
+name, and joins only when it comes in time).
+
 A question that names a time ("on 29 Dec 2023", "in June", "last week", "上个月", see
 ``when``) adds a ranking of each kind restricted to the memories said within it: those
 rise, the others stay. Rankings are fused by weighted reciprocal rank
@@ -21,60 +26,17 @@ import asyncio
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from ...sqlite import SQLiteWorker
 from ..embeddings import Embedder
 from ..inputs import clean_scope, memory_text
-from ..keywords import match_expression
+from ..keywords import COMMON_WORDS, match_expression, query_terms
 from ..query_vectors import QueryVectors
 from ..types import MemoryHit, MemoryQuery, MemoryScope, bounded
 from ..when import TimeSpan, asked_about
-from . import records_sql, vectors_sql
-from .vectors import RRF_K, Span, VectorCache, VectorRow, fuse, pack
-
-type Ranking = Literal["keyword", "vector"]
-RANKINGS: frozenset[Ranking] = frozenset({"keyword", "vector"})
-CANDIDATES = 30
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SearchSettings:
-    """How a search ranks: the weight of each field and of each ranking in the fusion."""
-
-    keywords: float = 1.0
-    """Weight of the keyword ranking in the fusion."""
-    vectors: float = 0.35
-    """Weight of the vector ranking in the fusion."""
-    context: float = 0.3
-    """BM25 weight of the turn said before the record (0: not searched)."""
-    names: float = 3.0
-    """BM25 weight of the names the record is about (0: not searched)."""
-    time: float = 1.0
-    """Weight of each ranking restricted to the time the question names (0: none)."""
-    common_words: bool = False
-    """Search a question's function words too ("what", "the", "吗")."""
-    neighbours: float = 0.0
-    """Weight of the ranking of the turns said just after and before the best hits."""
-    hops: int = 10
-    """How many of the best hits lend their neighbours."""
-    candidates: int = 100
-    """How long each ranking is before the fusion (at least 3 × the hits asked for)."""
-    rrf_k: int = 10
-    """Reciprocal rank's k: lower lets the top of each ranking count more."""
-
-    @classmethod
-    def plain(cls) -> SearchSettings:
-        """Return plain fusion: the record's own terms and its vector, equal weights."""
-        return cls(
-            vectors=1.0,
-            context=0.0,
-            names=0.0,
-            time=0.0,
-            common_words=True,
-            candidates=CANDIDATES,
-            rrf_k=RRF_K,
-        )
+from . import about, records_sql, vectors_sql
+from .search_settings import Ranking, SearchSettings
+from .vectors import Span, VectorCache, VectorRow, fuse, pack
 
 
 class StoreSearch:
@@ -133,41 +95,35 @@ class StoreSearch:
         span = asked_about(text, query.asked_at) if self.settings.time > 0 else None
         candidates = max(self.settings.candidates, limit * 3)
         wait = self.query_timeout if query.vector_wait is None else query.vector_wait
+        deadline = asyncio.get_running_loop().time() + wait
         probe = (
             asyncio.ensure_future(self._queries.vector(text, wait))
             if self._queries is not None
             else None
         )
+        words = [term for term in query_terms(text) if term not in COMMON_WORDS]
+        asks_about = self.settings.about > 0 or self.settings.about_vectors > 0
 
         def ranked(
-            db: sqlite3.Connection, lists: list[tuple[list[int], float]], vector: bytes | None
+            db: sqlite3.Connection, lists: list[tuple[list[int], float]], vectors: _Probes
         ) -> list[MemoryHit]:
-            """Add the vector rankings when there is a vector, fuse, read the records back."""
+            """Add the vector rankings when there are vectors, fuse, read the records back."""
             lists = list(lists)
-            if vector is not None:
-                lists.extend(
-                    self._vector_rankings(
-                        db,
-                        query=query,
-                        scopes=scopes,
-                        probe=vector,
-                        span=span,
-                        candidates=candidates,
-                    )
+            lists.extend(
+                self._vector_rankings(
+                    db,
+                    query=query,
+                    scopes=scopes,
+                    probes=vectors,
+                    span=span,
+                    candidates=candidates,
                 )
-            fused = fuse(
-                [ranking for ranking, _ in lists],
-                k=self.settings.rrf_k,
-                weights=[w for _, w in lists],
             )
+            fused = self._fuse(lists)
             if self.settings.neighbours > 0 and fused and "detail" in query.kinds:
                 best = [rowid for rowid, _ in fused[: self.settings.hops]]
                 lists.append((records_sql.neighbours(db, best), self.settings.neighbours))
-                fused = fuse(
-                    [ranking for ranking, _ in lists],
-                    k=self.settings.rrf_k,
-                    weights=[w for _, w in lists],
-                )
+                fused = self._fuse(lists)
             found = records_sql.records(db, [rowid for rowid, _ in fused[:limit]])
             return [
                 MemoryHit(record=found[rowid], score=score, channel=found[rowid].kind)
@@ -175,26 +131,42 @@ class StoreSearch:
                 if rowid in found
             ]
 
-        def keywords(
-            db: sqlite3.Connection,
-        ) -> tuple[list[tuple[list[int], float]], list[MemoryHit]]:
+        def keywords(db: sqlite3.Connection) -> _KeywordAnswer:
             """Rank by keywords; read the keywords' answer too, ready if the vector is late."""
+            names = about.names_in(db, words, scopes) if asks_about else []
+            among = about.about(db, names) if names else frozenset()
             lists = self._keyword_rankings(
                 db, query=query, scopes=scopes, expression=expression, span=span,
-                candidates=candidates,
+                candidates=candidates, names=names, others=[w for w in words if w not in names],
             )  # fmt: skip
-            return lists, ranked(db, lists, None)
+            return lists, ranked(db, lists, _Probes()), names, among
 
+        aside: asyncio.Future[list[float] | None] | None = None
         try:
-            keyword_lists, keyword_hits = await self._worker.run(keywords)
+            keyword_lists, keyword_hits, names, among = await self._worker.run(keywords)
+            if names and self._queries is not None and self.settings.about_vectors > 0:
+                remaining = deadline - asyncio.get_running_loop().time()
+                aside = asyncio.ensure_future(
+                    self._queries.vector(about.without(text, names), remaining)
+                )
             vector = await probe if probe is not None else None
+            about_vector = await aside if aside is not None else None
         finally:
-            if probe is not None and not probe.done():
-                probe.cancel()
-        if vector is None:
+            for pending in (probe, aside):
+                if pending is not None and not pending.done():
+                    pending.cancel()
+        if vector is None and about_vector is None:
             return keyword_hits  # no further trip to the thread: the answer is ready
-        packed = pack(vector)
-        return await self._worker.run(lambda db: ranked(db, keyword_lists, packed))
+        probes = _Probes(
+            whole=None if vector is None else pack(vector),
+            about=None if about_vector is None else pack(about_vector),
+            among=among,
+        )
+        return await self._worker.run(lambda db: ranked(db, keyword_lists, probes))
+
+    def _fuse(self, lists: Sequence[tuple[list[int], float]]) -> list[tuple[int, float]]:
+        """Fuse weighted rankings by reciprocal rank."""
+        return fuse([r for r, _ in lists], k=self.settings.rrf_k, weights=[w for _, w in lists])
 
     def _keyword_rankings(
         self,
@@ -205,29 +177,40 @@ class StoreSearch:
         expression: str,
         span: TimeSpan | None,
         candidates: int,
+        names: Sequence[str],
+        others: Sequence[str],
     ) -> list[tuple[list[int], float]]:
-        """Return the keyword ranking (and the one within ``span``), each with its weight."""
+        """Return the keyword rankings (whole, within ``span``, about ``names``), weighted."""
         if "keyword" not in self.rankings:
             return []
         weights = (1.0, self.settings.context, self.settings.names)
-        spans: list[tuple[TimeSpan | None, float]] = [(None, self.settings.keywords)]
+        asked: list[tuple[str, tuple[float, float, float], TimeSpan | None, str | None, float]]
+        asked = [(expression, weights, None, None, self.settings.keywords)]
         if span is not None:
-            spans.append((span, self.settings.keywords * self.settings.time))
+            asked.append(
+                (expression, weights, span, None, self.settings.keywords * self.settings.time)
+            )
+        if names and others and self.settings.about > 0:
+            words = " OR ".join(f'"{word}"' for word in others)
+            restricted = (1.0, self.settings.context, 0.0)
+            weight = self.settings.keywords * self.settings.about
+            asked.append((words, restricted, None, about.names_expression(names), weight))
         return [
             (
                 records_sql.keyword_ranking(
                     db,
-                    expression,
+                    match,
                     scopes=scopes,
                     kinds=query.kinds,
                     include_history=query.include_history,
                     limit=candidates,
-                    weights=weights,
+                    weights=columns,
                     span=None if within is None else _iso(within),
+                    about=subject,
                 ),
                 weight,
             )
-            for within, weight in spans
+            for match, columns, within, subject, weight in asked
         ]
 
     def _vector_rankings(
@@ -236,11 +219,11 @@ class StoreSearch:
         *,
         query: MemoryQuery,
         scopes: Sequence[MemoryScope],
-        probe: bytes,
+        probes: _Probes,
         span: TimeSpan | None,
         candidates: int,
     ) -> list[tuple[list[int], float]]:
-        """Return rowids by cosine to ``probe`` (and within ``span``), each with its weight."""
+        """Return rowids by cosine to the probes (within ``span``, about names), weighted."""
         model = self._embedder.model_id if self._embedder is not None else ""
         history = query.include_history
         cache = VectorCache() if history else self._vectors
@@ -250,13 +233,22 @@ class StoreSearch:
             return vectors_sql.vector_rows(db, scope, model, history=history)
 
         keys = [(scope.agent_id, scope.environment, scope.owner) for scope in scopes]
-        spans: list[tuple[Span | None, float]] = [(None, self.settings.vectors)]
-        if span is not None:
-            seconds = (span.start.timestamp(), span.end.timestamp())
-            spans.append((seconds, self.settings.vectors * self.settings.time))
+        asked: list[tuple[bytes, Span | None, frozenset[int] | None, float]] = []
+        if probes.whole is not None:
+            asked.append((probes.whole, None, None, self.settings.vectors))
+            if span is not None:
+                seconds = (span.start.timestamp(), span.end.timestamp())
+                asked.append(
+                    (probes.whole, seconds, None, self.settings.vectors * self.settings.time)
+                )
+        if probes.about is not None and probes.among:
+            weight = self.settings.vectors * self.settings.about_vectors
+            asked.append((probes.about, None, probes.among, weight))
         found: list[tuple[list[int], float]] = []
-        for within, weight in spans:
-            nearest = cache.nearest(keys, probe, candidates, load, query.kinds, span=within)
+        for probe, within, among, weight in asked:
+            nearest = cache.nearest(
+                keys, probe, candidates, load, query.kinds, span=within, among=among
+            )
             found.append(([rowid for rowid, _ in nearest], weight))
         return found
 
@@ -264,6 +256,21 @@ class StoreSearch:
         """Cancel query embeddings still under way."""
         if self._queries is not None:
             self._queries.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Probes:
+    """The query's vectors that came in time: whole, and without the names it is about."""
+
+    whole: bytes | None = None
+    about: bytes | None = None
+    among: frozenset[int] = frozenset()
+    """The rowids of the memories about those names."""
+
+
+type _KeywordAnswer = tuple[
+    list[tuple[list[int], float]], list[MemoryHit], list[str], frozenset[int]
+]
 
 
 def _iso(span: TimeSpan) -> tuple[str, str]:

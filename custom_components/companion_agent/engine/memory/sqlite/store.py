@@ -42,7 +42,8 @@ from .graph import EmbeddedGraph
 from .prepared import EMBED_CHUNK, prepare, with_vectors
 from .pruning import prune_records
 from .schema import open_database
-from .search import RANKINGS, Ranking, SearchSettings, StoreSearch
+from .search import StoreSearch
+from .search_settings import RANKINGS, Ranking, SearchSettings
 from .vectors import VectorCache, pack
 
 LOGGER = logging.getLogger(__name__)

@@ -108,17 +108,19 @@ class VectorCache:
         kinds: Collection[str],
         *,
         span: Span | None = None,
+        among: Collection[int] | None = None,
     ) -> list[tuple[int, float]]:
         """Return up to ``limit`` ``(rowid, cosine)`` pairs of ``kinds`` over ``scopes``.
 
-        Best first; only records said within ``span`` when it is given. ``load`` reads a
-        scope's rows when its matrix is not cached.
+        Best first; only records said within ``span`` when it is given, and only the rowids
+        ``among`` when that is given. ``load`` reads a scope's rows when its matrix is not
+        cached.
         """
         probe = unpack(query)
         found: list[tuple[int, float]] = []
         for scope in scopes:
             matrix = self._matrix(scope, len(probe), load)
-            found.extend(_top(matrix, probe, limit, kinds, span))
+            found.extend(_top(matrix, probe, limit, kinds, span, among=among))
         found.sort(key=lambda pair: pair[1], reverse=True)
         return found[:limit]
 
@@ -200,6 +202,8 @@ def _top(
     limit: int,
     kinds: Collection[str],
     span: Span | None,
+    *,
+    among: Collection[int] | None = None,
 ) -> list[tuple[int, float]]:
     """Return the ``limit`` best ``(rowid, cosine)`` of ``kinds`` (rows and probe normalised)."""
     if not matrix.rowids:
@@ -209,7 +213,7 @@ def _top(
         # and on a busy machine that waits for them (p95 ×40 measured); einsum stays on
         # this thread at well under a millisecond for 10 k rows.
         scores = np.einsum("ij,j->i", matrix.rows, np.frombuffer(probe.tobytes(), np.float32))
-        scores[~_mask(matrix, kinds, span)] = -np.inf
+        scores[~_mask(matrix, kinds, span, among)] = -np.inf
         best = (
             np.argpartition(-scores, limit)[:limit] if len(scores) > limit else range(len(scores))
         )
@@ -218,6 +222,8 @@ def _top(
     wanted = [kind in kinds for kind in matrix.kinds]
     if span is not None:
         wanted = [w and span[0] <= t < span[1] for w, t in zip(wanted, matrix.times, strict=True)]
+    if among is not None:
+        wanted = [w and rowid in among for w, rowid in zip(wanted, matrix.rowids, strict=True)]
     scored = (
         (rowid, math.fsum(a * b for a, b in zip(row, probe, strict=True)))
         for rowid, row, keep in zip(matrix.rowids, matrix.rows, wanted, strict=True)
@@ -226,14 +232,18 @@ def _top(
     return heapq.nlargest(limit, scored, key=lambda pair: pair[1])
 
 
-def _mask(matrix: _ScopeMatrix, kinds: Collection[str], span: Span | None) -> Any:
-    """Return the numpy mask of the rows of ``kinds`` said within ``span`` (arrays kept)."""
+def _mask(
+    matrix: _ScopeMatrix, kinds: Collection[str], span: Span | None, among: Collection[int] | None
+) -> Any:
+    """Return the numpy mask of the rows of ``kinds`` said within ``span``, of ``among``."""
     if matrix.arrays is None:
         matrix.arrays = (np.asarray(matrix.kinds), np.asarray(matrix.times, dtype=np.float64))
     kind_array, time_array = matrix.arrays
     mask = np.isin(kind_array, list(kinds))
     if span is not None:
         mask &= (time_array >= span[0]) & (time_array < span[1])
+    if among is not None:
+        mask &= np.isin(np.asarray(matrix.rowids), np.fromiter(among, np.int64, len(among)))
     return mask
 
 
