@@ -22,11 +22,13 @@ from custom_components.companion_agent.engine.memory.sqlite.store import (
 VALUES: dict[str, tuple[float | bool, ...]] = {
     "candidates": (30, 60, 100),
     "rrf_k": (10, 30, 60, 120),
-    "vectors": (0.25, 0.35, 0.5),
-    "names": (2.0, 3.0),
+    "vectors": (0.25, 0.35, 0.5, 0.7, 1.0),
+    "about": (0.0, 0.25, 0.5, 1.0),
+    "about_vectors": (0.0, 1.0, 1.5, 2.0, 3.0),
+    "names": (0.0, 1.0, 2.0, 3.0),
     "time": (0.0, 1.0),
     "neighbours": (0.0, 0.1),
-    "context": (0.0, 0.3),
+    "context": (0.0, 0.3, 0.5),
     "common_words": (False, True),
 }
 
