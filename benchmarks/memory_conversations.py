@@ -13,7 +13,8 @@ speaker, text, maybe a photo's caption) and questions naming the turns that hold
   Category 5 (adversarial: the answer is not in the conversation) is left out.
 
 Evidence ids that name no turn (a few in REALTALK) are dropped; a question left with none
-is skipped. ``fill`` stores every turn as one memory, ``score`` asks every question as one
+is skipped. REALTALK writes some evidence as one string of several ids ("D1:11; D3:18"):
+those are split. ``fill`` stores every turn as one memory, ``score`` asks every question as one
 search and scores its hits against the evidence.
 """
 
@@ -118,7 +119,8 @@ def _conversation(name: str, raw: dict[str, object]) -> Conversation:
         category = int(row.get("category", 0))
         if locomo and category == 5:
             continue
-        evidence = frozenset(str(e) for e in row.get("evidence", []) if str(e) in ids)
+        named = (part.strip() for e in row.get("evidence", []) for part in str(e).split(";"))
+        evidence = frozenset(e for e in named if e in ids)
         if evidence:
             questions.append(
                 Question(text=str(row["question"]), evidence=evidence, category=category)
