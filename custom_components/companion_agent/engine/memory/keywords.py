@@ -21,7 +21,8 @@ import unicodedata
 from ..chars import is_cjk_letter
 
 MAX_QUERY_TERMS = 64
-_WORD = re.compile(r"[^\W_]+")
+WORD = re.compile(r"[^\W_]+")
+"""A word: a run of letters and digits (what every term is cut from)."""
 _COMMON = """a about above after again all also am an and any are as at be been before being
 below between both but by can could d did do does doing down during each ever few for from
 get got had has have having he her here hers herself him himself his how i if in into is it
@@ -36,7 +37,7 @@ COMMON_WORDS = frozenset(_COMMON.split())
 def _runs(text: str) -> list[tuple[bool, str]]:
     """Split folded ``text`` into word runs, each marked CJK or not."""
     runs: list[tuple[bool, str]] = []
-    for match in _WORD.finditer(text):
+    for match in WORD.finditer(text):
         word = match.group()
         start = 0
         for index in range(1, len(word) + 1):

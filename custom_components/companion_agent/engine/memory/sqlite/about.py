@@ -18,13 +18,12 @@ import re
 import sqlite3
 from collections.abc import Sequence
 
-from ..keywords import fold
+from ..keywords import WORD, fold
 from ..types import MemoryScope
 from .records_sql import scope_clause
 
 MAX_NAMES = 4
-"""At most this many names of one question restrict (the rarest are not chosen: the first)."""
-_WORD = re.compile(r"[^\W_]+")
+"""At most this many names of one question restrict: the first it names."""
 
 
 def names_in(
@@ -72,7 +71,7 @@ def without(text: str, names: Sequence[str]) -> str:
     pieces: list[str] = []
     last = 0
     dropped = False
-    for match in _WORD.finditer(text):
+    for match in WORD.finditer(text):
         folded = fold(match.group())
         gap = text[last : match.start()]
         possessive = dropped and folded == "s" and gap in ("'", "’")
@@ -90,4 +89,4 @@ def without(text: str, names: Sequence[str]) -> str:
         if not name.isascii():
             stripped = stripped.replace(name, " ")
     stripped = re.sub(r"\s+", " ", stripped).strip()
-    return stripped if _WORD.search(stripped) else text
+    return stripped if WORD.search(stripped) else text

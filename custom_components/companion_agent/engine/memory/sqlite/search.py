@@ -102,7 +102,8 @@ class StoreSearch:
             else None
         )
         words = [term for term in query_terms(text) if term not in COMMON_WORDS]
-        asks_about = self.settings.about > 0 or self.settings.about_vectors > 0
+        restricts_vectors = self._queries is not None and self.settings.about_vectors > 0
+        asks_about = self.settings.about > 0 or restricts_vectors
 
         def ranked(
             db: sqlite3.Connection, lists: list[tuple[list[int], float]], vectors: _Probes
@@ -134,7 +135,7 @@ class StoreSearch:
         def keywords(db: sqlite3.Connection) -> _KeywordAnswer:
             """Rank by keywords; read the keywords' answer too, ready if the vector is late."""
             names = about.names_in(db, words, scopes) if asks_about else []
-            among = about.about(db, names) if names else frozenset()
+            among = about.about(db, names) if names and restricts_vectors else frozenset()
             lists = self._keyword_rankings(
                 db, query=query, scopes=scopes, expression=expression, span=span,
                 candidates=candidates, names=names, others=[w for w in words if w not in names],
@@ -144,7 +145,7 @@ class StoreSearch:
         aside: asyncio.Future[list[float] | None] | None = None
         try:
             keyword_lists, keyword_hits, names, among = await self._worker.run(keywords)
-            if names and self._queries is not None and self.settings.about_vectors > 0:
+            if among and self._queries is not None:
                 remaining = deadline - asyncio.get_running_loop().time()
                 aside = asyncio.ensure_future(
                     self._queries.vector(about.without(text, names), remaining)
