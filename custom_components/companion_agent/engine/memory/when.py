@@ -1,10 +1,12 @@
-"""When a question asks about: "on 29 Dec 2023", "in June", "last week", "昨天", "上个月".
+"""When a question asks about: "on 29 Dec 2023", "24.01.2024", "in June", "last week", "上个月".
 
 ``asked_about(text, now)`` returns the span of time a question names, or None. A search
 ranks the memories said within that span higher (it never drops the others: "last year"
 in "the trip we took last year" may be relative to something said, not to today). English
 and Chinese; a month without a year is the latest such month up to ``now``; times are UTC
-(a memory's time is when it was said, as stored).
+(a memory's time is when it was said, as stored). Dates in digits: ISO "2024-01-21", day
+first with dots "21.01.2024" (as written in most of Europe), with slashes only when the
+order cannot be mistaken ("21/1/2024", "1/21/2024"; not "3/4/2024"), "2024年1月21日".
 """
 
 from __future__ import annotations
@@ -40,13 +42,19 @@ _YEAR = r"((?:19|20)\d\d)"
 _DAY_MONTH = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", re.IGNORECASE)
 _MONTH_DAY = re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?:,?\s+{_YEAR}\b)?", re.IGNORECASE)
 _MONTH_YEAR = re.compile(rf"\b{_MONTH}(?:\s+(?:of\s+)?{_YEAR})?\b", re.IGNORECASE)
+_ISO = re.compile(r"\b((?:19|20)\d\d)-(\d{1,2})-(\d{1,2})\b")
+_DOTTED = re.compile(r"\b(\d{1,2})\.(\d{1,2})\.((?:19|20)\d\d)\b")
+_SLASHED = re.compile(r"\b(\d{1,2})/(\d{1,2})/((?:19|20)\d\d)\b")
+_CN_MONTH_NUMBER = "(十[一二]|[一二三四五六七八九十]|1[0-2]|[1-9])"
+_CN_DAY_NUMBER = r"(\d{1,2}|[一二三四五六七八九十]{1,3})"
+_CN_DAY = re.compile(rf"(?:(\d{{4}})年)?{_CN_MONTH_NUMBER}月{_CN_DAY_NUMBER}[日号]")
 _YEAR_ONLY = re.compile(rf"\b(?:in|during|of|since)\s+{_YEAR}\b", re.IGNORECASE)
 _AGO = re.compile(r"\b(\d{1,3}|a|an|one|two|three)\s+(day|week|month)s?\s+ago\b", re.IGNORECASE)
 _RELATIVE = re.compile(
     r"\b(yesterday|today|tonight|last\s+night|(?:last|this|past)\s+(?:week(?:end)?|month|year))\b",
     re.IGNORECASE,
 )
-_CN_MONTH = re.compile(r"(?:(\d{4})年)?(十[一二]|[一二三四五六七八九十]|1[0-2]|[1-9])月")
+_CN_MONTH = re.compile(rf"(?:(\d{{4}})年)?{_CN_MONTH_NUMBER}月")
 _CN_YEAR = re.compile(r"(\d{4})年")
 _CN_NUMBERS = {"一": 1, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _CN_RELATIVE = (
@@ -98,7 +106,10 @@ def asked_about(text: str, now: datetime | None = None) -> TimeSpan | None:
 
 
 def _day(text: str, now: datetime) -> TimeSpan | None:
-    """Return the day of "29 Dec 2023", "October 13, 2023", "June 5th"."""
+    """Return the day of "29 Dec 2023", "October 13, 2023", "June 5th", "24.01.2024"."""
+    start = _numeric_day(text, now)
+    if start is not None:
+        return TimeSpan(start, start + timedelta(days=1))
     for pattern, day_group, month_group in ((_DAY_MONTH, 1, 2), (_MONTH_DAY, 2, 1)):
         match = pattern.search(text)
         if match is None:
@@ -108,6 +119,26 @@ def _day(text: str, now: datetime) -> TimeSpan | None:
         start = _dated(int(year) if year else None, month, day, now)
         if start is not None:
             return TimeSpan(start, start + timedelta(days=1))
+    return None
+
+
+def _numeric_day(text: str, now: datetime) -> datetime | None:
+    """Return midnight of a date written in digits ("2024-01-21", "21.01.2024", 1月21日)."""
+    if match := _ISO.search(text):
+        year, month, day = (int(group) for group in match.groups())
+        return _dated(year, month, day, now)
+    if match := _DOTTED.search(text):
+        day, month, year = (int(group) for group in match.groups())
+        return _dated(year, month, day, now)
+    if match := _CN_DAY.search(text):
+        year_text, month_text, day_text = match.groups()
+        year_number = int(year_text) if year_text else None
+        return _dated(year_number, _cn_number(month_text), _cn_number(day_text), now)
+    for match in _SLASHED.finditer(text):
+        first, second, year = (int(group) for group in match.groups())
+        if (first > 12) != (second > 12):  # only one order is a date
+            day, month = (first, second) if first > 12 else (second, first)
+            return _dated(year, month, day, now)
     return None
 
 
@@ -185,12 +216,13 @@ def _chinese(text: str, now: datetime) -> TimeSpan | None:
 
 
 def _cn_number(text: str) -> int:
-    """Return 1..12 written in digits or in Chinese numerals."""
+    """Return 1..99 written in digits or in Chinese numerals (五, 十二, 二十一); 0 if neither."""
     if text.isdigit():
         return int(text)
-    if text.startswith("十"):
-        return 10 + _CN_NUMBERS.get(text[1:], 0)
-    return _CN_NUMBERS[text]
+    if "十" not in text:
+        return _CN_NUMBERS.get(text, 0)
+    tens, _, ones = text.partition("十")
+    return (_CN_NUMBERS.get(tens, 0) if tens else 1) * 10 + _CN_NUMBERS.get(ones, 0)
 
 
 def _unit_span(unit: str, offset: int, now: datetime) -> TimeSpan:
