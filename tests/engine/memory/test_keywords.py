@@ -1,12 +1,14 @@
-"""Keyword segmentation: CJK runs as characters and bigrams, Latin words folded."""
+"""Keyword segmentation: CJK runs as characters and bigrams, Latin words folded; questions."""
 
 import sqlite3
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from custom_components.companion_agent.engine.memory.keywords import (
     MAX_QUERY_TERMS,
+    asks,
     match_expression,
     query_terms,
     segment,
@@ -72,3 +74,23 @@ def test_any_text_makes_a_valid_fts5_query(text: str) -> None:
     if expression is not None:
         rows = DB.execute("SELECT count(*) FROM t WHERE t MATCH ?", (expression,)).fetchone()
         assert rows[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "asking"),
+    [
+        ("What do you do to relax?", True),
+        ("you coming tonight ?", True),
+        ("你吃饭了吗", True),
+        ("你在做什么。", True),
+        ("那你呢！", True),
+        ("周末去哪里？", True),
+        ("Anna is allergic to shellfish", False),
+        ("I wonder what she wants", False),
+        ("我吃过了", False),
+        ("", False),
+    ],
+)
+def test_asks_tells_a_question_from_a_statement(text: str, asking: bool) -> None:
+    """A question mark (either width) or 吗 / 呢 / 么 at the end asks; nothing else does."""
+    assert asks(text) is asking

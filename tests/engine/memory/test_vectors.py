@@ -26,6 +26,7 @@ def rows(count: int, dim: int = 8, seed: int = 3) -> list[VectorRow]:
             "state" if n % 3 == 0 else "detail",
             pack([rng.gauss(0, 1) for _ in range(dim)]),
             3600.0 * n,
+            None,
         )
         for n in range(count)
     ]
@@ -48,7 +49,7 @@ def test_nearest_ranks_by_cosine_and_keeps_to_kinds() -> None:
     expected = sorted(
         (
             (rowid, math.fsum(a * b for a, b in zip(unpack(blob), unpack(probe), strict=True)))
-            for rowid, kind, blob, _ in stored
+            for rowid, kind, blob, _, _ in stored
             if kind == "detail"
         ),
         key=lambda pair: pair[1],
@@ -70,7 +71,7 @@ def test_the_pure_python_path_ranks_like_numpy(monkeypatch: pytest.MonkeyPatch) 
 
 def test_vectors_of_another_width_are_skipped() -> None:
     """Test that a stored vector of another dimension is never compared."""
-    stored = [*rows(5, dim=8), (99, "detail", pack([1.0] * 4), 0.0)]
+    stored = [*rows(5, dim=8), (99, "detail", pack([1.0] * 4), 0.0, None)]
     got = VectorCache().nearest([SCOPE], pack([1.0] * 8), 10, lambda scope: stored, {"detail"})
     assert 99 not in {rowid for rowid, _ in got}
 
@@ -135,9 +136,9 @@ def test_an_appended_vector_joins_without_a_reload() -> None:
     cache = VectorCache()
     probe = pack([1.0] * 8)
     cache.nearest([SCOPE], probe, 3, load, {"detail", "state"})
-    cache.append(SCOPE, (500, "detail", probe, 0.0))
-    cache.append(SCOPE, (501, "detail", pack([1.0] * 4), 0.0))
-    cache.append(("nova", "production", "user:x"), (502, "detail", probe, 0.0))
+    cache.append(SCOPE, (500, "detail", probe, 0.0, None))
+    cache.append(SCOPE, (501, "detail", pack([1.0] * 4), 0.0, None))
+    cache.append(("nova", "production", "user:x"), (502, "detail", probe, 0.0, None))
     best = cache.nearest([SCOPE], probe, 3, load, {"detail", "state"})
     assert best[0][0] == 500
     assert best[0][1] == pytest.approx(1.0)
@@ -157,3 +158,45 @@ def test_among_keeps_to_the_rowids_given(monkeypatch: pytest.MonkeyPatch) -> Non
     without = VectorCache().nearest([SCOPE], probe, 10, lambda s: stored, {"detail"}, among=among)
     for got in (with_numpy, without):
         assert {rowid for rowid, _ in got} == set(among)
+
+
+def _said_after(question: list[float], answer: list[float]) -> list[VectorRow]:
+    """Return a question (row 1), its answer (row 2, said after it), and a stray row 3."""
+    return [
+        (1, "detail", pack(question), 0.0, None),
+        (2, "detail", pack(answer), 60.0, 1),
+        (3, "detail", pack([0.0, 0.0, 1.0, 0.0]), 120.0, None),
+    ]
+
+
+@pytest.mark.parametrize("numpy", [True, False])
+def test_before_ranks_a_record_by_the_detail_said_before_it(
+    monkeypatch: pytest.MonkeyPatch, numpy: bool
+) -> None:
+    """The answer takes its question's cosine; a row with nothing before it is left out."""
+    if not numpy:
+        monkeypatch.setattr(vectors, "np", None)
+    stored = _said_after([1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0])
+    probe = pack([1.0, 0.0, 0.0, 0.0])
+    own = VectorCache().nearest([SCOPE], probe, 3, lambda s: stored, {"detail"})
+    before = VectorCache().nearest([SCOPE], probe, 3, lambda s: stored, {"detail"}, before=True)
+    assert own[0][0] == 1
+    assert own[0][1] == pytest.approx(1.0)
+    assert [rowid for rowid, _ in before] == [2]
+    assert before[0][1] == pytest.approx(1.0)
+
+
+def test_a_row_appended_later_finds_the_row_said_before_it() -> None:
+    """An appended answer points at its question in the loaded matrix; kinds still apply."""
+    stored = _said_after([1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0])
+    cache = VectorCache()
+    probe = pack([0.0, 0.0, 1.0, 0.0])
+    cache.nearest([SCOPE], probe, 3, lambda s: stored, {"detail"})
+    cache.append(SCOPE, (7, "detail", pack([1.0, 1.0, 0.0, 0.0]), 180.0, 3))
+    cache.append(SCOPE, (8, "state", pack([1.0, 1.0, 0.0, 0.0]), 240.0, 7))
+    cache.append(SCOPE, (9, "detail", pack([1.0, 1.0, 0.0, 0.0]), 240.0, 5))  # 5: not here
+    best = cache.nearest([SCOPE], probe, 5, lambda s: [], {"detail"}, before=True)
+    assert [rowid for rowid, _ in best] == [7, 2]
+    assert best[0][1] == pytest.approx(1.0)
+    states = cache.nearest([SCOPE], probe, 5, lambda s: [], {"state"}, before=True)
+    assert [rowid for rowid, _ in states] == [8]

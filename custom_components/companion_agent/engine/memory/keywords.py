@@ -89,3 +89,10 @@ def match_expression(text: str, *, common: bool = True) -> str | None:
     if not terms:
         return None
     return " OR ".join(f'"{term}"' for term in terms)
+
+
+def asks(text: str) -> bool:
+    """Say whether ``text`` asks something: a question mark, or 吗 / 呢 / 么 at its end."""
+    if "?" in text or "？" in text:
+        return True
+    return text.rstrip(" \t\n。.!！~～").endswith(("吗", "呢", "么"))

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from ..pages import ExportPage
 from ..provenance import Provenance, as_via
 from ..types import MemoryKind, MemoryRecord, MemoryScope
+from .dialog_sql import said_before
 from .prepared import PreparedMemory
 
 COLUMNS = (
@@ -130,15 +131,10 @@ def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> int
 
 def _context(db: sqlite3.Connection, memory: PreparedMemory, rowid: int) -> str:
     """Return the terms of the detail said just before ``memory`` in its conversation."""
-    if memory.kind != "detail" or not memory.source:
+    before = said_before(db, memory, rowid)
+    if before is None:
         return ""
-    scope = memory.scope
-    row = db.execute(
-        "SELECT t.terms FROM memories m JOIN memory_terms t ON t.rowid = m.rowid "
-        "WHERE m.agent_id = ? AND m.environment = ? AND m.owner = ? AND m.source = ? "
-        "AND m.kind = 'detail' AND m.rowid < ? ORDER BY m.rowid DESC LIMIT 1",
-        (scope.agent_id, scope.environment, scope.owner, memory.source, rowid),
-    ).fetchone()
+    row = db.execute("SELECT terms FROM memory_terms WHERE rowid = ?", (before[0],)).fetchone()
     return "" if row is None else str(row[0])
 
 

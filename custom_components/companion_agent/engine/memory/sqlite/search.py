@@ -5,8 +5,10 @@ same time. Keywords (FTS5, BM25 over the record's own terms, the turn said befor
 its conversation, and the names it is about) answer in milliseconds, their records read
 in the same trip to the thread; the query's vector is waited for only until
 ``MemoryQuery.vector_wait`` (the store's query timeout when unset); when it comes, the
-nearest records by cosine join in a second trip; when it is late, the keywords' answer is
-returned as it is and the embedding goes on for the next search of the same text.
+nearest records by cosine join in a second trip (and the records said just after a
+question near it: an answer is found by the meaning of its question); when it is late,
+the keywords' answer is returned as it is and the embedding goes on for the next search
+of the same text.
 
 A question that names someone the memories are about ("What drinks does Nicolas like?",
 see ``about``) adds a keyword ranking and a vector ranking restricted to the memories about
@@ -234,21 +236,25 @@ class StoreSearch:
             return vectors_sql.vector_rows(db, scope, model, history=history)
 
         keys = [(scope.agent_id, scope.environment, scope.owner) for scope in scopes]
-        asked: list[tuple[bytes, Span | None, frozenset[int] | None, float]] = []
+        asked: list[tuple[bytes, Span | None, frozenset[int] | None, bool, float]] = []
+        weight = self.settings.vectors
         if probes.whole is not None:
-            asked.append((probes.whole, None, None, self.settings.vectors))
+            asked.append((probes.whole, None, None, False, weight))
             if span is not None:
                 seconds = (span.start.timestamp(), span.end.timestamp())
+                asked.append((probes.whole, seconds, None, False, weight * self.settings.time))
+            if self.settings.context_vectors > 0 and "detail" in query.kinds:
                 asked.append(
-                    (probes.whole, seconds, None, self.settings.vectors * self.settings.time)
+                    (probes.whole, None, None, True, weight * self.settings.context_vectors)
                 )
         if probes.about is not None and probes.among:
-            weight = self.settings.vectors * self.settings.about_vectors
-            asked.append((probes.about, None, probes.among, weight))
+            asked.append(
+                (probes.about, None, probes.among, False, weight * self.settings.about_vectors)
+            )
         found: list[tuple[list[int], float]] = []
-        for probe, within, among, weight in asked:
+        for probe, within, among, before, weight in asked:
             nearest = cache.nearest(
-                keys, probe, candidates, load, query.kinds, span=within, among=among
+                keys, probe, candidates, load, query.kinds, span=within, among=among, before=before
             )
             found.append(([rowid for rowid, _ in nearest], weight))
         return found

@@ -27,6 +27,8 @@ class SearchSettings:
     """Weight of the vector ranking in the fusion."""
     context: float = 0.3
     """BM25 weight of the turn said before the record (0: not searched)."""
+    context_vectors: float = 1.0
+    """Weight of the vectors ranking each record by the question said just before it."""
     names: float = 3.0
     """BM25 weight of the names the record is about (0: not searched)."""
     time: float = 1.0
@@ -52,6 +54,7 @@ class SearchSettings:
         return cls(
             vectors=1.0,
             context=0.0,
+            context_vectors=0.0,
             names=0.0,
             time=0.0,
             about=0.0,

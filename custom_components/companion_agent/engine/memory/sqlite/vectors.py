@@ -5,7 +5,9 @@ model that made it: vectors of another model (or dimension) are never compared. 
 reads no BLOB: the store's worker thread keeps one matrix per scope (rows L2-normalised),
 loaded the first time the scope is searched; a new record's vector joins it, a record
 that retires or goes drops the scope's matrix (read again at the next search); the cache
-holds at most ``MAX_CACHED_VECTORS`` rows and evicts the least recently used scope.
+holds at most ``MAX_CACHED_VECTORS`` rows and evicts the least recently used scope. Each row
+knows the row of the question said just before it in its conversation, so a search can
+also rank a record by that question (``before``: an answer is found by its question).
 numpy does the arithmetic when it is installed (Home Assistant's images ship it); without
 it a pure-Python loop gives the same ranking, slower (about 0.1 s at 10 k vectors).
 """
@@ -30,8 +32,9 @@ MAX_CACHED_VECTORS = 50_000
 RRF_K = 60
 
 type ScopeKey = tuple[str, str, str]
-type VectorRow = tuple[int, str, bytes, float]
-"""A record's rowid, kind, vector and when it was said (seconds since the epoch)."""
+type VectorRow = tuple[int, str, bytes, float, int | None]
+"""A record's rowid, kind, vector, when it was said (seconds since the epoch), and the
+rowid of the question said just before it in its conversation (None: no question)."""
 type VectorRows = Callable[[ScopeKey], Iterable[VectorRow]]
 type Span = tuple[float, float]
 """From, to (excluded): seconds since the epoch."""
@@ -60,12 +63,14 @@ class _ScopeMatrix:
     rowids: list[int]
     kinds: list[str]
     times: list[float]
+    before: list[int]
+    """The row index of the question said just before each row (-1: none, or not here)."""
     rows: object
     """A numpy float32 matrix (n × dim) or, without numpy, a list of arrays."""
     pending: list[VectorRow] = field(default_factory=list)
-    arrays: Any = None
-    """numpy arrays of ``kinds`` and ``times``, made at the first search (numpy only)."""
     """Rows added since, joined to ``rows`` at the next search."""
+    arrays: Any = None
+    """numpy arrays of ``kinds``, ``times`` and ``before``, made at the first search."""
 
 
 class VectorCache:
@@ -109,18 +114,20 @@ class VectorCache:
         *,
         span: Span | None = None,
         among: Collection[int] | None = None,
+        before: bool = False,
     ) -> list[tuple[int, float]]:
         """Return up to ``limit`` ``(rowid, cosine)`` pairs of ``kinds`` over ``scopes``.
 
         Best first; only records said within ``span`` when it is given, and only the rowids
-        ``among`` when that is given. ``load`` reads a scope's rows when its matrix is not
-        cached.
+        ``among`` when that is given; ``before`` scores each record by the cosine of the
+        question said just before it (records with no question before them are left out).
+        ``load`` reads a scope's rows when its matrix is not cached.
         """
         probe = unpack(query)
         found: list[tuple[int, float]] = []
         for scope in scopes:
             matrix = self._matrix(scope, len(probe), load)
-            found.extend(_top(matrix, probe, limit, kinds, span, among=among))
+            found.extend(_top(matrix, probe, limit, kinds, span, among=among, before=before))
         found.sort(key=lambda pair: pair[1], reverse=True)
         return found[:limit]
 
@@ -144,46 +151,51 @@ class VectorCache:
     def _join_pending(self, scope: ScopeKey, cached: _ScopeMatrix, dim: int) -> None:
         """Join the rows added since the matrix was built (one copy per search, not per add)."""
         self._size -= len(cached.rowids) + len(cached.pending)
-        added = _build(cached.pending, dim)
+        added = _build(cached.pending, dim, known=cached.rowids)
         if not cached.rowids:
             joined = added
-        elif np is not None and isinstance(cached.rows, np.ndarray):
-            rows = np.concatenate([cached.rows, added.rows])
-            joined = _ScopeMatrix(
-                rowids=cached.rowids + added.rowids,
-                kinds=cached.kinds + added.kinds,
-                times=cached.times + added.times,
-                rows=rows,
-            )
         else:
-            assert isinstance(cached.rows, list)
-            assert isinstance(added.rows, list)
+            if np is not None and isinstance(cached.rows, np.ndarray):
+                rows: object = np.concatenate([cached.rows, added.rows])
+            else:
+                assert isinstance(cached.rows, list)
+                assert isinstance(added.rows, list)
+                rows = cached.rows + added.rows
             joined = _ScopeMatrix(
                 rowids=cached.rowids + added.rowids,
                 kinds=cached.kinds + added.kinds,
                 times=cached.times + added.times,
-                rows=cached.rows + added.rows,
+                before=cached.before + added.before,
+                rows=rows,
             )
         self._scopes[scope] = joined
         self._size += len(joined.rowids)
 
 
-def _build(stored: Iterable[VectorRow], dim: int) -> _ScopeMatrix:
-    """Return a matrix of the ``dim``-wide vectors among ``stored`` (others are skipped)."""
+def _build(stored: Iterable[VectorRow], dim: int, known: Sequence[int] = ()) -> _ScopeMatrix:
+    """Return a matrix of the ``dim``-wide vectors among ``stored`` (others are skipped).
+
+    Rows come oldest first; ``known`` are the rowids of the rows this matrix will follow
+    (a detail's ``before`` index counts them).
+    """
     rowids: list[int] = []
     kinds: list[str] = []
     times: list[float] = []
+    said_before: list[int | None] = []
     vectors: list[bytes] = []
-    for rowid, kind, blob, moment in stored:
+    for rowid, kind, blob, moment, previous in stored:
         if len(blob) == dim * 4:
             rowids.append(rowid)
             kinds.append(kind)
             times.append(moment)
+            said_before.append(previous)
             vectors.append(blob)
+    index = {rowid: n for n, rowid in enumerate([*known, *rowids])}
+    before = [-1 if p is None else index.get(p, -1) for p in said_before]
     rows: object = [unpack(blob) for blob in vectors]
     if np is not None:
         rows = np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), dim)
-    return _ScopeMatrix(rowids=rowids, kinds=kinds, times=times, rows=rows)
+    return _ScopeMatrix(rowids=rowids, kinds=kinds, times=times, before=before, rows=rows)
 
 
 def _width(matrix: _ScopeMatrix) -> int:
@@ -204,16 +216,24 @@ def _top(
     span: Span | None,
     *,
     among: Collection[int] | None = None,
+    before: bool = False,
 ) -> list[tuple[int, float]]:
-    """Return the ``limit`` best ``(rowid, cosine)`` of ``kinds`` (rows and probe normalised)."""
+    """Return the ``limit`` best ``(rowid, cosine)`` of ``kinds`` (rows and probe normalised).
+
+    ``before``: a row's cosine is that of the question said just before it.
+    """
     if not matrix.rowids:
         return []
     if np is not None and isinstance(matrix.rows, np.ndarray):
+        mask = _mask(matrix, kinds, span, among)
         # einsum, not the BLAS matmul: BLAS spreads this small product over every core,
         # and on a busy machine that waits for them (p95 ×40 measured); einsum stays on
         # this thread at well under a millisecond for 10 k rows.
         scores = np.einsum("ij,j->i", matrix.rows, np.frombuffer(probe.tobytes(), np.float32))
-        scores[~_mask(matrix, kinds, span, among)] = -np.inf
+        if before:
+            previous = matrix.arrays[2]
+            scores = np.where(previous >= 0, scores[previous], np.float32(-np.inf))
+        scores[~mask] = -np.inf
         best = (
             np.argpartition(-scores, limit)[:limit] if len(scores) > limit else range(len(scores))
         )
@@ -224,10 +244,12 @@ def _top(
         wanted = [w and span[0] <= t < span[1] for w, t in zip(wanted, matrix.times, strict=True)]
     if among is not None:
         wanted = [w and rowid in among for w, rowid in zip(wanted, matrix.rowids, strict=True)]
+    rows = matrix.rows
+    picks = [(n, matrix.before[n] if before else n) for n, keep in enumerate(wanted) if keep]
     scored = (
-        (rowid, math.fsum(a * b for a, b in zip(row, probe, strict=True)))
-        for rowid, row, keep in zip(matrix.rowids, matrix.rows, wanted, strict=True)
-        if keep
+        (matrix.rowids[n], math.fsum(a * b for a, b in zip(rows[row], probe, strict=True)))
+        for n, row in picks
+        if row >= 0
     )
     return heapq.nlargest(limit, scored, key=lambda pair: pair[1])
 
@@ -237,8 +259,12 @@ def _mask(
 ) -> Any:
     """Return the numpy mask of the rows of ``kinds`` said within ``span``, of ``among``."""
     if matrix.arrays is None:
-        matrix.arrays = (np.asarray(matrix.kinds), np.asarray(matrix.times, dtype=np.float64))
-    kind_array, time_array = matrix.arrays
+        matrix.arrays = (
+            np.asarray(matrix.kinds),
+            np.asarray(matrix.times, dtype=np.float64),
+            np.asarray(matrix.before, dtype=np.int64),
+        )
+    kind_array, time_array, _ = matrix.arrays
     mask = np.isin(kind_array, list(kinds))
     if span is not None:
         mask &= (time_array >= span[0]) & (time_array < span[1])

@@ -10,9 +10,10 @@ replaced never lands on another.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 
-from .vectors import VectorCache
+from ..keywords import asks
+from .vectors import VectorCache, VectorRow
 
 EPOCH_SECONDS = "(julianday(valid_from) - 2440587.5) * 86400.0"
 REFUSED = "refused:"
@@ -21,19 +22,28 @@ REFUSED = "refused:"
 
 def vector_rows(
     db: sqlite3.Connection, scope: tuple[str, str, str], model: str, *, history: bool = False
-) -> Iterable[tuple[int, str, bytes, float]]:
-    """Yield ``(rowid, kind, vector, said at)`` of a scope's current records of ``model``.
+) -> Iterator[VectorRow]:
+    """Yield ``(rowid, kind, vector, said at, asked before)`` of a scope's ``model`` records.
 
-    ``said at`` is seconds since the epoch. ``history`` yields the retired records too.
+    Oldest first; ``said at`` is seconds since the epoch, ``asked before`` the rowid of the
+    detail said just before a detail in its conversation (its ``source``) when that one
+    asks something (None otherwise; see ``dialog_sql.asked_before``). ``history`` yields
+    retired records too.
     """
     agent, environment, owner = scope
     current = "" if history else "AND valid_until IS NULL"
-    yield from db.execute(
-        f"SELECT rowid, kind, vector, {EPOCH_SECONDS} FROM memories WHERE agent_id = ? "
-        "AND environment = ? AND owner = ? AND vector_model = ? AND vector IS NOT NULL "
-        f"{current}",
+    rows = db.execute(
+        f"SELECT rowid, kind, vector, {EPOCH_SECONDS}, before, before_text FROM (SELECT "
+        "rowid, kind, vector, vector_model, valid_from, valid_until, CASE WHEN kind = "
+        "'detail' AND source != '' THEN LAG(rowid) OVER (PARTITION BY kind, source ORDER BY "
+        "rowid) END AS before, LAG(text) OVER (PARTITION BY kind, source ORDER BY rowid) AS "
+        "before_text FROM memories WHERE agent_id = ? AND environment = ? AND owner = ?) "
+        f"WHERE vector_model = ? AND vector IS NOT NULL {current} ORDER BY rowid",
         (agent, environment, owner, model),
     )
+    for rowid, kind, vector, moment, before, before_text in rows:
+        asked = before is not None and asks(str(before_text))
+        yield (rowid, kind, vector, moment, before if asked else None)
 
 
 def unembedded(
