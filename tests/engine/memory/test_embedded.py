@@ -4,7 +4,9 @@ import asyncio
 import sqlite3
 import threading
 from collections.abc import AsyncIterator
+from contextlib import closing
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -387,3 +389,57 @@ async def test_backfill_gives_vectors_to_memories_stored_without(
     finally:
         await store.close()
         await down.aclose()
+
+
+async def test_a_forgotten_memory_leaves_no_words_in_the_context_of_the_next(
+    tmp_path: Path,
+) -> None:
+    """The turn after a forgotten one is no longer found by the forgotten one's words.
+
+    A detail is searched with the words of the detail said before it; forgetting that one
+    (by id, or by being pruned) takes its words out of the next one's context too, which
+    then holds the words of the detail said before the forgotten one, as if it never was.
+    """
+    path = tmp_path / "memory.db"
+    store = await EmbeddedStore.create(path)
+    try:
+        said = [
+            NewMemory(scope=HOME, text=text, source="chat-1")
+            for text in ("Shall we paint the shed green?", "My door code is 4711", "ok, noted")
+        ]
+        stored = await store.add(said)
+        assert await found(store, "door code 4711") == ["My door code is 4711", "ok, noted"]
+        await store.forget(Forget(record_id=stored[1].id))
+        assert await found(store, "door code 4711") == []
+        assert await found(store, "paint shed") == [
+            "Shall we paint the shed green?",
+            "ok, noted",
+        ]
+    finally:
+        await store.close()
+    with closing(sqlite3.connect(path)) as db:
+        contexts = " ".join(str(row[0]) for row in db.execute("SELECT context FROM memory_terms"))
+    assert "4711" not in contexts
+    assert "door" not in contexts
+
+
+async def test_forgetting_a_persona_until_a_moment_clears_the_context_of_what_stays(
+    tmp_path: Path,
+) -> None:
+    """What was said after a forget stays, without the forgotten words in its context."""
+    store = await EmbeddedStore.create(tmp_path / "memory.db")
+    moment = datetime(2026, 5, 8, 12, 0, tzinfo=UTC)
+    try:
+        await store.add(
+            [
+                NewMemory(scope=HOME, text="The safe opens with 2580", source="chat-1",
+                          at=moment - timedelta(minutes=1)),
+                NewMemory(scope=HOME, text="thanks, got it", source="chat-1",
+                          at=moment + timedelta(minutes=1)),
+            ]
+        )  # fmt: skip
+        await store.forget(Forget(agent_id=HOME.agent_id, at=moment))
+        assert await found(store, "safe 2580") == []
+        assert await found(store, "thanks") == ["thanks, got it"]
+    finally:
+        await store.close()

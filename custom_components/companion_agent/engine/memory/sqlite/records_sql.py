@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from ..pages import ExportPage
 from ..provenance import Provenance, as_via
 from ..types import MemoryKind, MemoryRecord, MemoryScope
-from .dialog_sql import said_before
+from .dialog_sql import renew_contexts, said_after, said_before
 from .prepared import PreparedMemory
 
 COLUMNS = (
@@ -261,13 +261,19 @@ def export(
 def delete(
     db: sqlite3.Connection, where: str, params: Sequence[str | int]
 ) -> list[tuple[str, ...]]:
-    """Delete the records matching ``where`` and their terms; return their scope keys."""
+    """Delete the records matching ``where`` and their terms; return their scope keys.
+
+    The details said just after them lose the words of the ones gone from their context.
+    """
     rows = db.execute(
-        f"SELECT rowid, agent_id, environment, owner FROM memories WHERE {where}", params
+        f"SELECT rowid, agent_id, environment, owner, kind, source FROM memories WHERE {where}",
+        params,
     ).fetchall()
+    after = said_after(db, rows)
     db.executemany("DELETE FROM memory_terms WHERE rowid = ?", [(row[0],) for row in rows])
     db.executemany("DELETE FROM memories WHERE rowid = ?", [(row[0],) for row in rows])
-    return [tuple(str(v) for v in row[1:]) for row in rows]
+    renew_contexts(db, after)
+    return [tuple(str(v) for v in row[1:4]) for row in rows]
 
 
 def counts(db: sqlite3.Connection) -> dict[str, int]:
