@@ -18,43 +18,43 @@ from ..keywords import asks
 from .prepared import PreparedMemory
 
 _BEFORE = (
-    "SELECT rowid, text FROM memories WHERE agent_id = ? AND environment = ? AND owner = ? "
-    "AND source = ? AND kind = 'detail' AND rowid < ? ORDER BY rowid DESC LIMIT 1"
+    "SELECT m.rowid, m.text, t.terms FROM memories m JOIN memory_terms t ON t.rowid = m.rowid "
+    "WHERE m.agent_id = ? AND m.environment = ? AND m.owner = ? AND m.source = ? "
+    "AND m.kind = 'detail' AND m.rowid < ? ORDER BY m.rowid DESC LIMIT 1"
 )
 _AFTER = (
     "SELECT rowid FROM memories WHERE agent_id = ? AND environment = ? AND owner = ? "
     "AND source = ? AND kind = 'detail' AND rowid > ? ORDER BY rowid LIMIT 1"
 )
 
+type Conversation = tuple[str, str, str, str]
+"""A conversation of one scope: persona, environment, owner and ``source``."""
+type DetailRow = tuple[int, str, str, str, str, str]
+"""A record's rowid, persona, environment, owner, kind and conversation (``source``)."""
 
-def said_before(
-    db: sqlite3.Connection, memory: PreparedMemory, rowid: int
-) -> tuple[int, str] | None:
-    """Return the rowid and text of the detail said just before ``memory`` (row ``rowid``).
 
-    Only a detail of a conversation (a ``source``) has one: the newest earlier detail of
-    the same scope and conversation (None when there is none).
-    """
+def conversation_of(memory: PreparedMemory) -> Conversation | None:
+    """Return the conversation a memory is a detail of (None: not a detail, or of none)."""
     if memory.kind != "detail" or not memory.source:
         return None
     scope = memory.scope
-    key = (scope.agent_id, scope.environment, scope.owner, memory.source)
-    row = db.execute(_BEFORE, (*key, rowid)).fetchone()
-    return None if row is None else (int(row[0]), str(row[1]))
+    return scope.agent_id, scope.environment, scope.owner, memory.source
 
 
-def asked_before(db: sqlite3.Connection, memory: PreparedMemory, rowid: int) -> int | None:
-    """Return the rowid of the detail said just before ``memory`` when it asks something.
+def said_before(
+    db: sqlite3.Connection, conversation: Conversation | None, rowid: int
+) -> tuple[str, int | None]:
+    """Return what was said just before row ``rowid`` in ``conversation``.
 
-    An answer is found by the meaning of its question (``SearchSettings.context_vectors``);
-    a fact said after an unrelated fact is not (``keywords.asks`` decides what asks).
+    That is the words (terms) of the newest earlier detail of the conversation ("" when
+    there is none), and its rowid when it asks something (``keywords.asks``; else None).
     """
-    before = said_before(db, memory, rowid)
-    return before[0] if before is not None and asks(before[1]) else None
-
-
-type DetailRow = tuple[int, str, str, str, str, str]
-"""A record's rowid, persona, environment, owner, kind and conversation (``source``)."""
+    if conversation is None:
+        return "", None
+    row = db.execute(_BEFORE, (*conversation, rowid)).fetchone()
+    if row is None:
+        return "", None
+    return str(row[2]), int(row[0]) if asks(str(row[1])) else None
 
 
 def said_after(db: sqlite3.Connection, going: Sequence[DetailRow]) -> list[int]:
@@ -80,15 +80,6 @@ def renew_contexts(db: sqlite3.Connection, rowids: Sequence[int]) -> None:
             "SELECT agent_id, environment, owner, source FROM memories WHERE rowid = ?",
             (rowid,),
         ).fetchone()
-        if row is None:
-            continue
-        before = db.execute(_BEFORE, (*row, rowid)).fetchone()
-        terms = (
-            db.execute("SELECT terms FROM memory_terms WHERE rowid = ?", (before[0],)).fetchone()
-            if before is not None
-            else None
-        )
-        db.execute(
-            "UPDATE memory_terms SET context = ? WHERE rowid = ?",
-            ("" if terms is None else str(terms[0]), rowid),
-        )
+        if row is not None:
+            terms, _ = said_before(db, tuple(row), rowid)
+            db.execute("UPDATE memory_terms SET context = ? WHERE rowid = ?", (terms, rowid))

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from ..pages import ExportPage
 from ..provenance import Provenance, as_via
 from ..types import MemoryKind, MemoryRecord, MemoryScope
-from .dialog_sql import renew_contexts, said_after, said_before
+from .dialog_sql import conversation_of, renew_contexts, said_after, said_before
 from .prepared import PreparedMemory
 
 COLUMNS = (
@@ -85,10 +85,11 @@ def _kind(value: object) -> MemoryKind:
             return "detail"
 
 
-def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> int:
+def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> tuple[int, int | None]:
     """Insert one record and its terms; a state on a topic retires the current one first.
 
-    Returns the new rowid. Runs inside the caller's transaction.
+    Returns the new rowid, and the rowid of the question said just before it in its
+    conversation (None: none; see ``dialog_sql``). Runs inside the caller's transaction.
     """
     supersedes: str | None = None
     if memory.kind == "state" and memory.topic_key is not None:
@@ -122,20 +123,12 @@ def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> int
     )
     rowid = cursor.lastrowid
     assert rowid is not None
+    context, question = said_before(db, conversation_of(memory), rowid)
     db.execute(
         "INSERT INTO memory_terms (rowid, terms, context, names) VALUES (?, ?, ?, ?)",
-        (rowid, memory.terms, _context(db, memory, rowid), memory.name_terms),
+        (rowid, memory.terms, context, memory.name_terms),
     )
-    return rowid
-
-
-def _context(db: sqlite3.Connection, memory: PreparedMemory, rowid: int) -> str:
-    """Return the terms of the detail said just before ``memory`` in its conversation."""
-    before = said_before(db, memory, rowid)
-    if before is None:
-        return ""
-    row = db.execute("SELECT terms FROM memory_terms WHERE rowid = ?", (before[0],)).fetchone()
-    return "" if row is None else str(row[0])
+    return rowid, question
 
 
 def _retire_topic(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> str | None:

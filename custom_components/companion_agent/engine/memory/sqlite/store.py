@@ -35,7 +35,7 @@ from ..embeddings import Embedder
 from ..inputs import MAX_BATCH, checked_memories, clean_scope
 from ..pages import ExportPage, page_bounds
 from ..types import MAX_PAGE, Forget, MemoryHit, MemoryQuery, MemoryRecord, MemoryScope, NewMemory
-from . import dialog_sql, forgotten_sql, records_sql, states_sql, vectors_sql
+from . import forgotten_sql, records_sql, states_sql, vectors_sql
 from .backfill import VectorBackfill
 from .forgotten_sql import forget_where
 from .graph import EmbeddedGraph
@@ -177,14 +177,14 @@ class EmbeddedStore(memory_types.MemoryStore):
                 for memory in prepared
                 if not forgotten_sql.refused(db, memory.scope, memory.at, [memory.key])
             ]
-            rowids = [records_sql.insert(db, memory, now) for memory in kept]
-            for rowid, memory in zip(rowids, kept, strict=True):
+            inserted = [records_sql.insert(db, memory, now) for memory in kept]
+            rowids = [rowid for rowid, _ in inserted]
+            for (rowid, question), memory in zip(inserted, kept, strict=True):
                 if memory.kind == "state" and memory.topic_key is not None:
                     self._vectors.invalidate(_key(memory.scope))  # it may retire a record
                 elif memory.vector is not None:
                     moment = memory.at.timestamp()
-                    before = dialog_sql.asked_before(db, memory, rowid)
-                    row = (rowid, memory.kind, memory.vector, moment, before)
+                    row = (rowid, memory.kind, memory.vector, moment, question)
                     self._vectors.append(_key(memory.scope), row)
             found = records_sql.records(db, rowids)
             for scope in self._schedule.due([_key(memory.scope) for memory in kept]):

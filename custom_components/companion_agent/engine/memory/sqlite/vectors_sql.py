@@ -27,7 +27,7 @@ def vector_rows(
 
     Oldest first; ``said at`` is seconds since the epoch, ``asked before`` the rowid of the
     detail said just before a detail in its conversation (its ``source``) when that one
-    asks something (None otherwise; see ``dialog_sql.asked_before``). ``history`` yields
+    asks something (None otherwise; see ``dialog_sql.said_before``). ``history`` yields
     retired records too.
     """
     agent, environment, owner = scope
@@ -35,9 +35,9 @@ def vector_rows(
     rows = db.execute(
         f"SELECT rowid, kind, vector, {EPOCH_SECONDS}, before, before_text FROM (SELECT "
         "rowid, kind, vector, vector_model, valid_from, valid_until, CASE WHEN kind = "
-        "'detail' AND source != '' THEN LAG(rowid) OVER (PARTITION BY kind, source ORDER BY "
-        "rowid) END AS before, LAG(text) OVER (PARTITION BY kind, source ORDER BY rowid) AS "
-        "before_text FROM memories WHERE agent_id = ? AND environment = ? AND owner = ?) "
+        "'detail' AND source != '' THEN LAG(rowid) OVER said END AS before, LAG(text) OVER "
+        "said AS before_text FROM memories WHERE agent_id = ? AND environment = ? AND "
+        "owner = ? WINDOW said AS (PARTITION BY kind, source ORDER BY rowid)) "
         f"WHERE vector_model = ? AND vector IS NOT NULL {current} ORDER BY rowid",
         (agent, environment, owner, model),
     )
