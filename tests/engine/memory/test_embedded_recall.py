@@ -55,6 +55,22 @@ def said(text: str, at: datetime, source: str = "chat-1", names: tuple[str, ...]
     return NewMemory(scope=HOME, text=text, source=source, at=at, names=names)
 
 
+async def ranked(
+    path: Path, embedder: OpenAIEmbedder, questions: list[str], **searches: SearchSettings
+) -> dict[str, list[list[str]]]:
+    """Return what each of ``searches`` finds for each question, the file opened anew."""
+    found: dict[str, list[list[str]]] = {}
+    for label, search in searches.items():
+        store = await EmbeddedStore.create(
+            path, embedder=embedder, search=search, query_timeout=60.0, backfill=False
+        )
+        try:
+            found[label] = [await texts(store, question) for question in questions]
+        finally:
+            await store.close()
+    return found
+
+
 async def test_an_answer_is_found_by_the_question_before_it(tmp_path: Path) -> None:
     """The turn before an answer is searched as its context; plain search misses the answer."""
     path = tmp_path / "memory.db"
@@ -281,25 +297,17 @@ async def test_a_question_about_someone_is_ranked_among_what_is_about_them(
         ]
     )
     await filler.close()
-    question = "What beverage does Nicolas enjoy?"
-    found: dict[str, list[str]] = {}
-    for label, search in (
-        ("ours", SearchSettings()),
-        ("without about", replace(SearchSettings(), about=0.0, about_vectors=0.0)),
-        ("plain", SearchSettings.plain()),
-    ):
-        store = await EmbeddedStore.create(
-            path, embedder=embedder, search=search, query_timeout=60.0, backfill=False
-        )
-        try:
-            found[label] = await texts(store, question)
-        finally:
-            await store.close()
+    found = await ranked(
+        path, embedder, ["What beverage does Nicolas enjoy?"],
+        ours=SearchSettings(),
+        without_about=replace(SearchSettings(), about=0.0, about_vectors=0.0),
+        plain=SearchSettings.plain(),
+    )  # fmt: skip
     await embedder.aclose()
     kola = "I am sipping an ice cold Inca Kola right now"
-    assert found["ours"][0] == kola, found
-    assert found["without about"][0] != kola, found
-    assert found["plain"][0] != kola, found
+    assert found["ours"][0][0] == kola, found
+    assert found["without_about"][0][0] != kola, found
+    assert found["plain"][0][0] != kola, found
 
 
 def test_a_name_is_left_out_of_the_question_embedded_among_its_memories() -> None:
@@ -358,22 +366,14 @@ async def test_an_answer_is_found_by_the_meaning_of_the_question_before_it(
     filler = await EmbeddedStore.create(path, embedder=embedder, backfill=False)
     await filler.add([said(text, MAY + timedelta(minutes=n)) for n, text in enumerate(chat)])
     await filler.close()
-    found: dict[str, list[str]] = {}
-    for label, search in (
-        ("ours", SearchSettings()),
-        ("without", replace(SearchSettings(), context_vectors=0.0)),
-    ):
-        store = await EmbeddedStore.create(
-            path, embedder=embedder, search=search, query_timeout=60.0, backfill=False
-        )
-        try:
-            found[label] = await texts(store, "What does she do to wind down?")
-        finally:
-            await store.close()
+    found = await ranked(
+        path, embedder, ["What does she do to wind down?"],
+        ours=SearchSettings(), without=replace(SearchSettings(), context_vectors=0.0),
+    )  # fmt: skip
     await embedder.aclose()
     kayak = "Honestly I take my kayak out on the lake"
-    assert kayak in found["ours"][:2], found
-    assert kayak not in found["without"][:3], found
+    assert kayak in found["ours"][0][:2], found
+    assert kayak not in found["without"][0][:3], found
 
 
 async def test_the_turn_said_before_is_the_same_loaded_or_appended(
@@ -460,17 +460,9 @@ async def test_a_fact_is_not_found_by_the_unrelated_fact_said_before_it(
     await filler.add([said(text, MAY + timedelta(minutes=n)) for n, text in enumerate(facts)])
     await filler.close()
     questions = ["Which food must Anna avoid?", "What car does Ben have?", "Who plays music?"]
-    found: dict[str, list[list[str]]] = {}
-    for label, search in (
-        ("ours", SearchSettings()),
-        ("without", replace(SearchSettings(), context_vectors=0.0)),
-    ):
-        store = await EmbeddedStore.create(
-            path, embedder=embedder, search=search, query_timeout=60.0, backfill=False
-        )
-        try:
-            found[label] = [await texts(store, question) for question in questions]
-        finally:
-            await store.close()
+    found = await ranked(
+        path, embedder, questions,
+        ours=SearchSettings(), without=replace(SearchSettings(), context_vectors=0.0),
+    )  # fmt: skip
     await embedder.aclose()
     assert found["ours"] == found["without"]
