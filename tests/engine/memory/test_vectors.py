@@ -6,10 +6,10 @@ import random
 import pytest
 
 from custom_components.companion_agent.engine.memory.sqlite import vectors
+from custom_components.companion_agent.engine.memory.sqlite.fusion import fuse
 from custom_components.companion_agent.engine.memory.sqlite.vectors import (
     VectorCache,
     VectorRow,
-    fuse,
     pack,
     unpack,
 )

@@ -37,8 +37,9 @@ from ..query_vectors import QueryVectors
 from ..types import MemoryHit, MemoryQuery, MemoryScope, bounded
 from ..when import TimeSpan, asked_about
 from . import about, records_sql, vectors_sql
+from .fusion import fuse
 from .search_settings import Ranking, SearchSettings
-from .vectors import Span, VectorCache, VectorRow, fuse, pack
+from .vectors import Span, VectorCache, VectorRow, pack
 
 
 class StoreSearch:
@@ -254,8 +255,9 @@ class StoreSearch:
         found: list[tuple[list[int], float]] = []
         for probe, within, among, before, weight in asked:
             nearest = cache.nearest(
-                keys, probe, candidates, load, query.kinds, span=within, among=among, before=before
-            )
+                keys, probe, candidates, load, query.kinds, span=within, among=among,
+                before=before, hubness=self.settings.hubness,
+            )  # fmt: skip
             found.append(([rowid for rowid, _ in nearest], weight))
         return found
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .vectors import RRF_K
+from .fusion import RRF_K
 
 type Ranking = Literal["keyword", "vector"]
 RANKINGS: frozenset[Ranking] = frozenset({"keyword", "vector"})
@@ -29,6 +29,8 @@ class SearchSettings:
     """BM25 weight of the turn said before the record (0: not searched)."""
     context_vectors: float = 1.0
     """Weight of the vectors ranking each record by the question said just before it."""
+    hubness: float = 0.35
+    """How much of a record's hubness (``hubs``) a vector ranking takes off its cosine."""
     names: float = 3.0
     """BM25 weight of the names the record is about (0: not searched)."""
     time: float = 1.0
@@ -55,6 +57,7 @@ class SearchSettings:
             vectors=1.0,
             context=0.0,
             context_vectors=0.0,
+            hubness=0.0,
             names=0.0,
             time=0.0,
             about=0.0,

@@ -1,4 +1,4 @@
-"""Vectors: float32 BLOBs in SQLite, cosine similarity over a bounded in-memory cache, RRF.
+"""Vectors: float32 BLOBs in SQLite, cosine similarity over a bounded in-memory cache.
 
 Each record's vector is stored as little-endian float32 bytes next to the name of the
 model that made it: vectors of another model (or dimension) are never compared. Searching
@@ -7,7 +7,8 @@ loaded the first time the scope is searched; a new record's vector joins it, a r
 that retires or goes drops the scope's matrix (read again at the next search); the cache
 holds at most ``MAX_CACHED_VECTORS`` rows and evicts the least recently used scope. Each row
 knows the row of the question said just before it in its conversation, so a search can
-also rank a record by that question (``before``: an answer is found by its question).
+also rank a record by that question (``before``: an answer is found by its question), and
+its cosine can be lessened by the record's hubness (``hubs``: how near it lies to everything).
 numpy does the arithmetic when it is installed (Home Assistant's images ship it); without
 it a pure-Python loop gives the same ranking, slower (about 0.1 s at 10 k vectors).
 """
@@ -22,6 +23,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import hubs as hub_measure
+
 try:
     import numpy as np
 except ImportError:  # pragma: no cover - numpy ships with Home Assistant
@@ -29,7 +32,6 @@ except ImportError:  # pragma: no cover - numpy ships with Home Assistant
 
 MAX_CACHED_VECTORS = 50_000
 """About 75 MB of 384-dim vectors: a bound a Raspberry Pi can hold beside Home Assistant."""
-RRF_K = 60
 
 type ScopeKey = tuple[str, str, str]
 type VectorRow = tuple[int, str, bytes, float, int | None]
@@ -71,6 +73,8 @@ class _ScopeMatrix:
     """Rows added since, joined to ``rows`` at the next search."""
     arrays: Any = None
     """numpy arrays of ``kinds``, ``times`` and ``before``, made at the first search."""
+    hubs: hub_measure.Hubs | None = None
+    """Each row's hubness, measured at the first search that weighs it (numpy only)."""
 
 
 class VectorCache:
@@ -115,11 +119,13 @@ class VectorCache:
         span: Span | None = None,
         among: Collection[int] | None = None,
         before: bool = False,
+        hubness: float = 0.0,
     ) -> list[tuple[int, float]]:
-        """Return up to ``limit`` ``(rowid, cosine)`` pairs of ``kinds`` over ``scopes``.
+        """Return up to ``limit`` ``(rowid, score)`` pairs of ``kinds`` over ``scopes``.
 
-        Best first; only records said within ``span`` when it is given, and only the rowids
-        ``among`` when that is given; ``before`` scores each record by the cosine of the
+        Best first; a score is a cosine less ``hubness`` × the record's hubness (numpy
+        only); only records said within ``span`` when it is given, and only the rowids
+        ``among`` when that is given; ``before`` scores each record by the score of the
         question said just before it (records with no question before them are left out).
         ``load`` reads a scope's rows when its matrix is not cached.
         """
@@ -127,7 +133,9 @@ class VectorCache:
         found: list[tuple[int, float]] = []
         for scope in scopes:
             matrix = self._matrix(scope, len(probe), load)
-            found.extend(_top(matrix, probe, limit, kinds, span, among=among, before=before))
+            found.extend(
+                _top(matrix, probe, limit, kinds, span, among=among, before=before, hubs=hubness)
+            )
         found.sort(key=lambda pair: pair[1], reverse=True)
         return found[:limit]
 
@@ -155,8 +163,10 @@ class VectorCache:
         if not cached.rowids:
             joined = added
         else:
+            measured = cached.hubs
             if np is not None and isinstance(cached.rows, np.ndarray):
                 rows: object = np.concatenate([cached.rows, added.rows])
+                measured = measured and hub_measure.extend(np, measured, rows)
             else:
                 assert isinstance(cached.rows, list)
                 assert isinstance(added.rows, list)
@@ -167,6 +177,7 @@ class VectorCache:
                 times=cached.times + added.times,
                 before=cached.before + added.before,
                 rows=rows,
+                hubs=measured,
             )
         self._scopes[scope] = joined
         self._size += len(joined.rowids)
@@ -217,10 +228,12 @@ def _top(
     *,
     among: Collection[int] | None = None,
     before: bool = False,
+    hubs: float = 0.0,
 ) -> list[tuple[int, float]]:
-    """Return the ``limit`` best ``(rowid, cosine)`` of ``kinds`` (rows and probe normalised).
+    """Return the ``limit`` best ``(rowid, score)`` of ``kinds`` (rows and probe normalised).
 
-    ``before``: a row's cosine is that of the question said just before it.
+    A score is the cosine less ``hubs`` × the row's hubness (numpy only); ``before``: a
+    row's score is that of the question said just before it.
     """
     if not matrix.rowids:
         return []
@@ -230,6 +243,9 @@ def _top(
         # and on a busy machine that waits for them (p95 ×40 measured); einsum stays on
         # this thread at well under a millisecond for 10 k rows.
         scores = np.einsum("ij,j->i", matrix.rows, np.frombuffer(probe.tobytes(), np.float32))
+        if hubs > 0:
+            matrix.hubs = matrix.hubs or hub_measure.measure(np, matrix.rows)
+            scores -= np.float32(hubs) * matrix.hubs.values
         if before:
             previous = matrix.arrays[2]
             scores = np.where(previous >= 0, scores[previous], np.float32(-np.inf))
@@ -271,18 +287,3 @@ def _mask(
     if among is not None:
         mask &= np.isin(np.asarray(matrix.rowids), np.fromiter(among, np.int64, len(among)))
     return mask
-
-
-def fuse(
-    rankings: Sequence[Sequence[int]], k: int = RRF_K, weights: Sequence[float] = ()
-) -> list[tuple[int, float]]:
-    """Fuse rankings of rowids by weighted reciprocal rank (Σ w/(k + rank)); best first.
-
-    ``weights`` pairs with ``rankings`` (1.0 each when empty).
-    """
-    scores: dict[int, float] = {}
-    for index, ranking in enumerate(rankings):
-        weight = weights[index] if weights else 1.0
-        for rank, rowid in enumerate(ranking, start=1):
-            scores[rowid] = scores.get(rowid, 0.0) + weight / (k + rank)
-    return sorted(scores.items(), key=lambda pair: pair[1], reverse=True)
