@@ -1,12 +1,14 @@
-"""Hubness: how near a record's vector lies to everything, taken off its cosine.
+"""Hubness: how near a record's vector lies to the rest of its scope, taken off its cosine.
 
-Among sentence vectors a few records lie near nearly every question: "?" or an emoji, a
-greeting that names someone ("Hey Kate!"), small talk. They rank high for questions they
-do not answer (hubs; Radovanović et al., 2010). CSLS (Conneau et al., 2018) scores a pair
-by its cosine less each side's mean cosine to its nearest neighbours; a search ranks
-records for one question, so only the record's side changes the order: a vector ranking
-scores ``cosine − weight × hubness``, a record's hubness being the mean cosine of its
-nearest records in its scope.
+Among sentence vectors some records lie near many others and rank high for questions they
+do not answer (hubs; Radovanović et al., 2010): small talk, greetings that name someone
+("Hi Mia, what are you up to?" for "What is Mia allergic to?"), in a chat the bare "?"
+turns. CSLS (Conneau et al., 2018) scores a pair by its cosine less each side's mean
+cosine to its nearest neighbours; a search ranks records for one question, so only the
+record's side changes the order: a vector ranking scores ``cosine − weight × hubness``, a
+record's hubness being the mean cosine of its nearest records in its scope. What is
+distinct rises over what is repeated; a record far from every other (an emoji among
+sentences) is not lessened at all.
 
 Measured against every record that costs n² (2 s at 10 k records), so it is measured
 against an evenly spaced sample of at most ``REFERENCE`` records of the scope, with the
