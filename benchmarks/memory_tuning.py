@@ -24,6 +24,7 @@ VALUES: dict[str, tuple[float | bool, ...]] = {
     "rrf_k": (10, 30, 60, 120),
     "vectors": (0.7, 1.0, 1.3),
     "context_vectors": (0.0, 0.5, 0.7, 1.0, 1.5),
+    "hubness": (0.0, 0.2, 0.35, 0.5),
     "about": (0.0, 0.25, 0.5, 1.0),
     "about_vectors": (0.0, 1.0, 1.5, 2.0, 3.0),
     "names": (0.0, 1.0, 2.0, 3.0),
