@@ -55,6 +55,15 @@ def said(text: str, at: datetime, source: str = "chat-1", names: tuple[str, ...]
     return NewMemory(scope=HOME, text=text, source=source, at=at, names=names)
 
 
+async def told(path: Path, embedder: OpenAIEmbedder, lines: list[str]) -> None:
+    """Write ``lines`` to the file as one conversation's details, a minute apart."""
+    store = await EmbeddedStore.create(path, embedder=embedder, backfill=False)
+    try:
+        await store.add([said(text, MAY + timedelta(minutes=n)) for n, text in enumerate(lines)])
+    finally:
+        await store.close()
+
+
 async def ranked(
     path: Path, embedder: OpenAIEmbedder, questions: list[str], **searches: SearchSettings
 ) -> dict[str, list[list[str]]]:
@@ -363,9 +372,7 @@ async def test_an_answer_is_found_by_the_meaning_of_the_question_before_it(
         "The new phone arrived this morning",
         "Is the camera any good?",
     ]
-    filler = await EmbeddedStore.create(path, embedder=embedder, backfill=False)
-    await filler.add([said(text, MAY + timedelta(minutes=n)) for n, text in enumerate(chat)])
-    await filler.close()
+    await told(path, embedder, chat)
     found = await ranked(
         path, embedder, ["What does she do to wind down?"],
         ours=SearchSettings(), without=replace(SearchSettings(), context_vectors=0.0),
@@ -456,9 +463,7 @@ async def test_a_fact_is_not_found_by_the_unrelated_fact_said_before_it(
         "Anna plays the cello on Thursdays",
         "Ben's football team trains on Sundays",
     ]
-    filler = await EmbeddedStore.create(path, embedder=embedder, backfill=False)
-    await filler.add([said(text, MAY + timedelta(minutes=n)) for n, text in enumerate(facts)])
-    await filler.close()
+    await told(path, embedder, facts)
     questions = ["Which food must Anna avoid?", "What car does Ben have?", "Who plays music?"]
     found = await ranked(
         path, embedder, questions,
