@@ -148,7 +148,7 @@ class GuardedExecutor:
             message = f"could not tell what {tool.tool_id} would act on, so it was not run"
             return self._turn_away(request, ctx, "refused", failure("execution", message))
         call = replace(call, targets=targets)
-        verdict = self._policy.decide(tool.tool_id, tool.policy, targets)
+        verdict = self._policy.decide(tool.tool_id, tool.policy, targets, tool.aliases)
         match verdict.policy:
             case "confirm":
                 return self._hold(call, verdict)

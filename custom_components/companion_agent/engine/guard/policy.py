@@ -125,9 +125,11 @@ class PolicyRule:
         """Return True when the rule looks at entities, not only at the tool."""
         return bool(self.domain or self.entity_id or self.when)
 
-    def matches(self, tool_id: str, target: Target | None) -> bool:
-        """Return True when the rule applies to this tool and target."""
-        if self.tool is not None and not fnmatchcase(tool_id, self.tool):
+    def matches(self, tool_id: str, target: Target | None, aliases: Sequence[str] = ()) -> bool:
+        """Return True when the rule applies to this tool (by any name) and target."""
+        if self.tool is not None and not any(
+            fnmatchcase(name, self.tool) for name in (tool_id, *aliases)
+        ):
             return False
         if not self.needs_target:
             return True
@@ -169,12 +171,21 @@ class GuardPolicy:
         """Return a policy with more rules (a profile's marks) after these."""
         return GuardPolicy(rules=(*self.rules, *rules))
 
-    def decide(self, tool_id: str, own: Policy, targets: Sequence[Target]) -> Verdict:
-        """Return the strictest policy among the tool's own and every matching rule."""
+    def decide(
+        self,
+        tool_id: str,
+        own: Policy,
+        targets: Sequence[Target],
+        aliases: Sequence[str] = (),
+    ) -> Verdict:
+        """Return the strictest policy among the tool's own and every matching rule.
+
+        A rule naming a tool matches it by its id or any of its ``aliases``.
+        """
         policy = own
         reasons: list[str] = [f"tool {tool_id} is {own}"] if own != "allow" else []
         for rule in self.rules:
-            if not _applies(rule, tool_id, targets):
+            if not _applies(rule, tool_id, targets, aliases):
                 continue
             if STRICTNESS[rule.policy] > STRICTNESS[policy]:
                 policy = rule.policy
@@ -184,8 +195,10 @@ class GuardPolicy:
         return Verdict(policy=policy, reasons=tuple(reasons))
 
 
-def _applies(rule: PolicyRule, tool_id: str, targets: Sequence[Target]) -> bool:
+def _applies(
+    rule: PolicyRule, tool_id: str, targets: Sequence[Target], aliases: Sequence[str]
+) -> bool:
     """Return True when the rule matches the call or any of its targets."""
     if not rule.needs_target:
-        return rule.matches(tool_id, None)
-    return any(rule.matches(tool_id, target) for target in targets)
+        return rule.matches(tool_id, None, aliases)
+    return any(rule.matches(tool_id, target, aliases) for target in targets)

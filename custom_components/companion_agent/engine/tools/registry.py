@@ -70,7 +70,8 @@ class Tool:
 
     ``spec.parameters`` is the input JSON Schema; object schemas without
     ``additionalProperties`` are made strict on registration. ``policy`` is the tool's own
-    floor: the guard may make a call stricter (per domain, per entity), never looser.
+    floor: the guard may make a call stricter (per domain, per entity), never looser. A
+    rule naming the tool matches its id or any of its ``aliases``.
     """
 
     spec: ToolSpec
@@ -79,6 +80,8 @@ class Tool:
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     idempotent: bool = False
     policy: Policy = "allow"
+    aliases: tuple[str, ...] = ()
+    """Other names rules may give the tool (a host's bare name for a prefixed one)."""
 
     @property
     def tool_id(self) -> str:
