@@ -39,7 +39,7 @@ from .pipeline import speech_config, spoken_sentences
 from .plugins import Library, LoadProblem, load_library
 from .settings import EngineSettings
 from .speech.turn_speech import SpeechTurns, TurnSpeech
-from .tasks import TaskRequest, TaskResult, TaskRunner
+from .tasks import TaskRequest, TaskResult, TaskRunner, TaskTools
 from .turn.exchanges import ExchangeStore, LegacyFolders, owner_of
 from .turn.follow_ups import FollowUps
 from .turn.handle import Turn
@@ -61,6 +61,7 @@ __all__ = [
     "RoleChoices",
     "TaskRequest",
     "TaskResult",
+    "TaskTools",
     "TurnLimits",
 ]
 
@@ -86,7 +87,7 @@ class Engine:
         guard = Guard(confirmations=self._confirmations, audit=audit, rules=settings.rules)
         self._runner = TurnRunner(guard, self._usage, settings.limits)
         self._models = ChatModels(settings.model, settings.http, settings.on_model_round)
-        self._tasks = TaskRunner(settings.model, self._models)
+        self._tasks = TaskRunner(settings.model, self._models, guard)
         here, bad = settings.data_dir, settings.on_bad_history
         old = LegacyFolders(conversations=here / "conversations", windows=here / "recent")
         self._exchanges = ExchangeStore(here / EXCHANGES_FILE, legacy=old, on_corrupt=bad)

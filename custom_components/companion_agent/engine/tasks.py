@@ -1,10 +1,13 @@
 """AI tasks: one answer from a model, as text or as JSON that fits a schema, images included.
 
 A host (HA's ``ai_task``) asks with instructions, maybe images and a JSON Schema; the task's
-roles say which model answers. Images go to the chat model if it sees images, else to the
-vision model; with neither they are refused. A structured answer is asked for with the
-schema as ``response_format`` (plain, for a server that refuses it), read tolerantly and
-validated (``JsonAnswers``). Each call's tokens and timings go to the host's listener.
+roles say which model answers. A task that carries the host's tools (``TaskTools``) runs
+the turns' own tool loop first, every call through the same guard as a conversation's
+(held calls wait for an approval from outside, as the dashboard gives), then answers.
+Images go to the chat model if it sees images, else to the vision model; with neither
+they are refused. A structured answer is asked for with the schema as ``response_format``
+(plain, for a server that refuses it), read tolerantly and validated (``JsonAnswers``).
+Each call's tokens and timings go to the host's listener.
 """
 
 from __future__ import annotations
@@ -14,15 +17,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .errors import LLMError, MemoryAnswerError, MemoryUnavailableError, TaskError
+from .events import ToolCallEvent
+from .guard.executor import Guard
+from .guard.policy import StateProbe, TargetResolver
 from .json_types import JSONObject, JSONValue
 from .llm import LLMSettings
 from .llm.models import CallListener, ChatModels, ObservedModel, answer_text
 from .llm.roles import ModelChoice, RoleChoices, persona_models
 from .memory.answers import JsonAnswers
-from .messages import ChatMessage, ImagePart, SystemMessage, UserMessage
+from .messages import AssistantMessage, ChatMessage, ImagePart, SystemMessage, UserMessage
+from .tools.contract import ToolContext
+from .tools.registry import Tool, ToolRegistry
+from .turn.loop import AgentCore, SpokenLines, TurnRecord
 
 TASK_TIMEOUT = 120.0
 MAX_TEXT_CHARS = 20000
+MAX_TASK_ROUNDS = 5
+STRUCTURE_PROMPT = "Now give the result in the requested structure."
+QUIET = SpokenLines(unreachable="", cut="", rounds="", deadline="", busy="")
+"""A task has nobody to speak to: how a round failed is raised, not said."""
 TASK_PROMPT = (
     "You carry out tasks for a Home Assistant automation. Do what the instructions ask and "
     "answer with the result only, no preamble."
@@ -41,6 +54,18 @@ class TaskRequest:
     """A JSON Schema the answer must fit; None: a text answer."""
     system: str = TASK_PROMPT
     on_model_call: CallListener | None = None
+    tools: TaskTools | None = None
+    """The host's tools the task may call; None: it acts on nothing."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskTools:
+    """The house a task may act on: its tools, who asks, what the calls would touch."""
+
+    tools: Sequence[Tool]
+    context: ToolContext
+    resolver: TargetResolver | None = None
+    state: StateProbe | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,15 +75,18 @@ class TaskResult:
     text: str
     data: JSONValue
     model: str
+    tool_events: tuple[ToolCallEvent, ...] = ()
+    """How each tool call of the task ended, in order."""
 
 
 class TaskRunner:
     """Answer tasks with the models of each task's roles (on the host's server by default)."""
 
-    def __init__(self, base: LLMSettings, models: ChatModels) -> None:
-        """Use ``models`` for every role; ``base`` is the host's own model."""
+    def __init__(self, base: LLMSettings, models: ChatModels, guard: Guard) -> None:
+        """Use ``models`` for every role; ``base`` is the host's own model; ``guard`` rules."""
         self._base = base
         self._models = models
+        self._guard = guard
 
     async def run(self, request: TaskRequest) -> TaskResult:
         """Answer ``request``; raise ``TaskError`` when no model can, or the answer is unusable."""
@@ -68,11 +96,39 @@ class TaskRunner:
             SystemMessage(content=request.system),
             UserMessage(content=request.instructions, images=request.images),
         ]
+        events: tuple[ToolCallEvent, ...] = ()
+        if request.tools is not None and request.tools.tools:
+            record = await self._act(model, messages, request.tools)
+            events = tuple(record.events)
+            messages.extend(record.messages)
+            if request.schema is None:
+                text = _last_answer(record)
+                return TaskResult(text=text, data=text, model=settings.model, tool_events=events)
+            messages.append(UserMessage(content=STRUCTURE_PROMPT))
         if request.schema is not None:
             data = await _structured(model, messages, request.schema, request.name)
-            return TaskResult(text="", data=data, model=settings.model)
+            return TaskResult(text="", data=data, model=settings.model, tool_events=events)
         text = await _text(model, messages)
         return TaskResult(text=text, data=text, model=settings.model)
+
+    async def _act(
+        self, model: ObservedModel, messages: Sequence[ChatMessage], house: TaskTools
+    ) -> TurnRecord:
+        """Run the tool loop with the host's tools behind the guard; return what it did."""
+        executor = self._guard.executor(
+            ToolRegistry(house.tools), {}, resolver=house.resolver, state=house.state
+        )
+        core = AgentCore(model, executor, QUIET, max_rounds=MAX_TASK_ROUNDS)
+        record = TurnRecord()
+        try:
+            async with asyncio.timeout(TASK_TIMEOUT):
+                async for _item in core.run_turn(messages, house.context, record):
+                    pass
+        except TimeoutError as err:
+            raise TaskError("the model did not finish in time", reason="unreachable") from err
+        if record.outcome != "complete":
+            raise TaskError(f"the model failed: {record.reason}", reason="unreachable")
+        return record
 
     def _settings(self, request: TaskRequest) -> LLMSettings:
         """Return the model that answers: one that sees images when the task has some."""
@@ -115,6 +171,12 @@ async def _text(model: ObservedModel, messages: Sequence[ChatMessage]) -> str:
         reason = "the stream ended early" if end is None else str(end.error)
         raise TaskError(f"the model failed: {reason}", reason="unreachable")
     return text.strip()
+
+
+def _last_answer(record: TurnRecord) -> str:
+    """Return what the model said after its last tool round, bounded."""
+    answers = [m.content for m in record.messages if isinstance(m, AssistantMessage)]
+    return (answers[-1] if answers else "").strip()[:MAX_TEXT_CHARS]
 
 
 def _schema_name(name: str) -> str:
