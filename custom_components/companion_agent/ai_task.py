@@ -1,10 +1,12 @@
 """The AI task platform: one entity per AI task sub-entry, answering through the engine.
 
 ``ai_task.generate_data`` reaches the entity with instructions, maybe a structure and
-attachments. Image attachments go to the model that sees images (the task's chat model
-if it does, else its vision model); other attachments are refused. A structure becomes a
-JSON Schema (HA's voluptuous to OpenAPI conversion) the answer must fit. Each task has a
-conversation trace of its own with every model call's tokens and timings.
+attachments; a task an integration starts may carry an LLM API (``GenDataTask.llm_api``,
+HA 2025.9 on), whose tools the task calls through the same guard as a conversation.
+Image attachments go to the model that sees images (the task's chat model if it does,
+else its vision model); other attachments are refused. A structure becomes a JSON Schema
+(converted as HA's own LLM integrations do, ``agent.tool_schemas``) the answer must fit.
+Each task has a conversation trace of its own with every model call's tokens and timings.
 """
 
 from __future__ import annotations
@@ -22,17 +24,18 @@ from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
-from voluptuous_openapi import convert
 
 from .agent.images import async_read_image
 from .agent.roles import role_choices
+from .agent.tool_schemas import SchemaConversionError, json_schema
 from .agent.turn_request import trace_to
 from .const import CONF_MODEL, DOMAIN, SUBENTRY_AI_TASK
-from .engine.engine import TaskRequest
+from .engine.engine import TaskRequest, TaskTools
 from .engine.errors import ImageRefusedError, TaskError
 from .engine.json_types import JSONObject
+from .engine.tools.contract import ToolContext
 from .engine.vision import ImageBounds, ImagePart
-from .ha_tools import as_json_object
+from .ha_tools import HassTurnTools
 from .runtime import CompanionConfigEntry, add_per_subentry, subentry_device
 
 MAX_ATTACHMENTS = 8
@@ -85,6 +88,7 @@ class CompanionTaskEntity(ai_task.AITaskEntity):
                 schema=None if task.structure is None else _schema(task.structure, chat_log),
                 system=system.content if isinstance(system, conversation.SystemContent) else "",
                 on_model_call=trace_to(chat_log),
+                tools=self._tools(chat_log),
             )
             try:
                 result = await self.entry.runtime_data.engine.generate(request)
@@ -100,6 +104,26 @@ class CompanionTaskEntity(ai_task.AITaskEntity):
             )
             trace.set_result(model=result.model)
         return ai_task.GenDataTaskResult(conversation_id=chat_log.conversation_id, data=result.data)
+
+    def _tools(self, chat_log: conversation.ChatLog) -> TaskTools | None:
+        """Return the tools of the task's LLM API behind the guard; None: it has none."""
+        if chat_log.llm_api is None:
+            return None
+        house = HassTurnTools(self.hass, chat_log.llm_api)
+        return TaskTools(
+            tools=house.tools(),
+            context=ToolContext(
+                conversation_id=chat_log.conversation_id,
+                user_id=chat_log.llm_api.llm_context.context.user_id
+                if chat_log.llm_api.llm_context.context is not None
+                else None,
+                trace_id=chat_log.conversation_id,
+                language=self.hass.config.language,
+                agent_id=self.subentry.subentry_id,
+            ),
+            resolver=house,
+            state=house,
+        )
 
     async def _async_images(
         self, attachments: list[conversation.Attachment]
@@ -132,7 +156,14 @@ class CompanionTaskEntity(ai_task.AITaskEntity):
 
 
 def _schema(structure: object, chat_log: conversation.ChatLog) -> JSONObject:
-    """Return the task's structure (voluptuous, selectors) as a JSON Schema, as HA converts it."""
+    """Return the task's structure (selectors included) as a JSON Schema, as HA converts it."""
     api = chat_log.llm_api
     serializer = api.custom_serializer if api is not None else llm.selector_serializer
-    return as_json_object(convert(structure, custom_serializer=serializer))
+    try:
+        return json_schema(structure, serializer)
+    except SchemaConversionError as err:
+        raise HomeAssistantError(
+            translation_domain=DOMAIN,
+            translation_key="task_structure_unsupported",
+            translation_placeholders={"detail": str(err)},
+        ) from err

@@ -1,9 +1,25 @@
-"""HA's LLM API tools as engine tools, and what a call would act on, for the guard."""
+"""HA's LLM API tools as engine tools, and what a call would act on, for the guard.
+
+This is the one place that knows how HA names, describes and answers its LLM tools, on
+every release from ``hacs.json``'s minimum on (``docs/ha-compatibility.md``):
+
+- names: up to 2026.8 a tool is named by itself (``HassTurnOn``, a script's object id);
+  from 2026.9 by the integration that offers it and its name (``intent__HassTurnOn``,
+  ``light__HassLightSet``, ``script__good_morning``), and a merged API prefixes each
+  API's tools once more (``assist__...``, any release). ``tool_identity`` reads both.
+- metadata: from 2026.10 a tool names its ``integration`` and carries ``annotations``
+  (``read_only``, ``destructive``, ``idempotent``, ``open_world``); before, there are none.
+- results: from 2026.10 ``async_call_tool`` returns a ``ToolResult(data, error)``; before,
+  the JSON object itself (``tool_result_value``).
+- schemas: ``agent.tool_schemas`` converts them with the library the running HA ships.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import voluptuous as vol
 from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
@@ -12,17 +28,22 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import area_registry as ar
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers import intent, llm
-from voluptuous_openapi import convert
 
+from .agent.tool_schemas import OPEN_OBJECT, SchemaConversionError, json_schema
+from .const import DOMAIN, LOGGER
 from .engine.errors import ToolExecutionError, ToolValidationError
 from .engine.guard.policy import Target
 from .engine.json_types import JSONObject, JSONValue
-from .engine.tools.contract import ToolContext, ToolSpec
+from .engine.tools.contract import Policy, ToolContext, ToolSpec
 from .engine.tools.registry import Tool
 from .engine.vision import CAMERA_TOOL
 
 ENTITY_SLOTS = ("name", "area", "floor", "domain", "device_class")
 IDEMPOTENT_TOOLS = frozenset({"HassListAddItem", "HassShoppingListAddItem", "HassBroadcast"})
+"""Tools tried again after a timeout where HA does not say (before 2026.10), by bare name."""
+SCRIPT = "script"
+PREFIX = re.compile(r"(?P<integration>[a-z0-9]+(?:_[a-z0-9]+)*)__(?P<base>.+)")
+"""``<domain>__<name>``: an integration's domain (HA's rule for domains), then the name."""
 INTENT_SERVICES: dict[str, dict[str, str]] = {
     intent.INTENT_TURN_ON: {
         "lock": "lock",
@@ -53,6 +74,94 @@ def as_json_object(value: object) -> JSONObject:
     return copied if isinstance(copied, dict) else {"result": copied}
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolHints:
+    """What HA says a tool does (``llm.ToolAnnotations``, 2026.10 on)."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolIdentity:
+    """Who offers an HA tool and what it does, whatever the release names it."""
+
+    name: str
+    """The name HA calls it by, and so the model."""
+    base: str
+    """The name without its integration's (and a merged API's) prefix: ``HassTurnOn``."""
+    integration: str | None
+    """The integration that offers it; None where neither HA nor the name says."""
+    hints: ToolHints | None
+    """HA's annotations; None before 2026.10."""
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Return the other names a person's rules may give the tool (its bare name)."""
+        return (self.base,) if self.base != self.name else ()
+
+
+def tool_identity(tool: llm.Tool) -> ToolIdentity:
+    """Return who offers ``tool`` and what it does: from HA's metadata, else from its name.
+
+    A merged API's tool (``NamespacedTool``) wraps the API's own: the inner tool says who
+    offers it. Without ``integration`` (before 2026.10) one ``<domain>__`` prefix is taken
+    off its name (2026.9's names), and a script tool is known by its class.
+    """
+    inner = tool
+    while isinstance(wrapped := getattr(inner, "tool", None), llm.Tool):
+        inner = wrapped
+    integration = getattr(inner, "integration", None)
+    base = inner.name
+    if isinstance(integration, str) and integration:
+        base = base.removeprefix(f"{integration}__")
+    elif (match := PREFIX.fullmatch(base)) is not None:
+        integration, base = match["integration"], match["base"]
+    else:
+        integration = None
+    if isinstance(inner, llm.ScriptTool):
+        integration = SCRIPT
+    if integration == SCRIPT:
+        base = base.removeprefix("_")  # a script whose object id starts with a digit
+    return ToolIdentity(name=tool.name, base=base, integration=integration, hints=_hints(inner))
+
+
+def _hints(tool: llm.Tool) -> ToolHints | None:
+    """Return HA's annotations of ``tool``, or None where HA gives none."""
+    annotations = getattr(tool, "annotations", None)
+    if annotations is None:
+        return None
+    flags = {
+        flag: getattr(annotations, flag, None)
+        for flag in ("read_only", "destructive", "idempotent", "open_world")
+    }
+    if not all(isinstance(value, bool) for value in flags.values()):
+        return None
+    return ToolHints(
+        read_only=bool(flags["read_only"]),
+        destructive=bool(flags["destructive"]),
+        idempotent=bool(flags["idempotent"]),
+        open_world=bool(flags["open_world"]),
+    )
+
+
+def tool_result_value(name: str, result: object) -> JSONObject:
+    """Return what a tool answered as JSON data; raise for a result HA marks an error.
+
+    From 2026.10 ``async_call_tool`` returns ``llm.ToolResult(data, error)``; before,
+    the JSON object itself.
+    """
+    result_type = getattr(llm, "ToolResult", None)
+    if result_type is None or not isinstance(result, result_type):
+        return as_json_object(result)
+    data = as_json_object(getattr(result, "data", None))
+    if getattr(result, "error", False) is True:
+        raise ToolExecutionError(f"{name} failed: {json.dumps(data, ensure_ascii=False)}")
+    return data
+
+
 class HassTurnTools:
     """One turn's view of HA: its exposed tools, their targets and the targets' state."""
 
@@ -60,18 +169,28 @@ class HassTurnTools:
         """Bind to HA and the LLM API instance of this turn (None: no HA control)."""
         self.hass = hass
         self.api = api
+        self._identities: dict[str, ToolIdentity] = {}
 
-    def tools(self) -> list[Tool]:
-        """Return every tool of the API as an engine tool with a JSON Schema contract."""
+    def tools(self, marks: Mapping[str, Policy] | None = None) -> list[Tool]:
+        """Return every tool of the API as an engine tool with a JSON Schema contract.
+
+        ``marks`` are the persona's ``[policy]`` marks: they decide for a tool HA says may
+        destroy or reach outside the house when our rules do not know its integration.
+        """
         if self.api is None:
             return []
-        return [self._tool(tool) for tool in self.api.tools]
+        return [self._tool(tool, marks or {}) for tool in self.api.tools]
 
-    def _tool(self, tool: llm.Tool) -> Tool:
+    def identity(self, tool_id: str) -> ToolIdentity | None:
+        """Return the identity of one of this turn's tools, by the name the model used."""
+        return self._identities.get(tool_id)
+
+    def _tool(self, tool: llm.Tool, marks: Mapping[str, Policy]) -> Tool:
         """Wrap one HA tool; HA validates and runs it, the engine guards it."""
         api = self.api
         assert api is not None
         name = tool.name
+        identity = self._identities[name] = tool_identity(tool)
 
         async def handler(args: JSONObject, ctx: ToolContext) -> JSONValue:
             """Run the tool through the LLM API, as HA would."""
@@ -81,21 +200,58 @@ class HassTurnTools:
                 raise ToolValidationError(f"{name}: {err}") from err
             except HomeAssistantError as err:
                 raise ToolExecutionError(f"{name}: {err}") from err
-            return as_json_object(result)
+            return tool_result_value(name, result)
 
-        schema = as_json_object(convert(tool.parameters, custom_serializer=api.custom_serializer))
-        spec = ToolSpec(name=name, description=tool.description or name, parameters=schema)
-        return Tool(spec=spec, handler=handler, idempotent=name in IDEMPOTENT_TOOLS)
+        try:
+            schema = json_schema(tool.parameters, api.custom_serializer)
+        except SchemaConversionError as err:
+            LOGGER.warning("Tool %s is offered without its parameters' schema: %s", name, err)
+            schema = dict(OPEN_OBJECT)
+        hints = identity.hints
+        return Tool(
+            spec=ToolSpec(name=name, description=tool.description or name, parameters=schema),
+            handler=handler,
+            idempotent=hints.idempotent if hints else identity.base in IDEMPOTENT_TOOLS,
+            policy=self._policy(identity, marks),
+            aliases=identity.aliases,
+        )
+
+    def _policy(self, identity: ToolIdentity, marks: Mapping[str, Policy]) -> Policy:
+        """Return a tool's own policy: confirm what HA says may destroy, from strangers.
+
+        Our rules know intents (what they act on is matched as HA's intents match it),
+        scripts (the script is the target) and our own tools. A tool of any other
+        integration that HA annotates destructive or open-world waits for the person,
+        unless the persona's marks name it (by either name).
+        """
+        hints = identity.hints
+        if hints is None or hints.read_only or self._known(identity):
+            return "allow"
+        if not (hints.destructive or hints.open_world):
+            return "allow"
+        return marks.get(identity.name) or marks.get(identity.base) or "confirm"
+
+    def _known(self, identity: ToolIdentity) -> bool:
+        """Tell whether our rules know what the tool acts on."""
+        if identity.integration in (SCRIPT, DOMAIN):
+            return True
+        return any(handler.intent_type == identity.base for handler in intent.async_get(self.hass))
 
     async def resolve(self, tool_id: str, args: JSONObject, ctx: ToolContext) -> Sequence[Target]:
         """Return the exposed entities the call would act on, matched as HA's intents do.
 
-        The camera tool acts on the camera it names (so a profile can mark one ``confirm``).
+        The camera tool acts on the camera it names (so a profile can mark one ``confirm``);
+        a script tool on its script; a tool HA says only reads acts on nothing.
         """
         if tool_id == CAMERA_TOOL:
             camera = self.hass.states.get(str(args.get("camera", "")))
             return [] if camera is None else [_target(camera, "snapshot")]
-        script = self.hass.states.get(f"script.{tool_id.removeprefix('_')}")
+        identity = self._identities.get(tool_id) or ToolIdentity(
+            name=tool_id, base=tool_id, integration=None, hints=None
+        )
+        if identity.hints is not None and identity.hints.read_only:
+            return []
+        script = self.hass.states.get(f"{SCRIPT}.{identity.base}")
         if script is not None and not any(slot in args for slot in ENTITY_SLOTS):
             return [_target(script, "turn_on")]
         if not any(slot in args for slot in ENTITY_SLOTS):
@@ -111,7 +267,7 @@ class HassTurnTools:
         if not constraints.has_constraints:
             return []
         result = intent.async_match_targets(self.hass, constraints, self._preferences())
-        services = INTENT_SERVICES.get(tool_id, {})
+        services = INTENT_SERVICES.get(identity.base, {})
         return [
             _target(state, services.get(state.domain, services.get("*"))) for state in result.states
         ]
