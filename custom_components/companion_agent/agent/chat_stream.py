@@ -1,9 +1,18 @@
-"""Translate a turn's output items into HA ChatLog deltas, as they stream."""
+"""Translate a turn's output items into HA ChatLog deltas, as they stream.
+
+A tool call the engine ran is added as a tool result delta: with ``tool_result`` (the JSON
+object) up to 2026.9, with ``result`` (an ``llm.ToolResult``, its ``error`` set for a
+failed call) where HA has ``ToolResult`` (2026.10 on; ``tool_result`` warns there and
+stops working in 2027.11). ``tool_result_delta`` is the one place that knows.
+"""
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import AsyncIterator, Callable
+from functools import cache
+from typing import Any
 
 from homeassistant.components.conversation import (
     AssistantContentDeltaDict,
@@ -20,12 +29,41 @@ type SentenceListener = Callable[[SentenceOutput], None]
 
 HA_STREAM_CHARS = 60
 """HA's Assist pipeline opens a streaming TTS once the reply passes this many characters, or
-on a tool call after text (``STREAM_RESPONSE_CHARS`` in ``assist_pipeline``, every release)."""
+on a tool call after text (``STREAM_RESPONSE_CHARS`` in ``assist_pipeline``, 60 in every
+release read); ``stream_chars`` reads HA's own number and falls back to this one."""
+
+
+@cache
+def stream_chars() -> int:
+    """Return the characters after which HA's pipeline opens its streaming TTS."""
+    try:
+        pipeline = importlib.import_module("homeassistant.components.assist_pipeline.pipeline")
+    except ImportError:
+        return HA_STREAM_CHARS
+    chars = getattr(pipeline, "STREAM_RESPONSE_CHARS", None)
+    return chars if isinstance(chars, int) and chars > 0 else HA_STREAM_CHARS
 
 
 def tool_result_payload(event: ToolCallEvent) -> JSONObject:
     """Return the JSON object HA stores as a tool call's result."""
     return {"status": event.status, "result": event.result}
+
+
+def tool_result_delta(event: ToolCallEvent) -> ToolResultContentDeltaDict:
+    """Return the delta that adds a finished call's result, as the running HA takes it."""
+    delta: dict[str, Any] = {
+        "role": "tool_result",
+        "tool_call_id": event.tool_id,
+        "tool_name": event.tool_name,
+    }
+    result_type = getattr(llm, "ToolResult", None)
+    if result_type is None:
+        delta["tool_result"] = tool_result_payload(event)
+    else:
+        delta["result"] = result_type(
+            data=tool_result_payload(event), error=event.status == "error"
+        )
+    return delta  # type: ignore[return-value]  # HA's TypedDict names "result" from 2026.10
 
 
 class ChatLogStream:
@@ -73,12 +111,7 @@ class ChatLogStream:
                 case ToolCallEvent() as event:
                     if event.tool_id not in self._announced:
                         yield self._call(event)
-                    yield {
-                        "role": "tool_result",
-                        "tool_call_id": event.tool_id,
-                        "tool_name": event.tool_name,
-                        "tool_result": tool_result_payload(event),
-                    }
+                    yield tool_result_delta(event)
                     self._open = False
                     self.spoken.clear()
 
@@ -92,7 +125,7 @@ class ChatLogStream:
             return
         opens = self._chars > 0 and tool_call
         self._chars += chars
-        if opens or self._chars > HA_STREAM_CHARS:
+        if opens or self._chars > stream_chars():
             self.tts_opened_at = time.time()
 
     def _start(self) -> list[ChatDelta]:
