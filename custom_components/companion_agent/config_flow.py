@@ -8,6 +8,7 @@ from typing import Any
 import voluptuous as vol
 from homeassistant.config_entries import (
     ConfigEntry,
+    ConfigEntryState,
     ConfigFlowResult,
     ConfigSubentryFlow,
     OptionsFlow,
@@ -136,7 +137,7 @@ class CompanionConfigFlow(SatelliteDiscoveryFlow, domain=DOMAIN):
         if user_input is not None:
             errors = await validate_server(self.hass, user_input)
             if not errors:
-                return self.async_update_reload_and_abort(
+                return self._async_saved(
                     entry, data_updates=user_input, title=entry_title({**entry.data, **user_input})
                 )
         return self.async_show_form(
@@ -146,6 +147,18 @@ class CompanionConfigFlow(SatelliteDiscoveryFlow, domain=DOMAIN):
             ),
             errors=errors,
         )
+
+    def _async_saved(self, entry: ConfigEntry, **changes: Any) -> ConfigFlowResult:
+        """Save the entry's new settings and end the flow; the entry reloads exactly once.
+
+        A loaded entry's update listener reloads it when its data changed (HA deprecated a
+        flow that reloads beside such a listener in 2026.6, an error from 2026.12); an
+        entry that did not load (its key was refused) has no listener, so the flow reloads
+        it itself.
+        """
+        if entry.state is ConfigEntryState.LOADED:
+            return self.async_update_and_abort(entry, **changes)
+        return self.async_update_reload_and_abort(entry, **changes)
 
     async def async_step_reauth(self, entry_data: Mapping[str, Any]) -> ConfigFlowResult:
         """Start re-authentication when the server rejects the key."""
@@ -161,7 +174,7 @@ class CompanionConfigFlow(SatelliteDiscoveryFlow, domain=DOMAIN):
             data = {**entry.data, CONF_API_KEY: user_input.get(CONF_API_KEY, "")}
             errors = await validate_server(self.hass, data)
             if not errors:
-                return self.async_update_reload_and_abort(entry, data=data)
+                return self._async_saved(entry, data=data)
         return self.async_show_form(
             step_id="reauth_confirm", data_schema=REAUTH_SCHEMA, errors=errors
         )
