@@ -170,6 +170,7 @@ class HassTurnTools:
         self.hass = hass
         self.api = api
         self._identities: dict[str, ToolIdentity] = {}
+        self._conversion_error = ""
 
     def tools(self, marks: Mapping[str, Policy] | None = None) -> list[Tool]:
         """Return every tool of the API as an engine tool with a JSON Schema contract.
@@ -179,13 +180,22 @@ class HassTurnTools:
         """
         if self.api is None:
             return []
-        return [self._tool(tool, marks or {}) for tool in self.api.tools]
+        unconverted: list[str] = []
+        tools = [self._tool(tool, marks or {}, unconverted) for tool in self.api.tools]
+        if unconverted:
+            LOGGER.warning(
+                "%d tools are offered without their parameters' schema (%s): %s",
+                len(unconverted),
+                ", ".join(unconverted[:10]),
+                self._conversion_error,
+            )
+        return tools
 
     def identity(self, tool_id: str) -> ToolIdentity | None:
         """Return the identity of one of this turn's tools, by the name the model used."""
         return self._identities.get(tool_id)
 
-    def _tool(self, tool: llm.Tool, marks: Mapping[str, Policy]) -> Tool:
+    def _tool(self, tool: llm.Tool, marks: Mapping[str, Policy], unconverted: list[str]) -> Tool:
         """Wrap one HA tool; HA validates and runs it, the engine guards it."""
         api = self.api
         assert api is not None
@@ -205,7 +215,8 @@ class HassTurnTools:
         try:
             schema = json_schema(tool.parameters, api.custom_serializer)
         except SchemaConversionError as err:
-            LOGGER.warning("Tool %s is offered without its parameters' schema: %s", name, err)
+            unconverted.append(name)
+            self._conversion_error = str(err)
             schema = dict(OPEN_OBJECT)
         hints = identity.hints
         return Tool(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from homeassistant import config_entries
 from homeassistant.const import CONF_API_KEY, CONF_LLM_HASS_API, CONF_NAME
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components import companion_agent
 from custom_components.companion_agent.const import (
     CONF_BASE_URL,
     CONF_MODEL,
@@ -189,3 +193,81 @@ async def test_options_flow_sets_waits_retention_and_pace(
     assert settings.model.first_token_timeout == 5
     assert settings.limits.turns_per_minute == 3
     assert settings.confirm_ttl == 120
+
+
+@pytest.fixture
+def setups(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Count the entry's setups, and refuse a flow's reload beside an update listener.
+
+    HA deprecated a config flow that reloads an entry whose update listener also reloads it
+    in 2026.6 and made it an error from 2026.12 (core PR 169198; the developer blog of
+    7 May 2026): emulated here by failing such a call, as 2026.12 does.
+    """
+    counted: list[str] = []
+    setup = companion_agent.async_setup_entry
+
+    async def counting(hass: HomeAssistant, entry: config_entries.ConfigEntry) -> bool:
+        counted.append(entry.entry_id)
+        return await setup(hass, entry)
+
+    refuse = config_entries.ConfigFlow.async_update_reload_and_abort
+
+    def emulated_2026_12(
+        flow: config_entries.ConfigFlow, entry: config_entries.ConfigEntry, **kwargs: Any
+    ) -> config_entries.ConfigFlowResult:
+        assert not entry.update_listeners, "a flow reloads beside an update listener"
+        return refuse(flow, entry, **kwargs)
+
+    monkeypatch.setattr(companion_agent, "async_setup_entry", counting)
+    monkeypatch.setattr(
+        config_entries.ConfigFlow, "async_update_reload_and_abort", emulated_2026_12
+    )
+    return counted
+
+
+async def test_emulated_2026_12_reconfigure_reloads_a_loaded_entry_once(
+    hass: HomeAssistant, llm_server: LLMServer, setups: list[str]
+) -> None:
+    """A loaded entry's reconfigure reloads it exactly once, by its own update listener."""
+    entry = companion_entry(llm_server.url, persona())
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    assert setups == [entry.entry_id]
+    result = await entry.start_reconfigure_flow(hass)
+    result = await hass.config_entries.flow.async_configure(
+        result["flow_id"],
+        {CONF_BASE_URL: llm_server.url, CONF_API_KEY: "k2", CONF_MODEL: "test-model"},
+    )
+    assert result["reason"] == "reconfigure_successful"
+    await hass.async_block_till_done()
+    assert setups == [entry.entry_id] * 2
+    assert entry.state is config_entries.ConfigEntryState.LOADED
+    assert entry.data[CONF_API_KEY] == "k2"
+
+
+async def test_emulated_2026_12_reauth_reloads_once_loaded_or_not(
+    hass: HomeAssistant, socket_enabled: None, setups: list[str]
+) -> None:
+    """Reauth of an entry that did not load reloads it once; of a loaded one, once too."""
+    async with LLMServer(api_key="good") as server:
+        entry = companion_entry(server.url, persona())
+        entry.add_to_hass(hass)
+        assert not await hass.config_entries.async_setup(entry.entry_id)
+        [flow] = hass.config_entries.flow.async_progress()
+        result = await hass.config_entries.flow.async_configure(
+            flow["flow_id"], {CONF_API_KEY: "good"}
+        )
+        assert result["reason"] == "reauth_successful"
+        await hass.async_block_till_done()
+        assert setups == [entry.entry_id] * 2
+        assert entry.state is config_entries.ConfigEntryState.LOADED
+
+        result = await entry.start_reauth_flow(hass)
+        result = await hass.config_entries.flow.async_configure(
+            result["flow_id"], {CONF_API_KEY: "good"}
+        )
+        assert result["reason"] == "reauth_successful"
+        await hass.async_block_till_done()
+        assert setups == [entry.entry_id] * 2  # the same key: nothing to reload
+        await hass.config_entries.async_unload(entry.entry_id)

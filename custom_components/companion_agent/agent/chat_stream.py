@@ -2,8 +2,8 @@
 
 A tool call the engine ran is added as a tool result delta: with ``tool_result`` (the JSON
 object) up to 2026.9, with ``result`` (an ``llm.ToolResult``, its ``error`` set for a
-failed call) where HA has ``ToolResult`` (2026.10 on; ``tool_result`` warns there and
-stops working in 2027.11). ``tool_result_delta`` is the one place that knows.
+failed call) where HA's delta takes one (2026.10 on; ``tool_result`` warns there and stops
+working in 2027.11). ``tool_result_delta`` is the one place that knows.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from functools import cache
 from typing import Any
 
+from homeassistant.components import conversation
 from homeassistant.components.conversation import (
     AssistantContentDeltaDict,
     ToolResultContentDeltaDict,
@@ -57,7 +58,10 @@ def tool_result_delta(event: ToolCallEvent) -> ToolResultContentDeltaDict:
         "tool_name": event.tool_name,
     }
     result_type = getattr(llm, "ToolResult", None)
-    if result_type is None:
+    takes_result = "result" in getattr(
+        conversation.ToolResultContentDeltaDict, "__annotations__", {}
+    )
+    if result_type is None or not takes_result:
         delta["tool_result"] = tool_result_payload(event)
     else:
         delta["result"] = result_type(

@@ -26,7 +26,7 @@ from ..engine.json_types import JSONObject
 
 type Serializer = Callable[[Any], Any]
 
-OPEN_OBJECT: JSONObject = {"type": "object"}
+OPEN_OBJECT: JSONObject = {"type": "object", "additionalProperties": True}
 """The schema of a tool whose parameters could not be converted: HA still validates them."""
 
 
