@@ -133,7 +133,7 @@ class ReleaseAPIInstance(llm.APIInstance):
 
     async def async_call_tool(self, tool_input: llm.ToolInput) -> Any:
         """Call the tool; wrap a plain JSON object in a ``ToolResult`` (2026.10)."""
-        result = await super().async_call_tool(tool_input)
+        result: Any = await super().async_call_tool(tool_input)
         if self.wraps_results and not isinstance(result, ToolResult):
             return ToolResult(data=result)
         return result

@@ -8,8 +8,6 @@ cover, exposed to Assist, as in ``test_guard``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
 
 import pytest
 from homeassistant.components import conversation
@@ -17,6 +15,7 @@ from homeassistant.components.homeassistant.exposed_entities import async_expose
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
+from homeassistant.util.json import JsonObjectType
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.agent.chat_stream import tool_result_delta
@@ -90,7 +89,7 @@ async def release_house(
     return await setup_companion(persona(profile=profile, llm_apis=[f"assist_{release}"]))
 
 
-def tool_messages(body: Mapping[str, Any]) -> list[str]:
+def tool_messages(body: dict[str, object]) -> list[str]:
     """Return the contents of the tool messages the model was sent."""
     return [str(m["content"]) for m in messages(body) if m.get("role") == "tool"]
 
@@ -250,20 +249,22 @@ async def test_a_profile_mark_on_the_bare_name_holds_the_prefixed_tool(
 def test_identity_of_each_release_shape(emulate_2026_10: None) -> None:
     """Bare, prefixed, annotated and merged-API names all give one identity."""
 
-    class Bare(llm.Tool):
-        name = "HassTurnOn"
+    class Named(llm.Tool):
+        def __init__(self, name: str, **metadata: object) -> None:
+            self.name = name
+            for key, value in metadata.items():
+                setattr(self, key, value)
 
-    class Prefixed(llm.Tool):
-        name = "intent__HassTurnOn"
+        async def async_call(
+            self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
+        ) -> JsonObjectType:
+            raise NotImplementedError
 
-    class Annotated(llm.Tool):
-        name = "light__HassLightSet"
-        integration = "light"
-        annotations = READ_ONLY
-
-    bare, prefixed = tool_identity(Bare()), tool_identity(Prefixed())
-    annotated = tool_identity(Annotated())
-    merged = tool_identity(llm.NamespacedTool("assist", Prefixed()))
+    bare, prefixed = tool_identity(Named("HassTurnOn")), tool_identity(Named("intent__HassTurnOn"))
+    annotated = tool_identity(
+        Named("light__HassLightSet", integration="light", annotations=READ_ONLY)
+    )
+    merged = tool_identity(llm.NamespacedTool("assist", Named("intent__HassTurnOn")))
     assert (bare.base, bare.integration, bare.aliases) == ("HassTurnOn", None, ())
     assert (prefixed.base, prefixed.integration) == ("HassTurnOn", "intent")
     assert prefixed.aliases == ("HassTurnOn",)

@@ -71,9 +71,9 @@ async def test_setup_and_a_turn_with_a_tool_call_without_voluptuous_openapi(
     assert state(hass, "light.bed_light") == "on"
     assert tool_results(content) == [("HassTurnOn", "completed")]
     assert result.response.speech["plain"]["speech"] == "The bed light is on."
-    [turn_on] = [
-        t for t in llm_server.requests[0]["tools"] if t["function"]["name"] == "HassTurnOn"
-    ]
+    tools = llm_server.requests[0]["tools"]
+    assert isinstance(tools, list)
+    [turn_on] = [t for t in tools if t["function"]["name"] == "HassTurnOn"]
     assert turn_on["function"]["parameters"]["type"] == "object"
     assert "tools are offered without their parameters' schema (HassTurnOn" in caplog.text
     assert "voluptuous_openapi is not installed" in caplog.text
