@@ -273,7 +273,7 @@ class HassTurnTools:
             floor_name=_text(args.get("floor")),
             domains=_texts(args.get("domain")),
             device_classes=_texts(args.get("device_class")),
-            assistant=CONVERSATION_DOMAIN,
+            assistant=self._assistant(),
         )
         if not constraints.has_constraints:
             return []
@@ -300,6 +300,11 @@ class HassTurnTools:
             state = self.hass.states.get(target.entity_id)
             out[target.entity_id] = state.state if state is not None else None
         return out
+
+    def _assistant(self) -> str:
+        """Return the assistant whose exposed entities the API's tools act on, as HA's do."""
+        assistant = self.api.llm_context.assistant if self.api is not None else None
+        return assistant or CONVERSATION_DOMAIN
 
     def _preferences(self) -> intent.MatchTargetsPreferences:
         """Prefer the area of the device the person spoke to, as HA's intents do."""

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from homeassistant import config_entries
+from homeassistant.components import ai_task as ai_task_component
 from homeassistant.components.ai_task import AITaskEntityFeature
 from homeassistant.components.conversation.trace import async_get_traces
-from homeassistant.const import CONF_NAME
+from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
+from homeassistant.const import CONF_NAME, Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import entity_registry as er
+from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -29,6 +33,7 @@ from custom_components.companion_agent.const import (
 )
 from tests.ha.demo_camera import CAMERA, demo_camera
 from tests.ha.entries import SetupCompanion, ai_task, async_load, companion_entry, persona
+from tests.support.chat_requests import messages
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
@@ -236,3 +241,43 @@ async def test_an_entry_made_before_ai_tasks_gets_one_when_it_migrates(
     assert await hass.config_entries.async_reload(entry.entry_id)
     await hass.async_block_till_done()
     assert len([s for s in entry.subentries.values() if s.subentry_type == SUBENTRY_AI_TASK]) == 1
+
+
+async def test_a_task_with_an_llm_api_turns_on_a_light_and_holds_an_unlock(
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """A task carrying HA's Assist API calls its tools through the guard (HA 2025.9 on)."""
+    with (
+        patch("homeassistant.components.demo.lock.LOCK_UNLOCK_DELAY", 0),
+        patch(
+            "homeassistant.components.demo.COMPONENTS_WITH_CONFIG_ENTRY_DEMO_PLATFORM",
+            [Platform.LIGHT, Platform.LOCK],
+        ),
+    ):
+        assert await async_setup_component(hass, "conversation", {})
+        await async_load(hass, MockConfigEntry(domain="demo"))
+    for exposed in ("light.bed_light", "lock.front_door"):
+        async_expose_entity(hass, ai_task_component.DOMAIN, exposed, True)
+    entry = await setup_companion(persona(), ai_task())
+    [assist] = [api for api in llm.async_get_apis(hass) if api.id == llm.LLM_API_ASSIST]
+    llm_server.script(
+        Reply.tool_calls(
+            ("call_on", "HassTurnOn", '{"name": "Bed Light"}'),
+            ("call_unlock", "HassTurnOff", '{"name": "Front Door", "domain": ["lock"]}'),
+        ),
+        Reply.text("The bed light is on; the door waits for a yes."),
+    )
+    result = await ai_task_component.async_generate_data(
+        hass,
+        task_name="Evening",
+        entity_id=task_entity(hass, entry),
+        instructions="Turn on the bed light and unlock the front door",
+        llm_api=assist,
+    )
+    assert result.data == "The bed light is on; the door waits for a yes."
+    assert hass.states.get("light.bed_light").state == "on"  # type: ignore[union-attr]
+    assert hass.states.get("lock.front_door").state == "locked"  # type: ignore[union-attr]
+    [held] = entry.runtime_data.engine.pending_confirmations()
+    assert held.request.name == "HassTurnOff"
+    told = [m for m in messages(llm_server.requests[1]) if m.get("role") == "tool"]
+    assert "pending_confirmation" in str(told[1]["content"])
