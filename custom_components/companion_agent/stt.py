@@ -3,11 +3,18 @@
 HA's Assist pipeline expects a failed transcription as a SpeechResult in the ERROR state
 (it logs a raised exception as unexpected), so an unreachable or misbehaving server gives
 that, with a warning in the log naming the server.
+
+From HA 2026.5 an STT entity says how it wants its audio (``audio_processing``, a
+``stt.SpeechAudioProcessing``): ours relies on the pipeline's voice activity detection
+(the Wyoming server does not end speech itself) and takes HA's auto gain, but not its
+noise suppression: Whisper was trained on noisy speech, and suppression's artefacts cost
+it more words than the noise does.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable
+from typing import Any
 
 from homeassistant.components import stt
 from homeassistant.config_entries import ConfigSubentry
@@ -52,6 +59,18 @@ class CompanionSttEntity(stt.SpeechToTextEntity):
             manufacturer="Companion Agent",
             model=self._model,
             entry_type=DeviceEntryType.SERVICE,
+        )
+
+    @property
+    def audio_processing(self) -> Any:
+        """Return how HA should prepare our audio (HA 2026.5 on); None before, unread."""
+        processing = getattr(stt, "SpeechAudioProcessing", None)
+        if processing is None:
+            return None
+        return processing(
+            requires_external_vad=True,
+            prefers_auto_gain_enabled=True,
+            prefers_noise_reduction_enabled=False,
         )
 
     @property

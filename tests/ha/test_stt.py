@@ -6,6 +6,7 @@ format, language, failures — is checked against the scripted server's real soc
 
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import pytest
 from homeassistant import config_entries
@@ -259,3 +260,30 @@ async def test_a_model_listing_no_languages_offers_ha_language_and_sends_none(
 
     assert result.text == TEXT
     assert "language" not in server.events[0].data
+
+
+async def test_emulated_2026_5_audio_processing_takes_gain_and_vad_not_noise_suppression(
+    hass: HomeAssistant, setup_companion: SetupCompanion, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HA 2026.5's ``stt.SpeechAudioProcessing`` (core PR 167246), emulated: what we ask for.
+
+    Before 2026.5 HA has no such class and never reads the property.
+    """
+
+    @dataclass
+    class SpeechAudioProcessing:
+        """``homeassistant.components.stt.SpeechAudioProcessing`` of 2026.5."""
+
+        requires_external_vad: bool
+        prefers_auto_gain_enabled: bool
+        prefers_noise_reduction_enabled: bool
+
+    entry = await setup_companion(speech_to_text("127.0.0.1", closed_port()))
+    entity = stt_entity(hass, entry)
+    assert entity.audio_processing is None
+    monkeypatch.setattr(stt, "SpeechAudioProcessing", SpeechAudioProcessing, raising=False)
+    assert entity.audio_processing == SpeechAudioProcessing(
+        requires_external_vad=True,
+        prefers_auto_gain_enabled=True,
+        prefers_noise_reduction_enabled=False,
+    )
