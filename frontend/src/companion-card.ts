@@ -33,6 +33,34 @@ export function describeHeld(held: ConfirmationEvent, language: Language): strin
   return localize(language, "held_action", { tool: held.action.tool, targets: named.join(", ") || "?" });
 }
 
+type EntityEntry = NonNullable<Hass["entities"]>[string];
+
+function isPersona(entry: EntityEntry | undefined): entry is EntityEntry {
+  return entry?.platform === DOMAIN && entry.entity_id.startsWith("conversation.");
+}
+
+function stubConfig(entity: string): Partial<CompanionCardConfig> {
+  return {
+    entity,
+    show_subtitles: true,
+    show_tools: true,
+    show_confirmations: true,
+    show_memories: true,
+  };
+}
+
+/** The card HA's card picker suggests for an entity (HA 2026.6 on): ours for a persona. */
+export function getEntitySuggestion(
+  hass: Hass,
+  entityId: string,
+): { config: Record<string, unknown>; label: string } | null {
+  if (!isPersona(hass.entities?.[entityId])) return null;
+  return {
+    config: { type: "custom:companion-card", ...stubConfig(entityId) },
+    label: localize(pickLanguage(hass.locale?.language ?? navigator.language), "card_name"),
+  };
+}
+
 export class CompanionCard extends LitElement {
   static override styles = cardStyles;
 
@@ -58,16 +86,8 @@ export class CompanionCard extends LitElement {
   }
 
   static getStubConfig(hass: Hass): Partial<CompanionCardConfig> {
-    const persona = Object.values(hass.entities ?? {}).find(
-      (e) => e.platform === DOMAIN && e.entity_id.startsWith("conversation."),
-    );
-    return {
-      entity: persona?.entity_id ?? "",
-      show_subtitles: true,
-      show_tools: true,
-      show_confirmations: true,
-      show_memories: true,
-    };
+    const persona = Object.values(hass.entities ?? {}).find(isPersona);
+    return stubConfig(persona?.entity_id ?? "");
   }
 
   setConfig(config: CompanionCardConfig): void {
@@ -318,6 +338,7 @@ if (!customElements.get("companion-card")) {
     name: localize(pickLanguage(navigator.language), "card_name"),
     description: localize(pickLanguage(navigator.language), "card_description"),
     preview: true,
+    getEntitySuggestion,
     documentationURL: "https://github.com/companion-agent/companion_agent#the-companion-card",
   });
 }

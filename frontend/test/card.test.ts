@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { CompanionCard, describeHeld } from "../src/companion-card";
+import { CompanionCard, describeHeld, getEntitySuggestion } from "../src/companion-card";
 import { SUBTITLE_HOLD } from "../src/state";
 import { fakeHass, HELD, mountCard, settle, shadow, SNAPSHOT } from "./fixtures";
 
@@ -191,6 +191,25 @@ describe("companion-card", () => {
     expect(shadow(card).querySelector(".error")?.textContent).toBe(
       "conversation.other is not a loaded Companion Agent persona.",
     );
+  });
+
+  it("is suggested in HA's card picker for a persona, and for nothing else", () => {
+    expect(getEntitySuggestion(fakeHass("zh-Hans"), "conversation.ada")).toEqual({
+      config: {
+        type: "custom:companion-card",
+        entity: "conversation.ada",
+        show_subtitles: true,
+        show_tools: true,
+        show_confirmations: true,
+        show_memories: true,
+      },
+      label: "陪伴助手",
+    });
+    expect(getEntitySuggestion(fakeHass(), "conversation.other")).toBeNull();
+    expect(getEntitySuggestion(fakeHass(), "light.kitchen")).toBeNull();
+    const registered = (window as unknown as { customCards: Array<Record<string, unknown>> })
+      .customCards.find((card) => card.type === "companion-card");
+    expect(registered?.getEntitySuggestion).toBe(getEntitySuggestion);
   });
 
   it("offers a stub config with the first persona", () => {
