@@ -9,7 +9,11 @@ leaves the end of speech to Home Assistant).
 
 from __future__ import annotations
 
-from homeassistant.components.assist_pipeline import AssistPipelineSelect, VadSensitivitySelect
+# From the module itself: assist_pipeline exports the two classes only since HA 2025.11.
+from homeassistant.components.assist_pipeline.select import (
+    AssistPipelineSelect,
+    VadSensitivitySelect,
+)
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback

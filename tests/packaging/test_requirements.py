@@ -66,6 +66,24 @@ def test_the_openai3_venv_pins_inside_our_ranges_too() -> None:
     assert outside == []
 
 
+def test_the_floor_venv_pins_inside_our_ranges_too() -> None:
+    """.venv-floor's pins (the oldest HA the HA-level tests run on) lie inside our ranges."""
+    pinned = pins("requirements_floor.txt")
+    checked = [r for r in ranged() if canonicalize_name(r.name) in pinned]
+    assert {canonicalize_name(r.name) for r in checked} >= {"openai", "jsonschema", "wyoming"}
+    outside = [r for r in checked if not r.specifier.contains(pinned[canonicalize_name(r.name)])]
+    assert outside == []
+
+
+def test_the_floor_venv_is_an_older_home_assistant_than_the_main_one() -> None:
+    """.venv-floor's HA is older than .venv's, with the harness release that pins it."""
+    floor = pins("requirements_floor.txt")
+    main = pins("requirements_test.txt")
+    assert Version(floor["homeassistant"]) < Version(main["homeassistant"])
+    assert Version(floor["homeassistant"]) >= Version(hacs_minimum())
+    assert "pytest-homeassistant-custom-component" in floor
+
+
 def test_the_two_venvs_cover_both_ends() -> None:
     """.venv has HA 2026.2.3's openai 2.x and wyoming; .venv-openai3 3.x and the newest HA's."""
     newest = pins("requirements_openai3.txt")
