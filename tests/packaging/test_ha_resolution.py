@@ -113,7 +113,6 @@ def cases() -> list[Case]:
 
 OLD_CASES = {
     # release: the package the old exact pins clash on
-    releases()[0].version: "rpds-py",  # jsonschema 4.26.0 needs rpds-py>=0.25; HA pins 0.24.0
     "2026.3.4": "openai",  # HA pins openai 2.21.0
     NEWEST: "openai",  # HA pins openai 3.26.0
 }
