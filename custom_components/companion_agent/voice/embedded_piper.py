@@ -27,7 +27,7 @@ def voices_folder(hass: HomeAssistant) -> Path:
 async def async_require_piper(hass: HomeAssistant) -> None:
     """Install piper-tts through HA if it is missing and import it, or raise why not."""
     try:
-        await async_process_requirements(hass, DOMAIN, [PIPER_REQUIREMENT], is_built_in=False)
+        await async_process_requirements(hass, DOMAIN, [PIPER_REQUIREMENT])
     except RequirementsNotFound as err:
         raise SpeechEngineMissingError(f"{PIPER_REQUIREMENT} did not install: {err}") from err
     await hass.async_add_executor_job(check_piper)

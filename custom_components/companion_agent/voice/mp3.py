@@ -19,7 +19,7 @@ from ..engine.speech import mp3_available
 async def async_mp3_ready(hass: HomeAssistant) -> bool:
     """Install lameenc through HA if it is missing; say whether MP3 can be made here."""
     try:
-        await async_process_requirements(hass, DOMAIN, [LAMEENC_REQUIREMENT], is_built_in=False)
+        await async_process_requirements(hass, DOMAIN, [LAMEENC_REQUIREMENT])
     except RequirementsNotFound as err:
         LOGGER.info("No MP3 encoder (%s): HA converts the voices' WAV to MP3 itself", err)
         return False
