@@ -18,6 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 _PUT_THEN_DIE = """
 import asyncio, os, sys
 from pathlib import Path
+from tests.support import engine_only
+if not engine_only.homeassistant_installed():  # the engine without HA (.py314)
+    engine_only.register_bare_package()
 from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
 
 async def main() -> None:

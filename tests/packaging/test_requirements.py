@@ -57,9 +57,10 @@ def test_the_main_test_venv_pins_a_version_inside_each_range(requirement: Requir
     assert requirement.specifier.contains(pinned[name]), (requirement, pinned[name])
 
 
-def test_the_openai3_venv_pins_inside_our_ranges_too() -> None:
-    """.venv-openai3's pins of our packages (openai, jsonschema, wyoming, ...) lie inside."""
-    pinned = pins("requirements_openai3.txt")
+@pytest.mark.parametrize("file", ["requirements_openai3.txt", "requirements_py314.txt"])
+def test_the_other_venvs_pin_inside_our_ranges_too(file: str) -> None:
+    """.venv-openai3's and .py314's pins of our packages (openai, jsonschema, ...) lie inside."""
+    pinned = pins(file)
     checked = [r for r in ranged() if canonicalize_name(r.name) in pinned]
     assert {canonicalize_name(r.name) for r in checked} >= {"openai", "jsonschema", "wyoming"}
     outside = [r for r in checked if not r.specifier.contains(pinned[canonicalize_name(r.name)])]

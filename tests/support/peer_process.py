@@ -2,9 +2,15 @@
 
 A child process finds the port: the test harness blocks sockets in this one until a test
 asks for them.
+
+The peers are host programs (venvs of the host's Python 3.13 in .peers/). In the Python
+3.14 tier (script/py314) the tests run in a Debian sid tree that shares the host's network;
+``PEER_ROOT`` then names the host's root, and a peer starts there, in the same folder, and
+answers on the same loopback as ever.
 """
 
 import asyncio
+import os
 import subprocess
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -17,16 +23,25 @@ FREE_PORT = (
 )
 
 
+def on_host(command: Sequence[str | Path]) -> list[str | Path]:
+    """Return ``command`` run on the host: itself, or entering ``PEER_ROOT`` (in this folder)."""
+    if not (root := os.environ.get("PEER_ROOT")):
+        return list(command)
+    return ["chroot", root, "/bin/sh", "-c", 'cd "$0" && exec "$@"', os.getcwd(), *command]
+
+
 def free_port(python: str | Path) -> int:
     """Return a loopback port nothing listens on, found by ``python`` in a child process."""
-    found = subprocess.run([python, "-c", FREE_PORT], capture_output=True, text=True, check=True)
+    found = subprocess.run(
+        on_host([python, "-c", FREE_PORT]), capture_output=True, text=True, check=True
+    )
     return int(found.stdout)
 
 
 def launch(command: Sequence[str | Path], log: Path) -> subprocess.Popen[bytes]:
     """Start ``command`` with its output in ``log``; do not wait for it."""
     with log.open("wb") as out:
-        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(on_host(command), stdout=out, stderr=subprocess.STDOUT)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

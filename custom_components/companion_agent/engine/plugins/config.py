@@ -32,6 +32,8 @@ TOML_TYPES: dict[type, str] = {
     dict: "table",
 }
 EXTRA, MISSING = "extra keys not allowed", "required key not provided"  # voluptuous' words
+EXTRA_CODE = "extra_keys_not_allowed"
+"""probatio's code for an unknown key (HA's ``voluptuous`` since 2026.9; its words differ)."""
 
 
 def read_toml(path: Path, error: type[ConfigFileError]) -> dict[str, object]:
@@ -56,7 +58,7 @@ def reporting(
         problems = sorted(_flatten(err), key=_order)
         first = problems[0]
         keys = [str(key) for key in first.path if not isinstance(key, int)]
-        message = {EXTRA: unknown, MISSING: "is required"}.get(first.msg, first.msg)
+        message = _words(first, unknown)
         if more := len(problems) - 1:
             message += f" (and {more} more problem{'s' if more > 1 else ''})"
         raise error(path, ".".join(filter(None, [prefix, *keys])), message) from err
@@ -69,6 +71,13 @@ def _flatten(err: vol.Invalid) -> Iterator[vol.Invalid]:
             yield from _flatten(inner)
     else:
         yield err
+
+
+def _words(problem: vol.Invalid, unknown: str) -> str:
+    """Say what is wrong in our words, the same on voluptuous and on probatio."""
+    if problem.msg == EXTRA or getattr(problem, "code", None) == EXTRA_CODE:
+        return unknown
+    return "is required" if problem.msg == MISSING else problem.msg
 
 
 def _order(problem: vol.Invalid) -> tuple[bool, str]:
