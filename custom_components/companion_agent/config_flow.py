@@ -137,9 +137,8 @@ class CompanionConfigFlow(SatelliteDiscoveryFlow, domain=DOMAIN):
         if user_input is not None:
             errors = await validate_server(self.hass, user_input)
             if not errors:
-                return self._async_saved(
-                    entry, data_updates=user_input, title=entry_title({**entry.data, **user_input})
-                )
+                data = {**entry.data, **user_input}
+                return self._async_saved(entry, data, "reconfigure_successful", entry_title(data))
         return self.async_show_form(
             step_id="reconfigure",
             data_schema=self.add_suggested_values_to_schema(
@@ -148,17 +147,23 @@ class CompanionConfigFlow(SatelliteDiscoveryFlow, domain=DOMAIN):
             errors=errors,
         )
 
-    def _async_saved(self, entry: ConfigEntry, **changes: Any) -> ConfigFlowResult:
+    def _async_saved(
+        self, entry: ConfigEntry, data: dict[str, Any], reason: str, title: str | None = None
+    ) -> ConfigFlowResult:
         """Save the entry's new settings and end the flow; the entry reloads exactly once.
 
         A loaded entry's update listener reloads it when its data changed (HA deprecated a
         flow that reloads beside such a listener in 2026.6, an error from 2026.12); an
         entry that did not load (its key was refused) has no listener, so the flow reloads
-        it itself.
+        it itself. (``async_update_and_abort`` would say the first, but HA has it only
+        since 2025.11.)
         """
-        if entry.state is ConfigEntryState.LOADED:
-            return self.async_update_and_abort(entry, **changes)
-        return self.async_update_reload_and_abort(entry, **changes)
+        if entry.state is not ConfigEntryState.LOADED:
+            return self.async_update_reload_and_abort(
+                entry, data=data, title=title or entry.title, reason=reason
+            )
+        self.hass.config_entries.async_update_entry(entry, data=data, title=title or entry.title)
+        return self.async_abort(reason=reason)
 
     async def async_step_reauth(self, entry_data: Mapping[str, Any]) -> ConfigFlowResult:
         """Start re-authentication when the server rejects the key."""
@@ -174,7 +179,7 @@ class CompanionConfigFlow(SatelliteDiscoveryFlow, domain=DOMAIN):
             data = {**entry.data, CONF_API_KEY: user_input.get(CONF_API_KEY, "")}
             errors = await validate_server(self.hass, data)
             if not errors:
-                return self._async_saved(entry, data=data)
+                return self._async_saved(entry, data, "reauth_successful")
         return self.async_show_form(
             step_id="reauth_confirm", data_schema=REAUTH_SCHEMA, errors=errors
         )
