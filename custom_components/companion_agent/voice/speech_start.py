@@ -37,9 +37,9 @@ from __future__ import annotations
 from functools import partial
 
 from homeassistant.components import conversation
-from homeassistant.components.tts.const import DATA_COMPONENT
 from homeassistant.core import Context, HomeAssistant, callback
 
+from ..compat import async_get_entity
 from ..engine.turn.handle import Turn
 from ..tts import CompanionTtsEntity
 from .pipeline_voice import (
@@ -70,10 +70,9 @@ def async_pipeline_voice(
         voice = satellite_voice(hass, satellite)
     else:
         voice = _running_voice(hass, user_input.context)
-    component = hass.data.get(DATA_COMPONENT)
-    if voice is None or component is None:
+    if voice is None:
         return None
-    entity = component.get_entity(voice.engine)
+    entity = async_get_entity(hass, voice.engine)
     if not isinstance(entity, CompanionTtsEntity) or entity.hass is not hass:
         return None
     return entity, voice.options
