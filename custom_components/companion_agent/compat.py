@@ -9,14 +9,26 @@ one warning and raises one repair issue per HA start, and everything else goes o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from homeassistant.const import __version__ as HA_VERSION
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.helpers import entity_platform
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.entity import Entity
 
-from .const import DOMAIN, LOGGER
+from .const import DOMAIN, ISSUE_COMPAT_RUNS, LOGGER
+
+HEAD_START = "The head start of the companion's voice in Assist runs without a satellite"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunningPipeline:
+    """A running Assist pipeline run: its pipeline, and the stage it ends with."""
+
+    pipeline_id: str
+    end_stage: str
 
 
 @callback
@@ -61,3 +73,38 @@ def async_feature_off(hass: HomeAssistant, issue_key: str, feature: str, missing
         translation_key=issue_key,
         translation_placeholders={"version": HA_VERSION},
     )
+
+
+@callback
+def async_pipeline_runs(hass: HomeAssistant, context: Context) -> list[RunningPipeline] | None:
+    """Return Assist's running pipeline runs started with ``context``; None: not readable.
+
+    HA exports no way to find them: this reads its table of runs
+    (``hass.data["assist_pipeline"].pipeline_runs._pipeline_runs``: pipeline id → run id →
+    run) and of a run only its public fields. Assist must be set up. Anything missing or of
+    another shape and the head start of our voice for runs without a satellite is off.
+    """
+    from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
+        KEY_ASSIST_PIPELINE,
+    )
+
+    runs = getattr(hass.data.get(KEY_ASSIST_PIPELINE), "pipeline_runs", None)
+    table = getattr(runs, "_pipeline_runs", None)
+    if not isinstance(table, dict) or not all(isinstance(t, dict) for t in table.values()):
+        async_feature_off(hass, ISSUE_COMPAT_RUNS, HEAD_START, "table of running pipelines")
+        return None
+    found: list[RunningPipeline] = []
+    for run in (run for by_id in table.values() for run in by_id.values()):
+        started = getattr(run, "context", None)
+        pipeline_id = getattr(getattr(run, "pipeline", None), "id", None)
+        end_stage = getattr(run, "end_stage", None)
+        if not (
+            isinstance(started, Context)
+            and isinstance(pipeline_id, str)
+            and isinstance(end_stage, str)
+        ):
+            async_feature_off(hass, ISSUE_COMPAT_RUNS, HEAD_START, "pipeline run of that shape")
+            return None
+        if started.id == context.id:
+            found.append(RunningPipeline(pipeline_id=pipeline_id, end_stage=end_stage))
+    return found

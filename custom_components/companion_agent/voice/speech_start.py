@@ -13,11 +13,11 @@ Which voice, found without guessing:
   satellite's *Assistant* select names, read through public APIs (``pipeline_voice.py``);
 - a run without a satellite (the browser's Assist dialog, the websocket API): HA offers no
   public way, as ``ConversationInput`` and the ``ChatLog`` name no pipeline. The fallback
-  reads Assist's table of running pipelines, which it does not export
-  (``hass.data["assist_pipeline"].pipeline_runs._pipeline_runs``), for the one run with
-  the turn's context, and of it only the public fields ``pipeline`` and ``end_stage``.
+  reads Assist's table of running pipelines, which it does not export, for the one run
+  with the turn's context (``compat.async_pipeline_runs``, the one place that reads it).
   Anything missing or of another shape (a newer HA) and there is no head start: the voice
-  then starts when HA's stream opens, and everything else goes on.
+  then starts when HA's stream opens, a warning and a repair issue say so once, and
+  everything else goes on.
 
 A text conversation (``conversation.process``) has no pipeline listening to its ChatLog:
 nothing starts. A wrong voice could never play (a stream asking for another voice speaks
@@ -39,7 +39,7 @@ from functools import partial
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant, callback
 
-from ..compat import async_get_entity
+from ..compat import async_get_entity, async_pipeline_runs
 from ..engine.turn.handle import Turn
 from ..tts import CompanionTtsEntity
 from .pipeline_voice import (
@@ -50,9 +50,6 @@ from .pipeline_voice import (
     satellite_voice,
 )
 from .satellite_run import CURRENT_RUN
-
-RUNS_TABLE = "_pipeline_runs"
-
 
 type OurVoice = tuple[CompanionTtsEntity, dict[str, str]]
 """One of our TTS entities, and the options the pipeline asks it for (its voice)."""
@@ -103,23 +100,10 @@ def async_speak_ahead(
 def _running_voice(hass: HomeAssistant, context: Context) -> PipelineVoice | None:
     """Return the voice of the running pipeline with ``context`` that ends in speech, or None."""
     from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
-        KEY_ASSIST_PIPELINE,
         PipelineStage,
     )
 
-    table = getattr(
-        getattr(hass.data.get(KEY_ASSIST_PIPELINE), "pipeline_runs", None), RUNS_TABLE, None
-    )
-    if not isinstance(table, dict):
+    runs = async_pipeline_runs(hass, context)
+    if runs is None or len(runs) != 1 or runs[0].end_stage != PipelineStage.TTS:
         return None
-    runs = [
-        run
-        for by_id in table.values()
-        if isinstance(by_id, dict)
-        for run in by_id.values()
-        if getattr(getattr(run, "context", None), "id", None) == context.id
-    ]
-    if len(runs) != 1 or getattr(runs[0], "end_stage", None) != PipelineStage.TTS:
-        return None
-    pipeline_id = getattr(getattr(runs[0], "pipeline", None), "id", None)
-    return pipeline_voice(hass, pipeline_id) if isinstance(pipeline_id, str) else None
+    return pipeline_voice(hass, runs[0].pipeline_id)
