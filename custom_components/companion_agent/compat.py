@@ -9,17 +9,20 @@ one warning and raises one repair issue per HA start, and everything else goes o
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from homeassistant.const import __version__ as HA_VERSION
-from homeassistant.core import Context, HomeAssistant, callback
+from homeassistant.core import CALLBACK_TYPE, Context, HomeAssistant, callback
 from homeassistant.helpers import entity_platform
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.entity import Entity
 
-from .const import DOMAIN, ISSUE_COMPAT_RUNS, LOGGER
+from .const import DOMAIN, ISSUE_COMPAT_PIPELINE_CHANGES, ISSUE_COMPAT_RUNS, LOGGER
 
+PIPELINE_CHANGES = "Checking voice assistants for local commands again after each change"
 HEAD_START = "The head start of the companion's voice in Assist runs without a satellite"
 
 
@@ -108,3 +111,33 @@ def async_pipeline_runs(hass: HomeAssistant, context: Context) -> list[RunningPi
         if started.id == context.id:
             found.append(RunningPipeline(pipeline_id=pipeline_id, end_stage=end_stage))
     return found
+
+
+@callback
+def async_listen_pipeline_changes(
+    hass: HomeAssistant, listener: Callable[[], None]
+) -> CALLBACK_TYPE | None:
+    """Call ``listener`` after each change to Assist's stored pipelines; None: cannot.
+
+    HA exports no listener: this subscribes to Assist's pipeline collection
+    (``hass.data["assist_pipeline"].pipeline_store.async_add_change_set_listener``), as
+    Assist's own pipeline selects do. Assist must be set up. Missing, and the pipelines are
+    checked only when the entry is set up.
+    """
+    from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
+        KEY_ASSIST_PIPELINE,
+    )
+
+    store = getattr(hass.data.get(KEY_ASSIST_PIPELINE), "pipeline_store", None)
+    subscribe = getattr(store, "async_add_change_set_listener", None)
+    if not callable(subscribe):
+        async_feature_off(
+            hass, ISSUE_COMPAT_PIPELINE_CHANGES, PIPELINE_CHANGES, "pipeline change listener"
+        )
+        return None
+
+    async def _async_changed(_changes: Iterable[object]) -> None:
+        """Tell the listener that the pipelines changed."""
+        listener()
+
+    return cast(CALLBACK_TYPE, subscribe(_async_changed))
