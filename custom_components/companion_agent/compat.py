@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import cast
 
 from homeassistant.const import __version__ as HA_VERSION
@@ -20,10 +21,25 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.entity import Entity
 
-from .const import DOMAIN, ISSUE_COMPAT_PIPELINE_CHANGES, ISSUE_COMPAT_RUNS, LOGGER
+from .const import (
+    DOMAIN,
+    ISSUE_COMPAT_CHIME,
+    ISSUE_COMPAT_PIPELINE_CHANGES,
+    ISSUE_COMPAT_RUNS,
+    LOGGER,
+)
 
+CHIME = "Home Assistant's pre-announcement chime on the companion's satellite"
 PIPELINE_CHANGES = "Checking voice assistants for local commands again after each change"
 HEAD_START = "The head start of the companion's voice in Assist runs without a satellite"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chime:
+    """Home Assistant's pre-announcement chime: the path it serves it at, and its file."""
+
+    url_path: str
+    file: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,3 +157,27 @@ def async_listen_pipeline_changes(
         listener()
 
     return cast(CALLBACK_TYPE, subscribe(_async_changed))
+
+
+async def async_preannounce_chime(hass: HomeAssistant) -> Chime | None:
+    """Return HA's pre-announcement chime, read from its file; None: not found.
+
+    HA serves the chime at ``assist_satellite.const.PREANNOUNCE_URL`` from the file
+    ``PREANNOUNCE_FILENAME`` beside ``assist_satellite``'s code, a location it does not
+    export; reading the file needs no HTTP round trip to HA. Either name missing, or no file
+    there, and announcements on the companion's satellite play without a chime.
+    """
+    from homeassistant.components import assist_satellite  # noqa: PLC0415
+    from homeassistant.components.assist_satellite import const  # noqa: PLC0415
+
+    url_path = getattr(const, "PREANNOUNCE_URL", None)
+    name = getattr(const, "PREANNOUNCE_FILENAME", None)
+    file = Path(assist_satellite.__file__).parent / name if isinstance(name, str) else None
+    if (
+        not isinstance(url_path, str)
+        or file is None
+        or not await hass.async_add_executor_job(file.is_file)
+    ):
+        async_feature_off(hass, ISSUE_COMPAT_CHIME, CHIME, "pre-announcement chime file")
+        return None
+    return Chime(url_path=url_path, file=str(file))
