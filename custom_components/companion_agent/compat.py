@@ -29,6 +29,8 @@ from .const import (
     LOGGER,
 )
 
+DEFAULT_STREAM_RESPONSE_CHARS = 60
+"""``STREAM_RESPONSE_CHARS`` as HA 2026.2.3 has it: used where HA's own is not found."""
 CHIME = "Home Assistant's pre-announcement chime on the companion's satellite"
 PIPELINE_CHANGES = "Checking voice assistants for local commands again after each change"
 HEAD_START = "The head start of the companion's voice in Assist runs without a satellite"
@@ -181,3 +183,22 @@ async def async_preannounce_chime(hass: HomeAssistant) -> Chime | None:
         async_feature_off(hass, ISSUE_COMPAT_CHIME, CHIME, "pre-announcement chime file")
         return None
     return Chime(url_path=url_path, file=str(file))
+
+
+@callback
+def stream_response_chars(hass: HomeAssistant) -> int:
+    """Return how many characters of reply Assist waits for before it opens a streaming TTS.
+
+    HA's own number, ``STREAM_RESPONSE_CHARS`` in ``assist_pipeline.pipeline`` (a module
+    constant it does not export), when Assist is set up and has it; else 2026.2.3's 60.
+    Only an estimate rests on it (when HA began speaking), so a fallback is no feature off.
+    """
+    if "assist_pipeline" not in hass.config.components:
+        return DEFAULT_STREAM_RESPONSE_CHARS
+    from homeassistant.components.assist_pipeline import pipeline  # noqa: PLC0415
+
+    found = getattr(pipeline, "STREAM_RESPONSE_CHARS", None)
+    if isinstance(found, int) and not isinstance(found, bool) and found >= 0:
+        return found
+    LOGGER.debug("Assist has no STREAM_RESPONSE_CHARS: %s assumed", DEFAULT_STREAM_RESPONSE_CHARS)
+    return DEFAULT_STREAM_RESPONSE_CHARS

@@ -1,7 +1,8 @@
 """Speech ahead of HA: a turn starts speaking in its voice before HA's TTS stream opens.
 
 HA's Assist pipeline opens the TTS stream only once the reply holds more than 60 characters
-(``STREAM_RESPONSE_CHARS`` in ``assist_pipeline``), or text and then a tool call, or, for
+(``STREAM_RESPONSE_CHARS`` in ``assist_pipeline``, 2026.2.3; ``compat.stream_response_chars``
+reads HA's own), or text and then a tool call, or, for
 a shorter reply, when the agent has finished. Our agent and our voices live in one
 integration, so when the turn's pipeline speaks with one of our voices, that voice starts
 on the turn's sentences at once (``TurnSpeech.start``: the server check now, each sentence
