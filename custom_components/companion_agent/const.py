@@ -50,6 +50,9 @@ EVENT_SPOKE = f"{DOMAIN}_spoke"
 SERVICE_START_CHAT = "start_chat"
 ISSUE_SERVER_UNREACHABLE = "server_unreachable"
 ISSUE_LOCAL_INTENTS = "local_intents"
+ISSUE_COMPAT_RUNS = "compat_pipeline_runs"
+ISSUE_COMPAT_PIPELINE_CHANGES = "compat_pipeline_changes"
+ISSUE_COMPAT_CHIME = "compat_preannounce_chime"
 HOST_PROMPT = "Stay in the persona described above."
 
 

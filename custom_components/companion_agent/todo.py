@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from datetime import timedelta
 
-from homeassistant.components.homeassistant.const import DATA_EXPOSED_ENTITIES
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.components.todo import TodoItem, TodoListEntity
 from homeassistant.components.todo.const import TodoItemStatus, TodoListEntityFeature
@@ -49,6 +48,8 @@ MAX_ITEMS = 200
 ASSIST = "conversation"
 EXPOSURE_SET = "assist_exposure_set"
 """The list's own registry option: its Assist exposure was set once (the user's rules after)."""
+HA_CORE = "homeassistant"
+"""HA's core integration: once it is set up, entities' Assist exposure can be changed."""
 
 
 async def async_setup_entry(
@@ -110,7 +111,7 @@ class PersonaMemoryList(TodoListEntity):
         """
         registry = er.async_get(self.hass)
         entry = registry.async_get(self.entity_id)
-        if entry is None or DATA_EXPOSED_ENTITIES not in self.hass.data:
+        if entry is None or HA_CORE not in self.hass.config.components:  # exposure set up
             return
         if dict(entry.options.get(DOMAIN) or {}).get(EXPOSURE_SET):
             return

@@ -1,15 +1,20 @@
 """Text pipeline runs (intent → tts) started as HA's websocket API starts them.
 
 The run's TTS stream is read the way a satellite reads it: once HA says it is open.
+``emulate_runs_kept_elsewhere`` makes HA keep its running pipeline runs as a newer release
+might: the runs work as ever, only not in the table ``compat.async_pipeline_runs`` reads.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 
+import pytest
 from homeassistant.components.assist_pipeline.pipeline import (  # requirements_test.txt
+    KEY_ASSIST_PIPELINE,
     Pipeline,
     PipelineEvent,
     PipelineEventType,
@@ -86,3 +91,24 @@ def start_text_run(
 
     flight.task = asyncio.create_task(execute())
     return flight
+
+
+class RunsKeptElsewhere:
+    """Assist's record of running pipeline runs, kept under another name than 2026.2.3's."""
+
+    def __init__(self) -> None:
+        """Start with no runs."""
+        self.by_pipeline: dict[str, dict[str, PipelineRun]] = defaultdict(dict)
+
+    def add_run(self, pipeline_run: PipelineRun) -> None:
+        """Note a run that started."""
+        self.by_pipeline[pipeline_run.pipeline.id][pipeline_run.id] = pipeline_run
+
+    def remove_run(self, pipeline_run: PipelineRun) -> None:
+        """Forget a run that ended."""
+        self.by_pipeline[pipeline_run.pipeline.id].pop(pipeline_run.id)
+
+
+def emulate_runs_kept_elsewhere(hass: HomeAssistant, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the set-up Assist keep its runs where a newer HA might (no ``_pipeline_runs``)."""
+    monkeypatch.setattr(hass.data[KEY_ASSIST_PIPELINE], "pipeline_runs", RunsKeptElsewhere())

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 
 import pytest
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import issue_registry as ir
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from custom_components.companion_agent.const import DOMAIN, ISSUE_COMPAT_RUNS
 from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.runtime import CompanionRuntime
-from custom_components.companion_agent.voice import speech_start
 from tests.ha.entries import SetupCompanion, entity_id, persona, speech_to_text, wyoming_voice
 from tests.ha.ha_satellite import (
     create_pipeline,
@@ -29,6 +30,7 @@ from tests.ha.ha_satellite import (
     wait_until,
 )
 from tests.ha.history_files import assistant_text, stored_turns
+from tests.ha.pipeline_runs import emulate_runs_kept_elsewhere
 from tests.ha.voice_pipeline import keep_turns
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -111,8 +113,8 @@ async def test_an_answer_plays_on_has_satellite_in_our_voice_started_ahead_of_ha
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A satellite's pipeline is found through public APIs: Assist's private run table unused.
-    monkeypatch.setattr(speech_start, "RUNS_TABLE", "_not_read_here")
     home = await set_up_home()
+    emulate_runs_kept_elsewhere(hass, monkeypatch)
     released = asyncio.Event()
     llm_server.script(Reply.held(f"{FIRST} Take", " a hat.", until=released))
     await realtime_satellite.ask(await spoken(piper, QUESTION))
@@ -130,6 +132,7 @@ async def test_an_answer_plays_on_has_satellite_in_our_voice_started_ahead_of_ha
     await home.entry.runtime_data.engine.flush()
     (turn,) = stored_turns(hass)
     assert turn["outcome"] == "complete"
+    assert ir.async_get(hass).async_get_issue(DOMAIN, ISSUE_COMPAT_RUNS) is None
 
 
 @pytest.mark.parametrize("our_voice", [True, False], ids=["our voice", "has own voice"])

@@ -14,14 +14,17 @@ import logging
 from pathlib import Path
 
 import pytest
+from homeassistant.components.assist_satellite import const as satellite_const
 from homeassistant.components.assist_satellite.const import PREANNOUNCE_URL
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers import intent
+from homeassistant.helpers import issue_registry as ir
 from syrupy.assertion import SnapshotAssertion
 from wyoming.audio import AudioChunk, AudioStop
 
+from custom_components.companion_agent.const import DOMAIN, ISSUE_COMPAT_CHIME
 from tests.ha.satellite_setup import OnSatellite, wait_state
 from tests.ha.start_chat import start_chat
 from tests.ha.test_satellite import ANSWER, PIPER_RATE, SILENCE, traffic
@@ -215,3 +218,32 @@ async def test_the_companion_speaks_first_on_its_satellite_as_pcm(
     start = next(e for e in satellite.received.events[since:] if e.type == "audio-start")
     assert start.data["rate"] == PIPER_RATE  # Piper's own rate: nothing converted it
     assert seconds_sent(satellite, since) > 1.0
+
+
+@pytest.mark.usefixtures("ffmpeg")  # the session's: the chime could play, were it found
+async def test_emulated_ha_with_its_chime_file_renamed_announces_without_it(
+    hass: HomeAssistant,
+    on_satellite: OnSatellite,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A newer HA whose chime file has another name: each message plays, without the
+    chime and without an error; one warning and one issue say so."""
+    satellite = on_satellite.satellite
+    since = len(satellite.received.events)
+    await announce(hass, on_satellite.entity_id, message=MESSAGE, preannounce=False)
+    plain = seconds_sent(satellite, since)
+    monkeypatch.setattr(satellite_const, "PREANNOUNCE_FILENAME", "preannounce_v2.mp3")
+
+    with caplog.at_level(logging.WARNING):
+        for _ in range(2):
+            since = len(satellite.received.events)
+            await announce(hass, on_satellite.entity_id, message=MESSAGE)
+            assert 0.5 < seconds_sent(satellite, since) < plain + 0.3
+
+    assert ir.async_get(hass).async_get_issue(DOMAIN, ISSUE_COMPAT_CHIME) is not None
+    assert "without its chime" not in caplog.text  # no decoding was tried
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert [r.message.split(" is off")[0] for r in warnings] == [
+        "Home Assistant's pre-announcement chime on the companion's satellite"
+    ]

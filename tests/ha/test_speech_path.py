@@ -7,17 +7,20 @@ the scripted model and Piper (through the recording proxy) as our voice or HA's 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import pytest
 from homeassistant.components import tts
+from homeassistant.const import __version__ as HA_VERSION
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import issue_registry as ir
 
-from custom_components.companion_agent.voice import speech_start
+from custom_components.companion_agent.const import DOMAIN, ISSUE_COMPAT_RUNS
 from custom_components.companion_agent.voice.mp3 import async_mp3_ready
 from tests.ha.ha_satellite import create_pipeline, setup_ha_voice
-from tests.ha.pipeline_runs import start_text_run
+from tests.ha.pipeline_runs import emulate_runs_kept_elsewhere, start_text_run
 from tests.ha.voice_pipeline import STREAM_OPENED, Voice, voice
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -173,20 +176,32 @@ async def test_a_text_from_outside_any_turn_is_cleaned_with_the_default_profiles
     assert proxy.texts == ["Dinner is ready.", "Come to the kitchen now!"]
 
 
-async def test_without_assists_run_table_the_voice_starts_when_ha_opens_its_stream(
+async def test_emulated_ha_without_the_run_table_loses_only_the_head_start(
     hass: HomeAssistant,
+    *,
     llm_server: LLMServer,
     proxy: WyomingProxy,
     voice: Voice,
     monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The fallback is guarded: a newer HA without the table loses only the head start."""
-    monkeypatch.setattr(speech_start, "RUNS_TABLE", "_gone_in_a_newer_ha")
-    llm_server.script(Reply.text(LONG, chunk_size=9))
-    flight = start_text_run(hass, voice.pipeline, "Tea?", timeout=TIMEOUT)
-    data = await read_all(flight.audio())
-    await flight.done()
+    """A newer HA that keeps its runs elsewhere: each turn answers in full, in our voice,
+    which starts only when HA opens its stream; one warning and one issue say so."""
+    emulate_runs_kept_elsewhere(hass, monkeypatch)
+    for _ in range(2):
+        voice.journal.clear()
+        proxy.audio.clear()
+        llm_server.script(Reply.text(LONG, chunk_size=9))
+        flight = start_text_run(hass, voice.pipeline, "Tea?", timeout=TIMEOUT)
+        data = await read_all(flight.audio())
+        await flight.done()
 
-    assert voice.journal[0] == STREAM_OPENED  # piper was asked only once HA opened it
-    assert data[44:] == b"".join(proxy.audio)
-    assert voice.runtime.engine.speech.running_ahead == 0
+        assert voice.journal[0] == STREAM_OPENED  # piper was asked only once HA opened it
+        assert data[44:] == b"".join(proxy.audio)
+        assert voice.runtime.engine.speech.running_ahead == 0
+
+    issue = ir.async_get(hass).async_get_issue(DOMAIN, ISSUE_COMPAT_RUNS)
+    assert issue is not None
+    assert issue.translation_placeholders == {"version": HA_VERSION}
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "is off" in r.message]
+    assert len(warnings) == 1  # once per HA start, not per turn

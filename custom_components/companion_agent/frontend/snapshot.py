@@ -11,12 +11,12 @@ import base64
 import time
 from typing import cast
 
-from homeassistant.components.conversation.const import DATA_COMPONENT as CONVERSATION_ENTITIES
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.const import STATE_UNAVAILABLE, STATE_UNKNOWN, Platform
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 
+from ..compat import async_get_entity
 from ..const import DOMAIN, LOGGER
 from ..engine.json_types import JSONObject, JSONValue
 from ..engine.memory import HOUSEHOLD, MemoryScope
@@ -38,8 +38,7 @@ def async_find_persona(hass: HomeAssistant, entity_id: str) -> Speaker | None:
         or registered.config_subentry_id is None
     ):
         return None
-    component = hass.data.get(CONVERSATION_ENTITIES)
-    entity = component.get_entity(entity_id) if component is not None else None
+    entity = async_get_entity(hass, entity_id)
     entry = getattr(entity, "entry", None)
     if entity is None or getattr(entry, "state", None) is not ConfigEntryState.LOADED:
         return None

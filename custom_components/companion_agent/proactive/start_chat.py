@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import cast
 
-from homeassistant.components.conversation.const import DATA_COMPONENT as CONVERSATION_ENTITIES
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, callback
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import entity_registry as er
 
+from ..compat import async_get_entity
 from ..const import DOMAIN, SUBENTRY_CONVERSATION
 from ..runtime import Speaker, loaded_entries
 from .request import ChatRequest, instruction_text
@@ -49,7 +49,7 @@ def async_find_speaker(hass: HomeAssistant, persona: str | None) -> Speaker:
                 continue
             if persona not in (None, entity_id, subentry.subentry_id):
                 continue
-            if (entity := hass.data[CONVERSATION_ENTITIES].get_entity(entity_id)) is not None:
+            if (entity := async_get_entity(hass, entity_id)) is not None:
                 return cast(Speaker, entity)
     raise ServiceValidationError(
         translation_domain=DOMAIN,

@@ -16,11 +16,12 @@ from __future__ import annotations
 import struct
 
 from homeassistant.components import tts
-from homeassistant.components.assist_satellite.const import DATA_COMPONENT as SATELLITES
+from homeassistant.components.assist_satellite import AssistSatelliteEntity
 from homeassistant.core import HomeAssistant, split_entity_id
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import entity_registry as er
 
+from ..compat import async_get_entity
 from ..const import DOMAIN
 from ..runtime import CompanionConfigEntry
 from ..voice.pipeline_voice import ASSIST_PIPELINE, PipelineVoice, pipeline_voice, satellite_voice
@@ -71,9 +72,9 @@ def _in_satellite_format(hass: HomeAssistant, satellite: str, voice: Voice) -> V
     Only the format (the companion's satellite asks for WAV): no rate, so that a TTS that
     already speaks that format is not converted.
     """
-    component = hass.data.get(SATELLITES)
-    entity = component.get_entity(satellite) if component is not None else None
-    wanted = (entity.tts_options or {}).get(tts.ATTR_PREFERRED_FORMAT) if entity else None
+    entity = async_get_entity(hass, satellite)
+    options = entity.tts_options if isinstance(entity, AssistSatelliteEntity) else None
+    wanted = (options or {}).get(tts.ATTR_PREFERRED_FORMAT)
     if not isinstance(wanted, str):
         return voice
     engine, language, options = voice

@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from homeassistant.components import tts
-from homeassistant.components.assist_satellite.const import DATA_COMPONENT as SATELLITES
+from homeassistant.components.assist_satellite import AssistSatelliteEntity
 from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 
+from ..compat import async_get_entity
 from ..const import LOGGER
 
 ASSIST_PIPELINE = "assist_pipeline"
@@ -57,9 +58,8 @@ def satellite_pipeline(hass: HomeAssistant, satellite: str) -> str | None:
         async_get_pipelines,
     )
 
-    component = hass.data.get(SATELLITES)
-    entity = component.get_entity(satellite) if component is not None else None
-    select = entity.pipeline_entity_id if entity is not None else None
+    entity = async_get_entity(hass, satellite)
+    select = entity.pipeline_entity_id if isinstance(entity, AssistSatelliteEntity) else None
     chosen = hass.states.get(select) if select is not None else None
     if chosen is None or chosen.state == PREFERRED:
         return None

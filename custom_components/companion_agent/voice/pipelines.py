@@ -4,7 +4,8 @@ With "prefer handling commands locally" on (``Pipeline.prefer_local_intents``), 
 simple commands ("unlock the front door") with its built-in intents and runs them before the
 pipeline's conversation agent sees the words, so the guard never asks for a confirmation.
 Each pipeline that does that with one of an entry's agents gets a fixable repair issue; it is
-checked at setup and whenever a pipeline is created, changed or deleted.
+checked at setup and whenever a pipeline is created, changed or deleted (HA tells of changes
+through an internal, ``compat.async_listen_pipeline_changes``: without it, at setup only).
 
 ``assist_pipeline`` is imported only once it is set up: its audio requirements may be missing
 where Assist is not in use.
@@ -12,7 +13,7 @@ where Assist is not in use.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from functools import partial
 
 from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
 from homeassistant.config_entries import ConfigEntry
@@ -20,9 +21,9 @@ from homeassistant.const import EVENT_COMPONENT_LOADED
 from homeassistant.core import Event, HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers import issue_registry as ir
-from homeassistant.helpers.collection import CollectionChange
 from homeassistant.setup import EventComponentLoaded
 
+from ..compat import async_listen_pipeline_changes
 from ..const import DOMAIN, ISSUE_LOCAL_INTENTS
 
 ISSUE_PREFIX = f"{ISSUE_LOCAL_INTENTS}_"
@@ -58,17 +59,12 @@ def _is_assist_pipeline(data: EventComponentLoaded) -> bool:
 
 @callback
 def _async_follow(hass: HomeAssistant, entry: ConfigEntry) -> None:
-    """Sync the issues now and after every change to the stored pipelines."""
-    from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
-        KEY_ASSIST_PIPELINE,
+    """Sync the issues now and after every change to the stored pipelines (where HA tells)."""
+    unsubscribe = async_listen_pipeline_changes(
+        hass, partial(async_sync_local_intents, hass, entry)
     )
-
-    async def _async_changed(_changes: Iterable[CollectionChange]) -> None:
-        """Sync the issues with the changed pipelines."""
-        async_sync_local_intents(hass, entry)
-
-    store = hass.data[KEY_ASSIST_PIPELINE].pipeline_store
-    entry.async_on_unload(store.async_add_change_set_listener(_async_changed))
+    if unsubscribe is not None:
+        entry.async_on_unload(unsubscribe)
     async_sync_local_intents(hass, entry)
 
 

@@ -5,7 +5,8 @@ stream exists, as ``start_chat`` gives) is read from its TTS stream: WAV plays a
 comes, with no ffmpeg and no delay; another format is decoded by ffmpeg from the stream.
 Other media (an MP3 URL, the pre-announcement chime) is decoded by ffmpeg at the format
 the satellite wants, else ``DEFAULT_FORMAT``; Home Assistant's own chime is read from its
-file. ffmpeg is Home Assistant's (its ffmpeg integration's, else ``ffmpeg`` on the path);
+file (``compat.async_preannounce_chime``; not found there, a pre-announcement is left
+out). ffmpeg is Home Assistant's (its ffmpeg integration's, else ``ffmpeg`` on the path);
 without it such media cannot play, and a chime that cannot play is left out. Decoded media
 is bounded: ``MAX_MEDIA_SECONDS`` (a chime: ``MAX_CHIME_SECONDS``).
 """
@@ -15,14 +16,13 @@ from __future__ import annotations
 import asyncio
 import shutil
 from collections.abc import AsyncIterable, AsyncIterator
-from pathlib import Path
 
 import yarl
-from homeassistant.components import assist_satellite, tts
-from homeassistant.components.assist_satellite.const import PREANNOUNCE_FILENAME, PREANNOUNCE_URL
+from homeassistant.components import tts
 from homeassistant.components.assist_satellite.entity import AssistSatelliteAnnouncement
 from homeassistant.core import HomeAssistant
 
+from ..compat import async_preannounce_chime
 from ..const import LOGGER
 from ..engine.errors import AudioDecoderError
 from ..engine.speech.satellite import PcmConverter, PcmFormat, unwrap_wav
@@ -46,7 +46,9 @@ def announcement_audio(
         if not announcement.preannounce_media_id:
             return fmt, message
         chime_fmt = _decodable(fmt)
-        location = _location(announcement.preannounce_media_id)
+        location = await _location(hass, announcement.preannounce_media_id, chime=True)
+        if location is None:  # HA's own chime, not found (said once): the message alone
+            return fmt, message
         try:
             chime = [
                 piece async for piece in _decoded(hass, location, chime_fmt, MAX_CHIME_SECONDS)
@@ -72,7 +74,8 @@ async def _media(
     fmt = _decodable(wanted or DEFAULT_FORMAT)
     if stream is not None:
         return fmt, _decoded(hass, stream.async_stream_result(), fmt, MAX_MEDIA_SECONDS)
-    return fmt, _decoded(hass, _location(media_id), fmt, MAX_MEDIA_SECONDS)
+    location = await _location(hass, media_id, chime=False)
+    return fmt, _decoded(hass, location or media_id, fmt, MAX_MEDIA_SECONDS)
 
 
 def _decodable(fmt: PcmFormat) -> PcmFormat:
@@ -80,11 +83,16 @@ def _decodable(fmt: PcmFormat) -> PcmFormat:
     return PcmFormat(rate=fmt.rate, width=2, channels=fmt.channels)
 
 
-def _location(media_id: str) -> str:
-    """Return where ffmpeg reads media: Home Assistant's chime from its file, else the URL."""
-    if yarl.URL(media_id).path == PREANNOUNCE_URL:
-        return str(Path(assist_satellite.__file__).parent / PREANNOUNCE_FILENAME)
-    return media_id
+async def _location(hass: HomeAssistant, media_id: str, *, chime: bool) -> str | None:
+    """Return where ffmpeg reads media: Home Assistant's chime from its file, else the URL.
+
+    None: HA's chime was not found where it was, so a pre-announcement (``chime``), which
+    may be HA's own, is left out.
+    """
+    ha_chime = await async_preannounce_chime(hass)
+    if ha_chime is None:
+        return None if chime else media_id
+    return ha_chime.file if yarl.URL(media_id).path == ha_chime.url_path else media_id
 
 
 async def _decoded(

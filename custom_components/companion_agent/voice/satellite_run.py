@@ -14,7 +14,8 @@ does), at most ``MAX_LISTEN_SECONDS`` of it, with at most ``MAX_QUEUED_CHUNKS`` 
 Its answer plays from HA's TTS stream once HA opens it, or sooner: when the companion's
 own voice speaks the turn (the pipeline's voice is ours), the agent hands the run the
 turn's audio as it starts (``speak_ahead``), and the satellite hears the first sentence
-while HA still waits for 60 characters of reply before it opens its stream.
+while HA still waits for 60 characters of reply before it opens its stream (HA's
+``STREAM_RESPONSE_CHARS`` in ``assist_pipeline``, as ``compat.stream_response_chars`` reads it).
 """
 
 from __future__ import annotations

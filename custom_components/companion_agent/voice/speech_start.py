@@ -1,7 +1,8 @@
 """Speech ahead of HA: a turn starts speaking in its voice before HA's TTS stream opens.
 
 HA's Assist pipeline opens the TTS stream only once the reply holds more than 60 characters
-(``STREAM_RESPONSE_CHARS`` in ``assist_pipeline``), or text and then a tool call, or, for
+(``STREAM_RESPONSE_CHARS`` in ``assist_pipeline``, 2026.2.3; ``compat.stream_response_chars``
+reads HA's own), or text and then a tool call, or, for
 a shorter reply, when the agent has finished. Our agent and our voices live in one
 integration, so when the turn's pipeline speaks with one of our voices, that voice starts
 on the turn's sentences at once (``TurnSpeech.start``: the server check now, each sentence
@@ -13,11 +14,11 @@ Which voice, found without guessing:
   satellite's *Assistant* select names, read through public APIs (``pipeline_voice.py``);
 - a run without a satellite (the browser's Assist dialog, the websocket API): HA offers no
   public way, as ``ConversationInput`` and the ``ChatLog`` name no pipeline. The fallback
-  reads Assist's table of running pipelines, which it does not export
-  (``hass.data["assist_pipeline"].pipeline_runs._pipeline_runs``), for the one run with
-  the turn's context, and of it only the public fields ``pipeline`` and ``end_stage``.
+  reads Assist's table of running pipelines, which it does not export, for the one run
+  with the turn's context (``compat.async_pipeline_runs``, the one place that reads it).
   Anything missing or of another shape (a newer HA) and there is no head start: the voice
-  then starts when HA's stream opens, and everything else goes on.
+  then starts when HA's stream opens, a warning and a repair issue say so once, and
+  everything else goes on.
 
 A text conversation (``conversation.process``) has no pipeline listening to its ChatLog:
 nothing starts. A wrong voice could never play (a stream asking for another voice speaks
@@ -37,9 +38,9 @@ from __future__ import annotations
 from functools import partial
 
 from homeassistant.components import conversation
-from homeassistant.components.tts.const import DATA_COMPONENT
 from homeassistant.core import Context, HomeAssistant, callback
 
+from ..compat import async_get_entity, async_pipeline_runs
 from ..engine.turn.handle import Turn
 from ..tts import CompanionTtsEntity
 from .pipeline_voice import (
@@ -50,9 +51,6 @@ from .pipeline_voice import (
     satellite_voice,
 )
 from .satellite_run import CURRENT_RUN
-
-RUNS_TABLE = "_pipeline_runs"
-
 
 type OurVoice = tuple[CompanionTtsEntity, dict[str, str]]
 """One of our TTS entities, and the options the pipeline asks it for (its voice)."""
@@ -70,10 +68,9 @@ def async_pipeline_voice(
         voice = satellite_voice(hass, satellite)
     else:
         voice = _running_voice(hass, user_input.context)
-    component = hass.data.get(DATA_COMPONENT)
-    if voice is None or component is None:
+    if voice is None:
         return None
-    entity = component.get_entity(voice.engine)
+    entity = async_get_entity(hass, voice.engine)
     if not isinstance(entity, CompanionTtsEntity) or entity.hass is not hass:
         return None
     return entity, voice.options
@@ -104,23 +101,10 @@ def async_speak_ahead(
 def _running_voice(hass: HomeAssistant, context: Context) -> PipelineVoice | None:
     """Return the voice of the running pipeline with ``context`` that ends in speech, or None."""
     from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
-        KEY_ASSIST_PIPELINE,
         PipelineStage,
     )
 
-    table = getattr(
-        getattr(hass.data.get(KEY_ASSIST_PIPELINE), "pipeline_runs", None), RUNS_TABLE, None
-    )
-    if not isinstance(table, dict):
+    runs = async_pipeline_runs(hass, context)
+    if runs is None or len(runs) != 1 or runs[0].end_stage != PipelineStage.TTS:
         return None
-    runs = [
-        run
-        for by_id in table.values()
-        if isinstance(by_id, dict)
-        for run in by_id.values()
-        if getattr(getattr(run, "context", None), "id", None) == context.id
-    ]
-    if len(runs) != 1 or getattr(runs[0], "end_stage", None) != PipelineStage.TTS:
-        return None
-    pipeline_id = getattr(getattr(runs[0], "pipeline", None), "id", None)
-    return pipeline_voice(hass, pipeline_id) if isinstance(pipeline_id, str) else None
+    return pipeline_voice(hass, runs[0].pipeline_id)

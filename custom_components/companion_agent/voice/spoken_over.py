@@ -9,9 +9,11 @@ the audio at that moment:
 
 - our voice took the turn: its timeline (each chunk's hand-over time and exact length) says
   which sentences could have begun playing by now;
-- otherwise, on a satellite: from when HA opened its own streaming TTS (its 60-character
-  rule, ``ChatLogStream.tts_opened_at``), at the fastest rate a voice speaks; nothing if
-  it had not opened it (a short answer is spoken only once the agent has finished);
+- otherwise, on a satellite: from when HA opened its own streaming TTS (its rule of 60
+  characters, ``STREAM_RESPONSE_CHARS`` in ``assist_pipeline``, which
+  ``compat.stream_response_chars`` reads; ``ChatLogStream.tts_opened_at``), at the fastest
+  rate a voice speaks; nothing if it had not opened it (a short answer is spoken only once
+  the agent has finished);
 - otherwise (a dialog with no speech known) what was shown stays.
 
 Audio reaches the listener no sooner than it is handed on (a device that buffers, or HA's

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from http import HTTPStatus
 from typing import Any
 
-from homeassistant.components import assist_pipeline  # requirements_test.txt installs its needs
-from homeassistant.core import HomeAssistant
+import pytest
+from homeassistant.components import (  # requirements_test.txt installs its needs
+    assist_pipeline,
+    conversation,
+)
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import collection, llm
 from homeassistant.helpers import issue_registry as ir
-from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from pytest_homeassistant_custom_component.typing import (
@@ -17,9 +22,10 @@ from pytest_homeassistant_custom_component.typing import (
     WebSocketGenerator,
 )
 
-from custom_components.companion_agent.const import DOMAIN
+from custom_components.companion_agent.const import DOMAIN, ISSUE_COMPAT_PIPELINE_CHANGES
 from tests.ha.entries import async_load, companion_entry, persona
 from tests.ha.test_conversation import agent_entity_id
+from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
 HA_AGENT = "conversation.home_assistant"
@@ -217,3 +223,42 @@ async def test_fix_flow_for_a_pipeline_deleted_meanwhile_aborts(
     response = await client.post(f"/api/repairs/issues/fix/{form['flow_id']}", json={})
     result = await response.json()
     assert (result["type"], result["reason"]) == ("abort", "pipeline_gone")
+
+
+async def test_emulated_ha_without_the_pipeline_listener_checks_at_setup_and_answers(
+    hass: HomeAssistant,
+    *,
+    llm_server: LLMServer,
+    hass_ws_client: WebSocketGenerator,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A newer HA whose collections lost the change-set listener: setup still finds the
+    pipeline and the agent answers; changes are no longer followed; one warning, one issue."""
+    await set_up_assist(hass)
+    monkeypatch.delattr(collection.ObservableCollection, "async_add_change_set_listener")
+    ws = await hass_ws_client(hass)
+    entity_id = "conversation.companion"
+    pipeline_id = await create_pipeline(ws, "Kitchen", entity_id, local=True)
+    entry = await async_load(
+        hass, companion_entry(llm_server.url, persona(llm_apis=[llm.LLM_API_ASSIST]))
+    )
+    assert agent_entity_id(hass, entry) == entity_id
+    assert local_intents_issue(hass, pipeline_id) is not None  # checked at setup
+
+    await update_pipeline(ws, pipeline_id, "Kitchen", entity_id, local=False)
+    assert local_intents_issue(hass, pipeline_id) is not None  # the change went unnoticed
+    assert await hass.config_entries.async_reload(entry.entry_id)
+    await hass.async_block_till_done()
+    assert local_intents_issue(hass, pipeline_id) is None  # the reload checked again
+
+    llm_server.script(Reply.text("The kettle is on."))
+    result = await conversation.async_converse(
+        hass, "Tea?", None, Context(), language="en", agent_id=entity_id
+    )
+    assert result.response.speech["plain"]["speech"] == "The kettle is on."
+    issue = ir.async_get(hass).async_get_issue(DOMAIN, ISSUE_COMPAT_PIPELINE_CHANGES)
+    assert issue is not None
+    assert not issue.is_fixable
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "is off" in r.message]
+    assert len(warnings) == 1  # setup and reload: once per HA start
