@@ -15,6 +15,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .agent.chat_stream import ChatLogStream
 from .agent.personas import build_persona
 from .agent.turn_request import async_turn_request
+from .compat import stream_response_chars
 from .const import (
     CONF_MODEL,
     CONF_PROMPT,
@@ -193,7 +194,9 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         persona_id = self.subentry.subentry_id
         items = async_follow_turn(self.hass, persona_id, user_input, turn, emotions=emotions)
         stream = ChatLogStream(
-            items, on_sentence=lambda sentence: self._async_sentence(sentence, request)
+            items,
+            on_sentence=lambda sentence: self._async_sentence(sentence, request),
+            stream_chars=stream_response_chars(self.hass),
         )
         try:
             with speaking(turn.trace_id):  # HA's TTS stream, made from these deltas, sees it

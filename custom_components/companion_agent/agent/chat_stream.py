@@ -8,10 +8,8 @@ working in 2027.11). ``tool_result_delta`` is the one place that knows.
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import AsyncIterator, Callable
-from functools import cache
 from typing import Any
 
 from homeassistant.components import conversation
@@ -21,28 +19,13 @@ from homeassistant.components.conversation import (
 )
 from homeassistant.helpers import llm
 
+from ..compat import DEFAULT_STREAM_RESPONSE_CHARS
 from ..engine.events import OutputItem, SentenceOutput, TextDelta, ThinkingDelta, ToolCallEvent
 from ..engine.json_types import JSONObject
 from ..engine.pipeline import join_speech
 
 type ChatDelta = AssistantContentDeltaDict | ToolResultContentDeltaDict
 type SentenceListener = Callable[[SentenceOutput], None]
-
-HA_STREAM_CHARS = 60
-"""HA's Assist pipeline opens a streaming TTS once the reply passes this many characters, or
-on a tool call after text (``STREAM_RESPONSE_CHARS`` in ``assist_pipeline``, 60 in every
-release read); ``stream_chars`` reads HA's own number and falls back to this one."""
-
-
-@cache
-def stream_chars() -> int:
-    """Return the characters after which HA's pipeline opens its streaming TTS."""
-    try:
-        pipeline = importlib.import_module("homeassistant.components.assist_pipeline.pipeline")
-    except ImportError:
-        return HA_STREAM_CHARS
-    chars = getattr(pipeline, "STREAM_RESPONSE_CHARS", None)
-    return chars if isinstance(chars, int) and chars > 0 else HA_STREAM_CHARS
 
 
 def tool_result_payload(event: ToolCallEvent) -> JSONObject:
@@ -80,10 +63,18 @@ class ChatLogStream:
     """
 
     def __init__(
-        self, items: AsyncIterator[OutputItem], on_sentence: SentenceListener | None = None
+        self,
+        items: AsyncIterator[OutputItem],
+        on_sentence: SentenceListener | None = None,
+        *,
+        stream_chars: int = DEFAULT_STREAM_RESPONSE_CHARS,
     ) -> None:
-        """Wrap the output stream of one turn; ``on_sentence`` sees every sentence."""
+        """Wrap the output stream of one turn; ``on_sentence`` sees every sentence.
+
+        ``stream_chars`` is HA's rule for opening its streaming TTS (``compat``).
+        """
         self._items = items
+        self._stream_chars = stream_chars
         self._on_sentence = on_sentence
         self._announced: set[str] = set()
         self._open = False
@@ -129,7 +120,7 @@ class ChatLogStream:
             return
         opens = self._chars > 0 and tool_call
         self._chars += chars
-        if opens or self._chars > stream_chars():
+        if opens or self._chars > self._stream_chars:
             self.tts_opened_at = time.time()
 
     def _start(self) -> list[ChatDelta]:
