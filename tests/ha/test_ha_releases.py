@@ -89,6 +89,14 @@ async def release_house(
     return await setup_companion(persona(profile=profile, llm_apis=[f"assist_{release}"]))
 
 
+async def marked_house(
+    hass: HomeAssistant, setup_companion: SetupCompanion, release: Release, mark: str
+) -> MockConfigEntry:
+    """Set up the release's house with a persona whose profile has one ``[policy]`` mark."""
+    write_profile(hass, "marked", f'persona = "You help the house."\n[policy]\n{mark}\n')
+    return await release_house(hass, setup_companion, release, profile="marked")
+
+
 def tool_messages(body: dict[str, object]) -> list[str]:
     """Return the contents of the tool messages the model was sent."""
     return [str(m["content"]) for m in messages(body) if m.get("role") == "tool"]
@@ -205,16 +213,7 @@ async def test_emulated_2026_10_a_persona_may_allow_a_destructive_stranger_by_ei
     emulate_2026_10: None,
 ) -> None:
     """The persona's own mark for the tool (here its bare name) decides for it."""
-    write_profile(
-        hass,
-        "trusting",
-        """
-        persona = "You are the house's helper."
-        [policy]
-        wipe_all = "allow"
-        """,
-    )
-    entry = await release_house(hass, setup_companion, "2026.10", profile="trusting")
+    entry = await marked_house(hass, setup_companion, "2026.10", 'wipe_all = "allow"')
     llm_server.script(
         Reply.tool_calls(("call_wipe", "mystery__wipe_all", "{}")), Reply.text("Wiped.")
     )
@@ -227,16 +226,7 @@ async def test_a_profile_mark_on_the_bare_name_holds_the_prefixed_tool(
     hass: HomeAssistant, setup_companion: SetupCompanion, llm_server: LLMServer
 ) -> None:
     """Identical decisions under bare and prefixed names: ``HassTurnOn = confirm`` holds it."""
-    write_profile(
-        hass,
-        "careful",
-        """
-        persona = "You are careful."
-        [policy]
-        HassTurnOn = "confirm"
-        """,
-    )
-    entry = await release_house(hass, setup_companion, "2026.9", profile="careful")
+    entry = await marked_house(hass, setup_companion, "2026.9", 'HassTurnOn = "confirm"')
     llm_server.script(
         Reply.tool_calls(("call_on", "intent__HassTurnOn", '{"name": "Bed Light"}')),
         Reply.text("Shall I?"),
