@@ -169,7 +169,7 @@ async def test_fake_installer_failure_aborts_the_flow_and_points_to_wyoming(
     with patch(INSTALLER, side_effect=RequirementsNotFound(DOMAIN, [PIPER_REQUIREMENT])) as install:
         result = await start_embedded_flow(hass, setup_entry)
 
-    install.assert_awaited_once_with(hass, DOMAIN, [PIPER_REQUIREMENT], is_built_in=False)
+    install.assert_awaited_once_with(hass, DOMAIN, [PIPER_REQUIREMENT])
     assert result["type"] is FlowResultType.ABORT
     assert result["reason"] == "piper_unavailable"
     assert result["description_placeholders"] == {"requirement": PIPER_REQUIREMENT}
