@@ -129,21 +129,25 @@ def tool_identity(tool: llm.Tool) -> ToolIdentity:
 
 
 def _hints(tool: llm.Tool) -> ToolHints | None:
-    """Return HA's annotations of ``tool``, or None where HA gives none."""
+    """Return HA's annotations of ``tool``, or None where HA gives none.
+
+    A flag HA leaves unsaid (or gives as anything but a bool) takes HA's own default, the
+    least safe case: writes, destroys, not idempotent, reaches outside the house.
+    """
     annotations = getattr(tool, "annotations", None)
     if annotations is None:
         return None
-    flags = {
-        flag: getattr(annotations, flag, None)
-        for flag in ("read_only", "destructive", "idempotent", "open_world")
-    }
-    if not all(isinstance(value, bool) for value in flags.values()):
-        return None
+
+    def flag(name: str, least_safe: bool) -> bool:
+        """Return one flag, or its least safe value."""
+        value = getattr(annotations, name, None)
+        return value if isinstance(value, bool) else least_safe
+
     return ToolHints(
-        read_only=bool(flags["read_only"]),
-        destructive=bool(flags["destructive"]),
-        idempotent=bool(flags["idempotent"]),
-        open_world=bool(flags["open_world"]),
+        read_only=flag("read_only", False),
+        destructive=flag("destructive", True),
+        idempotent=flag("idempotent", False),
+        open_world=flag("open_world", True),
     )
 
 

@@ -20,7 +20,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.agent.chat_stream import tool_result_delta
 from custom_components.companion_agent.engine.events import ToolCallEvent
-from custom_components.companion_agent.ha_tools import tool_identity
+from custom_components.companion_agent.ha_tools import ToolHints, tool_identity
 from tests.ha.entries import SetupCompanion, async_load, persona
 from tests.ha.release_tools import (
     READ_ONLY,
@@ -268,6 +268,10 @@ def test_identity_of_each_release_shape(emulate_2026_10: None) -> None:
     assert annotated.hints.read_only
     assert bare.hints is None
     assert prefixed.hints is None
+    unsaid = tool_identity(Named("mystery__wipe", integration="mystery", annotations=object()))
+    assert unsaid.hints == ToolHints(
+        read_only=False, destructive=True, idempotent=False, open_world=True
+    )
 
 
 def test_emulated_2026_10_tool_result_delta_carries_a_tool_result(
