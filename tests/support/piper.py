@@ -33,8 +33,13 @@ class PiperPeer:
     ready: bool = False
 
 
-def piper_command(port: int, voice: str) -> list[str | Path]:
-    """Return the command that runs the peer's ``voice`` on 127.0.0.1:``port``, offline."""
+def piper_command(port: int, voice: str, *, steady: bool = False) -> list[str | Path]:
+    """Return the command that runs the peer's ``voice`` on 127.0.0.1:``port``, offline.
+
+    ``steady`` turns Piper's random noise off, so a text always sounds the same (the tests:
+    two syntheses compared, Whisper hearing a sentence); the demo keeps the voice's own.
+    """
+    noise: list[str | Path] = ["--noise-scale", "0", "--noise-w-scale", "0"] if steady else []
     return [
         PIPER / "venv" / "bin" / "python",
         "-m",
@@ -46,6 +51,7 @@ def piper_command(port: int, voice: str) -> list[str | Path]:
         "--data-dir",
         str(PIPER / "data"),
         "--local-files-only",
+        *noise,
     ]
 
 
@@ -60,7 +66,7 @@ def piper_process() -> Iterator[PiperPeer]:
     port = free_port(python)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "piper.log"
-        process = launch(piper_command(port, voice), log)
+        process = launch(piper_command(port, voice, steady=True), log)
         try:
             yield PiperPeer(process=process, log=log, port=port, voice=voice)
         finally:
