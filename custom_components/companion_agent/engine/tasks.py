@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .errors import LLMError, MemoryAnswerError, MemoryUnavailableError, TaskError
-from .events import ToolCallEvent
 from .guard.executor import Guard
 from .guard.policy import StateProbe, TargetResolver
 from .json_types import JSONObject, JSONValue
@@ -75,8 +74,6 @@ class TaskResult:
     text: str
     data: JSONValue
     model: str
-    tool_events: tuple[ToolCallEvent, ...] = ()
-    """How each tool call of the task ended, in order."""
 
 
 class TaskRunner:
@@ -96,18 +93,16 @@ class TaskRunner:
             SystemMessage(content=request.system),
             UserMessage(content=request.instructions, images=request.images),
         ]
-        events: tuple[ToolCallEvent, ...] = ()
         if request.tools is not None and request.tools.tools:
             record = await self._act(model, messages, request.tools)
-            events = tuple(record.events)
             messages.extend(record.messages)
             if request.schema is None:
                 text = _last_answer(record)
-                return TaskResult(text=text, data=text, model=settings.model, tool_events=events)
+                return TaskResult(text=text, data=text, model=settings.model)
             messages.append(UserMessage(content=STRUCTURE_PROMPT))
         if request.schema is not None:
             data = await _structured(model, messages, request.schema, request.name)
-            return TaskResult(text="", data=data, model=settings.model, tool_events=events)
+            return TaskResult(text="", data=data, model=settings.model)
         text = await _text(model, messages)
         return TaskResult(text=text, data=text, model=settings.model)
 
