@@ -174,7 +174,6 @@ class HassTurnTools:
         self.hass = hass
         self.api = api
         self._identities: dict[str, ToolIdentity] = {}
-        self._conversion_error = ""
 
     def tools(self, marks: Mapping[str, Policy] | None = None) -> list[Tool]:
         """Return every tool of the API as an engine tool with a JSON Schema contract.
@@ -184,22 +183,25 @@ class HassTurnTools:
         """
         if self.api is None:
             return []
-        unconverted: list[str] = []
-        tools = [self._tool(tool, marks or {}, unconverted) for tool in self.api.tools]
+        intents = {handler.intent_type for handler in intent.async_get(self.hass)}
+        unconverted: list[tuple[str, SchemaConversionError]] = []
+        tools = [self._tool(tool, marks or {}, intents, unconverted) for tool in self.api.tools]
         if unconverted:
             LOGGER.warning(
                 "%d tools are offered without their parameters' schema (%s): %s",
                 len(unconverted),
-                ", ".join(unconverted[:10]),
-                self._conversion_error,
+                ", ".join(name for name, _ in unconverted[:10]),
+                unconverted[-1][1],
             )
         return tools
 
-    def identity(self, tool_id: str) -> ToolIdentity | None:
-        """Return the identity of one of this turn's tools, by the name the model used."""
-        return self._identities.get(tool_id)
-
-    def _tool(self, tool: llm.Tool, marks: Mapping[str, Policy], unconverted: list[str]) -> Tool:
+    def _tool(
+        self,
+        tool: llm.Tool,
+        marks: Mapping[str, Policy],
+        intents: set[str],
+        unconverted: list[tuple[str, SchemaConversionError]],
+    ) -> Tool:
         """Wrap one HA tool; HA validates and runs it, the engine guards it."""
         api = self.api
         assert api is not None
@@ -219,38 +221,16 @@ class HassTurnTools:
         try:
             schema = json_schema(tool.parameters, api.custom_serializer)
         except SchemaConversionError as err:
-            unconverted.append(name)
-            self._conversion_error = str(err)
+            unconverted.append((name, err))
             schema = dict(OPEN_OBJECT)
         hints = identity.hints
         return Tool(
             spec=ToolSpec(name=name, description=tool.description or name, parameters=schema),
             handler=handler,
             idempotent=hints.idempotent if hints else identity.base in IDEMPOTENT_TOOLS,
-            policy=self._policy(identity, marks),
+            policy=_policy(identity, marks, intents),
             aliases=identity.aliases,
         )
-
-    def _policy(self, identity: ToolIdentity, marks: Mapping[str, Policy]) -> Policy:
-        """Return a tool's own policy: confirm what HA says may destroy, from strangers.
-
-        Our rules know intents (what they act on is matched as HA's intents match it),
-        scripts (the script is the target) and our own tools. A tool of any other
-        integration that HA annotates destructive or open-world waits for the person,
-        unless the persona's marks name it (by either name).
-        """
-        hints = identity.hints
-        if hints is None or hints.read_only or self._known(identity):
-            return "allow"
-        if not (hints.destructive or hints.open_world):
-            return "allow"
-        return marks.get(identity.name) or marks.get(identity.base) or "confirm"
-
-    def _known(self, identity: ToolIdentity) -> bool:
-        """Tell whether our rules know what the tool acts on."""
-        if identity.integration in (SCRIPT, DOMAIN):
-            return True
-        return any(handler.intent_type == identity.base for handler in intent.async_get(self.hass))
 
     async def resolve(self, tool_id: str, args: JSONObject, ctx: ToolContext) -> Sequence[Target]:
         """Return the exposed entities the call would act on, matched as HA's intents do.
@@ -322,6 +302,23 @@ class HassTurnTools:
         return intent.MatchTargetsPreferences(
             area_id=area.id if area else None, floor_id=area.floor_id if area else None
         )
+
+
+def _policy(identity: ToolIdentity, marks: Mapping[str, Policy], intents: set[str]) -> Policy:
+    """Return a tool's own policy: confirm what HA says may destroy, from strangers.
+
+    Our rules know intents (``intents``: what they act on is matched as HA's intents match
+    it), scripts (the script is the target) and our own tools. A tool of any other
+    integration that HA annotates destructive or open-world waits for the person, unless
+    the persona's marks name it (by either name).
+    """
+    hints = identity.hints
+    known = identity.integration in (SCRIPT, DOMAIN) or identity.base in intents
+    if hints is None or hints.read_only or known:
+        return "allow"
+    if not (hints.destructive or hints.open_world):
+        return "allow"
+    return marks.get(identity.name) or marks.get(identity.base) or "confirm"
 
 
 def _target(state: State, service: str | None) -> Target:
