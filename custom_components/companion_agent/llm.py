@@ -26,7 +26,6 @@ from typing import Any
 
 import voluptuous as vol
 from homeassistant.components.homeassistant.exposed_entities import async_should_expose
-from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import config_validation as cv
@@ -40,7 +39,7 @@ from .engine.engine import TaskRequest
 from .engine.errors import CompanionError
 from .engine.memory import HOUSEHOLD, Forget, MemoryQuery, MemoryScope
 from .engine.vision import ImageBounds
-from .runtime import CompanionConfigEntry
+from .runtime import loaded
 
 RECALL = f"{DOMAIN}__recall_memories"
 FORGET = f"{DOMAIN}__forget_memory"
@@ -56,20 +55,11 @@ PROMPT = (
 @callback
 def async_get_tools(hass: HomeAssistant, llm_context: llm.LLMContext, api_id: str) -> Any:
     """Return the companion's tools for an LLM API (HA's ``llm`` platform, 2026.7 on)."""
-    if llm_context.platform == DOMAIN or not _entries(hass):
+    if llm_context.platform == DOMAIN or not loaded(hass):
         return None
     llm_platform = importlib.import_module("homeassistant.components.llm")  # 2026.7 on
     tools: list[llm.Tool] = [RecallMemories(), ForgetMemory(), LookAtCamera()]
     return llm_platform.LLMTools(tools=tools, prompt=PROMPT)
-
-
-def _entries(hass: HomeAssistant) -> list[CompanionConfigEntry]:
-    """Return the companion's loaded entries."""
-    return [
-        entry
-        for entry in hass.config_entries.async_entries(DOMAIN)
-        if entry.state is ConfigEntryState.LOADED
-    ]
 
 
 def _annotations(*, read_only: bool, destructive: bool, idempotent: bool) -> object | None:
@@ -106,14 +96,11 @@ class CompanionTool(llm.Tool):
     def __init__(self) -> None:
         """Name the integration and set HA's annotations where HA has them."""
         self.integration = DOMAIN
-        if (annotations := self._annotations()) is not None:
-            self.annotations = annotations
-
-    def _annotations(self) -> object | None:
-        """Return this tool's annotations for the running HA."""
-        return _annotations(
+        annotations = _annotations(
             read_only=self.read_only, destructive=self.destructive, idempotent=self.idempotent
         )
+        if annotations is not None:
+            self.annotations = annotations
 
 
 class RecallMemories(CompanionTool):
@@ -133,7 +120,7 @@ class RecallMemories(CompanionTool):
         """Search every persona's memory in the scopes the speaking person may read."""
         query = str(tool_input.tool_args["query"])[:500]
         found: list[JsonValueType] = []
-        for entry in _entries(hass):
+        for entry in loaded(hass):
             memory = entry.runtime_data.engine.memory
             if memory is None:
                 continue
@@ -180,7 +167,7 @@ class ForgetMemory(CompanionTool):
         """Forget the memory if it is the speaking person's or the household's."""
         record_id = str(tool_input.tool_args["memory_id"])
         owners = _owners(llm_context)
-        for entry in _entries(hass):
+        for entry in loaded(hass):
             memory = entry.runtime_data.engine.memory
             record = None if memory is None else await memory.get(record_id)
             if memory is None or record is None or record.scope.owner not in owners:
@@ -210,7 +197,7 @@ class LookAtCamera(CompanionTool):
         assistant = llm_context.assistant or "conversation"
         if not camera.startswith("camera.") or not async_should_expose(hass, assistant, camera):
             raise HomeAssistantError(f"{camera} is not a camera exposed to this assistant")
-        for entry in _entries(hass):
+        for entry in loaded(hass):
             task = next(
                 (s for s in entry.subentries.values() if s.subentry_type == SUBENTRY_AI_TASK),
                 None,

@@ -98,13 +98,18 @@ def library_roots(hass: HomeAssistant) -> tuple[Path, ...]:
     return (*builtin_roots(), Path(hass.config.path(STORAGE_FOLDER)))
 
 
-def loaded_entries(hass: HomeAssistant) -> list[CompanionConfigEntry]:
-    """Return the loaded entries; raise the translated error a service shows when none is."""
-    entries: list[CompanionConfigEntry] = [
+def loaded(hass: HomeAssistant) -> list[CompanionConfigEntry]:
+    """Return the loaded entries, maybe none."""
+    return [
         entry
         for entry in hass.config_entries.async_entries(DOMAIN)
         if entry.state is ConfigEntryState.LOADED
     ]
+
+
+def loaded_entries(hass: HomeAssistant) -> list[CompanionConfigEntry]:
+    """Return the loaded entries; raise the translated error a service shows when none is."""
+    entries = loaded(hass)
     if not entries:
         raise ServiceValidationError(translation_domain=DOMAIN, translation_key="not_loaded")
     return entries
