@@ -193,10 +193,12 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         emotions = persona.profile.output.emotion_tags
         persona_id = self.subentry.subentry_id
         items = async_follow_turn(self.hass, persona_id, user_input, turn, emotions=emotions)
+        turn_speech = runtime.engine.speech.get(turn.trace_id)
         stream = ChatLogStream(
             items,
             on_sentence=lambda sentence: self._async_sentence(sentence, request),
             stream_chars=stream_response_chars(self.hass),
+            on_text=turn_speech.wrote if turn_speech is not None else None,
         )
         try:
             with speaking(turn.trace_id):  # HA's TTS stream, made from these deltas, sees it
@@ -208,7 +210,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             # HA gave up on the turn (a satellite's new pipeline, the dialog's stop).
             async_abandoned(
                 turn,
-                runtime.engine.speech.get(turn.trace_id),
+                turn_speech,
                 satellite=satellite_of(self.hass, user_input.satellite_id, user_input.device_id),
                 tts_opened_at=stream.tts_opened_at,
             )

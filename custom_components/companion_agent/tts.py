@@ -190,28 +190,38 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
     ) -> AsyncGenerator[AudioChunk]:
         """Yield the audio: the turn's own sentences if the text is a turn's, else the text's.
 
-        A turn's stream leaves HA's text to itself (read, so its writer never waits). The
-        card's subtitles follow when each sentence begins to be heard (``SpokenSentences``);
-        a device that asked for the sentences' marks (``SPEECH_MARKS``) is told each chunk.
+        A stream not marked with its turn (``SPEAKING_TURN``) finds it by the text HA hands
+        it first: the reply so far as the agent wrote it (``SpeechTurns.writing``), or a
+        finished turn's whole speech (``SpeechTurns.spoken``). A turn's stream leaves HA's
+        text to itself (read, so its writer never waits) and reads the turn's one synthesis
+        in this voice. The stream heard first (``TurnAudio.primary``) tells the card's
+        subtitles when each sentence begins to be heard (``SpokenSentences``) and a device
+        that asked for the sentences' marks (``SPEECH_MARKS``) each chunk; a later reader
+        of the same turn gets the same audio, quietly.
         """
         engine = self.entry.runtime_data.engine
         first = None
         if turn is None:
             first = await anext(message, None)
-            turn = engine.speech.spoken(first) if first is not None else None
+            if first is not None:
+                turn = engine.speech.spoken(first) or engine.speech.writing(first)
         drain: asyncio.Task[None] | None = None
         synthesis = self.voice.synthesis(voice, speaker)
+        marks = None
         if turn is not None:
             drain = self.entry.async_create_background_task(
                 self.hass, _drain(message), f"{DOMAIN} tts drains HA's text"
             )
-            spoken = SpokenSentences(self.hass, self.entity_id, turn.texts)
-            audio = spoken.audio(turn.audio(self.voice.key(voice, speaker), synthesis))
+            heard = turn.listen(self.voice.key(voice, speaker), synthesis)
+            audio = heard.chunks
+            if heard.primary:
+                audio = SpokenSentences(self.hass, self.entity_id, turn.texts).audio(audio)
+                marks = SPEECH_MARKS.get()  # a device that asked where each sentence begins
         else:
             spoken = SpokenSentences(self.hass, self.entity_id)
             sentences = spoken.texts(engine.speech_text(_prepend(first, message)))
             audio = spoken.audio(synthesis(sentences))
-        marks = SPEECH_MARKS.get()  # a device that asked where each sentence begins
+            marks = SPEECH_MARKS.get()
         try:
             async for chunk in audio:
                 if marks is not None:

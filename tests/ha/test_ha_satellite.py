@@ -44,6 +44,7 @@ QUESTION = "What will the weather be like today?"
 FIRST = "The weather today will be sunny and warm from morning until late at night."
 SECOND = "Take a hat."
 THIRD = "It may rain on Sunday."
+FOURTH = "The wind stays calm."
 SILENT = bytes(16000)  # half a second of nothing: speaking over the answer
 
 
@@ -116,7 +117,7 @@ async def test_an_answer_plays_on_has_satellite_in_our_voice_started_ahead_of_ha
     home = await set_up_home()
     emulate_runs_kept_elsewhere(hass, monkeypatch)
     released = asyncio.Event()
-    llm_server.script(Reply.held(f"{FIRST} Take", " a hat.", until=released))
+    llm_server.script(Reply.held(f"{FIRST} Take", f" a hat. {THIRD} {FOURTH}", until=released))
     await realtime_satellite.ask(await spoken(piper, QUESTION))
 
     await asyncio.wait_for(proxy.wait_asked(1), TIMEOUT)  # ahead of HA: under 60 characters
@@ -125,7 +126,7 @@ async def test_an_answer_plays_on_has_satellite_in_our_voice_started_ahead_of_ha
     answer = await realtime_satellite.wait_answer(TIMEOUT)
 
     assert realtime_satellite.transcripts == [QUESTION]
-    assert proxy.texts == [FIRST, SECOND]
+    assert proxy.texts == [FIRST, SECOND, THIRD, FOURTH]  # one request per sentence
     assert (answer.rate, answer.width, answer.channels) == (22050, 2, 1)
     made = sum(len(part) for part in proxy.audio)
     assert abs(len(answer.audio) - made) < made // 50  # all of it, through HA's ffmpeg

@@ -26,6 +26,7 @@ from ..engine.pipeline import join_speech
 
 type ChatDelta = AssistantContentDeltaDict | ToolResultContentDeltaDict
 type SentenceListener = Callable[[SentenceOutput], None]
+type TextListener = Callable[[str], None]
 
 
 def tool_result_payload(event: ToolCallEvent) -> JSONObject:
@@ -68,12 +69,16 @@ class ChatLogStream:
         on_sentence: SentenceListener | None = None,
         *,
         stream_chars: int = DEFAULT_STREAM_RESPONSE_CHARS,
+        on_text: TextListener | None = None,
     ) -> None:
         """Wrap the output stream of one turn; ``on_sentence`` sees every sentence.
 
-        ``stream_chars`` is HA's rule for opening its streaming TTS (``compat``).
+        ``stream_chars`` is HA's rule for opening its streaming TTS (``compat``);
+        ``on_text`` is told each piece of content just before HA gets it (HA's TTS stream,
+        opened on a delta, is handed the content so far: ``SpeechTurns.writing``).
         """
         self._items = items
+        self._on_text = on_text
         self._stream_chars = stream_chars
         self._on_sentence = on_sentence
         self._announced: set[str] = set()
@@ -90,6 +95,8 @@ class ChatLogStream:
                     for delta in self._start():
                         yield delta
                     self._count(len(text))
+                    if self._on_text is not None:
+                        self._on_text(text)
                     yield {"content": text}
                 case SentenceOutput() as sentence:
                     if self._on_sentence is not None:

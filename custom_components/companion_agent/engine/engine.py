@@ -202,7 +202,9 @@ class Engine:
             turn = self._runner.start(
                 replace(request, host_hooks=(*request.host_hooks, hook)), history, window
             )
-        speech = self._speech.follow(TurnSpeech(turn.trace_id, turn.guessed_speech))
+        speech = self._speech.follow(
+            TurnSpeech(turn.trace_id, turn.guessed_speech, waiting=turn.waiting_for_tools)
+        )
         turn.on_cancel(lambda _reason: speech.stop())
         turn.on_finished(lambda result: self._speech.ended(turn.trace_id, result.spoken))
         return turn

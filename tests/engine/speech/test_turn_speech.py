@@ -6,6 +6,7 @@ the rules of ``Turn.guessed_speech()``.
 
 import asyncio
 import socket
+import time
 
 import pytest
 
@@ -17,6 +18,7 @@ from custom_components.companion_agent.engine.speech import (
     TurnSpeech,
     WyomingTTS,
 )
+from custom_components.companion_agent.engine.speech.turn_speech import KEEP_ALIVE_SECONDS
 from tests.support.piper import PiperPeer
 from tests.support.speech_feed import Feed
 from tests.support.wyoming_proxy import WyomingProxy
@@ -69,21 +71,59 @@ async def test_audio_started_ahead_plays_what_piper_made_then_the_rest(
     await proxy.wait_idle()
 
 
-async def test_a_second_stream_of_the_turn_gets_nothing_and_piper_speaks_it_once(
+async def test_a_second_stream_of_the_turn_gets_the_same_audio_and_piper_speaks_it_once(
     proxy: WyomingProxy, piper: PiperPeer
 ) -> None:
-    """The host plays the turn itself; HA's stream, which asks after it, stays silent."""
+    """The host plays the turn itself; HA's stream, which asks after it, reads the same audio."""
     speech, client = started(proxy, piper, VOICE)
-    played = speech.audio(VOICE, client.synthesize)
-    first = await anext(played)
-    second = [chunk async for chunk in speech.audio(VOICE, client.synthesize)]
-    rest = [chunk async for chunk in played]
+    played = speech.listen(VOICE, client.synthesize)
+    first = await anext(played.chunks)
+    again = speech.listen(VOICE, client.synthesize)
+    second = [chunk async for chunk in again.chunks]
+    rest = [chunk async for chunk in played.chunks]
 
-    assert second == []
-    assert proxy.texts == ["Good morning.", "Tea is ready."]  # each once
+    assert played.primary
+    assert not again.primary
+    assert proxy.texts == ["Good morning.", "Tea is ready."]  # each once, for both readers
     assert b"".join(c.audio for c in (first, *rest)) == b"".join(proxy.audio)
+    assert b"".join(c.audio for c in second) == b"".join(proxy.audio)
     assert [n for n, _ in speech.timeline.starts] == [0, 1]  # the timeline is the first's
+    assert speech.timeline.seconds == pytest.approx(
+        sum(len(c.audio) for c in (first, *rest)) / 44100
+    )
     await asyncio.wait_for(proxy.wait_idle(), TIMEOUT)
+
+
+async def test_a_reader_that_comes_after_the_synthesis_ended_replays_it_without_piper(
+    proxy: WyomingProxy, piper: PiperPeer
+) -> None:
+    speech, client = started(proxy, piper, VOICE)
+    heard = [chunk async for chunk in speech.audio(VOICE, client.synthesize)]
+    await asyncio.wait_for(proxy.wait_idle(), TIMEOUT)
+    connections = proxy.connections
+
+    later = [chunk async for chunk in speech.audio(VOICE, client.synthesize)]
+
+    assert later == heard
+    assert proxy.connections == connections  # not even a connection
+    assert proxy.texts == ["Good morning.", "Tea is ready."]
+
+
+async def test_every_reader_leaving_stops_the_synthesis(
+    proxy: WyomingProxy, piper: PiperPeer
+) -> None:
+    proxy.fault("The second one.", "stall")
+    feed = Feed("The first one.", "The second one.", "The third one.")
+    speech = TurnSpeech("t1", feed.read)
+    client = tts(proxy, piper)
+    audio = speech.audio(VOICE, client.synthesize)
+    await anext(audio)
+    await asyncio.wait_for(proxy.stalled.wait(), TIMEOUT)
+
+    await audio.aclose()  # the only reader left: nobody hears the rest
+
+    await asyncio.wait_for(proxy.wait_idle(), TIMEOUT)
+    assert "The third one." not in proxy.texts
 
 
 async def test_a_stream_in_another_voice_speaks_the_turn_again_from_the_start(
@@ -234,3 +274,91 @@ async def test_turns_are_kept_within_bounds_and_found_by_their_speech(
     assert turns.running_ahead == 0
     turns.close()
     await asyncio.wait_for(proxy.wait_idle(), TIMEOUT)
+
+
+def is_silence(chunk: AudioChunk) -> bool:
+    """Say whether ``chunk`` is the keep-alive's silence (half a second of zeros)."""
+    seconds = len(chunk.audio) / (chunk.rate * chunk.width * chunk.channels)
+    return seconds == pytest.approx(KEEP_ALIVE_SECONDS) and not any(chunk.audio)
+
+
+async def listen_through_a_pause(
+    proxy: WyomingProxy, piper: PiperPeer, *, waits_for_a_tool: bool
+) -> list[tuple[float, AudioChunk]]:
+    """Speak one sentence, pause three seconds (a tool, or not), then one more; note arrivals."""
+    feed = Feed("Let me look.")
+    waiting = False
+    speech = TurnSpeech("t1", feed.read, waiting=lambda: waiting)
+    client = tts(proxy, piper)
+    arrivals: list[tuple[float, AudioChunk]] = []
+
+    async def listen() -> None:
+        async for chunk in speech.audio(VOICE, client.synthesize):
+            arrivals.append((time.monotonic(), chunk))
+
+    listener = asyncio.create_task(listen())
+    await asyncio.wait_for(proxy.wait_finished(1), TIMEOUT)
+    waiting = waits_for_a_tool
+    await asyncio.sleep(3.0)
+    waiting = False
+    feed.add("The door is locked.")
+    feed.end()
+    await asyncio.wait_for(listener, TIMEOUT)
+    return arrivals
+
+
+def longest_dry_spell(arrivals: list[tuple[float, AudioChunk]]) -> float:
+    """Return the longest time a device playing the chunks as they came had nothing to play."""
+    played = AudioTimeline()
+    longest = 0.0
+    for at, chunk in arrivals:
+        if played.ends_at is not None:
+            longest = max(longest, at - played.ends_at)
+        played.handed(chunk, at)
+    return longest
+
+
+async def test_while_the_turn_waits_for_a_tool_its_stream_never_runs_dry(
+    proxy: WyomingProxy, piper: PiperPeer
+) -> None:
+    arrivals = await listen_through_a_pause(proxy, piper, waits_for_a_tool=True)
+
+    chunks = [chunk for _, chunk in arrivals]
+    silence = [chunk for chunk in chunks if is_silence(chunk)]
+    assert len(silence) >= 3  # the pause, filled half a second at a time
+    assert {chunk.sentence for chunk in silence} == {0}  # part of the sentence before
+    assert longest_dry_spell(arrivals) < 0.5
+    spoken = b"".join(chunk.audio for chunk in chunks if not is_silence(chunk))
+    assert spoken == b"".join(proxy.audio)  # the sentences' own audio, whole and in order
+    assert not is_silence(chunks[0])  # nothing before the first audio (its format)
+
+
+async def test_a_pause_that_is_no_tool_wait_is_left_as_it_is(
+    proxy: WyomingProxy, piper: PiperPeer
+) -> None:
+    arrivals = await listen_through_a_pause(proxy, piper, waits_for_a_tool=False)
+
+    assert not [chunk for _, chunk in arrivals if is_silence(chunk)]
+    assert longest_dry_spell(arrivals) > 1.0  # the pause went to the device as it was
+
+
+async def test_a_stream_finds_a_running_turn_by_the_text_it_wrote(
+    proxy: WyomingProxy, piper: PiperPeer
+) -> None:
+    turns = SpeechTurns()
+    old, new = Feed("Old."), Feed("New.")
+    older = turns.follow(TurnSpeech("older", old.read))
+    newer = turns.follow(TurnSpeech("newer", new.read))
+    older.wrote("Sure [happy]. The kettle")
+    newer.wrote("Sure [happy]. The kettle is on")
+    older.wrote(" is on and the tea")
+
+    assert turns.writing("Sure [happy]. The kettle is on") is newer  # the newest first
+    newer.listen(VOICE, tts(proxy, piper).synthesize)
+    assert turns.writing("Sure [happy]. The kettle is on") is older  # one nobody read, first
+    assert turns.writing("Sure [happy]. The kettle is on and the tea") is older
+    assert turns.writing("Sure [sad].") is None
+    assert turns.writing("  ") is None
+    older.stop()
+    assert turns.writing("Sure [happy]. The kettle is on and") is None  # a stopped turn
+    turns.close()

@@ -1,156 +1,305 @@
 """``TurnSpeech``: one turn's speech, from its sentences to the audio a host hands on.
 
 The turn's sentences are the speech text of the ``SentenceOutput``s its host takes, which
-the output pipeline cut and cleaned: the one place that happens. One voice at a time
-speaks them. A host whose agent and voice live together ``start``s that voice as soon as it
-knows which one the answer will be heard in: the audio is made into a bounded buffer
-before the host's TTS stream opens (HA opens it only after 60 characters of reply). The
-stream (``audio``) plays that buffer, then the rest as it comes; a stream that asks for
-another voice drops the buffer and has the sentences spoken again from the first. Only the
-first stream that asks speaks: a turn is heard once. Every
-chunk handed out is noted on the turn's ``AudioTimeline``, so a host that cuts the turn
-knows which sentences could have begun playing. ``stop`` (the turn was cancelled) ends
-the audio at once: the synthesis is closed, mid-chunk if need be.
+the output pipeline cut and cleaned: the one place that happens. Each sentence reaches a
+voice once: a turn is synthesised at most once per voice (a ``_Recording``), and every
+stream that asks for it in that voice reads the same recording from its start, never a
+second synthesis. A host whose agent and voice live together ``start``s the voice as soon
+as it knows which one the answer will be heard in: the audio is made before the host's TTS
+stream opens (HA opens it only after 60 characters of reply), into a bounded buffer while
+nobody reads. A stream in another voice has the sentences spoken again in its own; a
+recording begun ahead that nobody read is then dropped (a wrong guess of the voice).
+
+The first stream that reads the turn is the one heard (``TurnAudio.primary``): its chunks
+are noted on the turn's ``AudioTimeline``, so a host that cuts the turn knows which
+sentences could have begun playing, and only it reports subtitles and marks. A later
+reader (HA's stream when the host plays the turn's audio itself, a second fetch of the
+same URL) gets the same audio, quietly.
+
+While the turn waits for a tool (``waiting``), a reader is never left without audio: once
+what it handed on has all but played, it hands on ``KEEP_ALIVE_SECONDS`` of silence at a
+time (in the voice's own format, as part of the sentence before), so a device that stops
+working when its stream pauses (HA's Voice PE wedges after 5 s) keeps playing. ``stop``
+(the turn was cancelled) ends the audio at once: the synthesis is closed, mid-chunk if
+need be.
 
 ``SpeechTurns`` keeps the speech of a host's recent turns, bounded: at most ``capacity``
 turns, at most ``max_ahead`` syntheses running ahead, each turn forgotten ``ttl`` seconds
-after it ended (a synthesis nobody listened to is stopped then).
+after it ended (a synthesis nobody read is stopped then). A turn is found by its trace id,
+by its whole speech once it ended (``spoken``), or, while it is written, by the start of
+the text it wrote (``writing``): what a host's TTS stream is handed first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass
 
 from .first_guess import SpeechGuess, drop_read, guessed_audio, next_chunk
 from .synthesizer import AudioChunk
 from .timeline import AudioTimeline
+
+LOGGER = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY = 16
 DEFAULT_MAX_AHEAD = 4
 DEFAULT_TTL = 30.0
 MAX_TEXTS = 1024
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
-"""Audio made ahead and not yet played: about 95 s at 22.05 kHz; the synthesis waits."""
+"""Audio made and not yet read by the stream heard: about 95 s at 22.05 kHz; the synthesis
+waits."""
+MAX_RECORDED_BYTES = 24 * 1024 * 1024
+"""A recording's whole audio, kept for later readers: about 9.5 min at 22.05 kHz; a turn
+whose speech is longer is cut there."""
+MAX_WRITTEN = 4096
+"""Characters of a turn's written text kept to find it by (HA hands its stream ~60 first)."""
+KEEP_ALIVE_SECONDS = 0.5
+"""Silence handed on at a time while the turn waits for a tool; also how close to its end
+the audio handed on may play before more is handed."""
+WAIT_POLL = 0.25
+"""How often a reader waiting for audio looks whether the turn began to wait for a tool."""
 
 type Synthesis = Callable[[AsyncIterator[str]], AsyncGenerator[AudioChunk]]
 """Speak sentences in one voice: the audio of each, in order, numbered from 0."""
 type SentenceSource = Callable[[], AsyncIterator[str | SpeechGuess]]
 """Return the turn's sentences from the first, as the host takes them (a guess may come
 before the first: ``first_guess.py``)."""
+type Waiting = Callable[[], bool]
+"""Say whether the turn waits for a tool now (a pause in its speech is expected)."""
 
 
-class _Ahead:
-    """A synthesis running before anyone listens: its chunks wait in a bounded buffer."""
+def _never() -> bool:
+    """Say the turn never waits (a turn whose host does not say)."""
+    return False
+
+
+class _Recording:
+    """One synthesis of a turn in one voice, kept whole so every reader hears it from its start.
+
+    While nobody reads, or the first reader is ``limit`` bytes behind, the synthesis waits.
+    """
 
     def __init__(self, voice: str, audio: AsyncGenerator[AudioChunk], limit: int) -> None:
-        """Start taking ``audio`` into the buffer; pause while it holds ``limit`` bytes."""
+        """Start recording ``audio``."""
         self.voice = voice
+        self.readers = 0
+        """Readers that began reading it (ever)."""
+        self.reading = 0
+        """Readers reading it now."""
+        self.done = False
         self._limit = limit
-        self._chunks: deque[AudioChunk] = deque()
-        self._bytes = 0
+        self._chunks: list[AudioChunk] = []
+        self._recorded = 0
+        self._read = 0  # bytes the first reader took
         self._changed = asyncio.Event()
         self._room = asyncio.Event()
-        self._done = False
         self._error: Exception | None = None
-        self._task = asyncio.create_task(self._fill(audio), name=f"speech ahead in {voice}")
-
-    async def drain(self) -> AsyncGenerator[AudioChunk]:
-        """Yield the chunks made so far, then the rest as they come; raise what it raised."""
-        while True:
-            while self._chunks:
-                chunk = self._chunks.popleft()
-                self._bytes -= len(chunk.audio)
-                self._room.set()
-                yield chunk
-            if self._done:
-                if self._error is not None:
-                    raise self._error
-                return
-            self._changed.clear()
-            await self._changed.wait()
+        self._task = asyncio.create_task(self._fill(audio), name=f"speech in {voice}")
 
     def stop(self) -> None:
         """Cancel the synthesis (its own ``finally`` closes its connection)."""
         self._task.cancel()
 
+    def attach(self) -> None:
+        """Note a reader that begins."""
+        self.readers += 1
+        self.reading += 1
+
+    def detach(self, *, first: bool) -> None:
+        """Note a reader that left; with nobody left reading, nobody hears the rest: stop."""
+        self.reading -= 1
+        if first:  # nobody holds the synthesis back any more
+            self._read = MAX_RECORDED_BYTES
+            self._room.set()
+        if self.reading == 0 and not self.done:
+            self.stop()
+
+    def chunk(self, index: int, *, first: bool) -> AudioChunk | None:
+        """Return chunk ``index`` if it was recorded; raise the synthesis's error at its end."""
+        if index < len(self._chunks):
+            chunk = self._chunks[index]
+            if first:
+                self._read += len(chunk.audio)
+                self._room.set()
+            return chunk
+        if self.done and self._error is not None:
+            raise self._error
+        return None
+
+    async def more(self, within: float | None) -> None:
+        """Wait until something was recorded, or it ended (at most ``within`` seconds)."""
+        changed = self._changed
+        if within is None:
+            await changed.wait()
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within):
+                await changed.wait()
+
     async def _fill(self, audio: AsyncGenerator[AudioChunk]) -> None:
-        """Buffer the synthesis, waiting for room; keep its error for the stream."""
+        """Record the synthesis, waiting for room; keep its error for the readers."""
         try:
             async for chunk in audio:
+                if self._recorded + len(chunk.audio) > MAX_RECORDED_BYTES:
+                    LOGGER.warning(
+                        "A turn's speech is over %d bytes: not all spoken", MAX_RECORDED_BYTES
+                    )
+                    break
                 self._chunks.append(chunk)
-                self._bytes += len(chunk.audio)
-                self._changed.set()
-                while self._bytes >= self._limit:
+                self._recorded += len(chunk.audio)
+                self._wake()
+                while self._recorded - self._read >= self._limit:
                     self._room.clear()
                     await self._room.wait()
-        except Exception as err:  # handed to the stream, which raises it
+        except Exception as err:  # handed to the readers, which raise it
             self._error = err
         finally:
-            self._done = True
-            self._changed.set()
+            self.done = True
+            self._wake()
             await audio.aclose()
+
+    def _wake(self) -> None:
+        """Wake every reader waiting for more."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+
+@dataclass(frozen=True, slots=True)
+class TurnAudio:
+    """A reader's audio of a turn; ``primary``: the reader heard (timeline, subtitles, marks)."""
+
+    primary: bool
+    chunks: AsyncGenerator[AudioChunk]
 
 
 class TurnSpeech:
-    """A turn's sentences, the voice speaking them, and when each one's audio was handed on."""
+    """A turn's sentences, its recordings by voice, and when its audio was handed on."""
 
     def __init__(
-        self, trace_id: str, sentences: SentenceSource, *, limit: int = MAX_BUFFERED_BYTES
+        self,
+        trace_id: str,
+        sentences: SentenceSource,
+        *,
+        limit: int = MAX_BUFFERED_BYTES,
+        waiting: Waiting = _never,
     ) -> None:
         """Follow turn ``trace_id``, whose sentences ``sentences()`` yields; speak nothing yet."""
         self.trace_id = trace_id
         self.timeline = AudioTimeline()
         self.stopped = asyncio.Event()
         self.voice: str | None = None
-        """The voice it is (or was last) spoken in; None: no voice took it yet."""
+        """The voice it is (or was last) heard in; None: no voice took it yet."""
         self.claimed = False
-        """A stream has asked for its audio."""
+        """A stream has asked for its audio (the first is the one heard)."""
         self.texts: list[str] = []
         """The sentences read so far, in order: sentence ``n``'s audio speaks ``texts[n]``."""
+        self.written = ""
+        """The start of the text the turn wrote for its host, as the host wrote it out."""
         self._sentences = sentences
         self._limit = limit
-        self._ahead: _Ahead | None = None
+        self._waiting = waiting
+        self._recordings: dict[str, _Recording] = {}
 
     @property
     def ahead(self) -> bool:
-        """Say whether a synthesis runs ahead of any stream."""
-        return self._ahead is not None
+        """Say whether it holds a synthesis made ahead that no stream read (yet)."""
+        return any(r.readers == 0 for r in self._recordings.values())
+
+    def wrote(self, text: str) -> None:
+        """Note text the host wrote out for the turn (the start of it is kept, to find it by)."""
+        if len(self.written) < MAX_WRITTEN:
+            self.written = (self.written + text)[:MAX_WRITTEN]
 
     def start(self, voice: str, synthesis: Synthesis) -> bool:
         """Start speaking in ``voice`` ahead of the stream; False if spoken or started already."""
-        if self._ahead is not None or self.claimed or self.stopped.is_set():
+        if self._recordings or self.claimed or self.stopped.is_set():
             return False
         self.voice = voice
-        self._ahead = _Ahead(voice, self._spoken(synthesis), self._limit)
+        self._recordings[voice] = _Recording(voice, self._spoken(synthesis), self._limit)
         return True
 
-    async def audio(self, voice: str, synthesis: Synthesis) -> AsyncGenerator[AudioChunk]:
-        """Yield the turn's audio in ``voice``: the synthesis ahead if it speaks it, else anew.
+    def listen(self, voice: str, synthesis: Synthesis) -> TurnAudio:
+        """Return the turn's audio in ``voice``: its recording if there is one, else a new one.
 
-        Each chunk is noted on the timeline as it is handed out; the audio ends at once
-        when the turn is stopped. A turn is spoken once: a stream that asks after another
-        took it gets nothing (HA's stream, when the host plays the turn's audio itself).
+        The first listener is the one heard; every chunk it is handed is noted on the
+        timeline. Each listener gets the audio from the start; it ends at once when the
+        turn is stopped.
         """
-        if self.claimed:
-            return
-        ahead, self._ahead = self._ahead, None
+        primary = not self.claimed
         self.claimed = True
-        if ahead is not None and ahead.voice != voice:
-            ahead.stop()
-            ahead = None
-        self.timeline.reset()
-        self.voice = voice
-        source = ahead.drain() if ahead is not None else self._spoken(synthesis)
+        recording = self._recordings.get(voice)
+        if recording is None and not self.stopped.is_set():
+            for other in [r for r in self._recordings.values() if r.readers == 0]:
+                other.stop()  # begun ahead in a voice nobody asked for
+                del self._recordings[other.voice]
+            recording = _Recording(voice, self._spoken(synthesis), self._limit)
+            self._recordings[voice] = recording
+        if primary:
+            self.timeline.reset()
+            self.voice = voice
+        return TurnAudio(primary=primary, chunks=self._read(recording, primary=primary))
+
+    async def audio(self, voice: str, synthesis: Synthesis) -> AsyncGenerator[AudioChunk]:
+        """Yield the turn's audio in ``voice`` (``listen``'s chunks)."""
+        chunks = self.listen(voice, synthesis).chunks
         try:
-            async for chunk in until_stopped(source, self.stopped):
-                self.timeline.handed(chunk, time.time())
+            async for chunk in chunks:
                 yield chunk
         finally:
-            if ahead is not None:
-                ahead.stop()
+            await chunks.aclose()
+
+    async def _read(
+        self, recording: _Recording | None, *, primary: bool
+    ) -> AsyncGenerator[AudioChunk]:
+        """Yield one reader's audio, kept alive while the turn waits, until it is stopped."""
+        if recording is None:  # stopped before anything was recorded
+            return
+        audio = self._reader(recording, primary=primary)
+        try:
+            async for chunk in until_stopped(audio, self.stopped):
+                if primary:
+                    self.timeline.handed(chunk, time.time())
+                yield chunk
+        finally:
+            await audio.aclose()
+
+    async def _reader(self, recording: _Recording, *, primary: bool) -> AsyncGenerator[AudioChunk]:
+        """Yield the recording from its start; silence while it waits and the turn waits.
+
+        Silence goes out when what was handed on would have all but played
+        (``KEEP_ALIVE_SECONDS`` left, on this reader's own clock), never before the first
+        audio (its format is the voice's).
+        """
+        recording.attach()
+        played = AudioTimeline()
+        index = 0
+        last: AudioChunk | None = None
+        try:
+            while True:
+                chunk = recording.chunk(index, first=primary)
+                if chunk is None and recording.done:
+                    return
+                if chunk is not None:
+                    index += 1
+                elif last is not None and self._waiting():
+                    left = (played.ends_at or 0.0) - time.monotonic() - KEEP_ALIVE_SECONDS
+                    if left > 0:
+                        await recording.more(left)
+                        continue
+                    chunk = _silence(last, KEEP_ALIVE_SECONDS)
+                else:
+                    await recording.more(WAIT_POLL if last is not None else None)
+                    continue
+                last = chunk
+                played.handed(chunk, time.monotonic())
+                yield chunk
+        finally:
+            recording.detach(first=primary)
 
     def _spoken(self, synthesis: Synthesis) -> AsyncGenerator[AudioChunk]:
         """Return the turn's audio in one voice, from its first sentence (maybe on a guess)."""
@@ -162,15 +311,29 @@ class TurnSpeech:
             self.texts.append(text)
 
     def stop(self) -> None:
-        """End the turn's audio now: the synthesis ahead, and the stream playing it."""
+        """End the turn's audio now: every synthesis, and the streams reading them."""
         self.stopped.set()
+        for recording in self._recordings.values():
+            recording.stop()
         self.drop_ahead()
 
     def drop_ahead(self) -> None:
-        """Stop the synthesis running ahead, if no stream took it."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            ahead.stop()
+        """Stop a synthesis running ahead, if no stream read it."""
+        for recording in [r for r in self._recordings.values() if r.readers == 0]:
+            recording.stop()
+            del self._recordings[recording.voice]
+
+
+def _silence(like: AudioChunk, seconds: float) -> AudioChunk:
+    """Return ``seconds`` of silence in ``like``'s format, as part of its sentence."""
+    frames = int(like.rate * seconds)
+    return AudioChunk(
+        sentence=like.sentence,
+        rate=like.rate,
+        width=like.width,
+        channels=like.channels,
+        audio=bytes(frames * like.width * like.channels),
+    )
 
 
 class SpeechTurns:
@@ -217,6 +380,25 @@ class SpeechTurns:
                 return self._turns[trace_id]
         return None
 
+    def writing(self, text: str) -> TurnSpeech | None:
+        """Return the newest running turn whose written text begins with ``text``; unread first.
+
+        What HA hands a TTS stream first is the reply's text so far, as the agent wrote it.
+        A turn that ended is found by its whole speech only (``spoken``).
+        """
+        if not text.strip():
+            return None
+        wanted = text[:MAX_WRITTEN]
+        found = [
+            speech
+            for trace_id, speech in reversed(self._turns.items())
+            if trace_id not in self._spoken
+            and not speech.stopped.is_set()
+            and speech.written.startswith(wanted)
+        ]
+        unread = [speech for speech in found if not speech.claimed]
+        return (unread or found)[0] if found else None
+
     def start(self, trace_id: str, voice: str, synthesis: Synthesis) -> bool:
         """Start turn ``trace_id``'s speech in ``voice`` ahead; the oldest ahead makes room."""
         speech = self._turns.get(trace_id)
@@ -243,7 +425,7 @@ class SpeechTurns:
             speech.stop()
 
     def _forget(self, trace_id: str) -> None:
-        """Forget one turn; a synthesis of it that nobody listens to stops."""
+        """Forget one turn; a synthesis of it that nobody read stops."""
         speech = self._turns.pop(trace_id, None)
         self._spoken.pop(trace_id, None)
         if (timer := self._timers.pop(trace_id, None)) is not None:

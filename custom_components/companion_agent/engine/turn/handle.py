@@ -63,6 +63,10 @@ class Turn:
         """Return why the turn was cancelled, or None if it was not."""
         return self._sink.cancel_reason
 
+    def waiting_for_tools(self) -> bool:
+        """Say whether the turn waits for a tool call now (its speech pauses meanwhile)."""
+        return self._sink.waiting_for_tools
+
     def speech(self) -> AsyncIterator[str]:
         """Return the speech text of each sentence the host takes, for a voice to speak.
 

@@ -22,6 +22,7 @@ from ..events import (
     Played,
     SentenceOutput,
     TextDelta,
+    ToolCallEvent,
     TurnOutcome,
     TurnResult,
 )
@@ -68,12 +69,18 @@ class TurnSink:
         self._over = False
         self._guess = ""
         self._guesses = 0
+        self._running_tools: set[str] = set()
 
     @property
     def shown(self) -> str:
         """Return the model text the host has taken, or still will: nothing dropped by a cancel."""
         queued = (i.model_text for i in self._queue if isinstance(i, TextDelta))
         return "".join([*self._shown, *queued])
+
+    @property
+    def waiting_for_tools(self) -> bool:
+        """Say whether a tool call of the turn runs now (it has begun and not ended)."""
+        return bool(self._running_tools) and not self._closed
 
     @property
     def spoken(self) -> tuple[SentenceOutput, ...]:
@@ -98,6 +105,11 @@ class TurnSink:
         """Queue one item for the host (dropped once the turn is cancelled)."""
         if self._closed:
             return
+        if isinstance(item, ToolCallEvent):
+            if item.status == "running":
+                self._running_tools.add(item.tool_id)
+            else:
+                self._running_tools.discard(item.tool_id)
         self._queue.append(item)
         self._ready.set()
 
