@@ -61,6 +61,13 @@ class ChatLogStream:
     and thinking already removed), so HA's streaming TTS starts as early as it can;
     sentences only carry speech and actions. ``tts_opened_at`` is when (``time.time()``)
     HA's pipeline, by its own rule, opened its streaming TTS on these deltas.
+
+    HA opens that stream after 60 characters, or on a tool call that follows text. A call
+    made before the turn wrote anything would open nothing, and the short line the
+    companion says while it runs (a holding line, under 60 characters) would wait for the
+    answer. So such a call is announced right after the turn's first text (HA opens its
+    stream on it, and the line is heard while the tool runs), or when it ends, if no text
+    came meanwhile.
     """
 
     def __init__(
@@ -82,6 +89,7 @@ class ChatLogStream:
         self._stream_chars = stream_chars
         self._on_sentence = on_sentence
         self._announced: set[str] = set()
+        self._held: list[ToolCallEvent] = []
         self._open = False
         self._chars = 0
         self.spoken: list[SentenceOutput] = []
@@ -98,6 +106,10 @@ class ChatLogStream:
                     if self._on_text is not None:
                         self._on_text(text)
                     yield {"content": text}
+                    held, self._held = self._held, []
+                    for event in held:  # after text: HA opens its TTS stream on the call
+                        self._count(0, tool_call=True)
+                        yield self._call(event)
                 case SentenceOutput() as sentence:
                     if self._on_sentence is not None:
                         self._on_sentence(sentence)
@@ -108,10 +120,15 @@ class ChatLogStream:
                         yield delta
                     yield {"thinking_content": text}
                 case ToolCallEvent(status="running") as event:
+                    if self.tts_opened_at is None and self._chars == 0:
+                        self._held.append(event)  # announced after the first text
+                        continue
                     self._count(0, tool_call=True)
                     yield self._call(event)
                 case ToolCallEvent() as event:
+                    self._held = [held for held in self._held if held.tool_id != event.tool_id]
                     if event.tool_id not in self._announced:
+                        self._count(0, tool_call=True)
                         yield self._call(event)
                     yield tool_result_delta(event)
                     self._open = False
