@@ -21,12 +21,20 @@ ms; the first sentence has no comma. Each run goes down every path in turn.
 - ``player, ours``: ``start_chat`` on a media player reading the stream (our WAV).
 - ``cancel``: ``turn.cancel()`` while the reply streams → our stream ended, its Piper
   socket closed. Target p95 ≤ 50 ms.
+- Piper requests per sentence, on each path our voice speaks (what its recording proxy was
+  asked, over the sentences of the reply). Target 1.00: one synthesis however many read it.
+- ``tool``: the model first calls a script that takes 8 s, then answers, on HA's satellite
+  and the browser with our voice. ``first speech``: from the tool call to the first audio
+  (the holding line), target under 2 s; ``stall``: the longest time no audio left HA once
+  some had (a Voice PE stops working after 5 s), target under 2 s; ``silence heard``: the
+  longest quiet stretch in the satellite's audio (the keep-alive's silence counts), shown.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import logging
 import statistics
 import sys
@@ -39,12 +47,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.figures import percentile, record
 from benchmarks.ha_core import start_home_assistant
-from benchmarks.voice_home import PLAYER, Home, close, first_bytes, set_up
+from benchmarks.voice_home import PLAYER, TOOL, Home, close, first_bytes, set_up
 from benchmarks.voice_peers import launch_piper, piper_alone, said, wait_for_piper
 from custom_components.companion_agent.const import DOMAIN
 from tests.ha.pipeline_runs import start_text_run
 from tests.support.asr_server import ScriptedAsrServer
 from tests.support.ffmpeg import ffmpeg_on_path
+from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.realtime_satellite import RealTimeSatellite
 
@@ -60,6 +69,13 @@ LONG = (
 )
 """Distinct sentences: a reply that repeats itself is stopped by the engine (and ends)."""
 QUESTION = "Good morning."
+SENTENCES = 2
+"""The sentences of a usual reply (``FIRST``, ``REST``)."""
+OUR_PATHS = ("HA sat, ours", "our sat, ours", "browser, ours", "player, ours")
+AFTER_TOOL = "Everything looks fine outside. The gate is shut."
+TOOL_TARGET = 2.0
+SILENT_SAMPLE = 8
+"""A sample this small (of 32768) is silence."""
 
 type Path_ = Callable[[], Awaitable[float]]
 
@@ -79,6 +95,54 @@ class Runs:
         self.first_token = first_token
         self.gap = gap
         self.converter: list[float] = []
+        self.requests: dict[str, list[float]] = {}
+        """Piper requests per sentence, by path our voice speaks."""
+
+    async def counted(self, name: str, path: Path_) -> float:
+        """Time ``path``; on a path of our voice, note Piper's requests per sentence."""
+        proxy = self.home.proxies["ours"]
+        before = len(proxy.texts)
+        took = await path()
+        await asyncio.wait_for(proxy.wait_idle(), TIMEOUT)
+        if name in OUR_PATHS:
+            self.requests.setdefault(name, []).append((len(proxy.texts) - before) / SENTENCES)
+        return took
+
+    async def tool(self, satellite: bool) -> tuple[float, float, float]:
+        """Ask while a slow tool runs; return first speech, longest stall, silence heard (s)."""
+        loop = asyncio.get_running_loop()
+        called: list[float] = []
+        server = self.home.server
+
+        def arrived() -> None:
+            """Note when the model was asked (it calls the tool at once)."""
+            server.on_chat = None
+            called.append(loop.time())
+
+        server.on_chat = arrived
+        server.script(Reply.tool_calls(("call_look", TOOL, "{}")), Reply.text(AFTER_TOOL))
+        if satellite:
+            ours = self.home.satellites["ours"]
+            before = len(ours.utterances)
+            await ours.ask(self.question)
+            async with asyncio.timeout(TIMEOUT):
+                while len(ours.utterances) <= before:
+                    ours.spoken.clear()
+                    await ours.spoken.wait()
+                answer = ours.utterances[-1]
+                await answer.ended.wait()
+                await self.home.turns[-1].result
+            arrivals = [at for at, _size in answer.arrivals]
+            quiet = longest_silence(bytes(answer.audio), answer.rate)
+        else:
+            flight = start_text_run(
+                self.home.hass, self.home.ours, "Outside?", timeout=TIMEOUT, audio_output=None
+            )
+            arrivals = [loop.time() async for _chunk in flight.audio()][1:]  # past the header
+            await flight.done()
+            quiet = float("nan")
+        gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
+        return arrivals[0] - called[0], max(gaps, default=0.0), quiet
 
     def script(self, text: str = f"{FIRST} {REST}", until: asyncio.Event | None = None) -> None:
         """Script the next reply (its end held back until ``until``, if given)."""
@@ -172,6 +236,52 @@ def paths(runs: Runs) -> dict[str, Path_]:
     return found
 
 
+def longest_silence(pcm: bytes, rate: int) -> float:
+    """Return the longest stretch of 16-bit mono ``pcm`` that is silent, in seconds."""
+    samples = memoryview(pcm[: len(pcm) // 2 * 2]).cast("h")
+    longest = run = 0
+    for sample in samples:
+        run = run + 1 if -SILENT_SAMPLE <= sample <= SILENT_SAMPLE else 0
+        longest = max(longest, run)
+    return longest / rate
+
+
+def report_requests(requests: dict[str, list[float]]) -> bool:
+    """Print Piper's requests per sentence on each path of our voice; 1.00 is the target."""
+    ok = True
+    for name, counts in requests.items():
+        worst = max(counts)
+        met = worst == 1.0
+        print(f"{name}: Piper requests per sentence max {worst:.2f}, target 1.00: "
+              f"{'OK' if met else 'MISSED'}")  # fmt: skip
+        record(f"Piper requests per sentence, {name}", f"max {worst:.2f}", "1.00", met=met)
+        ok &= met
+    return ok
+
+
+def report_tool(figures: dict[str, list[tuple[float, float, float]]]) -> bool:
+    """Print first speech, the longest stall and the silence heard while an 8 s tool runs."""
+    ok = True
+    for name, runs in figures.items():
+        first = [run[0] for run in runs]
+        stall = [run[1] for run in runs]
+        quiet = [run[2] for run in runs if run[2] == run[2]]
+        met = percentile(first, 95) < TOOL_TARGET and percentile(stall, 95) < TOOL_TARGET
+        heard = f", silence heard p50 {statistics.median(quiet):.1f} s" if quiet else ""
+        print(
+            f"tool 8 s, {name}: first speech p95 {percentile(first, 95):.2f} s, longest stall "
+            f"p95 {percentile(stall, 95):.2f} s{heard}, targets < {TOOL_TARGET:.0f} s: "
+            f"{'OK' if met else 'MISSED'}"
+        )
+        measured = (
+            f"first speech p95 {percentile(first, 95):.2f} s, "
+            f"stall p95 {percentile(stall, 95):.2f} s"
+        )
+        record(f"an 8 s tool, {name}", measured, f"both < {TOOL_TARGET:.0f} s", met=met)
+        ok &= met
+    return ok
+
+
 def ms(samples: list[float], q: float) -> str:
     """Return the q-th percentile of ``samples`` (seconds) in ms."""
     return f"{percentile(samples, q) * 1000:7.0f}"
@@ -228,13 +338,17 @@ async def bench(home: Home, question: bytes, args: argparse.Namespace) -> bool:
     for path in timed.values():  # warm every path and Piper
         await path()
     runs.converter.clear()
+    tool: dict[str, list[tuple[float, float, float]]] = {"HA sat, ours": [], "browser, ours": []}
+    for _ in range(args.tool_runs):
+        tool["HA sat, ours"].append(await runs.tool(satellite=True))
+        tool["browser, ours"].append(await runs.tool(satellite=False))
     figures: dict[str, list[float]] = {name: [] for name in timed}
     limits: list[float] = []
     cancels: list[float] = []
     end = len(words(FIRST)) - 1
     for _ in range(args.runs):
         for name, path in timed.items():
-            figures[name].append(await path())
+            figures[name].append(await runs.counted(name, path))
         piper = await piper_alone(home.piper_port, home.voice, FIRST)
         limits.append(end * runs.gap + piper)
         cancels.append(await runs.cancel() * 1000)
@@ -244,6 +358,8 @@ async def bench(home: Home, question: bytes, args: argparse.Namespace) -> bool:
         f"{end * args.gap:.0f} ms after the first token; {args.runs} runs"
     )
     ok = report(figures, limits, runs.converter)
+    ok &= report_requests(runs.requests)
+    ok &= report_tool(tool)
     p95 = percentile(cancels, 95)
     print(
         f"cancel → our stream ended: p50 {statistics.median(cancels):.1f} ms p95 {p95:.1f} ms, "
@@ -265,6 +381,7 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--first-token", type=float, default=300.0, help="ms")
     parser.add_argument("--gap", type=float, default=20.0, help="ms between tokens")
+    parser.add_argument("--tool-runs", type=int, default=3, help="runs of the 8 s tool, per path")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     process, port, voice = launch_piper()

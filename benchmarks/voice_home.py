@@ -15,6 +15,10 @@ leaves HA:
   the URL it is given;
 - the companion's own satellite, once the integration has one (``assist_satellite.py``):
   ``our_satellite`` is None until then.
+
+Each voice reaches Piper through a recording proxy of its own (``proxies``: ``ours``,
+``theirs``), so a run can count what Piper was asked. The persona may use Assist, which
+offers one exposed script: ``script.look_around`` takes ``TOOL_SECONDS`` (a slow tool).
 """
 
 from __future__ import annotations
@@ -25,17 +29,24 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from homeassistant.components import tts
+from homeassistant.components import conversation, tts
 from homeassistant.components.assist_pipeline.pipeline import Pipeline
+from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.components.media_player import DATA_COMPONENT as PLAYERS
 from homeassistant.components.media_player import MediaPlayerEntity
 from homeassistant.components.media_player.const import MediaPlayerEntityFeature, MediaPlayerState
+from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
 
 from benchmarks.ha_core import configure
 from benchmarks.voice_peers import launch_piper, wait_for_piper
-from custom_components.companion_agent.const import CONF_TURNS_PER_MINUTE, DOMAIN
+from custom_components.companion_agent.const import (
+    CONF_TURNS_PER_MINUTE,
+    DOMAIN,
+    SUBENTRY_CONVERSATION,
+)
 from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.runtime import CompanionRuntime
 from tests.ha.entries import speech_to_text, wyoming_voice
@@ -45,11 +56,14 @@ from tests.support.asr_server import ScriptedAsrServer
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 from tests.support.realtime_satellite import RealTimeSatellite
+from tests.support.wyoming_proxy import WyomingProxy
 
 __all__ = ["Home", "launch_piper", "set_up", "wait_for_piper"]
 
 OUR_SATELLITE = "custom_components.companion_agent.assist_satellite"
 PLAYER = "media_player.bench_speaker"
+TOOL = "look_around"
+TOOL_SECONDS = 8.0
 
 
 class BenchPlayer(MediaPlayerEntity):
@@ -94,6 +108,8 @@ class Home:
     satellites: dict[str, RealTimeSatellite]
     """HA's Wyoming satellite on each pipeline, by pipeline name (``ours``, ``theirs``)."""
     player: BenchPlayer
+    proxies: dict[str, WyomingProxy]
+    """What each voice asked Piper, by voice (``ours``, ``theirs``)."""
     our_satellite: RealTimeSatellite | None = None
     turns: list[Turn] = field(default_factory=list)
     first_token: float = 0.0
@@ -137,14 +153,24 @@ async def set_up(
     hass.config.internal_url = "http://127.0.0.1:8123"
     for domain in ("assist_pipeline", "media_player", "ffmpeg"):
         assert await async_setup_component(hass, domain, {})
+    slow = {"alias": "Look around", "sequence": [{"delay": {"seconds": TOOL_SECONDS}}]}
+    assert await async_setup_component(hass, "script", {"script": {TOOL: slow}})
+    async_expose_entity(hass, conversation.DOMAIN, f"script.{TOOL}", True)
+    proxies = {"ours": WyomingProxy("127.0.0.1", port), "theirs": WyomingProxy("127.0.0.1", port)}
+    for proxy in proxies.values():
+        await proxy.__aenter__()
     agent = await configure(hass, server.url, "", "test-model")
     (entry,) = hass.config_entries.async_entries(DOMAIN)
+    (persona,) = [s for s in entry.subentries.values() if s.subentry_type == SUBENTRY_CONVERSATION]
+    hass.config_entries.async_update_subentry(
+        entry, persona, data={**persona.data, CONF_LLM_HASS_API: [llm.LLM_API_ASSIST]}
+    )
     # Many turns a minute, each one measured: no rate limit (the entry reloads).
     hass.config_entries.async_update_entry(
         entry, options={**entry.options, CONF_TURNS_PER_MINUTE: 0}
     )
     for data in (
-        wyoming_voice("127.0.0.1", port, voice),
+        wyoming_voice("127.0.0.1", proxies["ours"].port, voice),
         speech_to_text(asr.host, asr.port, "tiny", languages=("en",)),
     ):
         hass.config_entries.async_add_subentry(entry, _subentry(data))
@@ -152,7 +178,7 @@ async def set_up(
     runtime: CompanionRuntime = entry.runtime_data
     ours_tts = _entity(hass, entry.entry_id, "tts")
     stt = _entity(hass, entry.entry_id, "stt")
-    theirs_tts = await setup_ha_voice(hass, "127.0.0.1", port)
+    theirs_tts = await setup_ha_voice(hass, "127.0.0.1", proxies["theirs"].port)
     ours = await create_pipeline(hass, "ours", agent, ours_tts, stt)
     theirs = await create_pipeline(hass, "theirs", agent, theirs_tts, stt)
     satellites: dict[str, RealTimeSatellite] = {}
@@ -166,7 +192,7 @@ async def set_up(
     await hass.data[PLAYERS].async_add_entities([player])
     home = Home(
         hass=hass, server=server, runtime=runtime, piper_port=port, voice=voice, ours=ours,
-        theirs=theirs, satellites=satellites, player=player,
+        theirs=theirs, satellites=satellites, player=player, proxies=proxies,
     )  # fmt: skip
     if importlib.util.find_spec(OUR_SATELLITE) is not None:
         home.our_satellite = await _our_satellite(hass, entry.entry_id)
@@ -176,10 +202,12 @@ async def set_up(
 
 
 async def close(home: Home) -> None:
-    """Close the satellites' servers."""
+    """Close the satellites' servers and the proxies."""
     for satellite in (*home.satellites.values(), home.our_satellite):
         if satellite is not None:
             await satellite.__aexit__(None, None, None)
+    for proxy in home.proxies.values():
+        await proxy.__aexit__(None, None, None)
 
 
 async def _our_satellite(hass: HomeAssistant, entry_id: str) -> RealTimeSatellite | None:

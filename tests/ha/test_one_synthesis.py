@@ -3,8 +3,9 @@
 Piper sits behind the recording proxy; what it is asked is counted per path. A reply of four
 sentences must be four requests, whoever reads its audio and however often: the Assist
 dialog's run (the browser fetching the stream twice, as a media element may), the same run
-when HA's TTS task does not carry the agent's mark, and ``start_chat`` on a media player.
-HA's own satellite is counted in ``test_ha_satellite.py`` (its answer, four sentences).
+when HA's TTS task does not carry the agent's mark, the companion's own satellite (its run
+plays the turn's audio, and HA's stream for the run reads it too), and ``start_chat`` on a
+media player. HA's own satellite is counted in ``test_ha_satellite.py`` (four sentences).
 """
 
 from __future__ import annotations
@@ -12,15 +13,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import pytest
 from homeassistant.core import HomeAssistant
 
+from tests.ha.entries import SetupCompanion
 from tests.ha.pipeline_runs import TextRun, start_text_run
+from tests.ha.satellite_setup import setup_satellite_companion, wait_state
 from tests.ha.start_chat import LOUNGE, Companion, Devices, start_chat
 from tests.ha.voice_pipeline import Voice, voice
+from tests.support.asr_server import ScriptedAsrServer
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
+from tests.support.piper import PiperPeer
+from tests.support.satellite_script import ScriptedSatellite
 from tests.support.wyoming_proxy import WyomingProxy
 
 __all__ = ["voice"]  # the fixture
@@ -107,3 +114,37 @@ async def test_the_media_player_path_asks_piper_once_per_sentence(
 
     assert proxy.texts == list(FOUR)
     assert len(lounge.heard.audio) > 100_000  # the whole answer, as WAV
+
+
+async def test_the_companions_satellite_path_asks_piper_once_per_sentence(
+    hass: HomeAssistant,
+    *,
+    setup_companion: SetupCompanion,
+    llm_server: LLMServer,
+    piper: PiperPeer,
+    proxy: WyomingProxy,
+    scripted_asr: ScriptedAsrServer,
+    scripted_satellite: ScriptedSatellite,
+) -> None:
+    asr, satellite = scripted_asr, scripted_satellite
+    entry, entity = await setup_satellite_companion(
+        hass,
+        setup_companion,
+        replace(piper, host=proxy.host, port=proxy.port),  # our voice speaks through the proxy
+        (asr.host, asr.port, "tiny"),
+        (satellite.host, satellite.port),
+    )
+    await satellite.wait_connected()
+    await wait_state(hass, entity, "idle")
+    released = asyncio.Event()
+    llm_server.script(Reply.held(f"{FOUR[0]} The", " " + " ".join(FOUR[1:])[4:], until=released))
+
+    await satellite.ask(bytes(3200))
+    await asyncio.wait_for(proxy.wait_asked(1), TIMEOUT)  # the run plays it before HA opens
+    released.set()
+    await satellite.wait_event("audio-stop")
+    await wait_state(hass, entity, "idle")
+    await asyncio.wait_for(proxy.wait_idle(), TIMEOUT)
+
+    assert proxy.texts == list(FOUR)
+    assert await hass.config_entries.async_unload(entry.entry_id)

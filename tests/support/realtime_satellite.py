@@ -45,6 +45,8 @@ class Utterance:
     audio: bytearray = field(default_factory=bytearray)
     first_at: float | None = None
     """When (loop time) its first audio arrived: when the first audio left HA."""
+    arrivals: list[tuple[float, int]] = field(default_factory=list)
+    """When (loop time) each chunk arrived, and its size in bytes."""
     ended: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -161,6 +163,7 @@ class RealTimeSatellite(LoopbackServer):
                         utterance.first_at = loop.time()
                         self.spoken.set()
                     utterance.audio += event.payload
+                    utterance.arrivals.append((loop.time(), len(event.payload)))
                 case "audio-stop" if self.utterances:
                     AudioStop.from_event(event)
                     self._later(self._played(self.utterances[-1]))
