@@ -30,6 +30,7 @@ from custom_components.companion_agent.engine.engine import (
 )
 from custom_components.companion_agent.engine.errors import LLMConnectionError, LLMError
 from custom_components.companion_agent.engine.events import TextDelta, TurnResult
+from custom_components.companion_agent.engine.guard.confirmations import read_kept
 from custom_components.companion_agent.engine.guard.policy import PolicyRule
 from custom_components.companion_agent.engine.llm import LLMSettings
 from custom_components.companion_agent.engine.memory.backends import MemoryConfig
@@ -194,6 +195,58 @@ async def test_a_held_call_uses_the_hosts_rules_ttl_and_listener(
     await engine.close()
     audit = (settings.data_dir / AUDIT_FILE).read_text(encoding="utf-8").splitlines()
     assert len(audit) >= 2  # held, then executed: written by close
+
+
+@pytest.mark.parametrize("ending", ["close", "stop"])
+async def test_a_held_call_ends_with_its_engine_and_the_next_engine_tells_its_person(
+    settings: EngineSettings, llm_server: LLMServer, ending: str
+) -> None:
+    """Closed or stopped while a call waits: the listener and the audit hear it interrupted;
+    the next engine on the same notices file tells Alice's next turn, not Bob's."""
+    heard: list[ConfirmationStatus] = []
+    ran: list[str] = []
+
+    async def unlock(args: object, ctx: ToolContext) -> str:
+        """Unlock (in a log)."""
+        ran.append(ctx.conversation_id)
+        return "unlocked"
+
+    held = replace(
+        settings,
+        rules=(PolicyRule.for_tool("unlock", "confirm"),),
+        on_confirmation=lambda _token, status: heard.append(status),
+        notices_file=settings.data_dir / "entry.notices.json",
+    )
+    tool = Tool(spec=ToolSpec(name="unlock", description="Unlock the door"), handler=unlock)
+    engine = Engine(held)
+    await engine.start()
+    llm_server.script(Reply.tool_calls(("c1", "unlock", "{}")), Reply.text("Shall I?"))
+    await finish(
+        engine.start_turn(ask(engine.persona("p1", "default"), "Unlock", host_tools=(tool,)))
+    )
+    await (engine.stop() if ending == "stop" else engine.close())
+    assert heard == ["requested", "interrupted"]
+    audit = [json.loads(line) for line in (settings.data_dir / AUDIT_FILE).read_text().splitlines()]
+    assert [r["decision"] for r in audit] == ["confirm", "interrupted"]
+
+    later = Engine(held)
+    await later.start()
+    persona = later.persona("p1", "default")
+    llm_server.script(Reply.text("Yes to what?"), Reply.text("It was cancelled."))
+    bob = ask(persona, "yes", host_tools=(tool,))
+    bob = replace(bob, context=replace(bob.context, user_id="bob"))
+    await finish(later.start_turn(bob))
+    assert "interrupted" not in str(llm_server.requests[-1]["messages"])
+    await finish(later.start_turn(ask(persona, "yes", host_tools=(tool,))))
+    told = str(llm_server.requests[-1]["messages"]).replace(" ", "")
+    assert '"status":"interrupted"' in told
+    assert '"performed":false' in told
+    assert ran == []
+    await later.close()
+    assert held.notices_file is not None
+    left = read_kept(held.notices_file)
+    assert left.notices == ()  # everything was told
+    assert len(left.interrupted) == 1  # the token is still known as interrupted
 
 
 async def test_memory_feeds_a_persons_turns_but_not_the_homes(

@@ -7,7 +7,9 @@ the audit log and the usage counters, the turn runner, every persona's conversat
 models (``personas.py``), memory, AI tasks (``tasks.py``), every turn's speech (``speech``)
 and the follow-ups of conversations the companion started. ``close()`` lets turns finish
 (bounded), writes and closes everything; ``stop()`` writes everything when the host stops
-without unloading.
+without unloading. Either ends every held call out loud (``Confirmations.close``) and
+leaves what its people have not heard yet in ``settings.notices_file`` for the next
+engine's ``start``.
 
 Its data folder holds ``audit.jsonl``, ``exchanges.db`` (conversations and recent windows:
 one store, two views; old JSON folders read in once) and memory's files (``backends``).
@@ -16,16 +18,20 @@ one store, two views; old JSON folders read in once) and memory's files (``backe
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
 from .audit.log import AuditLog, Tee
 from .errors import CompanionError
 from .guard.confirmations import (
+    UNRUN_REASONS,
     ConfirmationResult,
     Confirmations,
     ConfirmationStatus,
     ConfirmationToken,
+    read_kept,
+    write_kept,
 )
 from .guard.executor import Guard
 from .llm.models import ChatModels, ModelCall
@@ -49,6 +55,7 @@ from .turn.runner import TurnRunner
 from .turn.usage import UsageCounters
 
 __all__ = [
+    "UNRUN_REASONS",
     "ConfirmationResult",
     "ConfirmationStatus",
     "ConfirmationToken",
@@ -64,6 +71,8 @@ __all__ = [
     "TaskTools",
     "TurnLimits",
 ]
+
+LOGGER = logging.getLogger(__name__)
 
 AUDIT_FILE = "audit.jsonl"
 EXCHANGES_FILE = "exchanges.db"
@@ -133,8 +142,11 @@ class Engine:
 
         A memory that cannot open leaves memory off; one that opened but does not answer
         yet stays on (writes wait in its outbox). Turns answer either way. ``drain`` False
-        leaves the outbox waiting (an engine opened only to forget).
+        leaves the outbox waiting (an engine opened only to forget). What the engine before
+        this one left untold of its held calls is read first.
         """
+        if (notices := self.settings.notices_file) is not None:
+            self._confirmations.restore(await asyncio.to_thread(read_kept, notices))
         self._library = await asyncio.to_thread(load_library, self.settings.library_roots)
         self._personas.bind_all(self._library, self.settings.personas)
         config = self.settings.memory
@@ -268,7 +280,11 @@ class Engine:
         await self._audit.flush(grace)
 
     async def stop(self) -> None:
-        """Write everything, close memory (bounded) and the exchanges: the host is stopping."""
+        """End held calls, write everything, close memory (bounded) and the exchanges.
+
+        The host is stopping without unloading: a held call ends out loud here.
+        """
+        await self._end_held_calls()
         await self.flush()
         await self._close_memory()
         self._closed = True
@@ -278,12 +294,22 @@ class Engine:
         """Let running turns finish (bounded), then write and close everything."""
         self._closed = True
         await self._runner.drain(TURN_GRACE)
-        self._confirmations.close()
+        await self._end_held_calls()
         await self.flush()
         await self._close_memory()
         await self._exchanges.close()
         await self._audit.close()
         self._speech.close()
+
+    async def _end_held_calls(self) -> None:
+        """End every waiting call unrun (audited, announced, noticed); keep what is untold."""
+        self._confirmations.close()
+        if (notices := self.settings.notices_file) is None:
+            return
+        try:
+            await asyncio.to_thread(write_kept, notices, self._confirmations.kept())
+        except OSError as err:
+            LOGGER.warning("Cannot keep the notices of held calls in %s: %s", notices, err)
 
     async def _close_memory(self) -> None:
         """Let the outbox drain a little, then close the store (bounded)."""

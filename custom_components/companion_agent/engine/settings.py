@@ -41,7 +41,12 @@ class EngineSettings:
     memory: MemoryConfig | None = None
     """The memory to open at ``start``; None: no memory."""
     on_confirmation: ConfirmationListener | None = None
-    """Told each step of a held call (requested, executed, cancelled, expired, failed)."""
+    """Told each step of a held call (requested, executed, failed, cancelled, expired, and
+    interrupted when the engine closes or stops while it waits)."""
+    notices_file: Path | None = None
+    """Where this engine leaves, when it closes or stops, what the people of its held calls
+    have not heard yet, for the next engine to read at ``start`` (one file per engine:
+    engines may share ``data_dir``); None: nothing outlives the engine."""
     on_model_round: RoundObserver | None = None
     """Told how each chat model round ended, so the host can follow the server's health."""
     on_bad_history: CorruptionReporter | None = None

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from custom_components.companion_agent.engine.errors import ConfirmationRefusedError
+from custom_components.companion_agent.engine.guard.confirmations import Confirmations
 from custom_components.companion_agent.engine.guard.confirmations.tokens import token_ref
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.tools.contract import (
@@ -75,10 +77,10 @@ async def test_yes_executes_the_held_call_exactly_once(rig: Rig) -> None:
         )
     assert refused.value.reason == "used"
     assert rig.house.calls == [("unlock", "lock.front_door")]
-    [notice] = rig.guard.confirmations.take_notices("conv-1")
+    [notice] = rig.guard.confirmations.take_notices("conv-1", "alice")
     assert notice.status == "executed"
     assert json.loads(notice.content)["performed"] is True
-    assert rig.guard.confirmations.take_notices("conv-1") == []
+    assert rig.guard.confirmations.take_notices("conv-1", "alice") == []
     decisions = [(r["decision"], r["outcome"]) for r in await rig.records()]
     assert decisions == [
         ("confirm", "pending"),
@@ -122,7 +124,7 @@ async def test_no_cancels_and_the_model_is_told(rig: Rig) -> None:
     assert json.loads(result.outcome.content)["reason"] == "the person declined"
     assert rig.house.calls == []
     assert rig.guard.confirmations.pending_for("conv-1") == []
-    [notice] = rig.guard.confirmations.take_notices("conv-1")
+    [notice] = rig.guard.confirmations.take_notices("conv-1", "alice")
     assert notice.status == "cancelled"
     assert [r["decision"] for r in await rig.records()] == ["confirm", "denied"]
 
@@ -144,7 +146,7 @@ async def test_a_turn_asks_the_guard_once_for_its_answer_events_and_notices(rig:
     [notice] = heard.notices
     assert notice.source == "confirmations"
     assert json.loads(notice.text)["status"] == "executed"
-    assert rig.guard.confirmations.take_notices("conv-1") == []
+    assert rig.guard.confirmations.take_notices("conv-1", "alice") == []
 
 
 async def test_anything_else_leaves_the_call_waiting(rig: Rig) -> None:
@@ -177,7 +179,7 @@ async def test_silence_past_the_ttl_cancels_and_reports(rig: Rig) -> None:
         )
     assert refused.value.reason == "expired"
     assert rig.house.calls == []
-    [notice] = rig.guard.confirmations.take_notices("conv-1")
+    [notice] = rig.guard.confirmations.take_notices("conv-1", "alice")
     assert notice.status == "expired"
     body = json.loads(notice.content)
     assert body["performed"] is False
@@ -291,4 +293,72 @@ async def test_injected_text_in_results_or_names_does_not_bypass(rig: Rig) -> No
     held = pending(await rig.guard.execute(UNLOCK, CTX))
     assert INJECTION in held.content
     assert json.loads(held.content)["status"] == "pending_confirmation"
+    assert rig.house.calls == []
+
+
+async def test_an_end_is_heard_by_its_own_person_only(rig: Rig) -> None:
+    """Bob's turn in Alice's conversation neither hears nor takes her expired call's notice."""
+    await rig.guard.execute(UNLOCK, CTX)
+    rig.clock.advance(61.0)
+    bob = replace(CTX, user_id="bob", trace_id="trace-bob")
+    heard = await rig.guard.confirmations.before_turn("yes", bob)
+    assert (heard.events, heard.notices) == ((), ())
+    assert rig.guard.confirmations.take_notices("conv-1", None) == []
+    [notice] = rig.guard.confirmations.take_notices("conv-1", "alice")
+    assert (notice.status, notice.user_id, notice.conversation_id) == ("expired", "alice", "conv-1")
+    assert rig.house.calls == []
+
+
+async def test_close_ends_every_waiting_call_out_loud_and_runs_none(rig: Rig) -> None:
+    """The host closes the engine: each held call is audited, announced and noticed as
+    interrupted (not performed); its token and a late yes run nothing."""
+    held = pending(await rig.guard.execute(UNLOCK, CTX))
+    disarm = call("alarm_disarm", '{"entity_id": "alarm_control_panel.home"}', "call_2")
+    await rig.guard.execute(disarm, replace(CTX, user_id="bob"))
+    rig.guard.confirmations.close()
+    assert rig.guard.confirmations.pending_count() == 0
+    assert rig.events[-2:] == [("lock_unlock", "interrupted"), ("alarm_disarm", "interrupted")]
+    records = await rig.records()
+    ended = [(r["tool"], r["decision"], r["outcome"], r["user_id"]) for r in records[2:]]
+    assert ended == [
+        ("lock_unlock", "interrupted", "cancelled", "alice"),
+        ("alarm_disarm", "interrupted", "cancelled", "bob"),
+    ]
+    assert "NOT performed" in str(records[2]["detail"])
+    [notice] = rig.guard.confirmations.take_notices("conv-1", "alice")
+    body = json.loads(notice.content)
+    assert (notice.status, body["status"], body["performed"]) == (
+        "interrupted",
+        "interrupted",
+        False,
+    )
+    assert "restarted" in body["reason"]
+    assert body["action"]["tool"] == "lock_unlock"
+    late = await rig.guard.confirmations.answer(
+        "yes", language="en", user_id="alice", conversation_id="conv-1"
+    )
+    assert late is None
+    with pytest.raises(ConfirmationRefusedError) as refused:
+        await rig.guard.confirmations.resolve(held.token_id, approve=True, user_id="alice")
+    assert refused.value.reason == "interrupted"
+    assert rig.house.calls == []
+
+
+async def test_what_one_engine_leaves_untold_the_next_one_tells(rig: Rig) -> None:
+    """``kept`` → ``restore``: the next engine's turn of the same person hears the notice, and
+    the old token is refused as interrupted there too."""
+    held = pending(await rig.guard.execute(UNLOCK, CTX))
+    rig.guard.confirmations.close()
+    kept = rig.guard.confirmations.kept()
+    assert [n.status for n in kept.notices] == ["interrupted"]
+    assert [t.ref for t in kept.interrupted] == [token_ref(held.token_id)]
+    later = Confirmations(clock=rig.clock)
+    later.restore(kept)
+    assert later.take_notices("conv-1", "bob") == []
+    heard = await later.before_turn("yes", CTX)
+    [notice] = heard.notices
+    assert json.loads(notice.text)["status"] == "interrupted"
+    with pytest.raises(ConfirmationRefusedError) as refused:
+        await later.resolve(held.token_id, approve=True, user_id="alice")
+    assert refused.value.reason == "interrupted"
     assert rig.house.calls == []

@@ -33,6 +33,7 @@ type AuditDecision = Literal[
     "approved",
     "denied",
     "expired",
+    "interrupted",
 ]
 type CallOutcome = Literal["success", "failure", "pending", "cancelled", "refused"]
 type AuditOutcome = CallOutcome

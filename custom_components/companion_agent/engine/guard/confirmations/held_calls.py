@@ -5,8 +5,11 @@ arguments, the user and the conversation, with the call's own runner inside it. 
 ``resolve`` (a service call, a dashboard, a phone) or ``answer`` (the person's next words,
 matched by ``consent.py`` before any model runs) can run it, once, before it expires.
 Nothing the model says reaches this module. Every end of a token (run, declined, expired,
-refused) is audited, told to the host's listener, and queued (``notices.py``: all that
-the model hears of held calls) for its next turn; ``before_turn`` is all a turn asks.
+interrupted by the host closing the engine, refused) is audited, told to the host's
+listener, and queued (``notices.py``: all that the model hears of held calls) for the next
+turn of its person in its conversation; ``before_turn`` is all a turn asks. ``close``
+ends every waiting call out loud; ``kept`` and ``restore`` carry what nobody has heard yet
+(and which tokens were interrupted) from one engine to the next.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from ...json_types import JSONObject
 from ...messages import ToolCallRequest
 from ...tools.contract import ToolContext, ToolFailure, ToolOutcome, ToolPending
 from .consent import Consent, match_consent
+from .notice_file import KeptNotices
 from .notices import (
+    UNRUN_REASONS,
     ConfirmationNotice,
     NoticeQueue,
     NoticeStatus,
@@ -45,7 +50,9 @@ from .tokens import (
 
 LOGGER = logging.getLogger(__name__)
 
-type ConfirmationStatus = Literal["requested", "executed", "failed", "cancelled", "expired"]
+type ConfirmationStatus = Literal[
+    "requested", "executed", "failed", "cancelled", "expired", "interrupted"
+]
 type ConfirmationListener = Callable[[ConfirmationToken, ConfirmationStatus], None]
 
 _UNKNOWN_CALL = ToolCallRequest(call_id="", name="unknown", arguments="{}")
@@ -193,7 +200,8 @@ class Confirmations:
                 trace_id=ctx.trace_id,
             )
         answered = () if reply is None else reply.results
-        return turn_confirmations(answered, self.take_notices(ctx.conversation_id))
+        notices = self.take_notices(ctx.conversation_id, ctx.user_id)
+        return turn_confirmations(answered, notices)
 
     def peek(self, token_id: str) -> ConfirmationToken | None:
         """Return a live token without consuming it."""
@@ -207,14 +215,40 @@ class Confirmations:
         """Return how many calls wait for confirmation now."""
         return len(self.tokens.live())
 
-    def take_notices(self, conversation_id: str) -> list[ConfirmationNotice]:
-        """Return, once, what the model must hear about confirmations that ended."""
+    def take_notices(self, conversation_id: str, user_id: str | None) -> list[ConfirmationNotice]:
+        """Return, once, what one person must hear about their confirmations that ended here."""
         self.tokens.live()
-        return self._notices.take(conversation_id)
+        return self._notices.take(conversation_id, user_id)
+
+    def kept(self) -> KeptNotices:
+        """Return what the next engine must still tell: unheard notices, interrupted tokens."""
+        return KeptNotices(
+            notices=tuple(self._notices.waiting()),
+            interrupted=tuple(self.tokens.closed("interrupted")),
+        )
+
+    def restore(self, kept: KeptNotices) -> None:
+        """Take over what an engine before this one left untold (its notices come first)."""
+        waiting = self._notices.waiting()
+        self._notices = NoticeQueue()
+        for notice in (*kept.notices, *waiting):
+            self._notices.put(notice)
+        for closed in kept.interrupted:
+            self.tokens.remember(closed)
 
     def close(self) -> None:
-        """Stop the expiry timers; waiting calls are dropped unrun (the host unloads)."""
-        self.tokens.close()
+        """End every waiting call unrun, out loud: audit, notice, tell the host; stop timers.
+
+        The host is closing the engine (a reload, a restart, a shutdown, a removal): a held
+        call cannot outlive it, and its person hears, next turn, that it was not performed.
+        """
+        ended = self.tokens.close()
+        for token in ended:
+            reason = UNRUN_REASONS["interrupted"]
+            self._record(
+                token, "interrupted", "cancelled", token.ctx, category="interrupted", detail=reason
+            )
+            self._notice(token, "interrupted", None)
 
     def _expired(self, token: ConfirmationToken) -> None:
         """End a token unrun because its time ran out: audit, notice, tell the host."""
@@ -258,6 +292,8 @@ class Confirmations:
         *,
         outcome_of: ToolFailure | None = None,
         reasons: tuple[str, ...] = (),
+        category: str | None = None,
+        detail: str | None = None,
     ) -> None:
         """Write one audit record about a token's call."""
         self._audit.record(
@@ -266,8 +302,8 @@ class Confirmations:
                 ctx,
                 decision,
                 outcome,
-                category=None if outcome_of is None else outcome_of.category,
-                detail=None if outcome_of is None else outcome_of.content,
+                category=category if outcome_of is None else outcome_of.category,
+                detail=detail if outcome_of is None else outcome_of.content,
                 reasons=reasons,
                 token=token.ref,
             )

@@ -2,9 +2,11 @@
 
 The model is told a held call waits (and that only the person can confirm it), or that
 the person declined it. A held call ends outside the turn that held it (the person's yes
-or no, a dashboard, its timer): the model hears of each end once, at the start of the
-conversation's next turn, from a bounded queue; a call the person's own words answered is
-also reported as a tool event of the turn in which they answered it.
+or no, a dashboard, its timer, the host closing the engine): the model hears of each end
+once, at the start of the next turn of the person it was held for, in the conversation it
+was held in, from a bounded queue; another person's turn there neither hears nor takes it.
+A call the person's own words answered is also reported as a tool event of the turn in
+which they answered it. The queue outlives its engine through ``notice_file``.
 """
 
 from __future__ import annotations
@@ -22,10 +24,16 @@ from ...tools.results import compact_json, json_or_text
 from .tokens import ConfirmationResult, ConfirmationToken
 
 MAX_NOTICES = 16
-MAX_CONVERSATIONS = 256
+MAX_OWNERS = 256
 NOTICE_SOURCE = "confirmations"
 
-type NoticeStatus = Literal["executed", "failed", "cancelled", "expired"]
+type NoticeStatus = Literal["executed", "failed", "cancelled", "expired", "interrupted"]
+type NoticeOwner = tuple[str, str | None]
+"""The conversation a notice belongs to, and the person (None: the household)."""
+
+NOTICE_STATUSES: frozenset[NoticeStatus] = frozenset(
+    {"executed", "failed", "cancelled", "expired", "interrupted"}
+)
 
 PENDING_INSTRUCTION = (
     "Not done. Ask the person, in one short question, whether to do this. It runs only if "
@@ -33,19 +41,31 @@ PENDING_INSTRUCTION = (
     "done and do not call it again."
 )
 
-_ENDED_UNRUN: dict[NoticeStatus, str] = {
+UNRUN_REASONS: dict[NoticeStatus, str] = {
     "expired": "nobody confirmed in time; the action was cancelled",
     "cancelled": "the person declined; the action was cancelled",
+    "interrupted": (
+        "the assistant restarted before the person answered; the action was cancelled and "
+        "was NOT performed. Nothing confirms it now: if the person still wants it, it must "
+        "be asked for again"
+    ),
 }
+"""Why a held call ended without running, as the model (and the host's event) hears it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfirmationNotice:
-    """A confirmation that ended, for the model to hear at the start of the next turn."""
+    """A confirmation that ended, for its person's next turn in its conversation to hear."""
 
     status: NoticeStatus
-    token: ConfirmationToken
+    conversation_id: str
+    user_id: str | None
     content: str
+
+    @property
+    def owner(self) -> NoticeOwner:
+        """Return whose next turn hears it, and where."""
+        return self.conversation_id, self.user_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,11 +77,11 @@ class TurnConfirmations:
 
 
 class NoticeQueue:
-    """The notices of each conversation, oldest first; bounded per conversation and in all."""
+    """Each person's notices in each conversation, oldest first; bounded per owner and in all."""
 
     def __init__(self) -> None:
         """Start with no notices."""
-        self._queues: OrderedDict[str, list[ConfirmationNotice]] = OrderedDict()
+        self._queues: OrderedDict[NoticeOwner, list[ConfirmationNotice]] = OrderedDict()
 
     def add(
         self, token: ConfirmationToken, status: NoticeStatus, outcome: ToolOutcome | None
@@ -69,20 +89,35 @@ class NoticeQueue:
         """Queue what the model hears of a token's end: the action, and its result or why not."""
         body: JSONObject = {"status": status, "performed": status == "executed"}
         body["action"] = token.action
-        if status in _ENDED_UNRUN:
-            body["reason"] = _ENDED_UNRUN[status]
+        if status in UNRUN_REASONS:
+            body["reason"] = UNRUN_REASONS[status]
         elif outcome is not None:
             body["result"] = json_or_text(outcome.content)
-        queue = self._queues.setdefault(token.conversation_id, [])
-        self._queues.move_to_end(token.conversation_id)
-        queue.append(ConfirmationNotice(status=status, token=token, content=compact_json(body)))
+        self.put(
+            ConfirmationNotice(
+                status=status,
+                conversation_id=token.conversation_id,
+                user_id=token.user_id,
+                content=compact_json(body),
+            )
+        )
+
+    def put(self, notice: ConfirmationNotice) -> None:
+        """Queue a notice as it is (one kept while the engine was closed, or a new one)."""
+        queue = self._queues.setdefault(notice.owner, [])
+        self._queues.move_to_end(notice.owner)
+        queue.append(notice)
         del queue[:-MAX_NOTICES]
-        while len(self._queues) > MAX_CONVERSATIONS:
+        while len(self._queues) > MAX_OWNERS:
             self._queues.popitem(last=False)
 
-    def take(self, conversation_id: str) -> list[ConfirmationNotice]:
-        """Return a conversation's notices and forget them."""
-        return self._queues.pop(conversation_id, [])
+    def take(self, conversation_id: str, user_id: str | None) -> list[ConfirmationNotice]:
+        """Return one person's notices in one conversation and forget them."""
+        return self._queues.pop((conversation_id, user_id), [])
+
+    def waiting(self) -> list[ConfirmationNotice]:
+        """Return every notice nobody has heard yet, the least recently added owner first."""
+        return [notice for queue in self._queues.values() for notice in queue]
 
 
 def pending_outcome(token: ConfirmationToken, action: JSONObject) -> ToolPending:

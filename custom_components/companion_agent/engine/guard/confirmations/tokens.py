@@ -27,7 +27,7 @@ REMEMBER_CLOSED = 3600.0
 MAX_CLOSED = 1024
 
 type RefusalReason = Literal[
-    "unknown", "used", "expired", "wrong_user", "wrong_conversation", "tampered"
+    "unknown", "used", "expired", "interrupted", "wrong_user", "wrong_conversation", "tampered"
 ]
 type HeldRun = Callable[[ConfirmationToken, ToolContext], Awaitable[ToolOutcome]]
 
@@ -35,6 +35,7 @@ REFUSALS: dict[RefusalReason, str] = {
     "unknown": "no such confirmation",
     "used": "this confirmation was already used",
     "expired": "this confirmation has expired",
+    "interrupted": "this confirmation was cancelled when the assistant restarted",
     "wrong_user": "this confirmation belongs to another user",
     "wrong_conversation": "this confirmation belongs to another conversation",
     "tampered": "the arguments do not match the action awaiting confirmation",
@@ -77,6 +78,15 @@ class ConfirmationToken:
     def user_id(self) -> str | None:
         """Return the user the token belongs to."""
         return self.ctx.user_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClosedToken:
+    """A token that closed, as remembered: its hashed id, why, and how many seconds ago."""
+
+    ref: str
+    reason: RefusalReason
+    age: float
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,12 +207,35 @@ class TokenStore:
         self._close(token, "expired")
         self._on_expire(token)
 
-    def close(self) -> None:
-        """Stop every timer and drop the live tokens unrun (the host unloads)."""
+    def close(self) -> list[ConfirmationToken]:
+        """Stop every timer; close the live tokens unrun and return them, oldest first.
+
+        The host is closing the engine: what those calls' ends mean is ``held_calls``' to say.
+        """
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-        self._pending.clear()
+        ended = list(self._pending.values())
+        for token in ended:
+            self._close(token, "interrupted")
+        return ended
+
+    def closed(self, reason: RefusalReason) -> list[ClosedToken]:
+        """Return the tokens still remembered as closed for ``reason``, oldest first."""
+        now = self._clock()
+        return [
+            ClosedToken(ref=ref, reason=why, age=max(now - at, 0.0))
+            for ref, (at, why) in self._closed.items()
+            if why == reason
+        ]
+
+    def remember(self, closed: ClosedToken) -> None:
+        """Remember a token another store closed (an engine before this one), for its time left."""
+        if closed.ref in self._closed:
+            return
+        self._closed[closed.ref] = (self._clock() - closed.age, closed.reason)
+        self._closed.move_to_end(closed.ref)
+        self._forget_old()
 
     def _timer(self, token_id: str) -> None:
         """Expire a token when its timer fires (it may be gone already)."""
@@ -215,9 +248,13 @@ class TokenStore:
         self._pending.pop(token.token_id, None)
         if (timer := self._timers.pop(token.token_id, None)) is not None:
             timer.cancel()
-        now = self._clock()
-        self._closed[token.ref] = (now, reason)
+        self._closed[token.ref] = (self._clock(), reason)
         self._closed.move_to_end(token.ref)
+        self._forget_old()
+
+    def _forget_old(self) -> None:
+        """Forget closed tokens past ``REMEMBER_CLOSED`` seconds, or beyond ``MAX_CLOSED``."""
+        now = self._clock()
         while self._closed:
             oldest, (at, _) = next(iter(self._closed.items()))
             if len(self._closed) <= MAX_CLOSED and at > now - REMEMBER_CLOSED:
