@@ -35,6 +35,7 @@ from .const import (
     DEFAULT_RETENTION_DAYS,
     DEFAULT_TURNS_PER_MINUTE,
     DOMAIN,
+    HELD_NOTICES_FILE,
     LOGGER,
     STORAGE_FOLDER,
     SUBENTRY_AI_TASK,
@@ -182,13 +183,20 @@ async def async_remove_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
     """Remove what the entry's personas remembered, its issues, and the integration's last.
 
     Removing the entry is explicit: every persona's memories (in every backend), exchanges
-    and queued writes go, and the entry's outbox file.
+    and queued writes go, and the entry's outbox file; its held calls ended (out loud) as
+    it unloaded, and what their people had not heard yet goes with it.
     """
     async_clear_entry_issues(hass, entry.entry_id)
     if not any(e.entry_id != entry.entry_id for e in hass.config_entries.async_entries(DOMAIN)):
         async_sync_load_problems(hass, [])
     engine = Engine(await _async_engine_settings(hass, entry, None))
     await async_remove_personas(hass, entry, engine, persona_ids(entry), started=False)
+    await hass.async_add_executor_job(partial(_held_notices(hass, entry).unlink, missing_ok=True))
+
+
+def _held_notices(hass: HomeAssistant, entry: CompanionConfigEntry) -> Path:
+    """Return where the entry's engine leaves what its held calls' people have not heard."""
+    return Path(hass.config.path(STORAGE_FOLDER, f"{entry.entry_id}.{HELD_NOTICES_FILE}"))
 
 
 async def _async_platforms(
@@ -264,6 +272,7 @@ async def _async_engine_settings(
         ),
         memory=await async_memory_config(hass, entry),
         on_confirmation=lambda token, status: async_fire_confirmation(hass, entry, token, status),
+        notices_file=_held_notices(hass, entry),
         on_model_round=None if health is None else health.async_observe,
         on_bad_history=partial(async_report_bad_history, hass),
         on_bad_memory_file=partial(async_report_bad_memory_file, hass),

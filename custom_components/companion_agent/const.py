@@ -32,6 +32,8 @@ STORAGE_FOLDER = "companion_agent"
 CONF_PROFILE = "profile"
 CONF_CONFIRM_TTL = "confirm_ttl"
 DEFAULT_CONFIRM_TTL = 60
+HELD_NOTICES_FILE = "held_notices.json"
+"""``<entry id>.held_notices.json``: what held calls' people have not heard yet, over a reload."""
 CONF_RETENTION_DAYS = "retention_days"
 DEFAULT_RETENTION_DAYS = 30
 CONF_FIRST_TOKEN_TIMEOUT = "first_token_timeout"

@@ -3,7 +3,13 @@
 
 export type TurnOutcome = "complete" | "cut" | "interrupted" | "failed" | "timed_out";
 export type ToolStatus = "running" | "completed" | "error" | "pending_confirmation";
-export type ConfirmationStatus = "requested" | "executed" | "failed" | "cancelled" | "expired";
+export type ConfirmationStatus =
+  | "requested"
+  | "executed"
+  | "failed"
+  | "cancelled"
+  | "expired"
+  | "interrupted";
 
 export interface PersonaFace {
   entity_id: string;

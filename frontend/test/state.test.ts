@@ -3,6 +3,7 @@ import { applyEvent, emptyModel, faceState, speakingTime, MAX_TOOLS } from "../s
 import { pickLanguage } from "../src/strings";
 import { expressionOf, EXPRESSIONS } from "../src/face";
 import { CompanionCardEditor } from "../src/editor";
+import { HELD } from "./fixtures";
 
 describe("state", () => {
   it("gives Chinese more time per character than English", () => {
@@ -28,6 +29,15 @@ describe("state", () => {
     expect(faceState(model, 500)).toBe("speaking");
     expect(faceState(model, 1300)).toBe("idle");
     expect(faceState(model, 1300, "responding")).toBe("speaking");
+  });
+
+  it("drops a held action's buttons when it ends, also when a restart interrupted it", () => {
+    const held = applyEvent(emptyModel(), HELD, 0);
+    expect(held.held).toHaveLength(1);
+    const { token: _token, ...ended } = HELD;
+    for (const status of ["executed", "cancelled", "expired", "interrupted"] as const) {
+      expect(applyEvent(held, { ...ended, status }, 0).held).toEqual([]);
+    }
   });
 
   it("notes missed updates", () => {

@@ -9,7 +9,12 @@ from homeassistant.core import HomeAssistant, ServiceCall, callback
 from homeassistant.exceptions import ServiceValidationError
 
 from ..const import DOMAIN, EVENT_CONFIRMATION
-from ..engine.engine import ConfirmationResult, ConfirmationStatus, ConfirmationToken
+from ..engine.engine import (
+    UNRUN_REASONS,
+    ConfirmationResult,
+    ConfirmationStatus,
+    ConfirmationToken,
+)
 from ..engine.errors import ConfirmationRefusedError
 from ..engine.json_types import JSONObject
 from ..frontend.events import ConfirmationChanged
@@ -21,7 +26,11 @@ from ..runtime import loaded_entries
 def async_fire_confirmation(
     hass: HomeAssistant, entry: ConfigEntry, token: ConfirmationToken, status: ConfirmationStatus
 ) -> None:
-    """Tell automations and dashboards about a held call; only a request carries the token."""
+    """Tell automations and dashboards about a held call; only a request carries the token.
+
+    An end that ran nothing (declined, expired, interrupted by a reload, a restart or a
+    shutdown) says why, in the words the model hears.
+    """
     data: JSONObject = {
         "config_entry_id": entry.entry_id,
         "status": status,
@@ -32,6 +41,8 @@ def async_fire_confirmation(
     if status == "requested":
         data["token"] = token.token_id
         data["expires_in"] = round(token.expires_at - token.created_at)
+    elif status in UNRUN_REASONS:
+        data["reason"] = UNRUN_REASONS[status]
     hass.bus.async_fire(EVENT_CONFIRMATION, data)
     expires_at = time.time() + token.expires_at - time.monotonic()
     async_publish(
