@@ -257,3 +257,23 @@ async def test_a_stale_approval_after_a_reload_is_refused_as_interrupted(
         )
     assert refused.value.translation_key == "confirmation_interrupted"
     assert lock_state(hass) == "locked"
+
+
+async def test_removing_the_entry_ends_a_held_unlock_out_loud_and_leaves_no_notice_file(
+    hass: HomeAssistant, setup_companion: SetupCompanion, llm_server: LLMServer
+) -> None:
+    """The entry goes while Anna's unlock waits: the event and the audit say so; its notice
+    file goes with the entry (no persona is left to tell)."""
+    entry, agent = await house(hass, setup_companion, None)
+    anna, _token = await user_token(hass, "Anna")
+    events = confirmation_events(hass)
+    await hold_unlock(hass, agent, llm_server, anna)
+    folder = Path(hass.config.path(DOMAIN))
+    assert await hass.config_entries.async_remove(entry.entry_id)
+    await hass.async_block_till_done()
+    assert [e["status"] for e in events] == ["requested", "interrupted"]
+    [record] = [r for r in audit(hass) if r["decision"] == "interrupted"]
+    assert (record["tool"], record["user_id"]) == ("HassTurnOff", anna)
+    left = await hass.async_add_executor_job(lambda: list(folder.glob(f"{entry.entry_id}.*")))
+    assert left == []
+    assert lock_state(hass) == "locked"
