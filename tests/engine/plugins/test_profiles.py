@@ -9,7 +9,9 @@ import pytest
 
 from custom_components.companion_agent.engine.plugins import (
     LoadProblem,
+    Profile,
     ProfileLibrary,
+    UnreadProfile,
     builtin_roots,
     load_library,
     load_plugins,
@@ -191,6 +193,39 @@ def test_reload_gives_new_snapshots_and_keeps_old_ones_intact(tmp_path: Path) ->
     assert (problem.path, problem.key) == (path, "oops")
     assert "previous version" in problem.message
     assert broken.get("good") is fresh
+
+
+def test_find_tells_a_profile_that_cannot_be_read_from_one_that_can(tmp_path: Path) -> None:
+    """A broken file with a snapshot is found; without one, or with no file, it is unread;
+    a user's broken override of a shipped profile is unread, never the shipped one."""
+    path = write_profile(tmp_path, "night", '[policy]\n"light.bed" = "confirm"\n')
+    library = load_library([*builtin_roots(), tmp_path])
+    found = library.profiles.find("night")
+    assert isinstance(found, Profile)
+    assert found.policy == {"light.bed": "confirm"}
+
+    path.write_text('[policy\n"light.bed" = "confirm"\n', encoding="utf-8")
+    kept = load_library([*builtin_roots(), tmp_path], library).profiles.find("night")
+    assert kept is found  # the last good snapshot, while the library lives
+    broken = load_library([*builtin_roots(), tmp_path]).profiles.find("night")
+    assert isinstance(broken, UnreadProfile)
+    assert (broken.profile_id, broken.path) == ("night", path)
+    assert broken.problem is not None
+    assert "line 1" in broken.problem.message
+
+    path.unlink()
+    missing = load_library([*builtin_roots(), tmp_path], library).profiles.find("night")
+    assert missing == UnreadProfile(profile_id="night", path=path)
+
+    write_profile(tmp_path, "default", "oops = 1\n")
+    library = load_library([*builtin_roots(), tmp_path])
+    assert library.profiles.default is not None  # the shipped one, for other personas
+    override = library.profiles.find("default")
+    assert isinstance(override, UnreadProfile)
+    assert override.path == tmp_path / "profiles" / "default.toml"
+
+    write_profile(tmp_path, "default", 'name = "Mine"\n')
+    assert isinstance(load_library([*builtin_roots(), tmp_path]).profiles.find("default"), Profile)
 
 
 def test_user_profile_replaces_a_shipped_one(tmp_path: Path) -> None:

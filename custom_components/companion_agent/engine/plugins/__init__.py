@@ -7,7 +7,15 @@ from .hooks import HookManager
 from .library import Library, load_library
 from .loader import LoadProblem, PluginCatalog, builtin_roots, load_plugins
 from .manifest import PluginManifest
-from .profile import EnabledPlugin, OutputFormat, PolicyLevel, Profile, ProfileLibrary
+from .profile import (
+    POLICY_LEVELS,
+    EnabledPlugin,
+    OutputFormat,
+    PolicyLevel,
+    Profile,
+    ProfileLibrary,
+    UnreadProfile,
+)
 from .types import (
     Hook,
     HookPlugin,
@@ -24,6 +32,7 @@ from .types import (
 )
 
 __all__ = [
+    "POLICY_LEVELS",
     "ConfigValue",
     "EnabledPlugin",
     "Hook",
@@ -50,6 +59,7 @@ __all__ = [
     "TransformerPlugin",
     "TriggerPlugin",
     "TurnContext",
+    "UnreadProfile",
     "builtin_roots",
     "load_library",
     "load_plugins",

@@ -1,7 +1,10 @@
 """Profiles: one TOML file per persona, read into frozen snapshots.
 
 A running turn keeps the ``Profile`` it started with; ``ProfileLibrary.reload`` builds new
-snapshots for new turns. Blocking (file reads): hosts run loading in an executor.
+snapshots for new turns. A file that breaks keeps its last good snapshot while the library
+lives; ``ProfileLibrary.find`` says which profiles cannot be read (a broken file with no
+snapshot, or no file at all), so that a persona on one never takes another's rules unseen.
+Blocking (file reads): hosts run loading in an executor.
 """
 
 from __future__ import annotations
@@ -158,12 +161,25 @@ SCHEMA = vol.Schema(
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class UnreadProfile:
+    """A profile that cannot be read: the file it is (or would be) in, and what is wrong."""
+
+    profile_id: str
+    path: Path
+    problem: LoadProblem | None = None
+    """The file's problem; None when there is no such file."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProfileLibrary:
     """Every valid profile under the roots, by id; later roots replace earlier ones."""
 
     roots: tuple[Path, ...] = ()
     profiles: Mapping[str, Profile] = field(default_factory=lambda: MappingProxyType({}))
     problems: tuple[LoadProblem, ...] = ()
+    failed: Mapping[str, LoadProblem] = field(default_factory=lambda: MappingProxyType({}))
+    """The problem of each file that could not be read, by the id it would give (its name's
+    stem, or its last good snapshot's id); a later root's good file of that id clears it."""
 
     @classmethod
     def load(cls, roots: Sequence[Path], catalog: PluginCatalog) -> ProfileLibrary:
@@ -175,10 +191,23 @@ class ProfileLibrary:
         previous = {profile.source: profile for profile in self.profiles.values()}
         problems: list[LoadProblem] = []
         profiles: dict[str, Profile] = {}
+        failed: dict[str, LoadProblem] = {}
         for root in self.roots:
             claimed: dict[str, Path] = {}
             for path in sorted((root / PROFILES_DIR).glob("*.toml")):
-                profile, notes = _read_or_keep(path, catalog, previous.get(path))
+                kept = previous.get(path)
+                profile: Profile | None
+                try:
+                    profile, notes = read_profile(path, catalog)
+                except ConfigFileError as err:
+                    message = err.message + (KEPT if kept is not None else "")
+                    notes = [LoadProblem(kind="profile", path=path, key=err.key, message=message)]
+                    failed[path.stem] = notes[0]
+                    if kept is not None:
+                        failed[kept.id] = notes[0]
+                    profile = kept
+                else:
+                    failed.pop(profile.id, None)
                 if profile is not None and profile.id in claimed:
                     message = f"id also used by {claimed[profile.id]}"
                     notes = [LoadProblem(kind="profile", path=path, key="id", message=message)]
@@ -188,12 +217,32 @@ class ProfileLibrary:
                     claimed[profile.id] = path
                     profiles[profile.id] = profile
         return ProfileLibrary(
-            roots=self.roots, profiles=MappingProxyType(profiles), problems=tuple(problems)
+            roots=self.roots,
+            profiles=MappingProxyType(profiles),
+            problems=tuple(problems),
+            failed=MappingProxyType(failed),
         )
 
     def get(self, profile_id: str) -> Profile | None:
         """Return the profile with ``profile_id``, or None."""
         return self.profiles.get(profile_id)
+
+    def find(self, profile_id: str) -> Profile | UnreadProfile:
+        """Return the profile with ``profile_id``, or why it cannot be read.
+
+        A profile whose file broke after it was read is its last good snapshot, and found.
+        One whose own file broke while another root's file of that id loaded (a user's
+        ``default.toml`` over the shipped one) cannot be read: the other is not the one
+        meant. With no file at all, the path names where the user's file would be.
+        """
+        profile = self.profiles.get(profile_id)
+        problem = self.failed.get(profile_id)
+        if profile is not None and (problem is None or problem.path == profile.source):
+            return profile
+        if problem is not None:
+            return UnreadProfile(profile_id=profile_id, path=problem.path, problem=problem)
+        folder = self.roots[-1] / PROFILES_DIR if self.roots else Path(PROFILES_DIR)
+        return UnreadProfile(profile_id=profile_id, path=folder / f"{profile_id}.toml")
 
     @property
     def default(self) -> Profile | None:
@@ -203,18 +252,6 @@ class ProfileLibrary:
     def __iter__(self) -> Iterator[Profile]:
         """Iterate over the profiles, sorted by id."""
         return iter(sorted(self.profiles.values(), key=lambda profile: profile.id))
-
-
-def _read_or_keep(
-    path: Path, catalog: PluginCatalog, kept: Profile | None
-) -> tuple[Profile | None, list[LoadProblem]]:
-    """Read a profile; when it is broken, fall back to its last good snapshot, if any."""
-    try:
-        return read_profile(path, catalog)
-    except ConfigFileError as err:
-        message = err.message + (KEPT if kept is not None else "")
-        problem = LoadProblem(kind="profile", path=path, key=err.key, message=message)
-        return kept, [problem]
 
 
 def read_profile(path: Path, catalog: PluginCatalog) -> tuple[Profile, list[LoadProblem]]:
