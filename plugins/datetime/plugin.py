@@ -39,7 +39,7 @@ class DateTimePlugin(ToolPlugin):
 
     def tools(self) -> Sequence[Tool]:
         """Return the ``get_current_time`` tool."""
-        return [Tool(spec=SPEC, handler=self._current_time)]
+        return [Tool(spec=SPEC, handler=self._current_time, read_only=True)]
 
     async def _current_time(self, args: JSONObject, ctx: ToolContext) -> JSONValue:
         """Return the current date and time as structured data."""

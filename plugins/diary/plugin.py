@@ -65,7 +65,7 @@ class DiaryPlugin(HookPlugin, ToolPlugin):
         """Return ``diary_write`` and ``diary_read``."""
         return [
             Tool(spec=WRITE_SPEC, handler=self._write_tool),
-            Tool(spec=READ_SPEC, handler=self._read_tool),
+            Tool(spec=READ_SPEC, handler=self._read_tool, read_only=True),
         ]
 
     async def on_before_turn(self, user_text: str, ctx: TurnContext) -> str | None:

@@ -42,6 +42,7 @@ from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.engine.turn.history import file_name
 from custom_components.companion_agent.engine.turn.request import Persona, TurnRequest
 from tests.engine.plugins.samples import write_profile
+from tests.support.chat_requests import user_text
 from tests.support.lines import ENGLISH
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
@@ -117,6 +118,53 @@ async def test_an_engine_loads_its_library_and_builds_personas(
     assert [p.key for p in engine.problems] == ["plugins.mood_chat.check_minutes"]
     engine.persona("p2", "default")  # the persona's problems are replaced, not added
     assert engine.problems == []
+    await engine.close()
+
+
+async def test_a_persona_whose_profile_cannot_be_read_keeps_its_marks_or_holds_actions(
+    tmp_path: Path, settings: EngineSettings, llm_server: LLMServer
+) -> None:
+    """Kept marks apply, never looser than the default profile's; with none kept, every
+    call of a tool that does not only read waits for a yes; the model is told why."""
+    write_profile(tmp_path / "user", "default", '[policy]\nlock = "confirm"\n')
+    ran: list[str] = []
+
+    async def switch_on(args: object, ctx: ToolContext) -> str:
+        """Switch something on (in a log)."""
+        ran.append("switch_on")
+        return "on"
+
+    async def look(args: object, ctx: ToolContext) -> str:
+        """Look something up (in a log)."""
+        ran.append("look")
+        return "all quiet"
+
+    engine = Engine(settings)
+    await engine.start()
+    kept = engine.persona("p1", "gone", kept={"light.bed": "confirm", "lock": "allow"})
+    rules = kept.applied_rules
+    assert (kept.profile.id, rules.origin) == ("default", "kept")
+    assert rules.unread is not None
+    assert rules.unread.path == tmp_path / "user" / "profiles" / "gone.toml"
+    assert dict(rules.marks) == {"light.bed": "confirm", "lock": "confirm"}
+    assert engine.persona("p1", "default", kept={"lock": "allow"}).applied_rules.origin == (
+        "profile"
+    )
+
+    held = engine.persona("p2", "gone")
+    assert held.applied_rules.origin == "none"
+    tools = (
+        Tool(spec=ToolSpec(name="switch_on", description="Switch on"), handler=switch_on),
+        Tool(spec=ToolSpec(name="look", description="Look"), handler=look, read_only=True),
+    )
+    llm_server.script(
+        Reply.tool_calls(("c1", "switch_on", "{}"), ("c2", "look", "{}")), Reply.text("Shall I?")
+    )
+    await finish(engine.start_turn(ask(held, "Switch it on", host_tools=tools)))
+    assert ran == ["look"]
+    [token] = engine.pending_confirmations()
+    assert token.action["reasons"] == ["profile 'gone' (gone.toml) could not be read"]
+    assert "no earlier copy of its rules is kept" in user_text(llm_server.requests[0])
     await engine.close()
 
 

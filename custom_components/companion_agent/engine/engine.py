@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 
 from .audit.log import AuditLog, Tee
@@ -42,7 +42,7 @@ from .memory.hook import MemoryHook
 from .memory.types import Forget
 from .personas import FALLBACK_PROFILE, Personas, PersonaSetup
 from .pipeline import speech_config, spoken_sentences
-from .plugins import Library, LoadProblem, load_library
+from .plugins import Library, LoadProblem, PolicyLevel, load_library
 from .settings import EngineSettings
 from .speech.turn_speech import SpeechTurns, TurnSpeech
 from .tasks import TaskRequest, TaskResult, TaskRunner, TaskTools
@@ -178,13 +178,21 @@ class Engine:
         self._library = await asyncio.to_thread(load_library, roots, self._library)
 
     def persona(
-        self, persona_id: str, profile_id: str, roles: RoleChoices | None = None
+        self,
+        persona_id: str,
+        profile_id: str,
+        roles: RoleChoices | None = None,
+        *,
+        kept: Mapping[str, PolicyLevel] | None = None,
     ) -> Persona:
-        """Build a persona snapshot: its profile (else the default one), plugins and models.
+        """Build a persona snapshot: its profile, rules, plugins and models.
 
-        Each role's model is ``roles``' choice, else the profile's, else the host's.
+        Each role's model is ``roles``' choice, else the profile's, else the host's. A
+        profile that cannot be read gives way to the default one; its rules are then
+        ``kept``, the last good marks the host kept of it, else every action waits for a
+        yes (``personas.py``).
         """
-        setup = PersonaSetup(profile_id=profile_id, roles=roles or RoleChoices())
+        setup = PersonaSetup(profile_id=profile_id, roles=roles or RoleChoices(), kept=kept)
         return self._personas.build(self._library, self.settings.host, persona_id, setup)
 
     def start_turn(self, request: TurnRequest) -> Turn:

@@ -1,9 +1,13 @@
 """``Personas``: the persona snapshots of one engine, each with its profile, plugins and models.
 
-A persona is built from the library loaded last: its profile (else the default one), its
-plugins (their problems kept per persona), and a model per role (``llm/roles.py``). Its
-memory and summary models are bound to the key memory's queued work names them by, so
-that work finds them, also after a restart (the host names its personas at ``start``).
+A persona is built from the library loaded last: its profile, its plugins (their problems
+kept per persona), and a model per role (``llm/roles.py``). Its memory and summary models
+are bound to the key memory's queued work names them by, so that work finds them, also
+after a restart (the host names its personas at ``start``).
+
+A profile that cannot be read (a broken file with no snapshot, a deleted one) gives way to
+the default profile, never its rules to the default's: the persona applies the last good
+marks the host kept of its profile, else holds every action for a yes (``PersonaRules``).
 """
 
 from __future__ import annotations
@@ -11,13 +15,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
+from .guard.policy import STRICTNESS
 from .llm import LLMSettings
 from .llm.models import ChatModels
 from .llm.roles import BackgroundModels, PersonaModels, RoleChoices, persona_models
-from .plugins import HostServices, Library, LoadProblem, Profile
+from .plugins import HostServices, Library, LoadProblem, PolicyLevel, Profile, ProfileLibrary
 from .plugins.profile import DEFAULT_PROFILE
-from .turn.request import Persona
+from .turn.request import Persona, PersonaRules
 
 FALLBACK_PROFILE = Profile(id=DEFAULT_PROFILE, name="Companion", source=Path("<built-in>"))
 
@@ -28,6 +34,8 @@ class PersonaSetup:
 
     profile_id: str
     roles: RoleChoices = field(default_factory=RoleChoices)
+    kept: Mapping[str, PolicyLevel] | None = None
+    """The last good ``[policy]`` marks of its profile that the host kept; None: none."""
 
 
 class Personas:
@@ -52,18 +60,17 @@ class Personas:
 
     def bind(
         self, library: Library, persona_id: str, setup: PersonaSetup
-    ) -> tuple[Profile, PersonaModels, str]:
-        """Resolve a persona's profile and models; bind its memory models to its key."""
-        profiles = library.profiles
-        profile = profiles.get(setup.profile_id) or profiles.default or FALLBACK_PROFILE
+    ) -> tuple[Profile, PersonaRules, PersonaModels, str]:
+        """Resolve a persona's profile, rules and models; bind its memory models to its key."""
+        profile, rules = persona_profile(library.profiles, setup)
         models = persona_models(self.background.base, setup.roles, profile.models)
-        return profile, models, self.background.bind(persona_id, models)
+        return profile, rules, models, self.background.bind(persona_id, models)
 
     def build(
         self, library: Library, host: HostServices, persona_id: str, setup: PersonaSetup
     ) -> Persona:
         """Build a persona snapshot; its plugins' problems replace its earlier ones."""
-        profile, models, key = self.bind(library, persona_id, setup)
+        profile, rules, models, key = self.bind(library, persona_id, setup)
         plugins = library.activate(profile, host)
         self._problems[persona_id] = plugins.problems
         return Persona(
@@ -73,4 +80,24 @@ class Personas:
             vision=None if models.vision is None else self._models.bound(models.vision),
             models=models,
             memory_key=key,
+            rules=rules,
         )
+
+
+def persona_profile(profiles: ProfileLibrary, setup: PersonaSetup) -> tuple[Profile, PersonaRules]:
+    """Return the profile a persona answers as, and the rules its turns apply.
+
+    Its own profile and its marks when it can be read; else the default profile with the
+    kept marks (each at least as strict as the default's), or with every action held.
+    """
+    found = profiles.find(setup.profile_id)
+    if isinstance(found, Profile):
+        return found, PersonaRules(marks=found.policy)
+    fallback = profiles.default or FALLBACK_PROFILE
+    if setup.kept is None:
+        return fallback, PersonaRules(marks=fallback.policy, origin="none", unread=found)
+    marks = dict(setup.kept)
+    for key, level in fallback.policy.items():
+        if STRICTNESS[level] > STRICTNESS[marks.get(key, "allow")]:
+            marks[key] = level
+    return fallback, PersonaRules(marks=MappingProxyType(marks), origin="kept", unread=found)

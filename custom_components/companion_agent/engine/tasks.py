@@ -111,7 +111,7 @@ class TaskRunner:
     ) -> TurnRecord:
         """Run the tool loop with the host's tools behind the guard; return what it did."""
         executor = self._guard.executor(
-            ToolRegistry(house.tools), {}, resolver=house.resolver, state=house.state
+            ToolRegistry(house.tools), (), resolver=house.resolver, state=house.state
         )
         core = AgentCore(model, executor, QUIET, max_rounds=MAX_TASK_ROUNDS)
         record = TurnRecord()

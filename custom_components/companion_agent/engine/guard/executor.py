@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ..audit.record import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
@@ -20,7 +20,6 @@ from ..json_types import JSONObject
 from ..messages import ToolCallRequest
 from ..redaction import redact
 from ..tools.contract import (
-    Policy,
     ToolContext,
     ToolOutcome,
     ToolSpec,
@@ -40,7 +39,6 @@ from .policy import (
     Target,
     TargetResolver,
     Verdict,
-    profile_rules,
 )
 
 LOGGER = logging.getLogger(__name__)
@@ -65,7 +63,7 @@ class Guard:
     of each turn's guarded executor.
 
     ``rules`` are the host's (HA: locks, alarms, garage doors, gates, gas valves); a
-    profile's ``[policy]`` marks are added per turn.
+    persona's rules (its profile's ``[policy]`` marks) are added per turn.
     """
 
     confirmations: Confirmations = field(default_factory=Confirmations)
@@ -75,15 +73,15 @@ class Guard:
     def executor(
         self,
         registry: ToolRegistry,
-        marks: Mapping[str, Policy],
+        rules: Sequence[PolicyRule],
         *,
         resolver: TargetResolver | None = None,
         state: StateProbe | None = None,
     ) -> GuardedExecutor:
-        """Return one turn's guarded executor: the host's rules, then the profile's marks."""
+        """Return one turn's guarded executor: the host's rules, then the persona's."""
         return GuardedExecutor(
             registry,
-            policy=GuardPolicy(rules=self.rules).extended(profile_rules(marks)),
+            policy=GuardPolicy(rules=self.rules).extended(rules),
             confirmations=self.confirmations,
             audit=self.audit,
             resolver=resolver,
@@ -148,7 +146,9 @@ class GuardedExecutor:
             message = f"could not tell what {tool.tool_id} would act on, so it was not run"
             return self._turn_away(request, ctx, "refused", failure("execution", message))
         call = replace(call, targets=targets)
-        verdict = self._policy.decide(tool.tool_id, tool.policy, targets, tool.aliases)
+        verdict = self._policy.decide(
+            tool.tool_id, tool.policy, targets, tool.aliases, read_only=tool.read_only
+        )
         match verdict.policy:
             case "confirm":
                 return self._hold(call, verdict)

@@ -95,7 +95,8 @@ class PolicyRule:
     """A rule: every criterion given must match; ``tool`` and ``entity_id`` take globs.
 
     A rule with only ``tool`` (or nothing) applies to the call whatever it targets; a rule
-    with a ``domain``, ``entity_id`` or ``when`` applies when any target matches them.
+    with a ``domain``, ``entity_id`` or ``when`` applies when any target matches them. A rule
+    for ``actions_only`` passes the calls of a tool that only reads (``Tool.read_only``).
     """
 
     policy: Policy
@@ -104,6 +105,7 @@ class PolicyRule:
     entity_id: str | None = None
     when: TargetCondition | None = None
     reason: str = ""
+    actions_only: bool = False
 
     @classmethod
     def for_tool(cls, tool: str, policy: Policy) -> PolicyRule:
@@ -120,13 +122,27 @@ class PolicyRule:
         """Build a rule for one entity id (glob), as a profile marks it."""
         return cls(policy=policy, entity_id=entity_id, reason=f"{entity_id} is marked {policy}")
 
+    @classmethod
+    def for_every_action(cls, reason: str) -> PolicyRule:
+        """Build a rule that holds every call of a tool that does not only read."""
+        return cls(policy="confirm", actions_only=True, reason=reason)
+
     @property
     def needs_target(self) -> bool:
         """Return True when the rule looks at entities, not only at the tool."""
         return bool(self.domain or self.entity_id or self.when)
 
-    def matches(self, tool_id: str, target: Target | None, aliases: Sequence[str] = ()) -> bool:
+    def matches(
+        self,
+        tool_id: str,
+        target: Target | None,
+        aliases: Sequence[str] = (),
+        *,
+        read_only: bool = False,
+    ) -> bool:
         """Return True when the rule applies to this tool (by any name) and target."""
+        if self.actions_only and read_only:
+            return False
         if self.tool is not None and not any(
             fnmatchcase(name, self.tool) for name in (tool_id, *aliases)
         ):
@@ -177,15 +193,18 @@ class GuardPolicy:
         own: Policy,
         targets: Sequence[Target],
         aliases: Sequence[str] = (),
+        *,
+        read_only: bool = False,
     ) -> Verdict:
         """Return the strictest policy among the tool's own and every matching rule.
 
-        A rule naming a tool matches it by its id or any of its ``aliases``.
+        A rule naming a tool matches it by its id or any of its ``aliases``; ``read_only``
+        says the tool only reads.
         """
         policy = own
         reasons: list[str] = [f"tool {tool_id} is {own}"] if own != "allow" else []
         for rule in self.rules:
-            if not _applies(rule, tool_id, targets, aliases):
+            if not _applies(rule, tool_id, targets, aliases, read_only):
                 continue
             if STRICTNESS[rule.policy] > STRICTNESS[policy]:
                 policy = rule.policy
@@ -196,9 +215,13 @@ class GuardPolicy:
 
 
 def _applies(
-    rule: PolicyRule, tool_id: str, targets: Sequence[Target], aliases: Sequence[str]
+    rule: PolicyRule,
+    tool_id: str,
+    targets: Sequence[Target],
+    aliases: Sequence[str],
+    read_only: bool,
 ) -> bool:
     """Return True when the rule matches the call or any of its targets."""
     if not rule.needs_target:
-        return rule.matches(tool_id, None, aliases)
-    return any(rule.matches(tool_id, target, aliases) for target in targets)
+        return rule.matches(tool_id, None, aliases, read_only=read_only)
+    return any(rule.matches(tool_id, t, aliases, read_only=read_only) for t in targets)

@@ -82,6 +82,9 @@ class Tool:
     policy: Policy = "allow"
     aliases: tuple[str, ...] = ()
     """Other names rules may give the tool (a host's bare name for a prefixed one)."""
+    read_only: bool = False
+    """The tool only reads (HA's annotation, a plugin's word): a persona whose profile could
+    not be read, and so holds every action for a yes, still runs it at once."""
 
     @property
     def tool_id(self) -> str:

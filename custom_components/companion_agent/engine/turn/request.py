@@ -1,22 +1,82 @@
-"""What a host asks for when it starts a turn: ``TurnRequest``, its ``Persona``, its lines."""
+"""What a host asks for when it starts a turn: ``TurnRequest``, its ``Persona``, its lines.
+
+A persona carries the rules its turns apply (``PersonaRules``): its profile's ``[policy]``
+marks, or, when its profile cannot be read, the last good marks the host kept, or none
+kept and every action held for a yes.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
 
-from ..guard.policy import StateProbe, TargetResolver
+from ..guard.policy import PolicyRule, StateProbe, TargetResolver, profile_rules
 from ..llm import ChatModel
 from ..llm.models import CallListener
 from ..llm.roles import PersonaModels
-from ..plugins import Hook, PluginSet, Profile
-from ..tools.contract import ToolContext
+from ..messages import ContextSnippet
+from ..plugins import Hook, PluginSet, Profile, UnreadProfile
+from ..tools.contract import Policy, ToolContext
 from ..tools.registry import Tool
 from ..vision import CameraSource
 from .loop import SpokenLines
 from .stored import Initiator
 
-__all__ = ["Initiator", "Persona", "SpokenLines", "TurnRequest"]
+__all__ = ["Initiator", "Persona", "PersonaRules", "RulesOrigin", "SpokenLines", "TurnRequest"]
+
+type RulesOrigin = Literal["profile", "kept", "none"]
+RULES_SOURCE = "profile"
+"""The source of the reference text that tells the model its profile could not be read."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PersonaRules:
+    """The ``[policy]`` marks a persona's turns apply, and where they come from.
+
+    ``profile``: its profile's own. When its profile cannot be read (``unread``: a broken
+    or missing file; the persona answers as the default profile): ``kept``, the last good
+    marks the host kept of it, each at least as strict as the default profile's; ``none``,
+    nothing was kept, so every call of a tool that does not only read waits for the
+    person's yes, which is the most any mark can ask.
+    """
+
+    marks: Mapping[str, Policy] = field(default_factory=lambda: MappingProxyType({}))
+    origin: RulesOrigin = "profile"
+    unread: UnreadProfile | None = None
+
+    def guard_rules(self) -> list[PolicyRule]:
+        """Return the rules the guard adds to the host's for this persona's turns."""
+        rules = profile_rules(self.marks)
+        if self.origin == "none":
+            rules.append(PolicyRule.for_every_action(f"{self._what} could not be read"))
+        return rules
+
+    def notices(self) -> tuple[ContextSnippet, ...]:
+        """Tell the model that its profile could not be read, and what holds meanwhile."""
+        if self.origin == "profile":
+            return ()
+        problem = self.unread.problem if self.unread is not None else None
+        why = f"{problem.key}: {problem.message}" if problem is not None else "no such file"
+        held = (
+            "its last good rules still decide which actions wait for the person's yes"
+            if self.origin == "kept"
+            else "no earlier copy of its rules is kept, so every action waits for the "
+            "person's yes; say so when you ask"
+        )
+        text = (
+            f"Your {self._what} could not be read ({why}). You answer as the default "
+            f"persona meanwhile, and {held}. If asked, say the profile needs fixing."
+        )
+        return (ContextSnippet(source=RULES_SOURCE, text=text),)
+
+    @property
+    def _what(self) -> str:
+        """Name the profile that could not be read."""
+        if self.unread is None:
+            return "profile"
+        return f"profile {self.unread.profile_id!r} ({self.unread.path.name})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,6 +96,13 @@ class Persona:
     """Each role's settings: names for the trace, whether the chat model sees images."""
     memory_key: str | None = None
     """The key memory's queued work names this persona's memory and summary models by."""
+    rules: PersonaRules | None = None
+    """The rules its turns apply; None: its profile's own marks."""
+
+    @property
+    def applied_rules(self) -> PersonaRules:
+        """Return the rules its turns apply."""
+        return self.rules if self.rules is not None else PersonaRules(marks=self.profile.policy)
 
     @property
     def chat_sees_images(self) -> bool:

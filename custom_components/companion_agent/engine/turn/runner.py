@@ -201,8 +201,9 @@ class TurnRunner:
         registry = ToolRegistry(
             [*persona.plugins.tools, *request.host_tools, *camera_tools(request)]
         )
+        rules = persona.applied_rules
         executor = self.guard.executor(
-            registry, profile.policy, resolver=request.host_targets, state=request.host_state
+            registry, rules.guard_rules(), resolver=request.host_targets, state=request.host_state
         )
         proactive = request.initiator == "proactive"
         confirmations = await self.guard.confirmations.before_turn(
@@ -221,7 +222,7 @@ class TurnRunner:
         snippets = await hooks.before_turn(request.text, turn_ctx, request.host_hooks)
         block = UserPromptBlock(
             text=request.text,
-            context=(*confirmations.notices, *snippets, *cut),
+            context=(*rules.notices(), *confirmations.notices, *snippets, *cut),
             proactive=proactive,
         )
         messages = PromptBuilder(profile, extra_instructions=request.host_instructions).build(
