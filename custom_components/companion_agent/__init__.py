@@ -22,6 +22,7 @@ from homeassistant.util import dt as dt_util
 from .agent.confirmations import async_fire_confirmation
 from .agent.entry_changes import EntryChanges
 from .agent.health import ServerHealth
+from .agent.last_good_rules import LastGoodRules
 from .agent.personas import persona_setups
 from .config_flow import entry_title
 from .const import (
@@ -53,6 +54,7 @@ from .proactive.home_state import HassPresence, HassStateWatcher
 from .proactive.request import SPEAKER_ENTITY
 from .repairs import (
     async_clear_entry_issues,
+    async_clear_persona_rules,
     async_report_bad_history,
     async_report_bad_memory_file,
     async_sync_load_problems,
@@ -124,9 +126,11 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     if isinstance(error, LLMAuthError):
         raise ConfigEntryAuthFailed(str(error)) from error
     entry.async_on_unload(health.async_stop)
+    rules = LastGoodRules(hass, entry.entry_id)
+    await rules.async_load(persona_ids(entry))
     engine = Engine(await _async_engine_settings(hass, entry, health))
     entry.runtime_data = CompanionRuntime(
-        engine=engine, health=health, playback=PlaybackWatcher(hass, engine.speech)
+        engine=engine, health=health, playback=PlaybackWatcher(hass, engine.speech), rules=rules
     )
     entry.async_on_unload(entry.runtime_data.playback.async_stop)
     async_memory_started(hass, entry, await engine.start())
@@ -183,10 +187,11 @@ async def async_remove_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
     """Remove what the entry's personas remembered, its issues, and the integration's last.
 
     Removing the entry is explicit: every persona's memories (in every backend), exchanges
-    and queued writes go, and the entry's outbox file; its held calls ended (out loud) as
-    it unloaded, and what their people had not heard yet goes with it.
+    and queued writes go, the entry's outbox file and its personas' last good rules; its held
+    calls ended (out loud) as it unloaded, and what their people had not heard yet goes with it.
     """
     async_clear_entry_issues(hass, entry.entry_id)
+    await LastGoodRules(hass, entry.entry_id).async_remove()
     if not any(e.entry_id != entry.entry_id for e in hass.config_entries.async_entries(DOMAIN)):
         async_sync_load_problems(hass, [])
     engine = Engine(await _async_engine_settings(hass, entry, None))
@@ -238,11 +243,14 @@ async def _async_update_listener(
 ) -> None:
     """Forget the personas (of those set up) whose sub-entries were removed; follow the rest.
 
-    A persona's own change reaches its new turns; any other change reloads the entry.
+    A removed persona's memories, kept rules and rules issue go. A persona's own change
+    reaches its new turns; any other change reloads the entry.
     """
     if removed := personas - set(persona_ids(entry)):
         engine = entry.runtime_data.engine
         await async_remove_personas(hass, entry, engine, removed, started=True)
+        await entry.runtime_data.rules.async_forget(removed)
+        async_clear_persona_rules(hass, removed)
     await changes.async_updated(hass, entry)
 
 

@@ -13,7 +13,7 @@ from homeassistant.helpers.dispatcher import async_dispatcher_connect, async_dis
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .agent.chat_stream import ChatLogStream
-from .agent.personas import build_persona
+from .agent.personas import async_build_persona
 from .agent.turn_request import async_turn_request
 from .compat import stream_response_chars
 from .const import (
@@ -107,7 +107,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
 
     async def _async_activate(self) -> None:
         """Build a persona snapshot from the current library and start its triggers."""
-        self._persona = build_persona(self.hass, self.entry, self.subentry)
+        self._persona = await async_build_persona(self.hass, self.entry, self.subentry)
         await self._persona.plugins.start_triggers(self._async_proactive)
 
     @callback

@@ -41,6 +41,15 @@ from .engine.vision import CAMERA_TOOL
 ENTITY_SLOTS = ("name", "area", "floor", "domain", "device_class")
 IDEMPOTENT_TOOLS = frozenset({"HassListAddItem", "HassShoppingListAddItem", "HassBroadcast"})
 """Tools tried again after a timeout where HA does not say (before 2026.10), by bare name."""
+READ_ONLY_TOOLS = frozenset(
+    {
+        *("GetLiveContext", "GetDateTime", "calendar_get_events", "todo_get_items"),
+        *("HassGetState", "HassGetWeather", "HassClimateGetTemperature"),
+        *("HassGetCurrentDate", "HassGetCurrentTime"),
+    }
+)
+"""HA's tools that only read where HA does not say (before 2026.10), by bare name; a persona
+whose profile could not be read runs them at once and holds every other for a yes."""
 SCRIPT = "script"
 PREFIX = re.compile(r"(?P<integration>[a-z0-9]+(?:_[a-z0-9]+)*)__(?P<base>.+)")
 """``<domain>__<name>``: an integration's domain (HA's rule for domains), then the name."""
@@ -230,6 +239,7 @@ class HassTurnTools:
             idempotent=hints.idempotent if hints else identity.base in IDEMPOTENT_TOOLS,
             policy=_policy(identity, marks, intents),
             aliases=identity.aliases,
+            read_only=hints.read_only if hints else identity.base in READ_ONLY_TOOLS,
         )
 
     async def resolve(self, tool_id: str, args: JSONObject, ctx: ToolContext) -> Sequence[Target]:

@@ -1,4 +1,5 @@
-"""Repair issues: plugins or profiles not loaded, history set aside, TTS voice gone; fixes.
+"""Repair issues: plugins or profiles not loaded, a persona without its profile's rules,
+history set aside, TTS voice gone; fixes.
 
 The server check (``health.py``) and the pipeline check (``pipelines.py``) raise their own
 issues; both mark them with the entry's id, so they go when the entry is disabled or removed.
@@ -18,11 +19,13 @@ from homeassistant.helpers import issue_registry as ir
 
 from .const import DOMAIN, ISSUE_MEMORY_FILE
 from .engine.plugins import LoadProblem
+from .engine.turn.request import PersonaRules
 from .voice.pipelines import ISSUE_PREFIX as LOCAL_INTENTS_PREFIX
 from .voice.pipelines import async_turn_off_local_intents
 
 PROBLEM_PREFIXES = ("plugin_", "profile_")
 VOICE_PREFIX = "tts_voice_"
+PERSONA_RULES_PREFIX = "persona_rules_"
 
 
 @callback
@@ -47,6 +50,44 @@ def async_sync_load_problems(hass: HomeAssistant, problems: Iterable[LoadProblem
                 "message": problem.message,
             },
         )
+
+
+@callback
+def async_sync_persona_rules(
+    hass: HomeAssistant, entry_id: str, persona_id: str, persona: str, rules: PersonaRules
+) -> None:
+    """Say that a persona's profile cannot be read and which rules hold; remove it once read.
+
+    One issue per persona, naming the file and its problem (or that there is no such
+    file): its last good rules apply (a warning), or every action waits for a yes (an error).
+    """
+    issue_id = f"{PERSONA_RULES_PREFIX}{persona_id}"
+    unread = rules.unread
+    if rules.origin == "profile" or unread is None:
+        ir.async_delete_issue(hass, DOMAIN, issue_id)
+        return
+    placeholders = {"persona": persona, "profile": unread.profile_id, "path": str(unread.path)}
+    cause = "missing"
+    if (problem := unread.problem) is not None:
+        cause = "broken"
+        placeholders |= {"key": problem.key, "message": problem.message}
+    ir.async_create_issue(
+        hass,
+        DOMAIN,
+        issue_id,
+        is_fixable=False,
+        severity=ir.IssueSeverity.WARNING if rules.origin == "kept" else ir.IssueSeverity.ERROR,
+        translation_key=f"persona_profile_{cause}_{rules.origin}",
+        translation_placeholders=placeholders,
+        data={"entry_id": entry_id},
+    )
+
+
+@callback
+def async_clear_persona_rules(hass: HomeAssistant, persona_ids: Iterable[str]) -> None:
+    """Remove the rules issues of personas that were removed."""
+    for persona_id in persona_ids:
+        ir.async_delete_issue(hass, DOMAIN, f"{PERSONA_RULES_PREFIX}{persona_id}")
 
 
 @callback

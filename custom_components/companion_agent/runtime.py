@@ -17,6 +17,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.httpx_client import get_async_client
 
 from .agent.health import ServerHealth
+from .agent.last_good_rules import LastGoodRules
 from .const import (
     CONF_BASE_URL,
     CONF_FIRST_TOKEN_TIMEOUT,
@@ -35,11 +36,13 @@ from .voice.playback import PlaybackWatcher
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompanionRuntime:
-    """What a loaded entry shares with its platforms: its engine and the HA-side watchers."""
+    """What a loaded entry shares with its platforms: its engine, the HA-side watchers, and
+    the last good rules of its personas' profiles."""
 
     engine: Engine
     health: ServerHealth
     playback: PlaybackWatcher
+    rules: LastGoodRules
 
 
 type CompanionConfigEntry = ConfigEntry[CompanionRuntime]

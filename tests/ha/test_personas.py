@@ -299,6 +299,17 @@ async def test_broken_plugin_and_profile_raise_repairs_until_fixed_and_reloaded(
         for issue in issues.values()
     ) == [
         (
+            "persona_profile_broken_none",  # never read well: Grumpy holds every action
+            ir.IssueSeverity.ERROR,
+            {
+                "persona": "Grumpy",
+                "profile": "grumpy",
+                "path": str(grumpy),
+                "key": "temper",
+                "message": "unknown key",
+            },
+        ),
+        (
             "plugin_problem",
             ir.IssueSeverity.WARNING,
             {"path": str(plugin_toml), "key": "plugin.colour", "message": "unknown key"},

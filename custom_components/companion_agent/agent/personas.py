@@ -1,4 +1,9 @@
-"""Build a persona snapshot for a subentry from the entry's plugins, profiles and models."""
+"""Build a persona snapshot for a subentry from the entry's plugins, profiles and models.
+
+A persona's profile that is read has its ``[policy]`` marks kept (``last_good_rules.py``);
+one that cannot be read gives the persona those kept marks, or every action held, and a
+repair issue naming the file, until it is read again.
+"""
 
 from __future__ import annotations
 
@@ -10,19 +15,25 @@ from homeassistant.core import HomeAssistant
 from ..const import CONF_PROFILE, DEFAULT_PROFILE, SUBENTRY_CONVERSATION
 from ..engine.engine import PersonaSetup
 from ..engine.turn.request import Persona
-from ..repairs import async_sync_load_problems
+from ..repairs import async_sync_load_problems, async_sync_persona_rules
 from ..runtime import CompanionConfigEntry
 from .roles import role_choices
 
 
-def build_persona(
+async def async_build_persona(
     hass: HomeAssistant, entry: CompanionConfigEntry, subentry: ConfigSubentry
 ) -> Persona:
-    """Activate the subentry's profile, plugins and models; report failed plugins as issues."""
-    engine = entry.runtime_data.engine
+    """Activate the subentry's profile, rules, plugins and models; report problems as issues."""
+    runtime = entry.runtime_data
+    engine, persona_id = runtime.engine, subentry.subentry_id
     setup = persona_setup(subentry)
-    persona = engine.persona(subentry.subentry_id, setup.profile_id, setup.roles)
+    kept = runtime.rules.get(persona_id, setup.profile_id)
+    persona = engine.persona(persona_id, setup.profile_id, setup.roles, kept=kept)
+    rules = persona.applied_rules
     async_sync_load_problems(hass, engine.problems)
+    async_sync_persona_rules(hass, entry.entry_id, persona_id, subentry.title, rules)
+    if rules.origin == "profile":
+        await runtime.rules.async_keep(persona_id, setup.profile_id, rules.marks)
     return persona
 
 

@@ -60,7 +60,7 @@ async def async_turn_request(
         device_id=device_id,
         satellite_id=satellite_id,
         host_instructions=instructions,
-        host_tools=house.tools(persona.profile.policy) if house is not None else (),
+        host_tools=house.tools(persona.applied_rules.marks) if house is not None else (),
         host_targets=house,
         host_state=house,
         host_hooks=hooks,
