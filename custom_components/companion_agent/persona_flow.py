@@ -22,6 +22,7 @@ from .const import (
     DEFAULT_PROFILE,
     ROLE_SECTIONS,
 )
+from .engine.plugins import Profile
 from .roles_flow import RolesSubentryFlow, role_sections
 from .runtime import CompanionConfigEntry
 
@@ -49,6 +50,16 @@ class PersonaSubentryFlow(RolesSubentryFlow):
         if not user_input.get(CONF_LLM_HASS_API):
             user_input.pop(CONF_LLM_HASS_API, None)
         return user_input
+
+    def problems(
+        self, entry: CompanionConfigEntry, user_input: dict[str, Any]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """Refuse a profile that is not loaded now (none by that id, or its file is broken)."""
+        profile_id = str(user_input.get(CONF_PROFILE, DEFAULT_PROFILE))
+        found = entry.runtime_data.engine.library.profiles.find(profile_id)
+        if isinstance(found, Profile):
+            return {}, {}
+        return {CONF_PROFILE: "profile_not_found"}, {"profile": profile_id}
 
 
 def persona_schema(hass: HomeAssistant, entry: CompanionConfigEntry, is_new: bool) -> vol.Schema:

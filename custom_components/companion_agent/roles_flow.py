@@ -70,9 +70,12 @@ class RolesSubentryFlow(ConfigSubentryFlow):
         if entry.state is not ConfigEntryState.LOADED:
             return self.async_abort(reason="entry_not_loaded")
         errors: dict[str, str] = {}
+        placeholders: dict[str, str] = {}
         if user_input is not None:
             user_input = self.cleaned(user_input)
-            errors = await async_check_roles(self.hass, entry, user_input, self.roles)
+            errors, placeholders = self.problems(entry, user_input)
+            if not errors:
+                errors = await async_check_roles(self.hass, entry, user_input, self.roles)
             if not errors and is_new:
                 return self.async_create_entry(title=user_input.pop(CONF_NAME), data=user_input)
             if not errors:
@@ -86,6 +89,7 @@ class RolesSubentryFlow(ConfigSubentryFlow):
                 self.form(entry, is_new), user_input or current
             ),
             errors=errors,
+            description_placeholders=placeholders or None,
         )
 
     def form(self, entry: CompanionConfigEntry, is_new: bool) -> vol.Schema:
@@ -99,6 +103,12 @@ class RolesSubentryFlow(ConfigSubentryFlow):
     def cleaned(self, user_input: dict[str, Any]) -> dict[str, Any]:
         """Return the submitted form as it is stored."""
         return user_input
+
+    def problems(
+        self, entry: CompanionConfigEntry, user_input: dict[str, Any]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """Return the form errors of the sub-entry's own fields, and what they name."""
+        return {}, {}
 
 
 def role_sections(roles: Sequence[str], *, images_default: str = IMAGES_PROFILE) -> dict[Any, Any]:

@@ -4,22 +4,30 @@ A custom profile marks the demo bed light ``confirm``. A typo and a restart, or 
 deleted and ``companion_agent.reload``, leave the light held on the last good rules kept
 with the entry, with a repair issue naming the file; with nothing kept (the profile was
 broken from the first setup) every action waits for a yes. A fixed file clears the issue
-and its new rules apply.
+and its new rules apply. The persona form refuses a profile that is not loaded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from homeassistant import config_entries
 from homeassistant.components import conversation
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
+from homeassistant.const import CONF_LLM_HASS_API, CONF_NAME
 from homeassistant.core import HomeAssistant, callback
+from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.companion_agent.const import DOMAIN, SERVICE_RELOAD
+from custom_components.companion_agent.const import (
+    CONF_PROFILE,
+    DOMAIN,
+    SERVICE_RELOAD,
+    SUBENTRY_CONVERSATION,
+)
 from tests.ha.entries import SetupCompanion, async_load, persona
 from tests.ha.test_guard import demo_devices, say, state, tool_results  # noqa: F401
 from tests.ha.user_files import write_profile
@@ -195,6 +203,25 @@ async def test_a_profile_never_read_holds_every_action_and_reads_run(
     llm_server.script(Reply.text("Done."))
     await say(hass, entry, "Yes", result.conversation_id)
     assert state(hass, "light.bed_light") == "on"
+
+
+async def test_the_persona_form_refuses_a_profile_that_is_not_loaded(
+    hass: HomeAssistant, setup_companion: SetupCompanion
+) -> None:
+    """A new persona on an unknown profile is refused, naming it; a loaded one is taken."""
+    entry = await bedtime_house(hass, setup_companion)
+    flow = await hass.config_entries.subentries.async_init(
+        (entry.entry_id, SUBENTRY_CONVERSATION), context={"source": config_entries.SOURCE_USER}
+    )
+    chosen = {CONF_NAME: "Night", CONF_PROFILE: "bedtme", CONF_LLM_HASS_API: []}
+    result = await hass.config_entries.subentries.async_configure(flow["flow_id"], chosen)
+    assert result["type"] is FlowResultType.FORM
+    assert result["errors"] == {CONF_PROFILE: "profile_not_found"}
+    assert result["description_placeholders"] == {"profile": "bedtme"}
+
+    chosen[CONF_PROFILE] = "bedtime"
+    result = await hass.config_entries.subentries.async_configure(flow["flow_id"], chosen)
+    assert result["type"] is FlowResultType.CREATE_ENTRY
 
 
 async def test_kept_rules_that_are_not_rules_keep_nothing(
