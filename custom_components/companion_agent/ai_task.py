@@ -5,14 +5,20 @@ attachments; a task an integration starts may carry an LLM API (``GenDataTask.ll
 HA 2025.9 on), whose tools the task calls through the same guard as a conversation.
 Image attachments go to the model that sees images (the task's chat model if it does,
 else its vision model); other attachments are refused. A structure becomes a JSON Schema
-(converted as HA's own LLM integrations do, ``agent.tool_schemas``) the answer must fit.
+(converted as HA's own LLM integrations do, ``agent.tool_schemas``; its objects closed as
+the structure is, an entity selector's domains as a pattern of entity ids) the answer must
+fit, formats included; then the structure's own schema is called on the answer, as HA calls
+a service's schema on its data. An answer that fails either is an error, as is a text
+answer that was cut or is too long: never a wrong or shortened result.
 Each task has a conversation trace of its own with every model call's tokens and timings.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import voluptuous as vol
 from homeassistant.components import ai_task, conversation
 from homeassistant.components.conversation.trace import (
     ConversationTraceEvent,
@@ -22,17 +28,17 @@ from homeassistant.components.conversation.trace import (
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import llm
+from homeassistant.helpers import llm, selector
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .agent.images import async_read_image
 from .agent.roles import role_choices
-from .agent.tool_schemas import SchemaConversionError, json_schema
+from .agent.tool_schemas import SchemaConversionError, Serializer, structure_schema
 from .agent.turn_request import trace_to
 from .const import CONF_MODEL, DOMAIN, SUBENTRY_AI_TASK
 from .engine.engine import TaskRequest, TaskTools
 from .engine.errors import ImageRefusedError, TaskError
-from .engine.json_types import JSONObject
+from .engine.json_types import JSONObject, JSONValue
 from .engine.tools.contract import ToolContext
 from .engine.vision import ImageBounds, ImagePart
 from .ha_tools import HassTurnTools
@@ -98,6 +104,8 @@ class CompanionTaskEntity(ai_task.AITaskEntity):
                     translation_key=f"task_{err.reason}",
                     translation_placeholders={"detail": str(err)},
                 ) from err
+            if task.structure is not None:
+                _check_answer(task.structure, result.data)
             text = result.text or json.dumps(result.data, ensure_ascii=False)
             chat_log.async_add_assistant_content_without_tools(
                 conversation.AssistantContent(agent_id=self.entity_id, content=text)
@@ -160,10 +168,73 @@ def _schema(structure: object, chat_log: conversation.ChatLog) -> JSONObject:
     api = chat_log.llm_api
     serializer = api.custom_serializer if api is not None else llm.selector_serializer
     try:
-        return json_schema(structure, serializer)
+        return structure_schema(
+            structure, None if serializer is None else _with_entity_domains(serializer)
+        )
     except SchemaConversionError as err:
         raise HomeAssistantError(
             translation_domain=DOMAIN,
             translation_key="task_structure_unsupported",
+            translation_placeholders={"detail": str(err)},
+        ) from err
+
+
+def _with_entity_domains(serializer: Serializer) -> Serializer:
+    """Return ``serializer`` that also gives an entity selector's domains as a pattern.
+
+    HA's serializer says only ``entity_id``; the selector checks a legacy ``domain`` itself,
+    but not a ``filter``'s, which only the frontend reads. As a pattern, the domains reach
+    the model and the answer is held to them.
+    """
+
+    def serialize(schema: Any) -> Any:
+        """Serialize as HA does; add the pattern of the entity ids an entity selector takes."""
+        result = serializer(schema)
+        if not isinstance(schema, selector.EntitySelector) or not isinstance(result, dict):
+            return result
+        if not (domains := _entity_domains(schema.config)):
+            return result
+        pattern = rf"^(?:{'|'.join(sorted(domains))})\.[a-z0-9_]+$"
+        items = result.get("items")
+        if result.get("type") == "array" and isinstance(items, dict):
+            return {**result, "items": {**items, "pattern": pattern}}
+        return {**result, "pattern": pattern}
+
+    return serialize
+
+
+def _entity_domains(config: selector.EntitySelectorConfig) -> set[str]:
+    """Return the domains an entity selector takes entities of (empty: any domain).
+
+    A ``filter`` restricts the domain only when each of its filters names domains.
+    """
+    legacy = set(_names(config.get("domain")))
+    filters = config.get("filter")
+    rules = [filters] if isinstance(filters, dict) else list(filters or [])
+    if rules and all(rule.get("domain") for rule in rules):
+        filtered = {domain for rule in rules for domain in _names(rule.get("domain"))}
+        return legacy & filtered if legacy else filtered
+    return legacy
+
+
+def _names(value: str | list[str] | None) -> list[str]:
+    """Return a selector option that is one name or a list of names, as a list."""
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _check_answer(structure: vol.Schema, data: JSONValue) -> None:
+    """Call the structure's own schema on the answer, as HA calls a service's on its data.
+
+    It holds what the JSON Schema cannot say: a selector's own checks (a date that parses,
+    an entity of the allowed domains, a number in range).
+    """
+    try:
+        structure(data)
+    except vol.Invalid as err:
+        raise HomeAssistantError(
+            translation_domain=DOMAIN,
+            translation_key="task_bad_answer",
             translation_placeholders={"detail": str(err)},
         ) from err

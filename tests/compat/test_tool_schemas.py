@@ -18,6 +18,7 @@ import voluptuous as vol
 from custom_components.companion_agent.agent.tool_schemas import (
     SchemaConversionError,
     json_schema,
+    structure_schema,
     uses_probatio,
 )
 
@@ -83,3 +84,28 @@ def test_a_serializer_that_fails_is_a_conversion_error_not_a_crash() -> None:
 
     with pytest.raises(SchemaConversionError, match="no serializer today"):
         json_schema(vol.Schema({vol.Required("area"): AreaSelector()}), broken)
+
+
+def test_a_task_structure_closes_its_objects_as_the_structure_does() -> None:
+    """A structure refuses keys it does not list (voluptuous's default, HA's for a task):
+    its JSON Schema says so at every depth, whichever converter runs; the schema itself
+    refuses the same answer. A structure that allows extra keys stays open."""
+    structure = vol.Schema(
+        {
+            vol.Required("day"): str,
+            vol.Optional("where"): {vol.Required("room"): str},
+            vol.Optional("areas"): [{vol.Required("name"): AreaSelector()}],
+        }
+    )
+    converted: Any = structure_schema(structure, selector_serializer)
+    assert converted["additionalProperties"] is False
+    assert converted["properties"]["where"]["additionalProperties"] is False
+    assert converted["properties"]["areas"]["items"]["additionalProperties"] is False
+    assert converted["properties"]["areas"]["items"]["properties"]["name"]["type"] == "string"
+    with pytest.raises(vol.Invalid):
+        structure({"day": "Tuesday", "where": {"room": "hall", "also_unlock": True}})
+    open_structure = vol.Schema({vol.Required("day"): str}, extra=vol.ALLOW_EXTRA)
+    assert structure_schema(open_structure, selector_serializer).get("additionalProperties") in (
+        None,
+        True,
+    )

@@ -6,8 +6,11 @@ model was sent.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from custom_components.companion_agent.engine import tasks
 from custom_components.companion_agent.engine.engine import (
     Engine,
     EngineSettings,
@@ -99,7 +102,7 @@ async def test_an_answer_off_the_schema_is_a_clear_error(
     """An answer that does not fit: ``TaskError`` saying so, never a wrong result."""
     llm_server.script_structured(Reply.text('{"people": "two"}'))
     request = TaskRequest(name="n", instructions="Count.", roles=RoleChoices(), schema=COUNT)
-    with pytest.raises(TaskError, match="does not fit") as caught:
+    with pytest.raises(TaskError, match="off the schema") as caught:
         await generate(settings, request)
     assert caught.value.reason == "bad_answer"
 
@@ -142,3 +145,77 @@ async def test_a_model_that_fails_is_a_clear_error(
     with pytest.raises(TaskError, match="HTTP 500") as caught:
         await generate(settings, request)
     assert caught.value.reason == "unreachable"
+
+
+async def test_a_text_answer_cut_at_the_length_limit_is_an_error(
+    llm_server: LLMServer, settings: EngineSettings
+) -> None:
+    """``finish_reason: length``: ``TaskError`` (cut), never the part that came."""
+    llm_server.script(Reply(chunks=Reply.text("Hall, kitch").chunks, finish_reason="length"))
+    request = TaskRequest(name="n", instructions="List.", roles=RoleChoices())
+    with pytest.raises(TaskError, match="length limit") as caught:
+        await generate(settings, request)
+    assert caught.value.reason == "cut"
+
+
+async def test_a_text_answer_whose_stream_broke_off_is_cut_not_unreachable(
+    llm_server: LLMServer, settings: EngineSettings
+) -> None:
+    """The server drops the connection after the answer began: the answer was cut."""
+    llm_server.script(Reply(chunks=Reply.text("The hall light and the").chunks, cut_after=3))
+    request = TaskRequest(name="n", instructions="List.", roles=RoleChoices())
+    with pytest.raises(TaskError, match="cut") as caught:
+        await generate(settings, request)
+    assert caught.value.reason == "cut"
+
+
+async def test_a_text_answer_longer_than_a_task_takes_is_an_error_not_shortened(
+    llm_server: LLMServer, settings: EngineSettings
+) -> None:
+    """One character past ``MAX_TEXT_CHARS``: ``TaskError`` (too_long); exactly as many
+    characters: the whole answer."""
+    words = "".join(f"Lamp {n} glows in room {n * 7 % 101}. " for n in range(800))
+    fits = words[: tasks.MAX_TEXT_CHARS - 1] + "."
+    llm_server.script(Reply.text(fits, chunk_size=500), Reply.text(fits + "!", chunk_size=500))
+    request = TaskRequest(name="n", instructions="Describe.", roles=RoleChoices())
+    assert await generate(settings, request) == fits
+    with pytest.raises(TaskError, match="longer than 20000 characters") as caught:
+        await generate(settings, request)
+    assert caught.value.reason == "too_long"
+
+
+WHEN: JSONObject = {
+    "type": "object",
+    "properties": {
+        "day": {"type": "string", "format": "date"},
+        "at": {"type": "string", "format": "date-time"},
+        "time": {"type": "string", "format": "time"},
+    },
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "fits"),
+    [
+        ({"day": "2026-03-10", "at": "2026-03-10 07:30", "time": "07:30"}, True),
+        ({"at": "2026-03-10T07:30:00+01:00", "time": "07:30:15"}, True),
+        ({"day": "next Tuesday"}, False),
+        ({"day": "2026-02-30"}, False),
+        ({"at": "tomorrow morning"}, False),
+        ({"time": "7pm"}, False),
+    ],
+)
+async def test_an_answers_formats_are_asserted(
+    llm_server: LLMServer, settings: EngineSettings, answer: JSONObject, fits: bool
+) -> None:
+    """``date`` as ``YYYY-MM-DD``; ``date-time`` and ``time`` as ISO 8601, the way HA's
+    selectors read them (no time zone needed)."""
+    llm_server.script_structured(Reply.text(json.dumps(answer)))
+    request = TaskRequest(name="n", instructions="When?", roles=RoleChoices(), schema=WHEN)
+    if fits:
+        assert await generate(settings, request) == answer
+        return
+    with pytest.raises(TaskError, match="is not a") as caught:
+        await generate(settings, request)
+    assert caught.value.reason == "bad_answer"

@@ -8,6 +8,7 @@ model server (which records what each model was sent) through the openai SDK.
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 from unittest.mock import patch
 
@@ -281,3 +282,108 @@ async def test_a_task_with_an_llm_api_turns_on_a_light_and_holds_an_unlock(
     assert held.request.name == "HassTurnOff"
     told = [m for m in messages(llm_server.requests[1]) if m.get("role") == "tool"]
     assert "pending_confirmation" in str(told[1]["content"])
+
+
+CHECKED_STRUCTURE = {
+    "when": {"selector": {"date": {}}, "required": True},
+    "light": {"selector": {"entity": {"filter": {"domain": "light"}}}},
+    "lamp": {"selector": {"entity": {"domain": "light"}}},
+    "switch": {"selector": {"entity": {"exclude_entities": ["switch.decorative_lights"]}}},
+}
+WRONG_ANSWERS = (
+    ({"when": "next Tuesday"}, "when"),  # not a date
+    ({"when": "2026-03-10", "light": "lock.front_door"}, "light"),  # filtered to lights
+    ({"when": "2026-03-10", "lamp": "lock.front_door"}, "lamp"),  # legacy domain
+    ({"when": "2026-03-10", "also_unlock": True}, "also_unlock"),  # not in the structure
+    ({"when": "2026-03-10", "switch": "switch.decorative_lights"}, "switch"),  # excluded
+    ({"when": "2026-03-10", "switch": "Decorative Lights"}, "switch"),  # a name, not an id
+)
+
+
+async def test_an_answer_is_held_to_its_structure_and_the_structures_own_schema(
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """A date that is no date, an entity outside the selector's domains (``filter`` or
+    legacy ``domain``), a field the structure does not have, an excluded entity, a name
+    for an id: each is a translated error naming the field, never data. The schema sent
+    says what it can (closed object, date format, the domains' pattern); the structure's
+    own schema checks the rest, as HA checks a service's data."""
+    entry = await setup_companion(persona(), ai_task())
+    entity_id = task_entity(hass, entry)
+    for answer, field in WRONG_ANSWERS:
+        llm_server.script_structured(Reply.text(json.dumps(answer)))
+        with pytest.raises(HomeAssistantError) as caught:
+            await generate(hass, entity_id, instructions="Plan it.", structure=CHECKED_STRUCTURE)
+        assert caught.value.translation_key == "task_bad_answer", answer
+        assert field in str(caught.value), (answer, str(caught.value))
+    right = {"when": "2026-03-10", "light": "light.bed_light", "switch": "switch.ac"}
+    llm_server.script_structured(Reply.text(json.dumps(right)))
+    data = await generate(hass, entity_id, instructions="Plan it.", structure=CHECKED_STRUCTURE)
+    assert data == right
+    assert len(llm_server.structured_requests) == len(WRONG_ANSWERS) + 1
+    schema = llm_server.structured_requests[-1]["response_format"]["json_schema"]["schema"]  # type: ignore[index]
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["when"]["format"] == "date"
+    assert schema["properties"]["light"]["pattern"] == r"^(?:light)\.[a-z0-9_]+$"
+    assert schema["properties"]["lamp"]["pattern"] == r"^(?:light)\.[a-z0-9_]+$"
+    assert "pattern" not in schema["properties"]["switch"]
+
+
+def with_finish(reply: Reply, finish_reason: str) -> Reply:
+    """Return ``reply`` ended with ``finish_reason``."""
+    return Reply(chunks=reply.chunks, finish_reason=finish_reason)
+
+
+async def test_a_text_answer_that_was_cut_or_is_too_long_is_an_error_not_data(
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """The server ends an answer with ``finish_reason: length``: a translated error that
+    says it was cut. A 66,008-character answer: an error that says it is too long, never
+    the first 20,000 characters of it."""
+    entry = await setup_companion(persona(), ai_task())
+    entity_id = task_entity(hass, entry)
+    llm_server.script(with_finish(Reply.text("The lights in the hall, the kitch"), "length"))
+    with pytest.raises(HomeAssistantError) as caught:
+        await generate(hass, entity_id, instructions="List every light.")
+    assert caught.value.translation_key == "task_cut"
+    assert "cut off" in str(caught.value)
+    long = "".join(f"Light {n} is in room {n * 7 % 101}. " for n in range(4000))[:66_008]
+    llm_server.script(Reply.text(long, chunk_size=1000))
+    with pytest.raises(HomeAssistantError) as caught:
+        await generate(hass, entity_id, instructions="Describe every light at length.")
+    assert caught.value.translation_key == "task_too_long"
+    assert "too long" in str(caught.value)
+    assert "20000 characters" in str(caught.value)
+
+
+async def test_a_structured_answer_cut_at_the_length_limit_says_so(
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """A structured answer the server cut: the error says cut, not off the structure."""
+    entry = await setup_companion(persona(), ai_task())
+    llm_server.script_structured(with_finish(Reply.text('{"people": 2}'), "length"))
+    structure = {"people": {"selector": {"number": {}}, "required": True}}
+    with pytest.raises(HomeAssistantError) as caught:
+        await generate(
+            hass, task_entity(hass, entry), instructions="Count people.", structure=structure
+        )
+    assert caught.value.translation_key == "task_cut"
+
+
+async def test_a_task_with_an_llm_api_whose_answer_was_cut_is_an_error(
+    hass: HomeAssistant, llm_server: LLMServer, setup_companion: SetupCompanion
+) -> None:
+    """Through the tool loop too: the last round ended at the length limit."""
+    assert await async_setup_component(hass, "conversation", {})
+    entry = await setup_companion(persona(), ai_task())
+    [assist] = [api for api in llm.async_get_apis(hass) if api.id == llm.LLM_API_ASSIST]
+    llm_server.script(with_finish(Reply.text("Every light: the hall, the kit"), "length"))
+    with pytest.raises(HomeAssistantError) as caught:
+        await ai_task_component.async_generate_data(
+            hass,
+            task_name="Evening",
+            entity_id=task_entity(hass, entry),
+            instructions="List every light",
+            llm_api=assist,
+        )
+    assert caught.value.translation_key == "task_cut"

@@ -140,3 +140,38 @@ async def test_planted_secrets_never_reach_the_chat_log_the_log_or_the_audit(
         assert secret not in audit, secret
         assert secret not in logged, secret
         assert secret not in speech(result), secret
+
+
+WIFI = "CorrectHorse42"
+PASSWORD_FORMS = (
+    # A bold label (the old rule took ``**`` for the value), split mid-value.
+    ("Checking the router notes.\n**Wi-Fi pass", "word:** Correct", "Horse42 is in the notes.\n"),
+    # The value after a line break, in a chunk of its own (name and value scrubbed apart).
+    ("The guest network:\n- password:\n", f"{WIFI[:7]}", f"{WIFI[7:]}\n"),
+    # A sentence, emphasis around the value, a PIN, Chinese.
+    ("So the Wi-Fi password is `", f"{WIFI}`. ", "The alarm PIN is 4711.\n"),
+    ("门锁密码是", "51", "50。然后回答。\n"),
+)
+
+
+async def test_passwords_in_common_forms_never_reach_the_chat_log(
+    hass: HomeAssistant, llm_server: LLMServer, setup_personas: SetupPersonas
+) -> None:
+    """Markdown labels, a value on the next line (its own chunk), sentences, PIN, 密码: the
+    thinking shown in HA's chat log (content and deltas) has them masked, the rest intact."""
+    _entry, agents = await setup_personas({"Keeper": "default"})
+    chunks = [ReasoningChunk(piece) for form in PASSWORD_FORMS for piece in form]
+    llm_server.script(Reply(chunks=(*chunks, TextChunk("It is on the router."))))
+    deltas: list[dict[str, object]] = []
+    result, content = await converse(hass, agents["Keeper"], "What is the Wi-Fi password?", deltas)
+    assert speech(result) == "It is on the router."
+    thinking = "".join(
+        c.thinking_content or "" for c in content if isinstance(c, conversation.AssistantContent)
+    )
+    assert "**Wi-Fi password:** *** is in the notes." in thinking
+    assert "- password:\n***\n" in thinking
+    assert "So the Wi-Fi password is `***`. The alarm PIN is ***." in thinking
+    assert "门锁密码是***。然后回答。" in thinking
+    for secret in (WIFI, "Correct", "4711", "5150"):
+        assert secret not in repr(content), secret
+        assert secret not in repr(deltas), secret

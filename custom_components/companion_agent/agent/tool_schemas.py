@@ -12,6 +12,10 @@ schema with selectors, and converts it for the model with a custom serializer
 
 This module imports neither at import time, and no Home Assistant module: the running
 HA's own ``voluptuous`` tells which converter fits its schemas.
+
+An AI task's structure is converted the same way, and its objects are closed as the
+structure itself is (``structure_schema``): probatio's converter says so, voluptuous-openapi
+does not.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..engine.json_types import JSONObject
+from ..engine.json_types import JSONObject, JSONValue
 
 type Serializer = Callable[[Any], Any]
 
@@ -62,3 +66,40 @@ def json_schema(schema: object, serializer: Serializer | None) -> JSONObject:
     if not isinstance(copied, dict):
         raise SchemaConversionError(f"{module}.{function} returned {type(copied).__name__}")
     return copied
+
+
+def structure_schema(structure: object, serializer: Serializer | None) -> JSONObject:
+    """Return an AI task's structure as the JSON Schema its answer must fit.
+
+    Converted as ``json_schema`` does; when the structure refuses keys of its own choosing
+    (``PREVENT_EXTRA``, the default of voluptuous and probatio and what HA gives a task),
+    every object that lists its properties admits no others (``additionalProperties:
+    false``), unless the converter said otherwise. Raises ``SchemaConversionError``.
+    """
+    converted = json_schema(structure, serializer)
+    vol = sys.modules.get("voluptuous")
+    prevent = getattr(vol, "PREVENT_EXTRA", 0)
+    return _closed(converted) if getattr(structure, "extra", prevent) == prevent else converted
+
+
+def _closed(schema: JSONObject) -> JSONObject:
+    """Return ``schema`` with every object that lists properties closed, at any depth."""
+    out: JSONObject = {}
+    for key, value in schema.items():
+        match key, value:
+            case "properties", dict():
+                out[key] = {name: _closed_value(sub) for name, sub in value.items()}
+            case "items" | "additionalProperties", dict():
+                out[key] = _closed(value)
+            case "anyOf" | "oneOf" | "allOf", list():
+                out[key] = [_closed_value(sub) for sub in value]
+            case _:
+                out[key] = value
+    if isinstance(out.get("properties"), dict):
+        out.setdefault("additionalProperties", False)
+    return out
+
+
+def _closed_value(value: JSONValue) -> JSONValue:
+    """Return a sub-schema closed (``_closed``); anything else as it is."""
+    return _closed(value) if isinstance(value, dict) else value

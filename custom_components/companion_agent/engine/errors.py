@@ -206,6 +206,16 @@ class MemoryAnswerError(CompanionError):
     """The memory model's answer was unusable (cut, not JSON, off the schema)."""
 
 
+class AnswerCutError(MemoryAnswerError):
+    """The answer did not end: it reached the model's length limit, ran past the longest
+    answer taken (``too_long``), or its stream broke off after it began."""
+
+    def __init__(self, message: str, *, too_long: bool = False) -> None:
+        """Say how the answer was cut."""
+        super().__init__(message)
+        self.too_long = too_long
+
+
 class VisionError(ToolError):
     """A camera's snapshot, or its description, could not be had in time; try again later.
 
@@ -227,7 +237,10 @@ class ImageRefusedError(ToolError):
         self.source = source
 
 
-type TaskProblem = Literal["no_vision", "unreachable", "bad_answer"]
+type TaskProblem = Literal["no_vision", "unreachable", "bad_answer", "cut", "too_long"]
+"""Why a task has no answer: no model sees its images; none answered; the answer does not
+fit the structure; the answer was cut (the model's length limit, a broken stream); it is
+longer than a task's answer may be."""
 
 
 class TaskError(CompanionError):

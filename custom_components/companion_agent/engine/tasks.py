@@ -6,23 +6,29 @@ the turns' own tool loop first, every call through the same guard as a conversat
 (held calls wait for an approval from outside, as the dashboard gives), then answers.
 Images go to the chat model if it sees images, else to the vision model; with neither
 they are refused. A structured answer is asked for with the schema as ``response_format``
-(plain, for a server that refuses it), read tolerantly and validated (``JsonAnswers``).
-Each call's tokens and timings go to the host's listener.
+(plain, for a server that refuses it), read tolerantly and validated, formats included
+(``JsonAnswers``); the host applies its own checks after. An answer is never shortened: one
+the model's length limit cut (``finish_reason: length``) or one longer than
+``MAX_TEXT_CHARS`` is a ``TaskError`` that says so. Each call's tokens and timings go to the
+host's listener.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 
-from .errors import LLMError, MemoryAnswerError, MemoryUnavailableError, TaskError
+from .chars import valid_text
+from .errors import AnswerCutError, LLMError, MemoryAnswerError, MemoryUnavailableError, TaskError
 from .guard.executor import Guard
 from .guard.policy import StateProbe, TargetResolver
 from .json_types import JSONObject, JSONValue
 from .llm import LLMSettings
-from .llm.models import CallListener, ChatModels, ObservedModel, answer_text
+from .llm.models import CallListener, ChatModels, ObservedModel
 from .llm.roles import ModelChoice, RoleChoices, persona_models
+from .llm.stream import RoundEnd
 from .memory.answers import JsonAnswers
 from .messages import AssistantMessage, ChatMessage, ImagePart, SystemMessage, UserMessage
 from .tools.contract import ToolContext
@@ -31,6 +37,7 @@ from .turn.loop import AgentCore, SpokenLines, TurnRecord
 
 TASK_TIMEOUT = 120.0
 MAX_TEXT_CHARS = 20000
+"""The longest text answer a task returns; a longer one is an error, never cut short."""
 MAX_TASK_ROUNDS = 5
 STRUCTURE_PROMPT = "Now give the result in the requested structure."
 QUIET = SpokenLines(unreachable="", cut="", rounds="", deadline="", busy="")
@@ -121,6 +128,8 @@ class TaskRunner:
                     pass
         except TimeoutError as err:
             raise TaskError("the model did not finish in time", reason="unreachable") from err
+        if record.outcome == "cut":
+            raise TaskError(f"the answer was cut: {record.reason}", reason="cut")
         if record.outcome != "complete":
             raise TaskError(f"the model failed: {record.reason}", reason="unreachable")
         return record
@@ -149,29 +158,65 @@ async def _structured(
         return await answers.ask(messages, schema, name=_schema_name(name))
     except MemoryUnavailableError as err:
         raise TaskError(f"the model did not answer: {err}", reason="unreachable") from err
+    except AnswerCutError as err:
+        raise TaskError(str(err), reason="too_long" if err.too_long else "cut") from err
     except MemoryAnswerError as err:
-        raise TaskError(f"the answer does not fit: {err}", reason="bad_answer") from err
+        raise TaskError(str(err), reason="bad_answer") from err
     except LLMError as err:
         raise TaskError(f"the model failed: {err}", reason="unreachable") from err
 
 
 async def _text(model: ObservedModel, messages: Sequence[ChatMessage]) -> str:
-    """Collect a text answer (thinking left out), bounded in time and length."""
+    """Collect a whole text answer (thinking left out), bounded in time and length."""
+    parts: list[str] = []
+    size = 0
+    end: RoundEnd | None = None
     try:
-        async with asyncio.timeout(TASK_TIMEOUT):
-            text, end = await answer_text(model.stream_with_tools(messages, ()), MAX_TEXT_CHARS)
+        async with (
+            asyncio.timeout(TASK_TIMEOUT),
+            aclosing(model.stream_with_tools(messages, ())) as stream,
+        ):
+            async for item in stream:
+                match item:
+                    case RoundEnd():
+                        end = item
+                    case str():
+                        size += len(item)
+                        if size > MAX_TEXT_CHARS:
+                            raise _too_long()
+                        parts.append(item)
     except TimeoutError as err:
         raise TaskError("the model did not finish in time", reason="unreachable") from err
     if end is None or end.error is not None:
         reason = "the stream ended early" if end is None else str(end.error)
+        if size:
+            raise TaskError(f"the answer was cut: {reason}", reason="cut")
         raise TaskError(f"the model failed: {reason}", reason="unreachable")
-    return text.strip()
+    return _whole(valid_text("".join(parts)), end.finish_reason)
 
 
 def _last_answer(record: TurnRecord) -> str:
-    """Return what the model said after its last tool round, bounded."""
+    """Return what the model said after its last tool round, whole."""
     answers = [m.content for m in record.messages if isinstance(m, AssistantMessage)]
-    return (answers[-1] if answers else "").strip()[:MAX_TEXT_CHARS]
+    text = answers[-1] if answers else ""
+    if len(text) > MAX_TEXT_CHARS:
+        raise _too_long()
+    return _whole(text, record.finish_reason)
+
+
+def _whole(text: str, finish_reason: str | None) -> str:
+    """Return an answer stripped, or raise when the model's length limit cut it."""
+    if finish_reason == "length":
+        raise TaskError(
+            f"the answer was cut at the model's length limit after {len(text)} characters",
+            reason="cut",
+        )
+    return text.strip()
+
+
+def _too_long() -> TaskError:
+    """Return the error of an answer longer than a task's answer may be."""
+    return TaskError(f"the answer is longer than {MAX_TEXT_CHARS} characters", reason="too_long")
 
 
 def _schema_name(name: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Unpack
 
@@ -90,7 +90,7 @@ class ObservedModel:
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolSpec],
         **options: Unpack[RoundOptions],
-    ) -> AsyncIterator[LLMItem]:
+    ) -> AsyncGenerator[LLMItem]:
         """Stream the round (asked with ``options``) unchanged, noting how it ended."""
         stream = self._model.stream_with_tools(messages, tools, **options)
         if self._trace is not None:

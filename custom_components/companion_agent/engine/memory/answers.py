@@ -3,8 +3,9 @@
 The schema goes out as the OpenAI ``response_format`` (``json_schema``); a server that
 refuses the field (HTTP 400) is asked again without it, and from then on never with it.
 Whatever comes back is read tolerantly (code fences, text around the object, lone
-surrogates) and validated; an answer that is cut, not JSON or off the schema raises
-``MemoryAnswerError`` (the memory is lost, never the turn); a server that cannot be reached
+surrogates) and validated, its ``format``s asserted (``ANSWER_FORMATS``); an answer that is
+cut (``AnswerCutError``), not JSON or off the schema raises ``MemoryAnswerError`` (the
+memory is lost, never the turn); a server that cannot be reached
 (or is busy: HTTP 429, 5xx) raises ``MemoryUnavailableError`` (the write waits in the
 outbox and is tried again). A stream cut after the answer began counts as a bad answer.
 """
@@ -14,13 +15,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime, time
 from typing import Protocol, cast
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 
 from ..chars import valid_text
-from ..errors import LLMConnectionError, LLMError, MemoryAnswerError, MemoryUnavailableError
+from ..errors import (
+    AnswerCutError,
+    LLMConnectionError,
+    LLMError,
+    MemoryAnswerError,
+    MemoryUnavailableError,
+)
 from ..events import ThinkingDelta
 from ..json_types import JSONObject
 from ..llm.stream import LLMItem, RoundEnd
@@ -29,6 +37,23 @@ from ..tools.contract import ToolSpec
 
 ANSWER_TIMEOUT = 60.0
 MAX_ANSWER_CHARS = 20000
+ANSWER_FORMATS = FormatChecker()
+"""The formats an answer's strings are held to: jsonschema's own (``date`` as
+``2026-03-10``, ``email``, ``uuid`` …), and ``date-time`` and ``time`` read as ISO 8601 the
+way Home Assistant's selectors read them (no time zone needed) whatever optional packages
+jsonschema finds (its own checks of those two need one)."""
+
+
+@ANSWER_FORMATS.checks("date-time", raises=ValueError)
+def _date_time(value: object) -> bool:
+    """Accept an ISO 8601 date and time (``2026-03-10T07:30``, ``2026-03-10 07:30:00+01:00``)."""
+    return not isinstance(value, str) or isinstance(datetime.fromisoformat(value), datetime)
+
+
+@ANSWER_FORMATS.checks("time", raises=ValueError)
+def _time(value: object) -> bool:
+    """Accept an ISO 8601 time of day (``07:30``, ``07:30:00``)."""
+    return not isinstance(value, str) or isinstance(time.fromisoformat(value), time)
 
 
 class StructuredModel(Protocol):
@@ -81,9 +106,11 @@ class JsonAnswers:
                 raise MemoryAnswerError(f"memory model refused: {err}") from err
         value = {**(defaults or {}), **parse_object(text)}
         try:
-            Draft202012Validator(schema).validate(value)
+            Draft202012Validator(schema, format_checker=ANSWER_FORMATS).validate(value)
         except ValidationError as err:
-            raise MemoryAnswerError(f"answer off the schema: {err.message}") from err
+            where = "/".join(str(part) for part in err.absolute_path)
+            what = f"{where}: {err.message}" if where else err.message
+            raise MemoryAnswerError(f"answer off the schema: {what}") from err
         return value
 
     async def _text(
@@ -107,18 +134,21 @@ class JsonAnswers:
                         case str():
                             size += len(item)
                             if size > MAX_ANSWER_CHARS:
-                                raise MemoryAnswerError("the answer is too long")
+                                raise AnswerCutError(
+                                    f"the answer is longer than {MAX_ANSWER_CHARS} characters",
+                                    too_long=True,
+                                )
                             parts.append(item)
         except TimeoutError as err:
             raise MemoryUnavailableError("the memory model did not answer in time") from err
         if end is None:
             raise MemoryAnswerError("the answer stream ended without its end")
         if end.error is not None and size:
-            raise MemoryAnswerError(f"the answer was cut: {end.error}") from end.error
+            raise AnswerCutError(f"the answer was cut: {end.error}") from end.error
         if end.error is not None:
             raise end.error
         if end.finish_reason == "length":
-            raise MemoryAnswerError("the answer was cut at the length limit")
+            raise AnswerCutError("the answer was cut at the model's length limit")
         return "".join(parts)
 
 

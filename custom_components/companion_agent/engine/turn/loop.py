@@ -57,6 +57,8 @@ class TurnRecord:
     rounds: int = 0
     outcome: TurnOutcome = "complete"
     reason: str | None = None
+    finish_reason: str | None = None
+    """How the last round ended, as the server said (``stop``, ``length`` …)."""
 
     @property
     def text(self) -> str:
@@ -111,6 +113,7 @@ class AgentCore:
                         end = item
             for key, value in end.usage.items():
                 record.usage[key] = record.usage.get(key, 0) + value
+            record.finish_reason = end.finish_reason
             text = "".join(record.partial)
             record.partial.clear()
             if end.error is not None and end.cut_tool_calls:
