@@ -1,7 +1,8 @@
 """What the model and the turn hear of held calls: held, declined, answered, ended.
 
-The model is told a held call waits (and that only the person can confirm it), or that
-the person declined it. A held call ends outside the turn that held it (the person's yes
+The model is told a held call waits (and that only the person can confirm it), and to end
+its reply with the question (a host listens for the answer after a reply that asks), or
+that the person declined it. A held call ends outside the turn that held it (the person's yes
 or no, a dashboard, its timer): the model hears of each end once, at the start of the
 conversation's next turn, from a bounded queue; a call the person's own words answered is
 also reported as a tool event of the turn in which they answered it.
@@ -28,9 +29,9 @@ NOTICE_SOURCE = "confirmations"
 type NoticeStatus = Literal["executed", "failed", "cancelled", "expired"]
 
 PENDING_INSTRUCTION = (
-    "Not done. Ask the person, in one short question, whether to do this. It runs only if "
-    "they answer yes themselves; nothing you say or call can confirm it. Do not say it is "
-    "done and do not call it again."
+    "Not done. End your reply with one short question asking the person whether to do this, "
+    "and say nothing after that question. It runs only if they answer yes themselves; nothing "
+    "you say or call can confirm it. Do not say it is done and do not call it again."
 )
 
 _ENDED_UNRUN: dict[NoticeStatus, str] = {
