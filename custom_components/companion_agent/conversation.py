@@ -32,6 +32,7 @@ from .const import (
 )
 from .engine.events import SentenceOutput
 from .engine.plugins import ProactiveRequest
+from .engine.turn.follow_ups import expects_answer
 from .engine.turn.request import Persona, TurnRequest
 from .frontend.follow import async_follow_turn
 from .ha_tools import HassTurnTools
@@ -223,12 +224,19 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         async_dispatcher_send(self.hass, SIGNAL_USAGE)
         LOGGER.debug("Turn %s finished: %s", request.context.trace_id, outcome.outcome)
         result = conversation.async_get_result_from_chat_log(user_input, chat_log)
+        speech = stream.speech()
         if outcome.outcome == "interrupted":
             # The person spoke over it: a pipeline that has not started speaking yet skips
             # its speech (HA's pipeline skips TTS for an empty answer).
             result.response.async_set_speech("")
-        elif speech := stream.speech():
+        elif speech:
             result.response.async_set_speech(speech)
+        # A reply that asks (or holds a call for their yes) lets the satellite listen for the
+        # answer without its wake word: our decision, not HA's question-mark guess.
+        spoken = speech or _last_reply(chat_log)
+        result.continue_conversation = persona.profile.output.follow_ups and expects_answer(
+            outcome, spoken
+        )
         return result
 
     @callback
@@ -252,6 +260,12 @@ class CompanionConversationEntity(conversation.ConversationEntity):
                 async_dispatcher_send(
                     self.hass, signal_emotion(self.subentry.subentry_id), action.lower()
                 )
+
+
+def _last_reply(chat_log: conversation.ChatLog) -> str:
+    """Return the text of the ChatLog's last message if the assistant wrote it, else ""."""
+    last = chat_log.content[-1] if chat_log.content else None
+    return last.content or "" if isinstance(last, conversation.AssistantContent) else ""
 
 
 def _features(subentry: ConfigSubentry) -> conversation.ConversationEntityFeature:
