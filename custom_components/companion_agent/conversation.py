@@ -15,7 +15,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .agent.chat_stream import ChatLogStream
 from .agent.personas import build_persona
 from .agent.turn_request import async_turn_request
-from .compat import stream_response_chars
+from .compat import async_get_entity, stream_response_chars
 from .const import (
     CONF_MODEL,
     CONF_PROMPT,
@@ -82,6 +82,11 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         """Return the persona snapshot new turns use."""
         assert self._persona is not None
         return self._persona
+
+    @property
+    def follow_ups(self) -> bool:
+        """Say whether a reply may wait for the person's answer (the profile's ``follow_ups``)."""
+        return self._persona is None or self._persona.profile.output.follow_ups
 
     async def async_added_to_hass(self) -> None:
         """Build the persona and follow reloads of plugins and profiles."""
@@ -260,6 +265,21 @@ class CompanionConversationEntity(conversation.ConversationEntity):
                 async_dispatcher_send(
                     self.hass, signal_emotion(self.subentry.subentry_id), action.lower()
                 )
+
+
+@callback
+def async_may_ask_back(hass: HomeAssistant, agent_id: str) -> bool:
+    """Say whether the conversation agent ``agent_id`` may end a reply waiting for an answer.
+
+    HA's own agent never does (its results never continue); a persona of ours does unless
+    its profile turns follow-ups off; any other agent may.
+    """
+    if agent_id == conversation.HOME_ASSISTANT_AGENT:
+        return False
+    entity = async_get_entity(hass, agent_id)
+    if isinstance(entity, CompanionConversationEntity) and entity.hass is hass:
+        return entity.follow_ups
+    return True
 
 
 def _last_reply(chat_log: conversation.ChatLog) -> str:

@@ -1,0 +1,167 @@
+"""Follow-ups on the companion's satellite: a reply that asks is answered without a wake word.
+
+The satellite is the scripted one (``tests/support/satellite_script.py``): it asks for its
+run from ``asr``, as wyoming-satellite does once it heard its own wake word, and then
+streams its microphone, as wyoming-satellite does until it is told ``transcript`` or
+``run-satellite``. What it is told, and in which order, is the subject; speech to text is
+the scripted ASR server, the voice the real Piper, the model the scripted server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import llm
+
+from tests.ha.entries import SetupCompanion, persona
+from tests.ha.satellite_setup import OnSatellite, setup_satellite_companion, wait_state
+from tests.ha.test_satellite import ANSWER, LONG_ANSWER, SILENCE, audio_chunks
+from tests.ha.user_files import write_profile
+from tests.support.asr_server import TEXT, ScriptedAsrServer
+from tests.support.llm_script import Reply
+from tests.support.llm_server import LLMServer
+from tests.support.piper import PiperPeer
+from tests.support.satellite_script import ScriptedSatellite
+
+QUESTION = "Shall I turn on the kitchen light?"
+TOLD = ("transcribe", "transcript", "run-satellite", "synthesize", "audio-stop", "error")
+QUIET = 1.5
+"""How long nothing more happens once the last answer was heard: no run listens again."""
+
+
+def told(satellite: ScriptedSatellite, since: int) -> list[str]:
+    """Return what the satellite was told after event ``since``: the runs' milestones."""
+    return [e.type for e in satellite.received.events[since:] if e.type in TOLD]
+
+
+def assistant_messages(request: dict[str, object]) -> list[str]:
+    """Return what the model wrote earlier, as a request sends it back."""
+    messages = request["messages"]
+    assert isinstance(messages, list)
+    return [str(m["content"]) for m in messages if m["role"] == "assistant"]
+
+
+@pytest.fixture
+async def streaming(on_satellite: OnSatellite) -> AsyncIterator[ScriptedSatellite]:
+    """Stream the scripted satellite's microphone for the whole test."""
+    task = asyncio.create_task(on_satellite.satellite.stream_microphone())
+    yield on_satellite.satellite
+    task.cancel()
+
+
+async def test_a_reply_that_asks_is_answered_without_the_wake_word_fake_stt(
+    hass: HomeAssistant,
+    on_satellite: OnSatellite,
+    streaming: ScriptedSatellite,
+    llm_server: LLMServer,
+) -> None:
+    """The question plays; once heard, a new run hears the answer in the same conversation.
+
+    The satellite is never told ``transcript`` while the question is open (it would stop
+    streaming); the answer's reply asks nothing, so the satellite is let go, and no run
+    listens again.
+    """
+    satellite = streaming
+    llm_server.script(Reply.text(QUESTION), Reply.text(ANSWER))
+    since = len(satellite.received.events)
+    await satellite.ask(SILENCE)
+    await satellite.wait_event("audio-stop", 2)  # the question, then the answer's reply
+    await wait_state(hass, on_satellite.entity_id, "idle")
+    await asyncio.sleep(QUIET)
+
+    assert told(satellite, since) == [
+        *("transcribe", "synthesize", "audio-stop"),  # the question, held open
+        *("transcribe", "run-satellite", "synthesize", "audio-stop"),  # the answer, let go
+    ]
+    assert len(llm_server.requests) == 2
+    assert QUESTION in assistant_messages(llm_server.requests[1])  # the same conversation
+    assert on_satellite.asr.types.count("audio-stop") == 2
+
+
+async def test_a_barge_in_over_the_question_cancels_its_follow_up_fake_stt(
+    hass: HomeAssistant,
+    on_satellite: OnSatellite,
+    streaming: ScriptedSatellite,
+    llm_server: LLMServer,
+) -> None:
+    """The satellite woke again while the question played: that run is answered, no other."""
+    satellite = streaming
+    llm_server.script(Reply.text(f"{LONG_ANSWER} Shall I go on?"), Reply.text(ANSWER))
+    since = len(satellite.received.events)
+    await satellite.ask(SILENCE)
+    await audio_chunks(satellite, 1.5)
+    await satellite.ask(SILENCE)  # its wake word again, over the question
+    await satellite.wait_event("audio-stop", 2)  # the question cut, then the answer
+    await wait_state(hass, on_satellite.entity_id, "idle")
+    await asyncio.sleep(QUIET)
+
+    assert told(satellite, since).count("transcribe") == 2
+    assert len(llm_server.requests) == 2
+
+
+async def test_a_follow_up_that_hears_nothing_ends_the_chain_fake_stt(
+    hass: HomeAssistant,
+    on_satellite: OnSatellite,
+    streaming: ScriptedSatellite,
+    llm_server: LLMServer,
+) -> None:
+    """Speech to text finds nothing in the answer's run: it errs, the satellite is let go
+    with an empty transcript (its "done" sound), and nothing listens again."""
+    satellite, asr = streaming, on_satellite.asr
+    llm_server.script(Reply.text(QUESTION))
+    since = len(satellite.received.events)
+    await satellite.ask(SILENCE)
+    await satellite.wait_event("audio-stop")
+    asr.behaviour = "error"
+    await satellite.wait_event("error")
+    await wait_state(hass, on_satellite.entity_id, "idle")
+    await asyncio.sleep(QUIET)
+
+    assert told(satellite, since) == [
+        *("transcribe", "synthesize", "audio-stop"),
+        *("transcribe", "error", "transcript"),
+    ]
+    transcript = next(e for e in reversed(satellite.received.events) if e.type == "transcript")
+    assert transcript.data["text"] == ""
+    assert len(llm_server.requests) == 1
+
+
+async def test_with_follow_ups_off_the_transcript_goes_at_once_fake_stt(
+    hass: HomeAssistant,
+    *,
+    setup_companion: SetupCompanion,
+    piper: PiperPeer,
+    scripted_asr: ScriptedAsrServer,
+    scripted_satellite: ScriptedSatellite,
+    llm_server: LLMServer,
+) -> None:
+    """A persona whose profile turns follow-ups off: the satellite is told what it heard as
+    soon as the agent is known, before the answer, and a question is not listened for."""
+    write_profile(hass, "quiet", "[output]\nfollow_ups = false\n")
+    asr, satellite = scripted_asr, scripted_satellite
+    _, entity = await setup_satellite_companion(
+        hass,
+        setup_companion,
+        piper,
+        (asr.host, asr.port, "tiny"),
+        (satellite.host, satellite.port),
+        agent=persona(profile="quiet", llm_apis=[llm.LLM_API_ASSIST]),
+    )
+    await wait_state(hass, entity, "idle")
+    llm_server.script(Reply.text(QUESTION))
+    streaming = asyncio.create_task(satellite.stream_microphone())
+    try:
+        since = len(satellite.received.events)
+        await satellite.ask(SILENCE)
+        await satellite.wait_event("audio-stop")
+        await wait_state(hass, entity, "idle")
+        await asyncio.sleep(QUIET)
+    finally:
+        streaming.cancel()
+
+    assert told(satellite, since) == ["transcribe", "transcript", "synthesize", "audio-stop"]
+    transcript = next(e for e in satellite.received.events if e.type == "transcript")
+    assert transcript.data["text"] == TEXT
