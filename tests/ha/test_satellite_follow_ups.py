@@ -165,3 +165,65 @@ async def test_with_follow_ups_off_the_transcript_goes_at_once_fake_stt(
     assert told(satellite, since) == ["transcribe", "transcript", "synthesize", "audio-stop"]
     transcript = next(e for e in satellite.received.events if e.type == "transcript")
     assert transcript.data["text"] == TEXT
+
+
+async def test_a_satellite_that_streams_all_the_time_is_followed_up_at_once_fake_stt(
+    hass: HomeAssistant,
+    on_satellite: OnSatellite,
+    streaming: ScriptedSatellite,
+    llm_server: LLMServer,
+) -> None:
+    """No wake word of its own: nothing to hold (it is told ``transcript`` at once); the
+    conversation start listens, its question is answered on the stream, and no more."""
+    satellite = streaming
+    llm_server.script(Reply.text(QUESTION), Reply.text(ANSWER))
+    await asyncio.sleep(0.2)  # its stream has begun
+    since = len(satellite.received.events)
+    await hass.services.async_call(
+        "assist_satellite",
+        "start_conversation",
+        {"entity_id": on_satellite.entity_id, "start_message": "Hello.", "preannounce": False},
+        blocking=True,
+    )
+    await satellite.wait_event("audio-stop", 3)  # the start, the question, the answer's reply
+    await wait_state(hass, on_satellite.entity_id, "idle")
+    await asyncio.sleep(QUIET)
+
+    assert told(satellite, since) == [
+        "audio-stop",  # the conversation start
+        *("transcribe", "transcript", "synthesize", "audio-stop"),  # the question
+        *("transcribe", "transcript", "synthesize", "audio-stop"),  # the answer's reply
+    ]
+    assert QUESTION in assistant_messages(llm_server.requests[1])
+
+
+async def test_a_satellite_that_streams_on_speech_is_heard_from_stt_after_a_question_fake_stt(
+    hass: HomeAssistant, on_satellite: OnSatellite, llm_server: LLMServer
+) -> None:
+    """Its voice activity detector starts its runs from ``wake`` (HA finds the wake word).
+    After a question it has stopped streaming; the run it asks for next is heard from speech
+    to text, with no wake word: here there is no wake word engine, so only that can answer."""
+    satellite = on_satellite.satellite
+    llm_server.script(Reply.text(f"{QUESTION} The kitchen or the hall?"), Reply.text(ANSWER))
+    await satellite.ask(SILENCE, start_stage="wake")  # a run from its wake word: no engine
+    await satellite.wait_event("error")
+    streaming = asyncio.create_task(satellite.stream_microphone())
+    await asyncio.sleep(0.2)
+    await hass.services.async_call(
+        "assist_satellite",
+        "start_conversation",
+        {"entity_id": on_satellite.entity_id, "start_message": "Hello.", "preannounce": False},
+        blocking=True,
+    )
+    await satellite.wait_event("audio-start", 2)  # the question plays: it stops streaming
+    streaming.cancel()
+    await satellite.wait_event("audio-stop", 2)
+    await wait_state(hass, on_satellite.entity_id, "idle")
+    since = len(satellite.received.events)
+    await satellite.ask(SILENCE, start_stage="wake")  # the person answers: it streams again
+    await satellite.wait_event("audio-stop", 3)
+    await wait_state(hass, on_satellite.entity_id, "idle")
+
+    assert told(satellite, since) == ["transcribe", "transcript", "synthesize", "audio-stop"]
+    assert len(llm_server.requests) == 2
+    assert QUESTION in " ".join(assistant_messages(llm_server.requests[1]))
