@@ -21,6 +21,8 @@ from collections import OrderedDict
 
 from ..events import TurnResult
 
+__all__ = ["FollowUps", "asks", "expects_answer"]
+
 FOLLOW_UP_WINDOW = 60.0
 MAX_ALIASES = 64
 QUESTION_MARKS = ("?", "\uff1f", ";", "\u037e", "\u061f")
