@@ -16,6 +16,7 @@ import pytest
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 
+from custom_components.companion_agent.voice import satellite_runs
 from tests.ha.entries import SetupCompanion, persona
 from tests.ha.satellite_setup import OnSatellite, setup_satellite_companion, wait_state
 from tests.ha.test_satellite import ANSWER, LONG_ANSWER, SILENCE, audio_chunks
@@ -99,6 +100,31 @@ async def test_a_barge_in_over_the_question_cancels_its_follow_up_fake_stt(
     await asyncio.sleep(QUIET)
 
     assert told(satellite, since).count("transcribe") == 2
+    assert len(llm_server.requests) == 2
+
+
+async def test_follow_ups_in_a_row_are_bounded_fake_stt(
+    hass: HomeAssistant,
+    on_satellite: OnSatellite,
+    streaming: ScriptedSatellite,
+    llm_server: LLMServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Questions without end: after the bound (one here) the satellite is let go instead."""
+    monkeypatch.setattr(satellite_runs, "MAX_FOLLOW_UPS", 1)
+    satellite = streaming
+    llm_server.script(Reply.text(QUESTION), Reply.text(QUESTION))
+    since = len(satellite.received.events)
+    await satellite.ask(SILENCE)
+    await satellite.wait_event("run-satellite", 2)  # the connect's, then the bound's
+    await wait_state(hass, on_satellite.entity_id, "idle")
+    await asyncio.sleep(QUIET)
+
+    assert told(satellite, since) == [
+        *("transcribe", "synthesize", "audio-stop"),  # the question
+        *("transcribe", "synthesize", "audio-stop"),  # its answer's reply, a question again
+        "run-satellite",  # heard: the bound, so no run listens for it
+    ]
     assert len(llm_server.requests) == 2
 
 
