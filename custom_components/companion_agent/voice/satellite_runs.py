@@ -31,7 +31,10 @@ from contextvars import Context
 from dataclasses import replace
 
 from homeassistant.components import tts
-from homeassistant.components.assist_pipeline.pipeline import PipelineRunValidationError
+from homeassistant.components.assist_pipeline.pipeline import (
+    PipelineRunValidationError,
+    PipelineStage,
+)
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
@@ -239,8 +242,10 @@ class SatelliteRuns:
         """Listen for the answer, once ``run`` asked, has ended and its answer was heard."""
         if run is not self.current or not run.asks or not run.ended:
             return
-        if run.speaking and not run.heard:
-            return  # its answer still plays: after it
+        if run.end_stage == PipelineStage.TTS and not run.heard:
+            if not run.speaking:  # its answer never played: nobody heard the question
+                run.release()
+            return  # else its answer still plays: after it
         if run.follow_ups >= MAX_FOLLOW_UPS:
             LOGGER.debug("Satellite run %d: %d follow-ups in a row", run.number, run.follow_ups)
             run.release()
