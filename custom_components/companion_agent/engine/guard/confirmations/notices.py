@@ -1,8 +1,7 @@
 """What the model and the turn hear of held calls: held, declined, answered, ended.
 
-The model is told a held call waits (and that only the person can confirm it), and to end
-its reply with the question (a host listens for the answer after a reply that asks), or
-that the person declined it. A held call ends outside the turn that held it (the person's yes
+The model is told a held call waits (and that only the person can confirm it), or that
+the person declined it. A held call ends outside the turn that held it (the person's yes
 or no, a dashboard, its timer): the model hears of each end once, at the start of the
 conversation's next turn, from a bounded queue; a call the person's own words answered is
 also reported as a tool event of the turn in which they answered it.
