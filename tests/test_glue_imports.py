@@ -19,6 +19,7 @@ ALLOWED = {
     "engine.engine": "Engine, EngineSettings and what its methods take and return",
     "engine.turn.handle": "the Turn a host holds",
     "engine.turn.request": "TurnRequest, its Persona, the spoken lines",
+    "engine.turn.follow_ups": "whether a finished turn waits for the person's answer",
     "engine.events": "the typed items a turn streams",
     "engine.errors": "CompanionError and its kinds, mapped to HA errors",
     "engine.json_types": "JSON values crossing into HA",

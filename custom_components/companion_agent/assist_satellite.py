@@ -14,6 +14,11 @@ once, the playback watcher keeps only the sentences that began in the seconds pl
 the new run hears what was said over it. The satellite's ``played`` ends playback when it
 sends one; else the audio's paced end does. Announcements and conversation starts play
 the same way (``voice/satellite_media``); timers go to the satellite as its timer events.
+
+A reply that asks (the result's ``continue_conversation``) is answered without the wake
+word: once it has been heard, a new run listens (``voice/satellite_runs``). A satellite
+that woke on its own wake word would stop streaming at its ``transcript``, so that is held
+back until the reply is known not to ask (``engine/speech/satellite/mirror.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from wyoming.event import Event
 
 from .const import CONF_AREA, DOMAIN, SUBENTRY_SATELLITE
+from .conversation import async_may_ask_back
 from .engine.errors import CompanionError
 from .engine.speech import AudioProgress, SatelliteInfo
 from .engine.speech.satellite import (
@@ -122,6 +128,8 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
             cut=self._cut,
             idle=self.tts_response_finished,
             tell=self._tell,
+            streams=self._streams,
+            may_ask_back=lambda agent_id: async_may_ask_back(hass, agent_id),
         )
         self._info: SatelliteInfo | None = None
         self._wake_word: str | None = None
@@ -263,11 +271,15 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
         The next run, whenever the person wakes the satellite, continues the conversation.
         """
         await self._async_play(start_announcement)
-        if (
+        if self._streams():
+            self.hass.loop.call_soon(self._runs.listen, self.entity_id)
+
+    def _streams(self) -> bool:
+        """Say whether the microphone streams now: its audio came lately while no run listened."""
+        return (
             self._unheard_audio_at is not None
             and self.hass.loop.time() - self._unheard_audio_at < STREAMING_WINDOW
-        ):
-            self.hass.loop.call_soon(self._start_run, RunRequested(start="asr", end="tts"))
+        )
 
     async def _async_play(self, announcement: AssistSatelliteAnnouncement) -> None:
         """Play ``announcement`` to its end (or until the person speaks over it)."""

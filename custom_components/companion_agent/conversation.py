@@ -15,7 +15,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .agent.chat_stream import ChatLogStream
 from .agent.personas import async_build_persona
 from .agent.turn_request import async_turn_request
-from .compat import stream_response_chars
+from .compat import async_get_entity, stream_response_chars
 from .const import (
     CONF_MODEL,
     CONF_PROMPT,
@@ -32,6 +32,7 @@ from .const import (
 )
 from .engine.events import SentenceOutput
 from .engine.plugins import ProactiveRequest
+from .engine.turn.follow_ups import expects_answer
 from .engine.turn.request import Persona, TurnRequest
 from .frontend.follow import async_follow_turn
 from .ha_tools import HassTurnTools
@@ -81,6 +82,11 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         """Return the persona snapshot new turns use."""
         assert self._persona is not None
         return self._persona
+
+    @property
+    def follow_ups(self) -> bool:
+        """Say whether a reply may wait for the person's answer (the profile's ``follow_ups``)."""
+        return self._persona is None or self._persona.profile.output.follow_ups
 
     async def async_added_to_hass(self) -> None:
         """Build the persona and follow reloads of plugins and profiles."""
@@ -225,12 +231,19 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         async_dispatcher_send(self.hass, SIGNAL_USAGE)
         LOGGER.debug("Turn %s finished: %s", request.context.trace_id, outcome.outcome)
         result = conversation.async_get_result_from_chat_log(user_input, chat_log)
+        speech = stream.speech()
         if outcome.outcome == "interrupted":
             # The person spoke over it: a pipeline that has not started speaking yet skips
             # its speech (HA's pipeline skips TTS for an empty answer).
             result.response.async_set_speech("")
-        elif speech := stream.speech():
+        elif speech:
             result.response.async_set_speech(speech)
+        # A reply that asks (or holds a call for their yes) lets the satellite listen for the
+        # answer without its wake word: our decision, not HA's question-mark guess.
+        spoken = speech or _last_reply(chat_log)
+        result.continue_conversation = persona.profile.output.follow_ups and expects_answer(
+            outcome, spoken
+        )
         return result
 
     @callback
@@ -254,6 +267,27 @@ class CompanionConversationEntity(conversation.ConversationEntity):
                 async_dispatcher_send(
                     self.hass, signal_emotion(self.subentry.subentry_id), action.lower()
                 )
+
+
+@callback
+def async_may_ask_back(hass: HomeAssistant, agent_id: str) -> bool:
+    """Say whether the conversation agent ``agent_id`` may end a reply waiting for an answer.
+
+    HA's own agent never does (its results never continue); a persona of ours does unless
+    its profile turns follow-ups off; any other agent may.
+    """
+    if agent_id == conversation.HOME_ASSISTANT_AGENT:
+        return False
+    entity = async_get_entity(hass, agent_id)
+    if isinstance(entity, CompanionConversationEntity) and entity.hass is hass:
+        return entity.follow_ups
+    return True
+
+
+def _last_reply(chat_log: conversation.ChatLog) -> str:
+    """Return the text of the ChatLog's last message if the assistant wrote it, else ""."""
+    last = chat_log.content[-1] if chat_log.content else None
+    return last.content or "" if isinstance(last, conversation.AssistantContent) else ""
 
 
 def _features(subentry: ConfigSubentry) -> conversation.ConversationEntityFeature:

@@ -14,6 +14,7 @@ from homeassistant.components.assist_pipeline.pipeline import (
     async_create_default_pipeline,
     async_update_pipeline,
 )
+from homeassistant.config_entries import ConfigSubentryData
 from homeassistant.core import HomeAssistant, State
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -50,8 +51,11 @@ async def setup_satellite_companion(
     piper: PiperPeer,
     stt: tuple[str, int, str],
     where: tuple[str, int],
+    *,
+    agent: ConfigSubentryData | None = None,
 ) -> tuple[MockConfigEntry, str]:
-    """Set up a persona, a piper voice, an STT model and a satellite at ``where``.
+    """Set up a persona (``agent``; else the default one), a piper voice, an STT model and
+    a satellite at ``where``.
 
     Their STT, agent and voice make the preferred pipeline. Return the entry and the
     satellite's entity id.
@@ -59,7 +63,7 @@ async def setup_satellite_companion(
     host, port, model = stt
     assert await async_setup_component(hass, "assist_pipeline", {})
     entry = await setup_companion(
-        persona(),
+        agent or persona(),
         wyoming_voice(piper.host, piper.port),
         speech_to_text(host, port, model, languages=["en"]),
         satellite(*where),

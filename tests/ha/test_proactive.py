@@ -209,6 +209,25 @@ async def test_a_person_coming_home_makes_the_state_chat_trigger_speak_on_the_sa
     assert await hass.config_entries.async_unload(greeter.entry.entry_id)
 
 
+async def test_a_persona_with_follow_ups_off_announces_instead_of_starting_a_conversation(
+    hass: HomeAssistant,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    devices: Devices,
+    setup_companion: SetupCompanion,
+) -> None:
+    """``follow_ups = false``: the satellite that could listen for the answer only announces."""
+    write_profile(hass, "quiet", "[output]\nfollow_ups = false\n")
+    quiet = await async_setup_speaking_companion(hass, setup_companion, proxy, "quiet")
+    llm_server.script(Reply.text("Shall I turn on the porch light?"))
+    (chat,) = await start_chat(
+        hass, targets=[KITCHEN], instruction="Offer the porch light.", persona=quiet.agent
+    )
+    assert chat["outcome"] == "complete"
+    assert devices[KITCHEN].heard.log == ["announce", "first audio", "audio ended"]
+    assert await hass.config_entries.async_unload(quiet.entry.entry_id)
+
+
 async def test_a_device_that_fails_to_play_raises_and_the_turn_is_stopped(
     hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:

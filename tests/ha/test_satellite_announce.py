@@ -22,7 +22,6 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers import intent
 from homeassistant.helpers import issue_registry as ir
 from syrupy.assertion import SnapshotAssertion
-from wyoming.audio import AudioChunk, AudioStop
 
 from custom_components.companion_agent.const import DOMAIN, ISSUE_COMPAT_CHIME
 from tests.ha.satellite_setup import OnSatellite, wait_state
@@ -128,7 +127,7 @@ async def test_a_conversation_start_listens_at_once_on_a_streaming_satellite_fak
     """A satellite streaming its microphone: the start plays, then a run hears the answer."""
     satellite = on_satellite.satellite
     llm_server.script(Reply.text(ANSWER))
-    streaming = asyncio.create_task(stream_microphone(satellite))
+    streaming = asyncio.create_task(satellite.stream_microphone())
     try:
         await hass.services.async_call(
             "assist_satellite",
@@ -143,20 +142,6 @@ async def test_a_conversation_start_listens_at_once_on_a_streaming_satellite_fak
     await wait_state(hass, on_satellite.entity_id, "idle")
     system = str(llm_server.requests[0]["messages"][0]["content"])  # type: ignore[index]
     assert QUESTION in system  # the model knows what it asked
-
-
-async def stream_microphone(satellite: ScriptedSatellite) -> None:
-    """Stream silence as a satellite that always streams; end a run's audio once asked."""
-    chunk = AudioChunk(rate=16000, width=2, channels=1, audio=bytes(1024)).event()
-    transcribes = 0
-    while True:
-        await satellite.send(chunk)
-        asked = satellite.received.types().count("transcribe")
-        if asked > transcribes:
-            transcribes = asked
-            await asyncio.sleep(0.3)
-            await satellite.send(AudioStop().event())
-        await asyncio.sleep(0.03)
 
 
 async def test_a_conversation_start_on_a_wake_word_satellite_goes_on_at_its_wake_word_fake_stt(

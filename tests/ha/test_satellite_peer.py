@@ -11,14 +11,19 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from homeassistant.components import conversation
+from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import llm
+from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from wyoming.audio import AudioChunk, AudioChunkConverter
 
 from custom_components.companion_agent.engine.speech import WyomingSTT
-from tests.ha.entries import SetupCompanion
+from tests.ha.entries import SetupCompanion, async_load, persona
 from tests.ha.history_files import assistant_text, stored_turns
 from tests.ha.satellite_setup import setup_satellite_companion, wait_state
+from tests.ha.test_guard import EXPOSED, UNLOCK, audit, demo_devices, state
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
@@ -33,6 +38,8 @@ from tests.support.whisper import (
     spoken,
     words,
 )
+
+__all__ = ["demo_devices"]  # the demo lock's fixture, used by name below
 
 QUESTION = "What will the weather be like today?"
 ANSWER = "It will be sunny and warm all day."
@@ -171,3 +178,72 @@ async def test_barge_in_on_wyoming_satellite_keeps_only_what_was_played(
         satellite.heard_seconds() < sent_at_barge_in + 1.0 + 3.0
     )  # the rest of the long answer never went
     assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+@pytest.mark.usefixtures("demo_devices")
+async def test_a_held_unlock_is_confirmed_without_the_wake_word_on_wyoming_satellite(
+    hass: HomeAssistant,
+    *,
+    setup_companion: SetupCompanion,
+    llm_server: LLMServer,
+    piper: PiperPeer,
+    whisper: WhisperPeer,
+    satellite: SatellitePeer,
+) -> None:
+    """Wake word, "unlock the front door": the unlock is held and the question played; the
+    satellite goes on listening with no wake word, the person's "yes" unlocks the door once,
+    and the reply to that asks nothing: the satellite waits for its wake word again.
+
+    wyoming-satellite stops streaming when it is told ``transcript`` (or ``run-satellite``):
+    its log shows one wake word, and one return to waiting for it after the connect's.
+    """
+    assert await async_setup_component(hass, "conversation", {})
+    await async_load_demo(hass)
+    entry, satellite_id = await setup_satellite_companion(
+        hass,
+        setup_companion,
+        piper,
+        (whisper.host, whisper.port, whisper.model),
+        (satellite.host, satellite.port),
+        agent=persona(llm_apis=[llm.LLM_API_ASSIST]),
+    )
+    await wait_state(hass, satellite_id, "idle")
+    llm_server.script(
+        Reply.tool_calls(("call_unlock", "HassTurnOff", UNLOCK)),
+        Reply.text("Shall I unlock the front door?"),
+        Reply.text("Done, the front door is unlocked."),
+    )
+    unlock, yes = await spoken(piper, "Unlock the front door."), await spoken(piper, "Yes, please.")
+    satellite.say(unlock)
+    satellite.wake()
+    await wait_state(hass, satellite_id, "responding")
+    await wait_state(hass, satellite_id, "listening")  # the question played: listening again
+    assert state(hass, "lock.front_door") == "locked"
+    satellite.say(yes)
+    await wait_state(hass, satellite_id, "responding", within=60.0)
+    await wait_state(hass, satellite_id, "idle")
+
+    assert state(hass, "lock.front_door") == "unlocked"
+    await entry.runtime_data.engine.flush()
+    runs = [r for r in audit(hass) if r["tool"] == "HassTurnOff" and r["outcome"] == "success"]
+    assert len(runs) == 1
+    assert runs[0]["decision"] == "approved"
+    held, answered = sorted(stored_turns(hass), key=lambda turn: str(turn["time"]))
+    assert assistant_text(held) == "Shall I unlock the front door?"
+    assert heard_as(str(answered["user"]), "Yes, please."), answered["user"]
+    assert assistant_text(answered) == "Done, the front door is unlocked."
+    assert len(llm_server.requests) == 3  # the call, the question, the reply to the yes
+    await asyncio.sleep(1.0)  # nothing listens again: the last reply asked nothing
+    assert hass.states.get(satellite_id).state == "idle"  # type: ignore[union-attr]
+    log = (await asyncio.to_thread(satellite.log.read_text)).splitlines()
+    assert sum("Streaming audio" in line for line in log) == 1  # one wake word
+    assert sum("Waiting for wake word" in line for line in log) == 2  # connect, the end
+    assert await hass.config_entries.async_unload(entry.entry_id)
+    await asyncio.sleep(0)
+
+
+async def async_load_demo(hass: HomeAssistant) -> None:
+    """Set up HA's demo lock (and light and cover) and expose them to Assist."""
+    await async_load(hass, MockConfigEntry(domain="demo"))
+    for exposed in EXPOSED:
+        async_expose_entity(hass, conversation.DOMAIN, exposed, True)

@@ -112,6 +112,22 @@ class ScriptedSatellite(LoopbackServer):
         if self._writer is not None:
             self._writer.transport.abort()
 
+    async def stream_microphone(self) -> None:
+        """Stream silence until cancelled, as a satellite that streams; end each run's audio.
+
+        Each ``transcribe`` (a run listens) is answered with ``audio-stop`` 0.3 s later.
+        """
+        chunk = AudioChunk(rate=16000, width=2, channels=1, audio=bytes(1024)).event()
+        transcribes = self.received.types().count("transcribe")
+        while True:
+            await self.send(chunk)
+            asked = self.received.types().count("transcribe")
+            if asked > transcribes:
+                transcribes = asked
+                await asyncio.sleep(0.3)
+                await self.send(AudioStop().event())
+            await asyncio.sleep(0.03)
+
     async def ask(
         self, pcm: bytes, *, end: PipelineStage = PipelineStage.TTS, **extra: object
     ) -> None:

@@ -4,7 +4,8 @@ The turn runs from the home's instruction (stored as a proactive turn, never as 
 words). Its speech text streams into one of HA's TTS result streams as the model writes, and
 that stream's URL is what the device plays, so the first sentence is heard before the model
 has finished: a satellite gets it through ``assist_satellite.start_conversation`` when it can
-(the person may answer) or else ``assist_satellite.announce``; a media player through
+(the person may answer without the wake word; not when the persona's profile turns
+``follow_ups`` off) or else ``assist_satellite.announce``; a media player through
 ``media_player.play_media`` with ``announce`` (its stream is read here too: a media player
 cannot report a TTS that failed). Once the device has played it, or the person spoke over
 it, ``companion_agent_spoke`` is fired with the outcome and what could be heard. A device
@@ -162,7 +163,8 @@ async def _async_speak(
         with speaking(turn.trace_id):  # our voice speaks the turn's own sentences
             stream.async_set_message_stream(_speech(items))
         async with asyncio.timeout(PLAY_TIMEOUT):
-            await _async_play(hass, target, stream.url, request)
+            listens = speaker.persona.profile.output.follow_ups
+            await _async_play(hass, target, stream.url, request, listens=listens)
             # A device cannot say that the TTS behind the URL failed: read the stream here too.
             if (seconds := await async_audio_seconds(stream)) is not None:
                 runtime.playback.async_report_duration(turn.trace_id, seconds)
@@ -194,8 +196,14 @@ async def _speech(items: AsyncIterator[OutputItem]) -> AsyncGenerator[str]:
             yield f"{item.tts_text}\n"
 
 
-async def _async_play(hass: HomeAssistant, target: str, url: str, request: ChatRequest) -> None:
-    """Have the device play the stream: start a conversation, announce, or play media."""
+async def _async_play(
+    hass: HomeAssistant, target: str, url: str, request: ChatRequest, *, listens: bool
+) -> None:
+    """Have the device play the stream: start a conversation, announce, or play media.
+
+    A conversation start listens for the answer without the wake word; a persona whose
+    profile turns follow-ups off announces instead (the person wakes the satellite to answer).
+    """
     if split_entity_id(target)[0] == MEDIA_PLAYER:
         await hass.services.async_call(
             MEDIA_PLAYER,
@@ -210,7 +218,7 @@ async def _async_play(hass: HomeAssistant, target: str, url: str, request: ChatR
         )
         return
     data: dict[str, Any] = {ATTR_ENTITY_ID: target, "preannounce": request.preannounce}
-    if _features(hass, target) & AssistSatelliteEntityFeature.START_CONVERSATION:
+    if listens and _features(hass, target) & AssistSatelliteEntityFeature.START_CONVERSATION:
         follow_up = FOLLOW_UP_PROMPT.format(instruction=request.instruction)
         data |= {"start_media_id": url, "extra_system_prompt": follow_up}
         await hass.services.async_call(SATELLITE, "start_conversation", data, blocking=True)

@@ -11,6 +11,15 @@ run's end ends that run only.
 A run hears microphone audio while it listens: until speech to text ends (or the run
 does), at most ``MAX_LISTEN_SECONDS`` of it, with at most ``MAX_QUEUED_CHUNKS`` waiting.
 
+A run of a satellite that woke itself holds the satellite's stream (``holding``): its
+``transcript`` is not sent at the end of speech to text, so the satellite goes on
+streaming while the reply is made (``mirror.py`` says why). The run lets it go
+(``release``) as soon as the reply is known not to ask: at the start of intent recognition
+when the agent never asks back (HA's own, or a persona with follow-ups off: the
+``transcript`` goes then, as before), at the intent's end (``continue_conversation``
+false), at the run's end. A reply that asks keeps it for the follow-up run
+(``hand_over``, ``voice/satellite_runs``).
+
 Its answer plays from HA's TTS stream once HA opens it, or sooner: when the companion's
 own voice speaks the turn (the pipeline's voice is ours), the agent hands the run the
 turn's audio as it starts (``speak_ahead``), and the satellite hears the first sentence
@@ -30,7 +39,13 @@ from wyoming.event import Event
 
 from ..const import LOGGER
 from ..engine.speech import SentenceMarks
-from ..engine.speech.satellite import MIC_FORMAT, RunRequested, Stage, mirror_pipeline_event
+from ..engine.speech.satellite import (
+    MIC_FORMAT,
+    RunRequested,
+    Stage,
+    mirror_pipeline_event,
+    release_event,
+)
 from .satellite_voice import AudioSource
 
 CURRENT_RUN: ContextVar[SatelliteRun | None] = ContextVar("companion_satellite_run", default=None)
@@ -48,19 +63,45 @@ type Speak = Callable[[SatelliteRun, str | AudioSource], bool]
 """Start playing a run's answer (HA's TTS stream with this token, or the turn's own audio);
 say whether it started."""
 type Tell = Callable[[Event], None]
+type MayAskBack = Callable[[str], bool]
+"""Say whether the conversation agent with this id may end a reply waiting for an answer."""
 
 
 class SatelliteRun:
     """A pipeline run of one satellite: its audio in, its events out, its answer's audio."""
 
-    def __init__(self, request: RunRequested, number: int, *, speak: Speak, tell: Tell) -> None:
-        """Start listening for the run ``request`` asked for (``number``: the satellite's nth)."""
+    def __init__(
+        self,
+        request: RunRequested,
+        number: int,
+        *,
+        speak: Speak,
+        tell: Tell,
+        may_ask_back: MayAskBack,
+        holding: bool = False,
+        follow_ups: int = 0,
+    ) -> None:
+        """Start listening for the run ``request`` asked for (``number``: the satellite's nth).
+
+        ``holding``: the satellite streams for this run until it is told to stop;
+        ``follow_ups``: how many runs in a row, each the answer to a reply that asked, this
+        one is the last of.
+        """
         self.request = request
         self.number = number
         self.start_stage = PIPELINE_STAGES[request.start]
         self.end_stage = PIPELINE_STAGES[request.end]
+        self.follow_ups = follow_ups
+        self.holding = holding
+        """The satellite streams for this run until told: its ``transcript`` waits."""
+        self.asks = False
+        """Its reply waits for the person's answer (the result's ``continue_conversation``)."""
+        self.heard = False
+        """Its answer has been heard to the end."""
         self._speak = speak
         self._tell = tell
+        self._may_ask_back = may_ask_back
+        self._transcript: Event | None = None
         self._audio: asyncio.Queue[bytes | None] = asyncio.Queue(MAX_QUEUED_CHUNKS)
         self._heard = 0.0
         self._dropped = 0
@@ -110,6 +151,7 @@ class SatelliteRun:
     def on_pipeline_event(self, event: PipelineEvent) -> None:
         """Follow one of this run's pipeline events; tell the satellite what it needs to know."""
         data = event.data or {}
+        mirrored = mirror_pipeline_event(str(event.type), data)
         match event.type:
             case PipelineEventType.RUN_START:
                 output = data.get("tts_output")
@@ -117,8 +159,19 @@ class SatelliteRun:
                     self._tts_token = output["token"]
             case PipelineEventType.STT_END:
                 self.stop_listening()
+                if self.holding:  # it would stop streaming: told once the reply is known
+                    self._transcript, mirrored = mirrored, None
+            case PipelineEventType.INTENT_START if self.holding:
+                agent = data.get("engine")
+                if not isinstance(agent, str) or not self._may_ask_back(agent):
+                    self.release()
             case PipelineEventType.INTENT_PROGRESS if data.get("tts_start_streaming"):
                 self._start_speaking()
+            case PipelineEventType.INTENT_END:
+                output = data.get("intent_output")
+                self.asks = isinstance(output, dict) and output.get("continue_conversation") is True
+                if not self.asks:
+                    self.release()
             case PipelineEventType.TTS_END:
                 self._start_speaking()
             case PipelineEventType.RUN_END:
@@ -126,8 +179,21 @@ class SatelliteRun:
                 self.stop_listening()
                 if not self.speaking:
                     self.finished = True
-        if (mirrored := mirror_pipeline_event(str(event.type), data)) is not None:
+                if not self.asks:
+                    self.release()
+        if mirrored is not None:
             self._tell(mirrored)
+
+    def release(self) -> None:
+        """Let the satellite stop streaming for this run: tell it, once, if it still streams."""
+        if self.holding:
+            self.holding = False
+            self._tell(release_event(self._transcript, answering=self.speaking))
+
+    def hand_over(self) -> bool:
+        """Give up the satellite's stream untold (a new run hears it); say if it was held."""
+        holding, self.holding = self.holding, False
+        return holding
 
     def speak_ahead(self, audio: AudioSource) -> None:
         """Play the answer from the turn's own audio now, before HA's TTS stream opens."""

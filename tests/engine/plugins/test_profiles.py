@@ -54,6 +54,7 @@ def test_the_shipped_profiles_and_plugins_load() -> None:
     assert profiles["butler"].language.startswith("en")
     assert len({p.persona for p in profiles.values()}) == len(profiles)
     for profile in profiles.values():
+        assert profile.output.follow_ups  # documented, and on
         assert "datetime" in profile.plugin_ids
         assert profile.persona.strip()
         assert profile.max_rounds >= 1
@@ -74,6 +75,8 @@ def test_the_shipped_profiles_and_plugins_load() -> None:
         ("[output]\nactions = 5\n", "output.actions", "expected an array of strings, got an"),
         ('[output]\nactions = ["joy", 5]\n', "output.actions", "expected a string, got an"),
         ('[output]\nemotions = ["[glee]"]\n', "output.emotions", "not a valid tag"),
+        ('[output]\nfollow_ups = "no"\n', "output.follow_ups", "expected a boolean, got a str"),
+        ("[output]\nfollow_up = false\n", "output.follow_up", "unknown key"),
         ("[models]\nchat = 3\n", "models.chat", "expected a string"),
         ('[models]\naudio = "x"\n', "models.audio", "unknown key"),
         ("max_rounds = 0\n", "max_rounds", "at least 1"),
@@ -245,3 +248,14 @@ def test_a_profile_may_name_its_own_emotions(tmp_path: Path) -> None:
     assert profile.output.is_emotion("GLEE")
     assert not profile.output.is_emotion("wave")
     assert not profile.output.is_emotion("happy")
+
+
+def test_follow_ups_are_on_unless_the_profile_turns_them_off(tmp_path: Path) -> None:
+    """``[output] follow_ups``: true when absent; false turns listening for answers off."""
+    write_profile(tmp_path, "plain", 'name = "Plain"\n')
+    write_profile(tmp_path, "quiet", "[output]\nfollow_ups = false\n")
+    write_profile(tmp_path, "eager", "[output]\nfollow_ups = true\n")
+    library = load_library([tmp_path])
+    assert library.problems == ()
+    follow_ups = {profile.id: profile.output.follow_ups for profile in library.profiles}
+    assert follow_ups == {"plain": True, "quiet": False, "eager": True}

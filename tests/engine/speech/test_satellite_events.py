@@ -16,6 +16,7 @@ from custom_components.companion_agent.engine.speech.satellite import events as 
 from custom_components.companion_agent.engine.speech.satellite.audio import PcmFormat
 from custom_components.companion_agent.engine.speech.satellite.mirror import (
     mirror_pipeline_event,
+    release_event,
 )
 
 
@@ -143,3 +144,11 @@ def test_pipeline_events_are_told_to_the_satellite() -> None:
     assert mirror_pipeline_event("stt-vad-start", {"timestamp": "soon"}) == Event(
         "voice-started", {"timestamp": None}
     )
+
+
+def test_a_held_satellite_is_let_go_with_its_transcript_or_silently() -> None:
+    """Before the answer plays: the held transcript (or an empty one); after: run-satellite."""
+    held = Event("transcript", {"text": "unlock the door"})
+    assert release_event(held, answering=False) == held
+    assert release_event(None, answering=False) == Event("transcript", {"text": ""})
+    assert release_event(held, answering=True) == Event("run-satellite", {})

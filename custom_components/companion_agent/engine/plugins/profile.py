@@ -57,11 +57,14 @@ class OutputFormat:
     ``actions`` are the tags the model is offered; ``emotions`` the tags taken as the
     persona's emotion (the standard set unless the profile names its own). Both are
     actions, never words: ``tags`` is the whole vocabulary the output pipeline removes.
+    ``follow_ups``: a reply that asks the person something (a question, or a held action
+    waiting for their yes) lets a satellite listen for the answer without its wake word.
     """
 
     instructions: str = ""
     actions: tuple[str, ...] = ()
     emotions: tuple[str, ...] = DEFAULT_EMOTIONS
+    follow_ups: bool = True
 
     @property
     def tags(self) -> frozenset[str]:
@@ -136,6 +139,7 @@ SCHEMA = vol.Schema(
                 vol.Optional("instructions"): TEXT,
                 vol.Optional("actions"): vol.All(array(TAG, "strings"), unique),
                 vol.Optional("emotions"): vol.All(array(TAG, "strings"), unique),
+                vol.Optional("follow_ups"): of_type("boolean"),
             },
             into=OutputFormat,
         ),

@@ -36,9 +36,9 @@ NOTICE_STATUSES: frozenset[NoticeStatus] = frozenset(
 )
 
 PENDING_INSTRUCTION = (
-    "Not done. Ask the person, in one short question, whether to do this. It runs only if "
-    "they answer yes themselves; nothing you say or call can confirm it. Do not say it is "
-    "done and do not call it again."
+    "Not done. End your reply with one short question asking the person whether to do this, "
+    "and say nothing after that question. It runs only if they answer yes themselves; nothing "
+    "you say or call can confirm it. Do not say it is done and do not call it again."
 )
 
 UNRUN_REASONS: dict[NoticeStatus, str] = {

@@ -2,9 +2,9 @@
 
 ``link``: one connection, every read bounded, every write timed; ``describe_satellite``.
 ``events``: what a satellite says, as typed inputs checked at the boundary. ``mirror``:
-what it is told while a pipeline runs. ``audio``: streamed WAV unwrapped, PCM framed,
-converted, read ahead. ``speaker``: audio paced to real time, so that what was sent is
-what was heard.
+what it is told while a pipeline runs, and what ends the stream of one that woke itself.
+``audio``: streamed WAV unwrapped, PCM framed, converted, read ahead. ``speaker``: audio
+paced to real time, so that what was sent is what was heard.
 """
 
 from .audio import PcmConverter, PcmFormat, PcmFramer, ReadAhead, parse_wav_header, unwrap_wav
@@ -25,7 +25,7 @@ from .events import (
     WakeDetected,
 )
 from .link import SatelliteLink, describe_satellite
-from .mirror import mirror_pipeline_event
+from .mirror import mirror_pipeline_event, release_event
 from .speaker import LEAD_SECONDS, PLAYED_MARGIN, SatelliteSpeaker, Send
 
 __all__ = [
@@ -55,5 +55,6 @@ __all__ = [
     "describe_satellite",
     "mirror_pipeline_event",
     "parse_wav_header",
+    "release_event",
     "unwrap_wav",
 ]

@@ -7,6 +7,18 @@ person speaks, ``transcript`` with what was heard (a wake-word satellite goes ba
 listening for its wake word then), ``synthesize`` with the answer's text, ``error``.
 Audio is not here: the speaker streams it (``satellite_speaker.py``).
 
+A satellite that wakes on its own wake word (wyoming-satellite's local wake word mode, which
+asks for runs from ``asr``) streams its microphone from the wake word until it is sent
+``transcript`` or ``run-satellite`` (newer versions also ``error`` and ``pause-satellite``),
+and nothing makes it stream again without its wake word. To hear the answer to a reply that
+asks, its ``transcript`` is held back until the reply is known (the host decides), and
+``release_event`` is what it is then told: the held ``transcript``, when none of the answer
+has been sent to play (it plays its "done" sound and runs its transcript command, as it
+would have at once); else ``run-satellite``, which returns it to its wake word silently (a
+``transcript`` would play the "done" sound into the answer, and its ``run-satellite``
+starts nothing in this mode: only a satellite that streams all the time asks for a new run
+on it, and such a satellite is never held).
+
 Pipeline events are read by their type's value (``stt-start``), so no Home Assistant is
 needed; a missing or malformed field leaves the event out.
 """
@@ -18,6 +30,7 @@ from collections.abc import Mapping
 from wyoming.asr import Transcribe, Transcript
 from wyoming.error import Error
 from wyoming.event import Event
+from wyoming.satellite import RunSatellite
 from wyoming.tts import Synthesize, SynthesizeVoice
 from wyoming.vad import VoiceStarted, VoiceStopped
 from wyoming.wake import Detect, Detection
@@ -55,6 +68,17 @@ def mirror_pipeline_event(kind: str, data: Mapping[str, object]) -> Event | None
             ).event()
         case _:
             return None
+
+
+def release_event(transcript: Event | None, *, answering: bool) -> Event:
+    """Return what ends a held satellite's stream: its ``transcript``, or ``run-satellite``.
+
+    ``answering``: the answer has started (or been asked) to play; ``transcript`` None: the
+    run heard nothing (an empty ``transcript`` ends it).
+    """
+    if answering:
+        return RunSatellite().event()
+    return transcript if transcript is not None else Transcript(text="").event()
 
 
 def _object(value: object) -> Mapping[str, object]:
