@@ -156,6 +156,20 @@ def forget_history(memory: Mem0Memory, record_id: str, environment: str) -> int:
     return gone
 
 
+def forget_statement(memory: Mem0Memory, filters: Sequence[records.Metadata]) -> int:
+    """Delete every record one of ``filters`` matches, each alone; return how many."""
+    gone: set[str] = set()
+    for one in filters:
+        while batch := results(memory.get_all(filters=one, top_k=FORGET_BATCH, show_expired=True)):
+            ids = {str(item.get("id")) for item in batch} - gone
+            for record_id in ids:
+                memory.delete(record_id)
+            gone |= ids
+            if not ids or len(batch) < FORGET_BATCH:
+                break
+    return len(gone)
+
+
 def forget_matching(memory: Mem0Memory, filters: records.Metadata, before: datetime) -> int:
     """Delete every record ``filters`` match said at or before ``before``; return how many.
 
