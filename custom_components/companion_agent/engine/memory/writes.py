@@ -89,7 +89,7 @@ class MemoryWriter:
         self._store = store
         self._graph = graph
         self._answers_for = answers_for
-        self.ledger = ledger or ForgetLedger()
+        self.ledger = ForgetLedger() if ledger is None else ledger  # an empty one is falsy
         self._on_names = on_names
         self.bad_answers = 0
         self.refused = 0
