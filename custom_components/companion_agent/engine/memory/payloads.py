@@ -141,7 +141,10 @@ def load_at(data: JSONObject) -> datetime | None:
 
 def load_origin(data: JSONObject) -> Provenance:
     """Return the provenance of an ``exchange`` entry (its legacy statement if it has none)."""
-    return load_provenance(data.get("provenance"), json_str(data["source"]), load_at(data))
+    source = data.get("source")
+    return load_provenance(
+        data.get("provenance"), source if isinstance(source, str) else "", load_at(data)
+    )
 
 
 def screen_entry(

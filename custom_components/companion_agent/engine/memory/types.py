@@ -220,7 +220,8 @@ class MemoryStore(Protocol):
         """Delete what ``what`` names (said at or before ``what.at``), history included.
 
         A record goes with the states it superseded; a statement takes the records derived
-        from it (each alone). Return how many records went.
+        from it as if never said (a state one of them superseded holds again). Return how
+        many records went.
         """
         ...
 

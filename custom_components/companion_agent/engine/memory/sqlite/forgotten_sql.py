@@ -142,14 +142,24 @@ def delete_history(
 def delete_unlinked(
     db: sqlite3.Connection, where: str, params: Sequence[str]
 ) -> list[tuple[str, ...]]:
-    """Delete the records ``where`` names, each alone; return their scopes.
+    """Delete the records ``where`` names, each alone, as if never said; return their scopes.
 
-    A record that superseded one of them keeps its place but no longer points back; one
-    they superseded stays as it was (retired).
+    A current conclusion among them gives its place back to the one it superseded (unless
+    that goes too); a record that superseded one of them keeps its place but no longer
+    points back.
     """
-    ids = [str(row[0]) for row in db.execute(f"SELECT id FROM memories WHERE {where}", params)]
-    if not ids:
+    rows = db.execute(
+        f"SELECT id, supersedes, valid_until FROM memories WHERE {where}", params
+    ).fetchall()
+    if not rows:
         return []
+    ids = [str(row[0]) for row in rows]
     marks = ",".join("?" * len(ids))
+    restored = [(str(by), str(old)) for by, old, until in rows if until is None and old]
+    db.executemany(
+        "UPDATE memories SET valid_until = NULL, superseded_by = NULL "
+        f"WHERE id = ? AND superseded_by = ? AND id NOT IN ({marks})",
+        [(old, by, *ids) for by, old in restored],
+    )
     db.execute(f"UPDATE memories SET supersedes = NULL WHERE supersedes IN ({marks})", ids)
     return records_sql.delete(db, f"id IN ({marks})", ids)
