@@ -3,13 +3,13 @@
 A ``Tombstone`` names a scope — a persona, a person (across personas), one person of one
 persona, the household — or one remembered thing in a scope (a conclusion's topic, a
 detail's text, one entity or relation of the graph, or one statement: whatever was derived
-from it), and the time of the forget. A write
-dated at or before it (``NewMemory.at``: when it was said; a graph fact's ``at``; an
-exchange's start) is refused, whatever was running when the forget came: a queued outbox
-entry, an extraction or a summary the model was still answering, a turn still being
-answered, an embedding on its way. Stores that have transactions check it inside the
-write's own transaction (the embedded store, the outbox, the exchange store); mem0 and
-Neo4j are checked before and after each write, and what slipped through is deleted.
+from it), and the time of the forget. A write dated at or before it (``NewMemory.at``: when
+it was said; a graph fact's ``at``; an exchange's start) is refused, whatever was running
+when the forget came: a queued outbox entry, an extraction or a summary the model was still
+answering, a turn still being answered, an embedding on its way. Stores that have
+transactions check it inside the write's own transaction (the embedded store, the outbox,
+the exchange store); mem0 and Neo4j are checked before and after each write, and what
+slipped through is deleted.
 
 Content keys: ``topic:<folded topic>`` for a conclusion, ``text:<hash of folded text>`` for a
 detail or summary, and the graph's own ids (``rel-…``, ``ent-…``, made from the scope and the
@@ -78,7 +78,7 @@ def tombstone_of(what: Forget, record: MemoryRecord | None = None) -> Tombstone 
     """Return the tombstone ``what`` leaves (a record's needs the record, or its graph id).
 
     None when a record id names nothing that can come back (no such record). A record's
-    statement leaves a tombstone of its own (``statement_tombstone``).
+    statement leaves a tombstone of its own: that of its ``statement_forget``.
     """
     at = _aware(what.moment)
     if what.statement is not None:
