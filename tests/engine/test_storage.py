@@ -9,12 +9,15 @@ from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from custom_components.companion_agent.engine.messages import (
     AssistantMessage,
     ToolCallRequest,
     ToolMessage,
     UserMessage,
 )
+from custom_components.companion_agent.engine.turn import exchange_file
 from custom_components.companion_agent.engine.turn.exchanges import (
     MAX_WINDOW_TURNS,
     ExchangeStore,
@@ -237,6 +240,38 @@ async def test_a_forget_refuses_a_turn_that_began_before_it(tmp_path: Path) -> N
     bob = exchanges.conversation("p1", "c2", owner="user:bob", windowed=True)
     await bob.append(replace(exchange("Bob", "ok", began), began=began))
     assert [t.user for t in await bob.turns()] == ["Bob"]  # another owner's turn is not refused
+
+
+async def test_a_turn_forgotten_alone_goes_and_never_comes_back(tmp_path: Path) -> None:
+    """A turn forgotten by its trace id (a forgotten memory's statement) leaves both views,
+    is refused when stored later (after a restart too), and the persona's other turns stay."""
+    exchanges = store(tmp_path)
+    view = exchanges.conversation("p1", "c", owner="user:alice", windowed=True)
+    await view.append(exchange("My bike lock is red.", "ok", 1.0, "t1"))
+    await view.append(exchange("My bike lock code is 5150.", "ok", 2.0, "t2"))
+    assert await exchanges.forget_turn("p2", "t2") == 0  # another persona's turn of that id
+    assert await exchanges.forget_turn("p1", "t2") == 1
+    assert await exchanges.forget_turn("p1", "t3") == 0  # still being answered
+    await exchanges.close()
+    again = store(tmp_path).conversation("p1", "c", owner="user:alice", windowed=True)
+    await again.append(exchange("My locker code is 7788.", "stored late", 3.0, "t3"))
+    await again.append(exchange("My bike is blue.", "ok", 4.0, "t4"))
+    assert [t.user for t in await again.turns()] == ["My bike lock is red.", "My bike is blue."]
+
+
+async def test_the_turns_forgotten_alone_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the newest ``MAX_FORGOTTEN_TURNS`` tombstones of single turns are kept."""
+    assert exchange_file.MAX_FORGOTTEN_TURNS == 10_000
+    monkeypatch.setattr(exchange_file, "MAX_FORGOTTEN_TURNS", 3)  # 10,000 forgets take long
+    exchanges = store(tmp_path)
+    for n in range(5):
+        await exchanges.forget_turn("p1", f"t{n}", at=float(n))
+    await exchanges.close()
+    with closing(sqlite3.connect(tmp_path / "exchanges.db")) as db:
+        kept = sorted(row[0] for row in db.execute("SELECT trace_id FROM forgotten_turns"))
+    assert kept == ["t2", "t3", "t4"]
 
 
 async def test_prune_deletes_exchanges_whose_conversation_and_window_are_idle(

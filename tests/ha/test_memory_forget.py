@@ -3,7 +3,9 @@ local Qdrant, and the graph on FalkorDB's Bolt listener (through the neo4j drive
 
 Each test is one defect of issue 16: a forget while the memory model is still extracting, a
 forget while the turn is still being answered, the graph missing from export and from
-forget by id, and a persona sub-entry removed with its memories left behind.
+forget by id, and a persona sub-entry removed with its memories left behind; and of issue
+31: forgetting one memory left what its statement derived (another fact, a conclusion, an
+entity, a relation), and a forget by id lost to the extraction of its statement in flight.
 """
 
 from __future__ import annotations
@@ -237,4 +239,97 @@ async def test_forget_while_writes_wait_in_the_outbox(
     bobs = rows(await call(hass, "export_memories", {"persona": agent, "person": "person.bob"}))
     assert [m["text"] for m in bobs] == ["From now on, call me Skipper."]
     assert (await memory.outbox.figures())["waiting"] == 0
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+def extracted(
+    facts: list[str], conclusion: tuple[str, str, str] | None, relation: tuple[str, str, str]
+) -> str:
+    """Return the memory model's answer: facts, a conclusion, a relation and its entities."""
+    subject, predicate, obj = relation
+    conclusions = [] if conclusion is None else [dict(zip(("subject", "attribute",
+                   "conclusion"), conclusion, strict=True))]  # fmt: skip
+    return json.dumps(
+        {
+            "facts": facts,
+            "conclusions": conclusions,
+            "entities": [subject, obj],
+            "relations": [{"subject": subject, "predicate": predicate, "object": obj}],
+        }
+    )
+
+
+BIKE_RED = extracted(["Alice's bike lock is red."], None, ("bike lock", "has colour", "red"))
+BIKE_CODE = extracted(
+    ["Alice's bike lock code is 5150."],
+    ("bike lock", "code", "The bike lock code is 5150."),
+    ("bike lock", "has code", "5150"),
+)
+LOCKER = extracted(
+    ["Alice's locker code is 7788."],
+    ("locker", "code", "The locker code is 7788."),
+    ("locker", "has code", "7788"),
+)
+
+
+async def test_forgetting_a_memory_forgets_what_its_statement_left(
+    hass: HomeAssistant, llm_server: LLMServer, alice: tuple[MockConfigEntry, str, str, str]
+) -> None:
+    """One fact of "my bike lock code is 5150" is forgotten by id: the conclusion, the
+    relation and the entity ``5150`` of the same statement go too, and so does the exchange;
+    ``bike lock``, which another statement also named, stays with that statement's relation."""
+    entry, agent, user, person = alice
+    llm_server.script_structured(Reply.text(BIKE_RED), Reply.text(BIKE_CODE))
+    await ask(hass, agent, "My bike lock is red.", user_id=user)
+    await ask(hass, agent, "My bike lock code is 5150.", user_id=user)
+    await settled(entry)
+    exported = await call(hass, "export_memories", {"persona": agent, "person": person})
+    assert sorted(m["text"] or "" for m in rows(exported)) == [
+        "Alice's bike lock code is 5150.",
+        "Alice's bike lock is red.",
+        "The bike lock code is 5150.",
+    ]
+    (fact,) = [m for m in rows(exported) if m["text"] == "Alice's bike lock code is 5150."]
+    await call(hass, "forget", {"id": fact["id"]})
+
+    exported = await call(hass, "export_memories", {"persona": agent, "person": person})
+    assert [m["text"] for m in rows(exported)] == ["Alice's bike lock is red."]
+    graphed = memory_of(entry).graph is not None  # mem0 alone has no graph
+    assert sorted(e["name"] or "" for e in rows(exported, "entities")) == (
+        ["bike lock", "red"] if graphed else []
+    )
+    assert [(r["subject"], r["predicate"], r["object"]) for r in rows(exported, "relations")] == (
+        [("bike lock", "has colour", "red")] if graphed else []
+    )
+    llm_server.script(Reply.text("It is red."))
+    await ask(hass, agent, "What do you know about my bike lock?", user_id=user)
+    said = all_messages(llm_server)
+    assert "5150" not in said
+    assert "red" in said  # what the other statement left still reaches the model
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_forget_by_id_wins_over_the_extraction_of_its_statement(
+    hass: HomeAssistant, llm_server: LLMServer, alice: tuple[MockConfigEntry, str, str, str]
+) -> None:
+    """A conclusion stored at once ("remember that my locker code is 7788") is forgotten by
+    id while the memory model still answers for that exchange: the fact, the conclusion, the
+    entity and the relation it answers never land (their content keys differ)."""
+    entry, agent, user, person = alice
+    release = asyncio.Event()
+    llm_server.script_structured(
+        Reply(chunks=(TextChunk(LOCKER[:1]), TextChunk(LOCKER[1:], hold=release)))
+    )
+    await ask(hass, agent, "Remember that my locker code is 7788.", user_id=user)
+    await llm_server.asked(structured=1)
+    exported = await call(hass, "export_memories", {"persona": agent, "person": person})
+    (conclusion,) = rows(exported)
+    assert conclusion["kind"] == "state"
+    await call(hass, "forget", {"id": conclusion["id"]})
+    release.set()
+    await settled(entry)
+    await nothing_of(hass, agent, person)
+    llm_server.script(Reply.text("I don't know."))
+    await ask(hass, agent, "What is my locker code?", user_id=user)
+    assert "7788" not in all_messages(llm_server)
     assert await hass.config_entries.async_unload(entry.entry_id)

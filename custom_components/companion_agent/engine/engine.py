@@ -218,7 +218,7 @@ class Engine:
             scope = memory.scope(ctx.agent_id, ctx.user_id)
             model = request.persona.memory_key or request.persona.profile.models.memory
             window = memory.window(scope, model) if windowed else None
-            hook = MemoryHook(memory, scope, model)
+            hook = MemoryHook(memory, scope, model, statement=ctx.trace_id)
             turn = self._runner.start(
                 replace(request, host_hooks=(*request.host_hooks, hook)), history, window
             )

@@ -3,7 +3,8 @@
 ``export_memories`` answers newest first, one page at a time (``offset``, ``limit``: 100 by
 default, at most 500): the memories (replaced conclusions included), the graph's entities
 and relations, each with its id (what ``forget`` takes), when it was said and where it came
-from (``provenance``: who, on which device, in which conversation, and ``via``: ``turn``,
+from (``provenance``: who, on which device, in which conversation, from which ``statement``
+— forgetting a memory forgets what its statement left —, and ``via``: ``turn``,
 ``instruction``, ``service``, ``automation``, ``todo``, ``tool``, ``summary``), how many of
 each there are in all (``total``), and the ``next_offset`` (None on the last page).
 """

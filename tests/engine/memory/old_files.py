@@ -82,3 +82,71 @@ def old_person_file(path: Path, said: datetime, *, version: int) -> None:
             (at, at),
         )
     db.close()
+
+
+_PROVENANCE_3 = "via TEXT NOT NULL DEFAULT 'unknown', person TEXT, device TEXT, conversation TEXT"
+_SCHEMA_3 = f"""
+CREATE TABLE memories (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+    agent_id TEXT NOT NULL, owner TEXT NOT NULL, environment TEXT NOT NULL,
+    kind TEXT NOT NULL, topic TEXT, topic_key TEXT, text TEXT NOT NULL, source TEXT NOT NULL,
+    created_at TEXT NOT NULL, valid_from TEXT NOT NULL, valid_until TEXT, superseded_by TEXT,
+    supersedes TEXT, vector BLOB, vector_model TEXT, {_PROVENANCE_3});
+CREATE VIRTUAL TABLE memory_terms USING fts5(terms, context, names,
+    tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE TABLE entities (agent_id TEXT NOT NULL, owner TEXT NOT NULL,
+    environment TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, source TEXT NOT NULL,
+    created_at TEXT NOT NULL, id TEXT, said_at TEXT, {_PROVENANCE_3},
+    PRIMARY KEY (agent_id, environment, owner, key));
+CREATE TABLE relations (agent_id TEXT NOT NULL, owner TEXT NOT NULL,
+    environment TEXT NOT NULL, subject_key TEXT NOT NULL, subject TEXT NOT NULL,
+    predicate_key TEXT NOT NULL, predicate TEXT NOT NULL, object_key TEXT NOT NULL,
+    object TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL, id TEXT, said_at TEXT, {_PROVENANCE_3},
+    PRIMARY KEY (agent_id, environment, owner, subject_key, predicate_key, object_key));
+CREATE TABLE forgotten (environment TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '',
+    owner TEXT NOT NULL DEFAULT '', key TEXT NOT NULL DEFAULT '', at TEXT NOT NULL,
+    PRIMARY KEY (environment, agent_id, owner, key));
+"""
+
+
+def schema_3_file(path: Path, rows: dict[str, list[tuple[object, ...]]]) -> None:
+    """Write a schema 3 file (provenance, no statements) holding ``rows`` by table.
+
+    ``memories`` rows: (id, owner, kind, topic, text, source, valid_from, via,
+    conversation); ``entities``: (owner, key, id, said_at, via, conversation);
+    ``relations``: (owner, subject, predicate, object, id, said_at, via, conversation); all
+    of persona ``nova`` in ``production``.
+    """
+    with sqlite3.connect(path) as db:
+        db.executescript(_SCHEMA_3)
+        for rowid, (rid, owner, kind, topic, text, source, said, via, talk) in enumerate(
+            rows.get("memories", []), start=1
+        ):
+            db.execute(
+                "INSERT INTO memories (rowid, id, agent_id, owner, environment, kind, topic, "
+                "topic_key, text, source, created_at, valid_from, via, conversation) "
+                "VALUES (?, ?, 'nova', ?, 'production', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (rowid, rid, owner, kind, topic, topic, text, source, said, said, via, talk),
+            )
+            db.execute(
+                "INSERT INTO memory_terms (rowid, terms, context, names) VALUES (?, ?, '', '')",
+                (rowid, str(text).lower()),
+            )
+        for owner, key, eid, said, via, talk in rows.get("entities", []):
+            db.execute(
+                "INSERT INTO entities (agent_id, owner, environment, key, name, source, "
+                "created_at, id, said_at, via, conversation) "
+                "VALUES ('nova', ?, 'production', ?, ?, ?, ?, ?, ?, ?, ?)",
+                (owner, key, key, talk or "", said, eid, said, via, talk),
+            )
+        for owner, subject, predicate, obj, rid, said, via, talk in rows.get("relations", []):
+            db.execute(
+                "INSERT INTO relations (agent_id, owner, environment, subject_key, subject, "
+                "predicate_key, predicate, object_key, object, source, created_at, updated_at, "
+                "id, said_at, via, conversation) "
+                "VALUES ('nova', ?, 'production', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (owner, subject, subject, predicate, predicate, obj, obj, talk or "", said,
+                 said, rid, said, via, talk),
+            )  # fmt: skip
+        db.execute("PRAGMA user_version = 3")
+    db.close()

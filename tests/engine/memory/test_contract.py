@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from custom_components.companion_agent.engine.errors import MemoryInputError
+from custom_components.companion_agent.engine.memory.provenance import Provenance
 from custom_components.companion_agent.engine.memory.types import (
     MAX_LIMIT,
     MAX_TEXT_CHARS,
@@ -246,6 +247,51 @@ async def test_forget_a_persona_and_an_environment(memory_store: MemoryStore) ->
     ]
 
 
+def said_in(statement: str, scope: MemoryScope = ANNA, **kw: object) -> NewMemory:
+    """Return a memory derived from ``statement`` (a turn's), in ``scope``."""
+    origin = Provenance(via="turn", conversation="c1", statement=statement)
+    return NewMemory(scope=scope, provenance=origin, **kw)  # type: ignore[arg-type]
+
+
+async def test_forget_a_statement_takes_what_was_derived_from_it(
+    memory_store: MemoryStore,
+) -> None:
+    """Test that a statement's forget deletes its records, each alone, as if never said: the
+    conclusion it superseded holds again; other statements' and other scopes' records stay."""
+    tea = await superseded(
+        memory_store, said_in("s0", kind="state", topic="drink", text="Anna drinks tea")
+    )
+    await memory_store.add(
+        [
+            said_in("s1", text="Anna's locker code is 7788"),
+            said_in("s1", kind="state", topic="drink", text="Anna drinks coffee"),
+            said_in("s2", text="Anna's locker is blue"),
+            said_in("s1", BEN, text="Ben's locker code is 1234"),
+        ]
+    )
+    forget = Forget(statement="s1", agent_id=ANNA.agent_id, owner=ANNA.owner)
+    assert await memory_store.forget(forget) == 2
+    left = {r.text: r for r in await every_record(memory_store, [ANNA, BEN])}
+    assert sorted(left) == ["Anna drinks tea", "Anna's locker is blue", "Ben's locker code is 1234"]
+    assert left["Anna's locker is blue"].provenance.statement == "s2"
+    assert [(r.id, r.current) for r in await memory_store.current_states([ANNA])] == [
+        (tea.id, True)
+    ]
+
+
+async def test_a_turns_record_without_a_statement_gets_its_legacy_one(
+    memory_store: MemoryStore,
+) -> None:
+    """Test that a turn's record written without a statement is given its conversation and
+    time as one, so what one exchange left is forgotten together."""
+    origin = Provenance(via="turn", conversation="c7")
+    both = [NewMemory(scope=ANNA, text=text, at=T0, provenance=origin) for text in ("a", "b")]
+    (one, _) = await memory_store.add(both)
+    assert one.provenance.statement == f"legacy:c7@{T0.isoformat(timespec='microseconds')}"
+    forget = Forget(statement=one.provenance.statement, agent_id="nova", owner=ANNA.owner)
+    assert await memory_store.forget(forget) == 2
+
+
 @pytest.mark.parametrize(
     "what",
     [
@@ -253,9 +299,13 @@ async def test_forget_a_persona_and_an_environment(memory_store: MemoryStore) ->
         Forget(record_id="x", owner="user:anna"),
         Forget(record_id=""),
         Forget(owner="", agent_id="nova"),
+        Forget(record_id="x", statement="s1"),
+        Forget(statement="s1", owner="user:anna"),
+        Forget(statement="", owner="user:anna", agent_id="nova"),
     ],
-    ids=["nothing", "a-record-and-a-person", "empty", "empty-owner"],
-)
+    ids=["nothing", "a-record-and-a-person", "empty", "empty-owner", "a-record-and-a-statement",
+         "a-statement-without-its-persona", "an-empty-statement"],
+)  # fmt: skip
 async def test_forget_names_one_thing(memory_store: MemoryStore, what: Forget) -> None:
     """Test that a Forget naming nothing, an empty one, or a record and more is refused."""
     with pytest.raises(MemoryInputError):

@@ -3,6 +3,8 @@
 import pytest
 
 from custom_components.companion_agent.engine.errors import MemoryInputError
+from custom_components.companion_agent.engine.memory.graph_names import MAX_STATEMENTS
+from custom_components.companion_agent.engine.memory.provenance import Provenance
 from custom_components.companion_agent.engine.memory.types import (
     Forget,
     GraphFacts,
@@ -128,3 +130,60 @@ async def test_empty_names_and_relations_are_dropped(graph_store: GraphStore) ->
     assert triples(await graph_store.neighbourhood([HOME], ["door", "x"])) == {
         ("door", "is", "red \ufffd")
     }
+
+
+def said_by(statement: str, *relations: tuple[str, str, str]) -> GraphFacts:
+    """Return the facts one statement said: relations and the entities they name."""
+    found = tuple(Relation(subject=s, predicate=p, object=o) for s, p, o in relations)
+    return GraphFacts(relations=found, provenance=Provenance(via="turn", statement=statement))
+
+
+def said(statement: str) -> Forget:
+    """Return the forget of what ``statement`` said in Anna's graph."""
+    return Forget(statement=statement, agent_id=ANNA.agent_id, owner=ANNA.owner)
+
+
+async def test_forget_a_statement_takes_what_no_other_statement_said(
+    graph_store: GraphStore,
+) -> None:
+    """Test that forgetting a statement deletes its relation and the entity only it named;
+    an entity, or a relation, another statement also said stays (and Ben's graph too)."""
+    await graph_store.merge(ANNA, said_by("s1", ("bike lock", "has colour", "red")))
+    await graph_store.merge(ANNA, said_by("s2", ("bike lock", "has code", "5150")))
+    await graph_store.merge(ANNA, said_by("s3", ("Anna", "owns", "bike lock")))
+    await graph_store.merge(ANNA, said_by("s4", ("Anna", "owns", "bike lock")))
+    await graph_store.merge(BEN, said_by("s2", ("bike lock", "has code", "5150")))
+    assert await graph_store.forget(said("s2")) == 1
+    assert await graph_store.forget(said("s3")) == 0  # s4 said it too
+    page = await graph_store.export([ANNA])
+    assert sorted(item.name for item in page.entities) == ["Anna", "bike lock", "red"]
+    assert triples(await graph_store.neighbourhood([ANNA], ["bike lock"])) == {
+        ("bike lock", "has colour", "red"),
+        ("Anna", "owns", "bike lock"),
+    }
+    assert triples(await graph_store.neighbourhood([BEN], ["bike lock"])) == {
+        ("bike lock", "has code", "5150")
+    }
+    assert await graph_store.forget(said("s4")) == 1
+    assert await graph_store.forget(said("s1")) == 1
+    page = await graph_store.export([ANNA])
+    assert (page.entities, page.relations) == ((), ())
+
+
+async def test_forget_a_statement_keeps_a_fact_said_by_more_than_it_lists(
+    graph_store: GraphStore,
+) -> None:
+    """Test that a relation said by more statements than are listed outlives them all."""
+    for n in range(MAX_STATEMENTS + 1):
+        await graph_store.merge(ANNA, said_by(f"s{n}", ("Anna", "likes", "tea")))
+    for n in range(MAX_STATEMENTS + 1):
+        assert await graph_store.forget(said(f"s{n}")) == 0
+    assert triples(await graph_store.neighbourhood([ANNA], ["Anna"])) == {("Anna", "likes", "tea")}
+
+
+async def test_forget_a_statement_names_its_scope(graph_store: GraphStore) -> None:
+    """Test that a statement's forget without its person and persona is refused."""
+    with pytest.raises(MemoryInputError):
+        await graph_store.forget(Forget(statement="s1", owner=ANNA.owner))
+    with pytest.raises(MemoryInputError):
+        await graph_store.forget(Forget(statement="s1", record_id="rel-x"))

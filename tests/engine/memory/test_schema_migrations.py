@@ -2,7 +2,8 @@
 
 Files as old main wrote them (schema 1, before recall) and as main wrote them after recall
 (schema 2) keep every memory and graph fact, gain provenance read from their ``source``
-and graph ids, and then forget wins over them like over anything new.
+and graph ids, and then forget wins over them like over anything new. Files of schema 3
+(before statements) gain the legacy statement of what a turn left.
 """
 
 import asyncio
@@ -12,16 +13,18 @@ from pathlib import Path
 
 import pytest
 
+from custom_components.companion_agent.engine.memory.provenance import Provenance
+from custom_components.companion_agent.engine.memory.sqlite.records_sql import iso
 from custom_components.companion_agent.engine.memory.sqlite.schema import SCHEMA_VERSION
 from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.tombstones import graph_id
+from custom_components.companion_agent.engine.memory.tombstones import graph_id, statement_forget
 from custom_components.companion_agent.engine.memory.types import (
     Forget,
     MemoryScope,
     NewMemory,
 )
 from tests.engine.memory import every_record
-from tests.engine.memory.old_files import old_person_file
+from tests.engine.memory.old_files import old_person_file, schema_3_file
 
 ANNA = MemoryScope(agent_id="nova", owner="user:anna")
 MAY = datetime(2023, 5, 8, 14, 0, tzinfo=UTC)
@@ -63,4 +66,62 @@ async def test_an_old_file_migrates_with_provenance_graph_ids_and_tombstones(
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         columns = {row[1] for row in db.execute("PRAGMA table_info(memories)")}
     db.close()
-    assert {"via", "person", "device", "conversation"} <= columns
+    assert {"via", "person", "device", "conversation", "statement"} <= columns
+
+
+async def test_a_schema_3_file_forgets_what_one_exchange_left(tmp_path: Path) -> None:
+    """Rows of schema 3 name no statement: a turn's get the legacy one (their conversation
+    and when they were said), so forgetting one memory of an exchange forgets what that
+    exchange left; an entity said again later, a person's own memory and another exchange's
+    relation stay."""
+    path = tmp_path / "memory.db"
+    said, later = iso(MAY), iso(MAY + timedelta(minutes=3))
+    anna = ANNA.owner
+    ent = {key: graph_id("ent", ANNA, key) for key in ("locker", "7788", "blue")}
+    code = graph_id("rel", ANNA, "locker", "has code", "7788")
+    colour = graph_id("rel", ANNA, "locker", "is", "blue")
+    rows: dict[str, list[tuple[object, ...]]] = {
+        "memories": [
+            ("m1", anna, "state", "self/locker", "Remember that my locker code is 7788",
+             "conv-9", said, "instruction", "conv-9"),
+            ("m2", anna, "detail", None, "Anna's locker code is 7788", "conv-9", said, "turn",
+             "conv-9"),
+            ("m3", anna, "state", "locker/code", "The locker code is 7788", "conv-9", said,
+             "turn", "conv-9"),
+            ("m4", anna, "detail", None, "Anna's locker is blue", "conv-9", later, "turn",
+             "conv-9"),
+            ("m5", anna, "detail", None, "Anna parks in bay 12", "service", said, "service",
+             None),
+        ],
+        "entities": [
+            (anna, "locker", ent["locker"], later, "turn", "conv-9"),
+            (anna, "7788", ent["7788"], said, "turn", "conv-9"),
+            (anna, "blue", ent["blue"], later, "turn", "conv-9"),
+        ],
+        "relations": [
+            (anna, "locker", "has code", "7788", code, said, "turn", "conv-9"),
+            (anna, "locker", "is", "blue", colour, later, "turn", "conv-9"),
+        ],
+    }  # fmt: skip
+    await asyncio.to_thread(schema_3_file, path, rows)
+    store = await EmbeddedStore.create(path)
+    try:
+        first = await store.get("m1")
+        assert first is not None
+        assert first.provenance.statement == f"legacy:conv-9@{said}"
+        forget = statement_forget(first, MAY + timedelta(days=1))
+        assert forget is not None
+        assert await store.forget(Forget(record_id="m1")) == 1
+        assert await store.forget(forget) == 2
+        assert await store.graph.forget(forget) == 1
+        assert sorted(r.id for r in await every_record(store, [ANNA])) == ["m4", "m5"]
+        graph = await store.graph.export([ANNA])
+        assert sorted(e.name for e in graph.entities) == ["blue", "locker"]
+        assert [r.id for r in graph.relations] == [colour]
+        late = NewMemory(
+            scope=ANNA, text="Anna's locker code is 7788", at=MAY,
+            provenance=Provenance(via="turn", conversation="conv-9"),
+        )  # fmt: skip
+        assert await store.add([late]) == []  # its legacy statement's tombstone refuses it
+    finally:
+        await store.close()

@@ -24,6 +24,7 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     OpenAIEmbedder,
 )
 from custom_components.companion_agent.engine.memory.hook import MemoryHook
+from custom_components.companion_agent.engine.memory.provenance import Provenance
 from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.memory.summaries import SessionSummaries
 from custom_components.companion_agent.engine.memory.types import Forget, MemoryScope, NewMemory
@@ -182,6 +183,42 @@ async def test_the_tombstone_survives_a_restart(
         assert await again.settle(5)
         assert [r.text for r in await every_record(reopened, [ALICE])] == ["Said after the forget."]
         assert len(again.ledger) == 1
+    finally:
+        await again.close(grace=0.5)
+        await again.exchanges.close()
+
+
+async def test_a_statements_tombstone_survives_a_restart(
+    tmp_path: Path, store: EmbeddedStore, chat_model: OpenAIChatModel, llm_server: LLMServer
+) -> None:
+    """A memory forgotten by id refuses, after a restart too, whatever its statement still
+    writes — in the outbox, the ledger, the store's own transaction — and its turn."""
+    first = await make_memory(tmp_path, store, chat_model, store.graph)
+    origin = Provenance(via="turn", conversation="c1", statement="turn-1")
+    said = datetime.now(UTC)
+    record = await first.remember(ALICE, "Remember my locker code is 7788.", topic="self/locker",
+                                  provenance=origin)  # fmt: skip
+    assert record is not None
+    await first.forget(Forget(record_id=record.id, environment="test"))
+    await first.close(grace=0.5)
+    await first.exchanges.close()
+
+    reopened = await EmbeddedStore.create(tmp_path / "memory.db")
+    again = await make_memory(tmp_path, reopened, chat_model, reopened.graph)
+    try:
+        derived = NewMemory(scope=ALICE, text="Alice's locker code is 7788.", at=said,
+                            provenance=origin)  # fmt: skip
+        await again.writer.queue(derived)
+        assert (await again.outbox.figures())["forgotten"] == 1  # screened as it was put
+        assert await again.writer.add([derived]) == []  # the ledger, read from disk
+        assert await reopened.add([derived]) == []  # the store's own tombstone
+        view = again.exchanges.conversation("p1", "c1", owner=ALICE.owner, windowed=True)
+        await view.append(StoredTurn(user="Remember my locker code is 7788.", trace_id="turn-1",
+                                     time=said.timestamp(), began=said.timestamp()))  # fmt: skip
+        assert await view.turns() == []
+        other = NewMemory(scope=ALICE, text="Alice's bike is red.", at=said,
+                          provenance=Provenance(via="turn", statement="turn-2"))  # fmt: skip
+        assert [r.text for r in await again.writer.add([other])] == ["Alice's bike is red."]
     finally:
         await again.close(grace=0.5)
         await again.exchanges.close()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -193,14 +194,18 @@ class CompanionMemory(MemoryReads):
     ) -> MemoryRecord | None:
         """Store a memory now (a conclusion when ``topic`` is given); None: it was queued.
 
+        The call is its statement (a new id, unless ``provenance`` names one).
+
         A memory the store refuses as input (``MemoryInputError``: empty text, a bad topic)
         raises; one it cannot take now is queued (a tombstone refuses one said before a
         forget: None too).
         """
         kind: MemoryKind = "state" if topic else "detail"
+        origin = provenance or Provenance(via="service")
         memory = NewMemory(
             scope=scope, text=clean_memory(text), kind=kind, topic=topic, source=source,
-            at=datetime.now(UTC), provenance=provenance or Provenance(via="service"),
+            at=datetime.now(UTC),
+            provenance=replace(origin, statement=origin.statement or uuid.uuid4().hex),
         )  # fmt: skip
         return await self.writer.write_or_queue(memory, CALL_TIMEOUT)
 

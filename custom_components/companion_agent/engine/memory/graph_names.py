@@ -1,5 +1,8 @@
 """What the two graph stores share: entity names cleaned and keyed, and their calls' bounds.
 
+Both keep, for each entity and relation, the statements that said it (at most
+``MAX_STATEMENTS``), so forgetting one statement takes only what no other statement said.
+
 An entity is known by its key (``name_key``: NFKC, case-folded, spaces collapsed, so "Ann",
 "ann " and "ＡＮＮ" are one) and shown by the spelling first said (``clean_name``). The
 embedded graph and the Neo4j graph both derive from ``BoundedGraph``, which checks and
@@ -20,6 +23,11 @@ from .types import MAX_LIMIT, GraphFacts, MemoryScope, Relation, bounded
 MAX_NAME_CHARS = 200
 MAX_FACTS = 200
 MAX_HOPS = 3
+MAX_STATEMENTS = 100
+"""The most statements one entity or relation lists; past it ``UNKNOWN_STATEMENT`` stands
+for the rest (so forgetting statements never takes it)."""
+UNKNOWN_STATEMENT = ""
+"""The statement of a fact said by what is not known (no statement, or past the bound)."""
 _SPACES = re.compile(r"\s+")
 
 

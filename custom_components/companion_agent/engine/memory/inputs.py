@@ -53,7 +53,8 @@ class CheckedMemory:
     names: tuple[str, ...] = ()
     """Who and what it is about, each valid and bounded (at most ``MAX_NAMES``)."""
     provenance: Provenance = field(default_factory=Provenance)
-    """Who wrote it, from where, by which way (each field valid and bounded)."""
+    """Who wrote it, from where, by which way, from which statement (a turn's without one:
+    its legacy statement), each field valid and bounded."""
 
 
 def checked_memory(memory: NewMemory) -> CheckedMemory:
@@ -64,6 +65,7 @@ def checked_memory(memory: NewMemory) -> CheckedMemory:
     topic = memory_text(memory.topic, MAX_FIELD_CHARS) if memory.topic else ""
     if memory.kind == "state" and not topic:
         raise MemoryInputError("a state memory needs a topic")
+    at = memory.at or datetime.now(UTC)
     return CheckedMemory(
         scope=clean_scope(memory.scope),
         text=text,
@@ -71,7 +73,7 @@ def checked_memory(memory: NewMemory) -> CheckedMemory:
         topic=topic or None,
         topic_key=" ".join(fold(topic).split()) if topic else None,
         source=clean_text(memory.source, MAX_FIELD_CHARS),
-        at=memory.at or datetime.now(UTC),
+        at=at,
         names=tuple(
             name
             for name in (
@@ -79,7 +81,7 @@ def checked_memory(memory: NewMemory) -> CheckedMemory:
             )
             if name
         ),
-        provenance=memory.provenance.cleaned(),
+        provenance=memory.provenance.cleaned().said_at(at),
     )
 
 

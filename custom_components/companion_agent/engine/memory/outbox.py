@@ -145,9 +145,10 @@ class MemoryOutbox:
             self._worker = None
         await self._file.close()
 
-    async def forget(self, tombstone: Tombstone) -> int:
-        """Keep ``tombstone`` on disk and drop the waiting writes it covers; return how many."""
-        return await self._file.forget(tombstone)
+    async def forget(self, tombstones: Sequence[Tombstone]) -> int:
+        """Keep one forget's ``tombstones`` on disk and drop the waiting writes they cover;
+        return how many."""
+        return await self._file.forget(tombstones)
 
     async def tombstones(self) -> list[Tombstone]:
         """Return the tombstones kept on disk, oldest first."""

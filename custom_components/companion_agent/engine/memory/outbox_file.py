@@ -155,21 +155,24 @@ class OutboxFile:
 
         return await self._transaction(work)
 
-    async def forget(self, tombstone: Tombstone) -> int:
-        """Keep ``tombstone``, screen the waiting entries by it; return how many went whole."""
+    async def forget(self, tombstones: Sequence[Tombstone]) -> int:
+        """Keep ``tombstones`` (one forget's), screen the waiting entries by them; return how
+        many went whole."""
 
         def work(db: sqlite3.Connection) -> int:
-            """Store the tombstone, then drop or rewrite what it covers."""
+            """Store the tombstones, then drop or rewrite what they cover."""
             known = self._known(db)
-            stored = json.dumps(dump_tombstone(tombstone))
-            db.execute("INSERT INTO forgotten (tombstone) VALUES (?)", (stored,))
+            db.executemany(
+                "INSERT INTO forgotten (tombstone) VALUES (?)",
+                [(json.dumps(dump_tombstone(tombstone)),) for tombstone in tombstones],
+            )
             db.execute(_KEEP_NEWEST_TOMBSTONES, (MAX_TOMBSTONES,))
             gone = 0
             for row_id, kind, raw in db.execute("SELECT id, kind, payload FROM entries").fetchall():
                 payload = _object(raw)
                 if payload is None:
                     continue
-                kept = self.screen(kind, payload, (tombstone,))
+                kept = self.screen(kind, payload, tombstones)
                 if kept is None:
                     db.execute("DELETE FROM entries WHERE id = ?", (row_id,))
                     gone += 1
@@ -177,7 +180,7 @@ class OutboxFile:
                     db.execute(
                         "UPDATE entries SET payload = ? WHERE id = ?", (_dumped(kept), row_id)
                     )
-            known.append(tombstone)
+            known.extend(tombstones)
             del known[:-MAX_TOMBSTONES]
             self.forgotten += gone
             return gone

@@ -10,8 +10,9 @@ said (``at``) and where it came from (``provenance``):
 - ``graph``: entities and relations, merged in one call.
 
 ``screen_entry`` is the outbox's screen: it returns a payload less what tombstones refuse
-(a whole entry of a forgotten scope, one memory of a batch, one relation of a merge), or
-None when nothing is left.
+(a whole entry of a forgotten scope or statement, one memory of a batch, one relation of a
+merge), or None when nothing is left. An entry written before statements were kept is read
+with its legacy statement (``provenance``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..json_types import JSONObject, JSONValue
 from .extraction import MAX_INPUT_CHARS, clean_memory
 from .graph_names import clean_name, name_key
 from .provenance import Provenance, dump_provenance, load_provenance
-from .tombstones import Tombstone, graph_id, new_memory_key
+from .tombstones import Tombstone, graph_id, new_memory_keys, statement_keys
 from .types import GraphFacts, MemoryKind, MemoryScope, NewMemory, Relation
 
 KINDS: frozenset[str] = frozenset({"detail", "state", "summary"})
@@ -67,15 +68,16 @@ def load_memory(data: JSONValue) -> NewMemory:
     if kind not in KINDS:
         raise ValueError(f"unknown memory kind {kind!r}")
     source = json_str(row["source"])
+    said = None if at is None else datetime.fromisoformat(json_str(at))
     return NewMemory(
         scope=load_scope(row["scope"]),
         text=json_str(row["text"]),
         kind=cast(MemoryKind, kind),
         topic=None if topic is None else json_str(topic),
         source=source,
-        at=None if at is None else datetime.fromisoformat(json_str(at)),
+        at=said,
         names=tuple(json_str(name) for name in json_list(row.get("names", []))),
-        provenance=load_provenance(row.get("provenance"), source),
+        provenance=load_provenance(row.get("provenance"), source, said),
     )
 
 
@@ -121,13 +123,13 @@ def load_facts(data: JSONObject) -> GraphFacts:
         relations.append(
             Relation(subject=json_str(subject), predicate=json_str(predicate), object=json_str(obj))
         )
-    at, source = data.get("at"), json_str(data["source"])
+    at, source = load_at(data), json_str(data["source"])
     return GraphFacts(
         entities=tuple(json_str(name) for name in json_list(data["entities"])),
         relations=tuple(relations),
         source=source,
-        at=None if at is None else datetime.fromisoformat(json_str(at)),
-        provenance=load_provenance(data.get("provenance"), source),
+        at=at,
+        provenance=load_provenance(data.get("provenance"), source, at),
     )
 
 
@@ -135,6 +137,14 @@ def load_at(data: JSONObject) -> datetime | None:
     """Return when an entry's exchange or facts were said (None when it does not say)."""
     at = data.get("at")
     return datetime.fromisoformat(at) if isinstance(at, str) else None
+
+
+def load_origin(data: JSONObject) -> Provenance:
+    """Return the provenance of an ``exchange`` entry (its legacy statement if it has none)."""
+    source = data.get("source")
+    return load_provenance(
+        data.get("provenance"), source if isinstance(source, str) else "", load_at(data)
+    )
 
 
 def screen_entry(
@@ -157,7 +167,8 @@ def screen_entry(
                 return _screened_facts(payload, tombstones)
             case _:
                 scope, at = load_scope(payload["scope"]), load_at(payload)
-                return None if any(t.covers(scope, at) for t in tombstones) else payload
+                keys = statement_keys(load_origin(payload).statement)
+                return None if any(t.covers(scope, at, keys) for t in tombstones) else payload
     except (KeyError, TypeError, ValueError):
         return payload
 
@@ -172,7 +183,7 @@ def _refused(row: JSONValue, tombstones: Sequence[Tombstone]) -> bool:
     except (KeyError, TypeError, ValueError):
         scope, at = load_scope(_object(row)["scope"]), load_at(_object(row))
         return any(t.key is None and t.covers(scope, at) for t in tombstones)
-    keys = (new_memory_key(memory),)
+    keys = new_memory_keys(memory)
     return any(t.covers(memory.scope, memory.at, keys) for t in tombstones)
 
 
@@ -190,30 +201,43 @@ def facts_left(
 ) -> GraphFacts | None:
     """Return ``facts`` less the entities and relations refused (None: nothing is left).
 
-    A relation goes with either of its entities.
+    A relation goes with either of its entities; all of them go with their statement.
     """
-    if any(t.covers(scope, facts.at) for t in tombstones):
+    statement = statement_keys(facts.provenance.statement)
+    if any(t.covers(scope, facts.at, statement) for t in tombstones):
         return None
     keyed = {t.key for t in tombstones if t.key is not None and t.covers(scope, facts.at, (t.key,))}
     if not keyed:
         return facts
-
-    def entity(name: str) -> str:
-        """Return the id of the entity a name names."""
-        return graph_id("ent", scope, name_key(clean_name(name)))
-
-    def relation(found: Relation) -> str:
-        """Return the id of a relation."""
-        keys = (name_key(clean_name(n)) for n in (found.subject, found.predicate, found.object))
-        return graph_id("rel", scope, *keys)
-
-    entities = tuple(name for name in facts.entities if entity(name) not in keyed)
+    entities = tuple(name for name in facts.entities if _entity(scope, name) not in keyed)
     relations = tuple(
-        r for r in facts.relations if not keyed & {relation(r), entity(r.subject), entity(r.object)}
+        r
+        for r in facts.relations
+        if not keyed & {_relation(scope, r), _entity(scope, r.subject), _entity(scope, r.object)}
     )
     if not entities and not relations:
         return None
     return replace(facts, entities=entities, relations=relations)
+
+
+def fact_keys(scope: MemoryScope, facts: GraphFacts) -> set[str]:
+    """Return the keys tombstones of ``facts`` name: their ids and their statement's."""
+    keys = {_entity(scope, name) for name in facts.entities}
+    for found in facts.relations:
+        keys |= {_relation(scope, found), _entity(scope, found.subject)}
+        keys.add(_entity(scope, found.object))
+    return keys | set(statement_keys(facts.provenance.statement))
+
+
+def _entity(scope: MemoryScope, name: str) -> str:
+    """Return the id of the entity a name names."""
+    return graph_id("ent", scope, name_key(clean_name(name)))
+
+
+def _relation(scope: MemoryScope, found: Relation) -> str:
+    """Return the id of a relation."""
+    keys = (name_key(clean_name(n)) for n in (found.subject, found.predicate, found.object))
+    return graph_id("rel", scope, *keys)
 
 
 def _object(value: JSONValue) -> JSONObject:

@@ -2,17 +2,21 @@
 
 A ``Tombstone`` names a scope — a persona, a person (across personas), one person of one
 persona, the household — or one remembered thing in a scope (a conclusion's topic, a
-detail's text, one entity or relation of the graph), and the time of the forget. A write
-dated at or before it (``NewMemory.at``: when it was said; a graph fact's ``at``; an
-exchange's start) is refused, whatever was running when the forget came: a queued outbox
-entry, an extraction or a summary the model was still answering, a turn still being
-answered, an embedding on its way. Stores that have transactions check it inside the
-write's own transaction (the embedded store, the outbox, the exchange store); mem0 and
-Neo4j are checked before and after each write, and what slipped through is deleted.
+detail's text, one entity or relation of the graph, or one statement: whatever was derived
+from it), and the time of the forget. A write dated at or before it (``NewMemory.at``: when
+it was said; a graph fact's ``at``; an exchange's start) is refused, whatever was running
+when the forget came: a queued outbox entry, an extraction or a summary the model was still
+answering, a turn still being answered, an embedding on its way. Stores that have
+transactions check it inside the write's own transaction (the embedded store, the outbox,
+the exchange store); mem0 and Neo4j are checked before and after each write, and what
+slipped through is deleted.
 
 Content keys: ``topic:<folded topic>`` for a conclusion, ``text:<hash of folded text>`` for a
 detail or summary, and the graph's own ids (``rel-…``, ``ent-…``, made from the scope and the
-normalised names, so a fact merged again has the same one).
+normalised names, so a fact merged again has the same one). A write derived from a
+statement also carries ``statement:<id>`` (``provenance.statement``): forgetting a memory
+leaves a tombstone of its statement too, so whatever the statement's extraction still
+writes is refused, whatever its content key.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from .keywords import fold
 from .types import Forget, MemoryRecord, MemoryScope, NewMemory
 
 MAX_TOMBSTONES = 10_000
+STATEMENT = "statement:"
+"""How the key of a statement's tombstone begins."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +62,11 @@ class Tombstone:
 
     def as_forget(self) -> Forget:
         """Return the forget that deletes what this tombstone refuses (applied again)."""
+        if self.key is not None and self.key.startswith(STATEMENT):
+            return Forget(
+                statement=self.key.removeprefix(STATEMENT), agent_id=self.agent_id,
+                owner=self.owner, environment=self.environment, at=self.at,
+            )  # fmt: skip
         if self.key is not None and self.agent_id is None and self.owner is None:
             return Forget(record_id=self.key, environment=self.environment, at=self.at)
         return Forget(
@@ -66,9 +77,15 @@ class Tombstone:
 def tombstone_of(what: Forget, record: MemoryRecord | None = None) -> Tombstone | None:
     """Return the tombstone ``what`` leaves (a record's needs the record, or its graph id).
 
-    None when a record id names nothing that can come back (no such record).
+    None when a record id names nothing that can come back (no such record). A record's
+    statement leaves a tombstone of its own: that of its ``statement_forget``.
     """
     at = _aware(what.moment)
+    if what.statement is not None:
+        return Tombstone(
+            environment=what.environment, agent_id=what.agent_id, owner=what.owner,
+            key=STATEMENT + what.statement, at=at,
+        )  # fmt: skip
     if what.record_id is None:
         return Tombstone(
             environment=what.environment, agent_id=what.agent_id, owner=what.owner, at=at
@@ -84,6 +101,23 @@ def tombstone_of(what: Forget, record: MemoryRecord | None = None) -> Tombstone 
     )
 
 
+def statement_forget(record: MemoryRecord, at: datetime) -> Forget | None:
+    """Return the forget of everything ``record``'s statement left (None: it has none)."""
+    statement = record.provenance.statement
+    if statement is None:
+        return None
+    scope = record.scope
+    return Forget(
+        statement=statement, agent_id=scope.agent_id, owner=scope.owner,
+        environment=scope.environment, at=at,
+    )  # fmt: skip
+
+
+def statement_keys(statement: str | None) -> tuple[str, ...]:
+    """Return the key a write derived from ``statement`` carries (none without one)."""
+    return () if statement is None else (STATEMENT + statement,)
+
+
 def memory_key(state: bool, topic: str | None, text: str) -> str:
     """Return the content key of a conclusion (its topic) or a detail (its text)."""
     if state and topic:
@@ -92,9 +126,16 @@ def memory_key(state: bool, topic: str | None, text: str) -> str:
     return f"text:{hashlib.sha256(folded.encode('utf-8', 'replace')).hexdigest()[:32]}"
 
 
-def new_memory_key(memory: NewMemory) -> str:
-    """Return the content key of a memory about to be written."""
-    return memory_key(memory.kind == "state", memory.topic, memory.text)
+def new_memory_keys(memory: NewMemory) -> tuple[str, ...]:
+    """Return the keys of a memory about to be written: its content's, its statement's."""
+    content = memory_key(memory.kind == "state", memory.topic, memory.text)
+    return (content, *statement_keys(memory.provenance.statement))
+
+
+def record_keys(record: MemoryRecord) -> tuple[str, ...]:
+    """Return the keys of a stored record: its content's, its statement's."""
+    content = memory_key(record.kind == "state", record.topic, record.text)
+    return (content, *statement_keys(record.provenance.statement))
 
 
 def graph_id(kind: str, scope: MemoryScope, *names: str) -> str:

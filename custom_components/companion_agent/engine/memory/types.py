@@ -140,15 +140,18 @@ class MemoryHit:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Forget:
-    """What to forget: one record id, or everything of a person, a persona, or both.
+    """What to forget: one record id, one statement, or everything of a person, a persona.
 
-    Either ``record_id`` alone, or ``owner`` and/or ``agent_id`` (a person across personas,
-    a whole persona, or one person of one persona); ``environment`` limits it to one
-    environment. ``at`` is when it was asked (the store's clock when None): what was said
-    at or before it goes, and a write dated at or before it is refused ever after.
+    Either ``record_id`` alone; or ``statement`` with the ``owner`` and ``agent_id`` of its
+    scope (every record and graph fact derived from that statement, see ``provenance``); or
+    ``owner`` and/or ``agent_id`` (a person across personas, a whole persona, or one person
+    of one persona); ``environment`` limits it to one environment. ``at`` is when it was
+    asked (the store's clock when None): what was said at or before it goes, and a write
+    dated at or before it is refused ever after.
     """
 
     record_id: str | None = None
+    statement: str | None = None
     owner: str | None = None
     agent_id: str | None = None
     environment: str = "production"
@@ -216,7 +219,9 @@ class MemoryStore(Protocol):
     async def forget(self, what: Forget) -> int:
         """Delete what ``what`` names (said at or before ``what.at``), history included.
 
-        Return how many records went.
+        A record goes with the states it superseded; a statement takes the records derived
+        from it as if never said (a state one of them superseded holds again). Return how
+        many records went.
         """
         ...
 
@@ -253,8 +258,9 @@ class GraphStore(Protocol):
         ...
 
     async def forget(self, what: Forget) -> int:
-        """Delete what ``what`` names (said at or before ``what.at``): a scope's graph, or one
-        entity (with its relations) or relation by id; return how many relations went."""
+        """Delete what ``what`` names (said at or before ``what.at``): a scope's graph, one
+        entity (with its relations) or relation by id, or what one statement said (an entity
+        or relation another statement also said stays); return how many relations went."""
         ...
 
     async def export(

@@ -8,7 +8,9 @@ costs that memory (no follow-ups), an unreachable model keeps the entry for late
 Every write is checked against the ``ForgetLedger`` before it goes and again after it
 went: a memory or fact said at or before a forget is never written, and one that slipped
 in while the forget ran (mem0 and Neo4j have no transaction to share) is deleted at once,
-so the later intent wins. The embedded store also checks inside its own transaction.
+so the later intent wins. The embedded store also checks inside its own transaction. A
+write derived from a statement whose memory was forgotten is refused whatever it says (its
+statement's tombstone), from the exchange before the model is asked to its last fact.
 
 Store errors are re-raised for the outbox to tell an outage (its probe fails) from an
 entry the store will never take.
@@ -34,6 +36,7 @@ from .extraction import extract
 from .outbox import FollowUps, OutboxEntry
 from .payloads import (
     dump_memory,
+    fact_keys,
     facts_left,
     graph_entry,
     json_list,
@@ -41,10 +44,11 @@ from .payloads import (
     load_at,
     load_facts,
     load_memory,
+    load_origin,
     load_scope,
 )
-from .provenance import Provenance, load_provenance
-from .tombstones import ForgetLedger, memory_key, new_memory_key
+from .provenance import Provenance
+from .tombstones import ForgetLedger, Tombstone, new_memory_keys, record_keys, statement_keys
 from .types import (
     Forget,
     GraphFacts,
@@ -85,7 +89,7 @@ class MemoryWriter:
         self._store = store
         self._graph = graph
         self._answers_for = answers_for
-        self.ledger = ledger or ForgetLedger()
+        self.ledger = ForgetLedger() if ledger is None else ledger  # an empty one is falsy
         self._on_names = on_names
         self.bad_answers = 0
         self.refused = 0
@@ -93,7 +97,7 @@ class MemoryWriter:
 
     def refuses(self, memory: NewMemory) -> bool:
         """Say whether a tombstone refuses ``memory`` (said at or before a forget of it)."""
-        return self.ledger.covers(memory.scope, memory.at, (new_memory_key(memory),))
+        return self.ledger.covers(memory.scope, memory.at, new_memory_keys(memory))
 
     async def add(self, memories: Sequence[NewMemory]) -> list[MemoryRecord]:
         """Add the memories no tombstone refuses; delete any that a forget meanwhile covers."""
@@ -153,10 +157,8 @@ class MemoryWriter:
             return
         await self._graph.merge(scope, left)
         if facts_left(scope, left, self.ledger.tombstones) != left:
-            for tombstone in self.ledger.covering(scope, left.at):
+            for tombstone in self._refusing(scope, left):
                 await self._graph.forget(tombstone.as_forget())
-            for key in self.ledger.keyed(scope, left.at):
-                await self._graph.forget(Forget(record_id=key, environment=scope.environment))
 
     async def process(self, entry: OutboxEntry) -> FollowUps:
         """Carry out one entry; return the entries it leaves behind.
@@ -187,12 +189,18 @@ class MemoryWriter:
                 raise ValueError(f"unknown outbox entry kind {entry.kind!r}")
         return ()
 
+    def _refusing(self, scope: MemoryScope, facts: GraphFacts) -> list[Tombstone]:
+        """Return the tombstones that refuse any of ``facts``: of the scope, the statement,
+        or one of their entities and relations."""
+        keys = self.ledger.keyed(scope, facts.at) & fact_keys(scope, facts)
+        keyed = [t for t in self.ledger.tombstones if t.key in keys]
+        return [*self.ledger.covering(scope, facts.at), *keyed]
+
     async def _undo_forgotten(self, stored: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         """Delete the records a forget covered while they were written; return the rest."""
         kept: list[MemoryRecord] = []
         for record in stored:
-            key = memory_key(record.kind == "state", record.topic, record.text)
-            if self.ledger.covers(record.scope, record.valid_from, (key,)):
+            if self.ledger.covers(record.scope, record.valid_from, record_keys(record)):
                 self.refused += 1
                 await self._store.forget(
                     Forget(record_id=record.id, environment=record.scope.environment)
@@ -204,7 +212,8 @@ class MemoryWriter:
     async def _extract(self, data: JSONObject) -> FollowUps:
         """Extract memories from an exchange and return them as follow-up entries."""
         scope, at = load_scope(data["scope"]), load_at(data)
-        if self.ledger.covers(scope, at):
+        origin = load_origin(data)
+        if self.ledger.covers(scope, at, statement_keys(origin.statement)):
             self.refused += 1
             return ()
         model = data["model"]
@@ -222,7 +231,6 @@ class MemoryWriter:
             _LOGGER.info("Memory extraction gave nothing usable: %s", err)
             return ()
         source = json_str(data["source"])
-        origin = load_provenance(data.get("provenance"), source)
         follow: list[tuple[str, JSONObject]] = []
         if found.facts:
             details = [

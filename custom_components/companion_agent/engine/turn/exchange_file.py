@@ -7,7 +7,9 @@ conversation's last ``max_turns`` rows, the window view the owner's last
 ``MAX_WINDOW_TURNS`` windowed rows (one more is read, to hand what fell out to the
 summaries); a row outside both is deleted as the next one is written. Forget and retention
 apply once, to the rows: ``forgotten`` keeps a tombstone per persona and/or owner, and a
-turn that began at or before one is never written.
+turn that began at or before one is never written; ``forgotten_turns`` keeps one per turn
+forgotten alone (by its trace id: a statement whose memory was forgotten), the newest
+``MAX_FORGOTTEN_TURNS``, and that turn is never written either.
 
 The file runs on its own thread (``SQLiteWorker``); every write is one transaction. The
 first time it is opened, the JSON files of before are read into it (``exchange_legacy``).
@@ -31,6 +33,7 @@ LOGGER = logging.getLogger(__name__)
 
 MAX_TURNS = 20
 MAX_WINDOW_TURNS = 40
+MAX_FORGOTTEN_TURNS = 10_000
 _TABLES = frozenset({"exchanges", "forgotten"})
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS exchanges (rowid INTEGER PRIMARY KEY, persona TEXT NOT NULL,"
@@ -41,6 +44,8 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS exchanges_trace ON exchanges (persona, trace_id)",
     "CREATE TABLE IF NOT EXISTS forgotten (persona TEXT NOT NULL DEFAULT '',"
     " owner TEXT NOT NULL DEFAULT '', at REAL NOT NULL, PRIMARY KEY (persona, owner))",
+    "CREATE TABLE IF NOT EXISTS forgotten_turns (persona TEXT NOT NULL, trace_id TEXT NOT NULL,"
+    " at REAL NOT NULL, PRIMARY KEY (persona, trace_id))",
 )
 _NEWEST = "ORDER BY time DESC, rowid DESC LIMIT ?"
 
@@ -80,7 +85,7 @@ class ExchangeFile:
 
         def write(db: sqlite3.Connection) -> bool:
             """Insert the row and drop what fell out of its views, unless refused."""
-            if _refused(db, persona, owner, began):
+            if _refused(db, persona, owner, began) or _forgotten_turn(db, persona, turn.trace_id):
                 return False
             db.execute(
                 "INSERT INTO exchanges (persona, conversation, owner, windowed, began, time,"
@@ -137,6 +142,29 @@ class ExchangeFile:
             )
             where = " AND ".join([*parts, "began <= ?"])
             return int(db.execute(f"DELETE FROM exchanges WHERE {where}", (*values, at)).rowcount)
+
+        return await self._call(write, write=True)
+
+    async def forget_turn(self, persona: str, trace_id: str, at: float) -> int:
+        """Keep a tombstone of one turn and delete its row; return how many rows went."""
+
+        def write(db: sqlite3.Connection) -> int:
+            """Keep the tombstone (the newest ``MAX_FORGOTTEN_TURNS``) and delete, at once."""
+            db.execute(
+                "INSERT INTO forgotten_turns (persona, trace_id, at) VALUES (?, ?, ?) "
+                "ON CONFLICT DO UPDATE SET at = max(at, excluded.at)",
+                (persona, trace_id, at),
+            )
+            db.execute(
+                "DELETE FROM forgotten_turns WHERE rowid NOT IN "
+                "(SELECT rowid FROM forgotten_turns ORDER BY at DESC, rowid DESC LIMIT ?)",
+                (MAX_FORGOTTEN_TURNS,),
+            )
+            return int(
+                db.execute(
+                    "DELETE FROM exchanges WHERE persona = ? AND trace_id = ?", (persona, trace_id)
+                ).rowcount
+            )
 
         return await self._call(write, write=True)
 
@@ -248,5 +276,15 @@ def _refused(db: sqlite3.Connection, persona: str, owner: str | None, began: flo
     row = db.execute(
         "SELECT 1 FROM forgotten WHERE persona IN ('', ?) AND owner IN ('', ?) AND at >= ? LIMIT 1",
         (persona, owner or "", began),
+    ).fetchone()
+    return row is not None
+
+
+def _forgotten_turn(db: sqlite3.Connection, persona: str, trace_id: str) -> bool:
+    """Say whether the turn ``trace_id`` was forgotten alone (a turn without one never was)."""
+    if not trace_id:
+        return False
+    row = db.execute(
+        "SELECT 1 FROM forgotten_turns WHERE persona = ? AND trace_id = ?", (persona, trace_id)
     ).fetchone()
     return row is not None

@@ -93,6 +93,15 @@ class ExchangeStore:
         moment = time.time() if at is None else at
         return await self._file.forget(persona_id, key, moment)
 
+    async def forget_turn(self, persona_id: str, trace_id: str, at: float | None = None) -> int:
+        """Delete a persona's turn ``trace_id`` (the statement of a forgotten memory); keep it so.
+
+        The turn, if it is stored later (it was still being answered), is refused.
+        """
+        if not trace_id:
+            raise ValueError("forget_turn names a turn")
+        return await self._file.forget_turn(persona_id, trace_id, time.time() if at is None else at)
+
     async def prune(self, retention: float = DEFAULT_RETENTION) -> int:
         """Delete the exchanges nobody has spoken in (conversation and window) for ``retention``."""
         return await self._file.prune(time.time() - retention)

@@ -156,6 +156,30 @@ def forget_history(memory: Mem0Memory, record_id: str, environment: str) -> int:
     return gone
 
 
+def forget_statement(memory: Mem0Memory, filters: Sequence[records.Metadata]) -> int:
+    """Delete every record one of ``filters`` matches, each alone, as if never said; return
+    how many.
+
+    A current conclusion among them gives its place back to the one it superseded (unless
+    that goes too).
+    """
+    found: dict[str, Item] = {}
+    for one in filters:
+        for item in results(memory.get_all(filters=one, top_k=MAX_LISTED, show_expired=True)):
+            found.setdefault(str(item.get("id")), item)
+    for record_id, item in found.items():
+        record = records.record(item)
+        older = records.supersedes(item)
+        if record is None or not record.current or older is None or older in found:
+            continue
+        before = records.record(memory.get(older)) if records.is_record_id(older) else None
+        if before is not None and before.superseded_by == record_id:
+            memory.vector_store.update(older, None, records.RESTORED)
+    for record_id in found:
+        memory.delete(record_id)
+    return len(found)
+
+
 def forget_matching(memory: Mem0Memory, filters: records.Metadata, before: datetime) -> int:
     """Delete every record ``filters`` match said at or before ``before``; return how many.
 

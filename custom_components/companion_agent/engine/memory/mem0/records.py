@@ -6,8 +6,10 @@ ids; the environment is metadata. Every read filters on all three. mem0 has no v
 interval, so the state channel keeps its own in the metadata: ``current`` (what filters
 use), ``valid_from``, ``valid_until``, ``superseded_by`` and ``supersedes`` (the record a
 state retired, for rollback); ``topic_key`` is the folded topic a supersede matches on.
-Provenance is four more keys (``via``, ``person``, ``device``, ``conversation``); a record
-written before them reads its provenance from its ``source`` (``provenance.load_provenance``).
+Provenance is five more keys (``via``, ``person``, ``device``, ``conversation``,
+``statement``); a record written before them reads its provenance from its ``source``
+(``provenance.load_provenance``), and a turn's record written before statements its legacy
+statement (its conversation and ``valid_from``, which ``statement_filters`` match).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import cast
 from urllib.parse import quote, unquote
 
 from ..inputs import CheckedMemory
-from ..provenance import dump_provenance, load_provenance
+from ..provenance import dump_provenance, legacy_parts, load_provenance
 from ..sqlite.records_sql import iso
 from ..types import Forget, MemoryKind, MemoryRecord, MemoryScope
 
@@ -56,6 +58,22 @@ def forget_filters(what: Forget) -> Metadata:
     if what.agent_id is not None:
         filters["agent_id"] = mem0_id(what.agent_id)
     return filters
+
+
+def statement_filters(what: Forget) -> list[Metadata]:
+    """Return the mem0 filters that match the records of a statement's forget.
+
+    A legacy statement matches the records that have none by their conversation and time.
+    """
+    scope = MemoryScope(
+        agent_id=what.agent_id or "", owner=what.owner or "", environment=what.environment
+    )
+    statement = what.statement or ""
+    found: list[Metadata] = [{**scope_filters(scope), "statement": statement}]
+    if (parts := legacy_parts(statement)) is not None:
+        conversation, said = parts
+        found.append({**scope_filters(scope), "conversation": conversation, "valid_from": said})
+    return found
 
 
 def metadata(memory: CheckedMemory, created_at: datetime, supersedes: str | None) -> Metadata:
@@ -101,6 +119,7 @@ def record(item: Mapping[str, object] | None) -> MemoryRecord | None:
     if not isinstance(meta, Mapping) or meta.get("kind") not in _KINDS:
         return None
     created = _moment(item.get("created_at")) or datetime.now(UTC)
+    valid_from = _moment(meta.get("valid_from")) or created
     return MemoryRecord(
         id=str(item.get("id")),
         scope=MemoryScope(
@@ -113,10 +132,10 @@ def record(item: Mapping[str, object] | None) -> MemoryRecord | None:
         topic=_text_or_none(meta.get("topic")),
         source=str(meta.get("source") or ""),
         created_at=created,
-        valid_from=_moment(meta.get("valid_from")) or created,
+        valid_from=valid_from,
         valid_until=_moment(meta.get("valid_until")),
         superseded_by=_text_or_none(meta.get("superseded_by")),
-        provenance=load_provenance(meta, str(meta.get("source") or "")),
+        provenance=load_provenance(meta, str(meta.get("source") or ""), valid_from),
     )
 
 

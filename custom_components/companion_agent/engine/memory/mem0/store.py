@@ -175,9 +175,12 @@ class Mem0Store(memory_types.MemoryStore):
         forget_where(what)
 
         def work(memory: Mem0Memory) -> int:
-            """Delete a record and the states it superseded, or a person's and/or persona's."""
+            """Delete a record and the states it superseded, a statement's records, or a
+            person's and/or persona's."""
             if what.record_id is not None:
                 return calls.forget_history(memory, what.record_id, what.environment)
+            if what.statement is not None:
+                return calls.forget_statement(memory, records.statement_filters(what))
             return calls.forget_matching(memory, records.forget_filters(what), what.moment)
 
         return await self._mem0.call(work)

@@ -14,6 +14,11 @@ A relation carries its id (``tombstones.graph_id``), when it was last said (``sa
 ISO 8601 in UTC, so strings compare as times) and its provenance. Who mentioned an entity
 is a ``:CompanionMention`` node per owner (id, key, spelling, when, provenance): what an
 export lists and a forget deletes; the ``:CompanionEntity`` nodes only join the relations.
+Both keep ``statements``, the statements that said them (at most ``MAX_STATEMENTS``, then
+``""`` for the rest): forgetting a statement takes it off them and deletes what is left
+with none (a mention only while no relation of its owner touches its entity). One merged
+before statements were kept has none: a legacy statement matches it by its conversation
+and ``said_at`` (its last merge's).
 """
 
 from __future__ import annotations
@@ -25,9 +30,16 @@ from datetime import UTC, datetime
 from typing import LiteralString
 
 from ...chars import clean_text
-from ..graph_names import MAX_HOPS, MAX_NAME_CHARS, clean_name, name_key
+from ..graph_names import (
+    MAX_HOPS,
+    MAX_NAME_CHARS,
+    MAX_STATEMENTS,
+    UNKNOWN_STATEMENT,
+    clean_name,
+    name_key,
+)
 from ..inputs import clean_scope
-from ..provenance import dump_provenance
+from ..provenance import dump_provenance, legacy_parts
 from ..sqlite.records_sql import iso
 from ..tombstones import graph_id
 from ..types import GraphFacts, MemoryScope
@@ -42,15 +54,27 @@ PROBE = "a\\\\b"
 type Params = dict[str, object]
 type RelationRow = dict[str, str]
 
-MERGE: LiteralString = """
+MERGE_MENTIONS: LiteralString = """
 UNWIND $mentions AS mention
 MERGE (m:CompanionMention {id: mention.id})
 ON CREATE SET m.agent_id = $agent_id, m.environment = $environment, m.owner = $owner,
   m.key = mention.key, m.name = mention.name, m.created_at = $at
 SET m.said_at = CASE WHEN m.said_at IS NULL OR m.said_at < $at THEN $at ELSE m.said_at END,
   m.source = $source, m.via = $via, m.person = $person, m.device = $device,
-  m.conversation = $conversation
+  m.conversation = $conversation, m.statement = $statement,
+  m.statements = CASE
+    WHEN $statement IN coalesce(m.statements, []) THEN m.statements
+    WHEN size(coalesce(m.statements, [])) < $max_statements
+      THEN coalesce(m.statements, []) + [$statement]
+    WHEN '' IN m.statements THEN m.statements
+    ELSE m.statements + [''] END
 WITH count(m) AS noted
+UNWIND $entities AS entity
+MERGE (n:CompanionEntity {agent_id: $agent_id, environment: $environment, key: entity})
+ON CREATE SET n.created_at = $at
+"""
+"""Note who mentioned the entities (with the statement), and make their nodes."""
+MERGE_RELATIONS: LiteralString = """
 UNWIND $entities AS entity
 MERGE (n:CompanionEntity {agent_id: $agent_id, environment: $environment, key: entity})
 ON CREATE SET n.created_at = $at
@@ -63,7 +87,20 @@ ON CREATE SET r.agent_id = $agent_id, r.environment = $environment, r.subject = 
   r.predicate = rel.predicate, r.object = rel.object, r.created_at = $at, r.id = rel.id
 SET r.updated_at = $at, r.source = $source,
   r.said_at = CASE WHEN r.said_at IS NULL OR r.said_at < $at THEN $at ELSE r.said_at END,
-  r.via = $via, r.person = $person, r.device = $device, r.conversation = $conversation
+  r.via = $via, r.person = $person, r.device = $device, r.conversation = $conversation,
+  r.statement = $statement,
+  r.statements = CASE
+    WHEN $statement IN coalesce(r.statements, []) THEN r.statements
+    WHEN size(coalesce(r.statements, [])) < $max_statements
+      THEN coalesce(r.statements, []) + [$statement]
+    WHEN '' IN r.statements THEN r.statements
+    ELSE r.statements + [''] END
+"""
+"""Merge the relations (their end nodes first), each with the statement that said it.
+
+A mention's and a relation's ``statements`` grow by the statement unless it is listed;
+past ``MAX_STATEMENTS`` an ``""`` stands for the rest. Two texts, each short enough to
+leave FalkorDB's bound room for the facts.
 """
 
 
@@ -105,6 +142,32 @@ _PERSONA: LiteralString = "x.agent_id = $agent_id AND x.environment = $environme
 FORGET_OWNER = _forget(_OWNER)
 FORGET_PERSONA = _forget(_PERSONA)
 FORGET_BOTH = _forget(f"{_OWNER} AND x.agent_id = $agent_id")
+_STATEMENT: LiteralString = (
+    "x.agent_id = $agent_id AND x.environment = $environment AND x.owner = $owner "
+    "AND ($statement IN coalesce(x.statements, []) OR (x.statements IS NULL "
+    "AND x.conversation = $conversation AND x.said_at = $said))"
+)
+_KEPT: LiteralString = "[s IN coalesce(x.statements, []) WHERE s <> $statement]"
+FORGET_STATEMENT: tuple[LiteralString, ...] = (
+    f"MATCH (:CompanionEntity)-[x:RELATES]->(:CompanionEntity) WHERE {_STATEMENT} "
+    f"WITH x, {_KEPT} AS kept WHERE size(kept) = 0 DELETE x RETURN count(x) AS gone",
+    f"MATCH (:CompanionEntity)-[x:RELATES]->(:CompanionEntity) WHERE {_STATEMENT} "
+    f"SET x.statements = {_KEPT}",
+    f"MATCH (x:CompanionMention) WHERE {_STATEMENT} "
+    f"WITH x, {_KEPT} AS kept WHERE size(kept) = 0 "
+    "OPTIONAL MATCH (n:CompanionEntity)-[r:RELATES]-(:CompanionEntity) "
+    "WHERE n.agent_id = x.agent_id AND n.environment = x.environment AND n.key = x.key "
+    "AND r.owner = x.owner "
+    "WITH x, count(r) AS touching WHERE touching = 0 DELETE x",
+    f"MATCH (x:CompanionMention) WHERE {_STATEMENT} SET x.statements = {_KEPT}",
+    _PRUNE_NODES,
+)
+"""Delete a scope's relations, then mentions, that only one statement said (a mention while
+no relation of its owner touches its entity); take the statement off the rest.
+
+Deleting comes first and setting apart: FalkorDB drops a ``SET`` made on a row that a later
+``WHERE`` of the same statement filters out, and leaves a property set to ``[]`` as it was.
+"""
 FORGET_RELATION: LiteralString = (
     "MATCH (:CompanionEntity)-[x:RELATES]->(:CompanionEntity) "
     "WHERE x.id = $id AND x.environment = $environment DELETE x RETURN count(x) AS gone"
@@ -122,7 +185,8 @@ FORGET_MENTION: tuple[LiteralString, LiteralString, LiteralString] = (
 )
 _FIELDS: LiteralString = (
     "x.id AS id, x.owner AS owner, x.source AS source, x.said_at AS said_at, x.via AS via, "
-    "x.person AS person, x.device AS device, x.conversation AS conversation"
+    "x.person AS person, x.device AS device, x.conversation AS conversation, "
+    "x.statement AS statement"
 )
 _SCOPES: LiteralString = (
     "x.agent_id = $agent_id AND x.environment = $environment AND x.owner IN $owners"
@@ -158,21 +222,24 @@ INDEXES: tuple[tuple[LiteralString, ...], ...] = (
 
 def merge_statements(
     scope: MemoryScope, facts: GraphFacts, *, text_bytes: int | None
-) -> list[Params]:
-    """Return the parameters of the merge statements for ``facts`` (one, unless cut).
+) -> list[tuple[LiteralString, Params]]:
+    """Return the merge statements for ``facts``: the mentions', then the relations'.
 
     With ``text_bytes`` (FalkorDB) the relations and the mentions are cut into statements
     whose text stays under that size.
     """
     cleaned = clean_scope(scope)
-    origin = facts.provenance.cleaned()
+    said = facts.at or datetime.now(UTC)
+    origin = facts.provenance.cleaned().said_at(said)
     fixed: Params = {
         "agent_id": cleaned.agent_id,
         "owner": cleaned.owner,
         "environment": cleaned.environment,
-        "at": iso(facts.at or datetime.now(UTC)),
+        "at": iso(said),
         "source": clean_text(facts.source, MAX_NAME_CHARS),
         **dump_provenance(origin),
+        "statement": origin.statement or UNKNOWN_STATEMENT,
+        "max_statements": MAX_STATEMENTS,
     }
     spelled: dict[str, str] = {}
     for raw in [*facts.entities, *(n for r in facts.relations for n in (r.subject, r.object))]:
@@ -198,17 +265,20 @@ def merge_statements(
     if text_bytes is None:
         if not spelled:
             return []
-        return [{**fixed, "mentions": mentions, "entities": list(spelled), "relations": rows}]
-    budget = text_bytes - len(MERGE.encode()) - _size(fixed)
-    statements: list[Params] = [
-        {**fixed, "mentions": part, "entities": [m["key"] for m in part], "relations": []}
-        for part in chunks(mentions, budget // 2)
+        return [
+            (MERGE_MENTIONS, {**fixed, "mentions": mentions, "entities": list(spelled)}),
+            (MERGE_RELATIONS, {**fixed, "entities": [], "relations": rows}),
+        ]
+    budget = text_bytes - _size(fixed)
+    statements: list[tuple[LiteralString, Params]] = [
+        (MERGE_MENTIONS, {**fixed, "mentions": part, "entities": [m["key"] for m in part]})
+        for part in chunks(mentions, (budget - len(MERGE_MENTIONS.encode())) // 2)
     ]
-    for part in chunks(rows, budget // 2):
+    for part in chunks(rows, (budget - len(MERGE_RELATIONS.encode())) // 2):
         ends = list(
             dict.fromkeys(k for row in part for k in (row["subject_key"], row["object_key"]))
         )
-        statements.append({**fixed, "mentions": [], "entities": ends, "relations": part})
+        statements.append((MERGE_RELATIONS, {**fixed, "entities": ends, "relations": part}))
     return statements
 
 
@@ -246,3 +316,9 @@ def escaped(value: object) -> object:
 def _size(value: object) -> int:
     """Return how many bytes ``value`` takes written out (escapes included)."""
     return len(json.dumps(escaped(value), ensure_ascii=False).encode())
+
+
+def statement_params(statement: str) -> Params:
+    """Return the parameters that name a statement (a legacy one by conversation and time)."""
+    conversation, said = legacy_parts(statement) or ("", "")
+    return {"statement": statement, "conversation": conversation, "said": said}

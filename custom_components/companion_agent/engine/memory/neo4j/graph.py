@@ -10,14 +10,15 @@ carry no spelling, only the key, so forgetting a person leaves no name of theirs
 
 **Cypher.** Every value is a parameter; the query texts are constants (the hop bound of a
 variable-length path cannot be a parameter, so there is one text per bound). One turn's
-facts are one statement in one write transaction. The same texts run on Neo4j 5 and on
-FalkorDB's Bolt listener (see ``docs/memory-backends.md`` for FalkorDB's differences; its
-string parameters need escaping, detected once per driver by a probe).
+facts are two statements (mentions, relations) in one write transaction. The same texts
+run on Neo4j 5 and on FalkorDB's Bolt listener (see ``docs/memory-backends.md`` for
+FalkorDB's differences; its string parameters need escaping, detected once per driver by a
+probe).
 
 **Ids and provenance.** A relation keeps its id, when it was last said and who said it; who
 mentioned an entity is a ``:CompanionMention`` per owner (``cypher``): export lists them,
-forget deletes a scope's (said at or before its time) or one by id. Reaching the server is
-``bolt``'s.
+forget deletes a scope's (said at or before its time), one by id, or what one statement
+alone said (both keep the statements that said them). Reaching the server is ``bolt``'s.
 """
 
 from __future__ import annotations
@@ -70,9 +71,9 @@ class Neo4jGraph(BoundedGraph):
             return
 
         async def work(tx: AsyncManagedTransaction) -> None:
-            """Run the merge statement (FalkorDB: statements)."""
-            for params in statements:
-                await (await tx.run(cypher.MERGE, self._outgoing(params))).consume()
+            """Run the merge statements."""
+            for query, params in statements:
+                await (await tx.run(query, self._outgoing(params))).consume()
 
         await self._bolt.run(work, write=True)
 
@@ -113,7 +114,8 @@ class Neo4jGraph(BoundedGraph):
         return list(dict.fromkeys(relation for _, _, relation in rows))[:limit]
 
     async def forget(self, what: Forget) -> int:
-        """Delete a scope's graph said at or before ``what.at``, or one entity or relation.
+        """Delete a scope's graph said at or before ``what.at``, one entity or relation, or
+        what one statement said (what another statement also said stays).
 
         Return how many relations went.
         """
@@ -128,6 +130,10 @@ class Neo4jGraph(BoundedGraph):
             statements = (cypher.FORGET_RELATION,)
         elif what.record_id is not None:
             statements = cypher.FORGET_MENTION
+        elif what.statement is not None:
+            params.update(agent_id=what.agent_id, owner=what.owner)
+            params.update(cypher.statement_params(what.statement))
+            statements = cypher.FORGET_STATEMENT
         elif what.owner is not None:
             params["owner"] = what.owner
             statements = cypher.FORGET_OWNER
@@ -227,7 +233,7 @@ class Neo4jGraph(BoundedGraph):
             source=self._incoming(row["source"]),
             at=datetime.fromisoformat(said) if said else None,
             provenance=load_provenance(
-                {key: row[key] for key in ("via", "person", "device", "conversation")}
+                {key: row[key] for key in ("via", "person", "device", "conversation", "statement")}
             ),
         )
 

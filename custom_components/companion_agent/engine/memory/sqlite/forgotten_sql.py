@@ -2,8 +2,10 @@
 
 ``forget`` writes its tombstone in the same transaction as its deletes; every add and graph
 merge asks ``refused`` in its own transaction, so a write dated at or before a forget of
-its scope (or of its content key) never lands, whatever order the two threads' calls took.
-Blocking: run on the store's worker thread only.
+its scope (or of its content key, or of the statement it was derived from) never lands,
+whatever order the two threads' calls took. The one-thing tombstones are bounded
+(``MAX_TOMBSTONES``, the newest kept, as in the outbox); those of whole scopes are few and
+all kept. Blocking: run on the store's worker thread only.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ...errors import MemoryInputError
-from ..tombstones import Tombstone, tombstone_of
+from ..tombstones import MAX_TOMBSTONES, Tombstone, tombstone_of
 from ..types import Forget, MemoryScope
 from . import graph_sql, records_sql
 from .records_sql import iso
@@ -21,17 +23,26 @@ from .vectors import VectorCache
 
 
 def forget_where(what: Forget) -> tuple[str, list[str]]:
-    """Return the WHERE fragment and params a ``Forget`` of a person and/or persona names.
+    """Return the WHERE fragment and params a ``Forget`` of a statement, person or persona names.
 
-    Raise ``MemoryInputError`` unless it names one record alone, or a person, a persona or
-    both (none of them empty). For a record it names nothing (the caller resolves it).
+    Raise ``MemoryInputError`` unless it names one record alone, one statement with its
+    person and persona, or a person, a persona or both (none of them empty). For a record
+    it names nothing (the caller resolves it). A statement's fragment fits ``memories`` and
+    ``graph_statements`` alike.
     """
     if what.record_id is not None:
-        if what.owner is not None or what.agent_id is not None or not what.record_id:
+        others = (what.owner, what.agent_id, what.statement)
+        if not what.record_id or any(v is not None for v in others):
             raise MemoryInputError("forget names one record, or a person and/or a persona")
         return "0", []
-    named = [v for v in (what.owner, what.agent_id) if v is not None]
-    if not named or not all(named):
+    if what.statement is not None:
+        if not (what.statement and what.owner and what.agent_id):
+            raise MemoryInputError("forget of a statement names it, its person and its persona")
+        return "environment = ? AND agent_id = ? AND owner = ? AND statement = ?", [
+            what.environment, what.agent_id, what.owner, what.statement,
+        ]  # fmt: skip
+    whose = [v for v in (what.owner, what.agent_id) if v is not None]
+    if not whose or not all(whose):
         raise MemoryInputError("forget names one record, or a person and/or a persona")
     parts, params = ["environment = ?"], [what.environment]
     if what.owner is not None:
@@ -55,6 +66,11 @@ def record(db: sqlite3.Connection, tombstone: Tombstone) -> None:
             tombstone.key or "",
             iso(tombstone.at),
         ),
+    )
+    db.execute(
+        "DELETE FROM forgotten WHERE key != '' AND rowid NOT IN "
+        "(SELECT rowid FROM forgotten WHERE key != '' ORDER BY rowid DESC LIMIT ?)",
+        (MAX_TOMBSTONES,),
     )
 
 
@@ -84,6 +100,11 @@ def forget(db: sqlite3.Connection, what: Forget, vectors: VectorCache) -> int:
         if (tombstone := tombstone_of(what, None if found is None else found[0])) is not None:
             record(db, tombstone)
         gone = delete_history(db, what.record_id, what.environment)
+    elif what.statement is not None:
+        tombstone = tombstone_of(what)
+        assert tombstone is not None
+        record(db, tombstone)
+        gone = delete_unlinked(db, where, params)
     else:
         whole = tombstone_of(what)
         assert whole is not None
@@ -116,3 +137,29 @@ def delete_history(
     marks = ",".join("?" * len(ids))
     db.execute(f"UPDATE memories SET supersedes = NULL WHERE supersedes IN ({marks})", ids)
     return records_sql.delete(db, f"id IN ({marks}) AND environment = ?", [*ids, environment])
+
+
+def delete_unlinked(
+    db: sqlite3.Connection, where: str, params: Sequence[str]
+) -> list[tuple[str, ...]]:
+    """Delete the records ``where`` names, each alone, as if never said; return their scopes.
+
+    A current conclusion among them gives its place back to the one it superseded (unless
+    that goes too); a record that superseded one of them keeps its place but no longer
+    points back.
+    """
+    rows = db.execute(
+        f"SELECT id, supersedes, valid_until FROM memories WHERE {where}", params
+    ).fetchall()
+    if not rows:
+        return []
+    ids = [str(row[0]) for row in rows]
+    marks = ",".join("?" * len(ids))
+    restored = [(str(by), str(old)) for by, old, until in rows if until is None and old]
+    db.executemany(
+        "UPDATE memories SET valid_until = NULL, superseded_by = NULL "
+        f"WHERE id = ? AND superseded_by = ? AND id NOT IN ({marks})",
+        [(old, by, *ids) for by, old in restored],
+    )
+    db.execute(f"UPDATE memories SET supersedes = NULL WHERE supersedes IN ({marks})", ids)
+    return records_sql.delete(db, f"id IN ({marks})", ids)

@@ -52,7 +52,8 @@ class EmbeddedGraph(BoundedGraph):
         )
 
     async def forget(self, what: Forget) -> int:
-        """Delete a scope's graph (said at or before ``what.at``), or one entity or relation.
+        """Delete a scope's graph (said at or before ``what.at``), one entity or relation, or
+        what one statement said (what another statement also said stays).
 
         A tombstone is kept in the same transaction (see ``EmbeddedStore.forget``).
         """
@@ -68,6 +69,8 @@ class EmbeddedGraph(BoundedGraph):
                 forgotten_sql.record(db, tombstone)
             if record_id is not None:
                 return graph_sql.forget_id(db, record_id, what.environment)
+            if what.statement is not None:
+                return graph_sql.forget_statement(db, where, params)
             return graph_sql.forget(db, where, params, what.moment)
 
         return await self._worker.transaction(work)

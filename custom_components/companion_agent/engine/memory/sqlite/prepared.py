@@ -11,7 +11,7 @@ from ...errors import EmbeddingError
 from ..embeddings import Embedder
 from ..inputs import CheckedMemory
 from ..keywords import segment
-from ..tombstones import memory_key
+from ..tombstones import memory_key, statement_keys
 from .vectors import pack
 
 LOGGER = logging.getLogger(__name__)
@@ -34,9 +34,10 @@ class PreparedMemory(CheckedMemory):
     vector_model: str | None = None
 
     @property
-    def key(self) -> str:
-        """Return the content key a one-record tombstone names (its topic, or its text)."""
-        return memory_key(self.kind == "state", self.topic, self.text)
+    def keys(self) -> list[str]:
+        """Return the keys one-thing tombstones name: its content's, its statement's."""
+        content = memory_key(self.kind == "state", self.topic, self.text)
+        return [content, *statement_keys(self.provenance.statement)]
 
 
 def prepare(checked: CheckedMemory) -> PreparedMemory:

@@ -3,9 +3,10 @@
 Details and summaries beyond their bounds go oldest first (by insertion), retired
 versions of a topic oldest retired first, relations least recently updated first;
 entities that no relation names go oldest first beyond ``relations`` (so a scope holds at
-most twice ``relations`` entities). Current state conclusions are never pruned. The FTS
-terms go with their records; the caller drops the scope's cached vectors. Blocking: run
-on the store's worker thread only, inside the caller's transaction.
+most twice ``relations`` entities), with the statement links of what went. Current state
+conclusions are never pruned. The FTS terms go with their records; the caller drops the
+scope's cached vectors. Blocking: run on the store's worker thread only, inside the
+caller's transaction.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 
 from ..bounds import MemoryBounds, ScopeKey
-from . import records_sql
+from . import graph_sql, records_sql
 
 _SCOPE = "agent_id = ? AND environment = ? AND owner = ?"
 
@@ -61,4 +62,5 @@ def prune_graph(db: sqlite3.Connection, scope: ScopeKey, bounds: MemoryBounds) -
         f"WHERE {_SCOPE}) - ?))",
         (*scope, *scope, bounds.relations),
     )
+    graph_sql.drop_orphan_links(db, _SCOPE, scope)
     return int(gone)

@@ -21,7 +21,7 @@ from .prepared import PreparedMemory
 
 COLUMNS = (
     "rowid, id, agent_id, owner, environment, kind, topic, text, source, created_at, "
-    "valid_from, valid_until, superseded_by, via, person, device, conversation"
+    "valid_from, valid_until, superseded_by, via, person, device, conversation, statement"
 )
 
 
@@ -48,7 +48,7 @@ def scope_clause(scopes: Sequence[MemoryScope], table: str = "") -> tuple[str, l
 def record(row: sqlite3.Row | tuple[object, ...]) -> MemoryRecord:
     """Return the record of one ``COLUMNS`` row."""
     (_, rid, agent, owner, env, kind, topic, text, source, created, since, until, by) = row[:13]
-    via, person, device, conversation = row[13:17]
+    via, person, device, conversation, statement = row[13:18]
     return MemoryRecord(
         id=str(rid),
         scope=MemoryScope(agent_id=str(agent), owner=str(owner), environment=str(env)),
@@ -65,6 +65,7 @@ def record(row: sqlite3.Row | tuple[object, ...]) -> MemoryRecord:
             person=_text(person),
             device=_text(device),
             conversation=_text(conversation),
+            statement=_text(statement),
         ),
     )
 
@@ -98,8 +99,8 @@ def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> tup
     cursor = db.execute(
         "INSERT INTO memories (id, agent_id, owner, environment, kind, topic, topic_key, "
         "text, source, created_at, valid_from, supersedes, vector, vector_model, "
-        "via, person, device, conversation) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "via, person, device, conversation, statement) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             memory.id,
             memory.scope.agent_id,
@@ -119,6 +120,7 @@ def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> tup
             origin.person,
             origin.device,
             origin.conversation,
+            origin.statement,
         ),
     )
     rowid = cursor.lastrowid

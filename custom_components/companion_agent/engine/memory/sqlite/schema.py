@@ -3,8 +3,10 @@
 One file holds everything: ``memories`` (one row per record, its vector as a float32
 BLOB), ``memory_terms`` (FTS5 over the segmented text, the turn before it in the same
 conversation, and the names it is about; rowid = the memory's rowid), ``entities`` and
-``relations`` (the graph), and ``forgotten`` (the tombstones every write checks in its own
-transaction). Every row carries its scope and its provenance. The file runs in WAL mode
+``relations`` (the graph), ``graph_statements`` (which statements said each entity and
+relation: forgetting a statement takes what no other statement said) and ``forgotten``
+(the tombstones every write checks in its own transaction). Every row carries its scope
+and its provenance, the statement it was derived from included. The file runs in WAL mode
 (``engine.sqlite``); ``user_version`` says which schema it has, and an older file is migrated
 when it opens, one step after another (``migrations``).
 """
@@ -21,13 +23,16 @@ from .migrations import migrate
 
 LOGGER = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 PROVENANCE = """via TEXT NOT NULL DEFAULT 'unknown',
     person TEXT,
     device TEXT,
-    conversation TEXT"""
+    conversation TEXT,
+    statement TEXT"""
 """Where a row's words came from: through what (``via``), from whom, on which device, in
-which conversation; the same columns on memories, entities and relations."""
+which conversation, from which statement; the same columns on memories, entities and
+relations (an entity keeps its first statement, a relation its last: ``graph_statements``
+has them all)."""
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS memories (
     rowid INTEGER PRIMARY KEY,
@@ -94,6 +99,19 @@ CREATE INDEX IF NOT EXISTS relations_object
     ON relations (agent_id, environment, owner, object_key);
 CREATE INDEX IF NOT EXISTS relations_id ON relations (id);
 CREATE INDEX IF NOT EXISTS entities_id ON entities (id);
+CREATE INDEX IF NOT EXISTS memories_statement
+    ON memories (statement, agent_id, environment, owner) WHERE statement IS NOT NULL;
+CREATE TABLE IF NOT EXISTS graph_statements (
+    agent_id TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    environment TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    statement TEXT NOT NULL,
+    said_at TEXT NOT NULL,
+    PRIMARY KEY (item_id, statement)
+);
+CREATE INDEX IF NOT EXISTS graph_statements_statement
+    ON graph_statements (statement, agent_id, environment, owner);
 CREATE TABLE IF NOT EXISTS forgotten (
     environment TEXT NOT NULL,
     agent_id TEXT NOT NULL DEFAULT '',

@@ -16,7 +16,9 @@ is kept within ``MemoryBounds`` (see ``bounds`` and ``sqlite_pruning``).
 
 Forget wins: ``forget`` keeps its tombstone in the same transaction as its deletes, and
 ``add`` leaves out, in its own transaction, every memory a tombstone refuses (dated at or
-before a forget of its scope or its content), so the two never race.
+before a forget of its scope, its content or the statement it was derived from), so the two
+never race. A forget of a statement deletes its records here and its graph facts in the
+graph (``EmbeddedGraph.forget``), each in one transaction with the statement's tombstone.
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ class EmbeddedStore(memory_types.MemoryStore):
             kept = [
                 memory
                 for memory in prepared
-                if not forgotten_sql.refused(db, memory.scope, memory.at, [memory.key])
+                if not forgotten_sql.refused(db, memory.scope, memory.at, memory.keys)
             ]
             inserted = [records_sql.insert(db, memory, now) for memory in kept]
             rowids = [rowid for rowid, _ in inserted]
@@ -230,8 +232,9 @@ class EmbeddedStore(memory_types.MemoryStore):
     async def forget(self, what: Forget) -> int:
         """Delete what ``what`` names, history included (a person's or persona's graph too).
 
-        A person's or persona's records go if said at or before ``what.at``; the tombstone
-        is kept in the same transaction, so no later add of an older memory lands.
+        A person's or persona's records go if said at or before ``what.at``; a statement's
+        go each alone (its graph facts: ``graph.forget``); the tombstone is kept in the same
+        transaction, so no later add of an older memory lands.
         """
         forget_where(what)
         return await self._worker.transaction(
