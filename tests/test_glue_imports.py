@@ -35,6 +35,7 @@ ALLOWED = {
     # What only the host supplies.
     "engine.tools.contract": "the contract of the host's tools (HA's LLM API)",
     "engine.tools.registry": "the host's tools",
+    "engine.tools.holding": "what the host's tools are about, for the line said while they run",
     "engine.guard.policy": "the host's guard rules (HA's locks, alarms, covers), its targets",
     "engine.memory.backends": "the memory a host configures, and checking it",
     "engine.redaction": "secrets out of titles and log lines",

@@ -29,12 +29,14 @@ from homeassistant.helpers import area_registry as ar
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers import intent, llm
 
+from .agent.cameras import CAMERA_DOMAIN
 from .agent.tool_schemas import OPEN_OBJECT, SchemaConversionError, json_schema
 from .const import DOMAIN, LOGGER
 from .engine.errors import ToolExecutionError, ToolValidationError
 from .engine.guard.policy import Target
 from .engine.json_types import JSONObject, JSONValue
 from .engine.tools.contract import Policy, ToolContext, ToolSpec
+from .engine.tools.holding import HoldingHint
 from .engine.tools.registry import Tool
 from .engine.vision import CAMERA_TOOL
 
@@ -240,7 +242,24 @@ class HassTurnTools:
             policy=_policy(identity, marks, intents),
             aliases=identity.aliases,
             read_only=hints.read_only if hints else identity.base in READ_ONLY_TOOLS,
+            holding=self._holding(identity),
         )
+
+    def _holding(self, identity: ToolIdentity) -> HoldingHint:
+        """Say what a slow call is about: a camera's tool looks at one, any other the home."""
+        if identity.integration == CAMERA_DOMAIN:
+            return HoldingHint(kind="camera", target=self._camera_name)
+        return HoldingHint(kind="home", target=_named_target)
+
+    def _camera_name(self, args: JSONObject) -> str | None:
+        """Return the name of the camera a call names (by entity id, or by name)."""
+        entity_id = args.get("entity_id", args.get("camera"))
+        if isinstance(entity_id, list):
+            entity_id = entity_id[0] if entity_id else None
+        if isinstance(entity_id, str) and entity_id.startswith(f"{CAMERA_DOMAIN}."):
+            state = self.hass.states.get(entity_id)
+            return None if state is None else state.name
+        return _text(args.get("name"))
 
     async def resolve(self, tool_id: str, args: JSONObject, ctx: ToolContext) -> Sequence[Target]:
         """Return the exposed entities the call would act on, matched as HA's intents do.
@@ -341,6 +360,14 @@ def _target(state: State, service: str | None) -> Target:
         device_class=str(device_class) if device_class else None,
         name=state.name,
     )
+
+
+def _named_target(args: JSONObject) -> str | None:
+    """Return what an intent's call names, as HA's intents match it: name, area, then floor."""
+    name = _text(args.get("name"))
+    if name is not None and name != "all":
+        return name
+    return _text(args.get("area")) or _text(args.get("floor"))
 
 
 def _text(value: JSONValue | None) -> str | None:

@@ -21,8 +21,11 @@ from custom_components.companion_agent.engine.plugins import (
     TurnContext,
 )
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
+from custom_components.companion_agent.engine.tools.holding import HoldingHint
 from custom_components.companion_agent.engine.tools.registry import Tool
 
+MEMORY = HoldingHint(kind="memory")
+"""What the persona says while the diary is slow: a memory line."""
 WRITE_SPEC = ToolSpec(
     name="diary_write",
     description="Write a short note into today's diary, e.g. something the person wants kept.",
@@ -64,8 +67,8 @@ class DiaryPlugin(HookPlugin, ToolPlugin):
     def tools(self) -> Sequence[Tool]:
         """Return ``diary_write`` and ``diary_read``."""
         return [
-            Tool(spec=WRITE_SPEC, handler=self._write_tool),
-            Tool(spec=READ_SPEC, handler=self._read_tool, read_only=True),
+            Tool(spec=WRITE_SPEC, handler=self._write_tool, holding=MEMORY),
+            Tool(spec=READ_SPEC, handler=self._read_tool, read_only=True, holding=MEMORY),
         ]
 
     async def on_before_turn(self, user_text: str, ctx: TurnContext) -> str | None:

@@ -15,6 +15,7 @@ from custom_components.companion_agent.engine.errors import (
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
 from custom_components.companion_agent.engine.plugins import PluginContext, ToolPlugin
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
+from custom_components.companion_agent.engine.tools.holding import HoldingHint
 from custom_components.companion_agent.engine.tools.registry import Tool
 
 MAX_RESULTS = 10
@@ -70,7 +71,7 @@ class WebSearchPlugin(ToolPlugin):
 
     def tools(self) -> Sequence[Tool]:
         """Return the ``web_search`` tool."""
-        return [Tool(spec=SPEC, handler=self._search)]
+        return [Tool(spec=SPEC, handler=self._search, holding=HoldingHint(kind="search"))]
 
     async def _search(self, args: JSONObject, ctx: ToolContext) -> JSONValue:
         """Search once and return results marked untrusted."""

@@ -24,6 +24,7 @@ from custom_components.companion_agent.engine.engine import (
     RoleChoice,
     RoleChoices,
 )
+from custom_components.companion_agent.engine.events import SentenceOutput
 from custom_components.companion_agent.engine.memory.backends import MemoryConfig
 from custom_components.companion_agent.engine.messages import ToolCallRequest
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolOutcome
@@ -256,3 +257,56 @@ async def test_a_profile_may_hold_the_camera_for_a_yes(
     await engine.close()
     assert [call.status for call in result.tool_calls] == ["pending_confirmation"]
     assert door.taken == 0
+
+
+@dataclass
+class SlowFrontDoor(FrontDoor):
+    """The front door's camera, whose snapshot comes once the turn has said something."""
+
+    said: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def snapshot(self, camera_id: str, bounds: ImageBounds) -> ImagePart:
+        """Hand over the JPEG once a sentence has been said (5 s at most)."""
+        async with asyncio.timeout(5):
+            await self.said.wait()
+        return await super().snapshot(camera_id, bounds)
+
+
+async def test_a_slow_snapshot_is_bridged_by_a_line_naming_the_camera(
+    llm_server: LLMServer, settings: EngineSettings, tmp_path: Path
+) -> None:
+    """While the camera is slow the persona says it is looking, by the camera's own name."""
+    write_profile(
+        tmp_path / "user",
+        "watcher",
+        """
+        [models]
+        chat_images = true
+        [holding]
+        after = 0.2
+        [holding.en]
+        camera = "One moment, I'm looking at the {target}."
+        camera_any = "One moment, I'm looking at the camera."
+        """,
+    )
+    engine = Engine(settings)
+    await engine.start()
+    door = SlowFrontDoor()
+    llm_server.script(
+        Reply.tool_calls(("c1", "camera", LOOK)), Reply.text("A courier is at the door.")
+    )
+    turn = engine.start_turn(
+        ask(engine.persona("p1", "watcher"), "Who is at the door?", host_cameras=door)
+    )
+    spoken = []
+    async for item in turn.items():
+        if isinstance(item, SentenceOutput):
+            spoken.append(item.tts_text)
+            door.said.set()
+    result = await turn.result
+    await engine.close()
+    assert (
+        " ".join(spoken) == "One moment, I'm looking at the Front door. A courier is at the door."
+    )
+    assert result.shown == "One moment, I'm looking at the Front door.\nA courier is at the door."
+    assert door.taken == 1

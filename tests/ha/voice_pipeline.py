@@ -8,6 +8,7 @@ engine starts, to cancel one as a barge-in would or to read its speech.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pytest
@@ -68,7 +69,19 @@ async def voice(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Voice:
     """Set up Assist, an entry with a persona and a voice (via the proxy), and a pipeline."""
-    entry = await setup_companion(persona(), wyoming_voice(proxy.host, proxy.port))
+    return await async_voice(hass, setup_companion, proxy, monkeypatch)
+
+
+async def async_voice(
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    proxy: WyomingProxy,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    llm_apis: Sequence[str] = (),
+) -> Voice:
+    """Set up what ``voice`` does, the persona on ``llm_apis`` (HA's tools: none by default)."""
+    entry = await setup_companion(persona(llm_apis=llm_apis), wyoming_voice(proxy.host, proxy.port))
     agent = entity_id(hass, entry, "conversation")
     tts = tts_entity(hass, entry)
     pipeline = await create_pipeline(hass, "Companion voice", agent, tts.entity_id)

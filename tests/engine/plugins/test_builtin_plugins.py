@@ -246,3 +246,13 @@ def test_web_search_without_a_url_is_a_named_problem(
     assert (problem.path.name, problem.key) == (where, key)
     assert "SearXNG" in problem.message
     assert plugins.tools == ()
+
+
+def test_the_shipped_tools_say_what_they_do_while_they_run(
+    tmp_path: Path, host: HostServices
+) -> None:
+    """A slow search gets the persona's search line, a slow diary its memory line."""
+    text = search_profile("http://127.0.0.1:9").replace('["web_search"]', '["web_search", "diary"]')
+    plugins = activate(tmp_path, host, text)
+    kinds = {name: hint.kind for name, hint in ToolRegistry(plugins.tools).holding_hints().items()}
+    assert kinds == {"web_search": "search", "diary_write": "memory", "diary_read": "memory"}

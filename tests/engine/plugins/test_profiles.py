@@ -16,6 +16,7 @@ from custom_components.companion_agent.engine.plugins import (
     load_library,
     load_plugins,
 )
+from custom_components.companion_agent.engine.tools.holding import KINDS
 from custom_components.companion_agent.engine.turn.prompt import PromptBuilder
 
 from .samples import HOOK_CODE, HOOK_TOML, write_plugin, write_profile
@@ -66,6 +67,25 @@ def test_the_shipped_profiles_and_plugins_load() -> None:
     assert "Simplified Chinese (zh-CN)" in system
 
 
+def test_every_shipped_profile_holds_the_line_in_english_and_chinese() -> None:
+    """Each kind has a line with its target and one without, in each persona's own words."""
+    profiles = {profile.id: profile for profile in load_library(builtin_roots()).profiles}
+    for profile in profiles.values():
+        holding = profile.holding
+        assert holding.active
+        assert holding.after == 1.5
+        for language in ("en", "zh"):
+            for kind in KINDS:
+                with_target = holding.phrase((language,), kind, "Porch")
+                without = holding.phrase((language,), kind, None)
+                assert with_target is not None
+                assert without is not None
+                assert "{" not in with_target + without
+            assert "Porch" in (holding.phrase((language,), "camera", "Porch") or "")
+    english = [p.holding.phrase(("en",), "camera", None) for p in profiles.values()]
+    assert len(set(english)) == len(profiles)  # each persona says it its own way
+
+
 @pytest.mark.parametrize(
     ("text", "key", "words"),
     [
@@ -91,6 +111,14 @@ def test_the_shipped_profiles_and_plugins_load() -> None:
         (OVERRIDE + "note = 5\n", "plugins.recorder.note", "expected a string, got an integer"),
         ("[plugins]\nrecorder = 1\n", "plugins.recorder", "expected a table"),
         ('name = "unterminated\n', "(toml)", "not valid TOML"),
+        ("[holding]\nafter = 0\n", "holding.after", "enabled = false"),
+        ('[holding]\nenabled = "no"\n', "holding.enabled", "expected a boolean"),
+        ('[holding.english]\ndefault = "Hm."\n', "holding.english", "language tag"),
+        ('[holding.en]\nweather = "Hm."\n', "holding.en.weather", "unknown key"),
+        ('[holding.en]\ncamera = "At {where}."\n', "holding.en.camera", "not {where}"),
+        ('[holding.zh]\nhome_any = "看{target}"\n', "holding.zh.home_any", "no {target}"),
+        ('[holding.en]\nsearch = "A {"\n', "holding.en.search", "not a valid template"),
+        ("[holding.en]\ndefault = 1\n", "holding.en.default", "expected a string"),
     ],
 )
 def test_malformed_profile_names_file_and_key(
@@ -259,3 +287,19 @@ def test_follow_ups_are_on_unless_the_profile_turns_them_off(tmp_path: Path) -> 
     assert library.problems == ()
     follow_ups = {profile.id: profile.output.follow_ups for profile in library.profiles}
     assert follow_ups == {"plain": True, "quiet": False, "eager": True}
+
+
+def test_holding_lines_are_off_without_phrases_or_when_disabled(tmp_path: Path) -> None:
+    """No ``[holding]``: nothing to say; ``enabled = false`` keeps the phrases but says none."""
+    write_profile(tmp_path, "plain", 'name = "Plain"\n')
+    write_profile(tmp_path, "quiet", '[holding]\nenabled = false\n[holding.en]\ndefault = "Hm."\n')
+    write_profile(tmp_path, "slow", '[holding]\nafter = 3\n[holding.zh-CN]\ndefault = "嗯。"\n')
+    library = load_library([tmp_path])
+    assert library.problems == ()
+    holding = {profile.id: profile.holding for profile in library.profiles}
+    assert not holding["plain"].active
+    assert not holding["quiet"].active
+    assert holding["quiet"].phrase(("en",), "camera", None) == "Hm."
+    assert holding["slow"].active
+    assert holding["slow"].after == 3.0
+    assert holding["slow"].phrase(("zh-cn",), "search", None) == "嗯。"

@@ -10,7 +10,7 @@ Blocking (file reads): hosts run loading in an executor.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -20,6 +20,14 @@ import voluptuous as vol
 from ..errors import ConfigFileError, PluginConfigError, ProfileConfigError
 from ..llm.roles import ROLES, ModelChoice
 from ..tools.contract import Policy
+from ..tools.holding import (
+    ANY,
+    DEFAULT_AFTER,
+    KINDS,
+    HoldingPhrases,
+    language_key,
+    template_problem,
+)
 from .config import TEXT, PluginConfig, array, of_type, read_toml, reporting, table, unique
 from .loader import PROFILES_DIR, LoadProblem, PluginCatalog
 
@@ -115,6 +123,8 @@ class Profile:
     policy: Mapping[str, PolicyLevel] = field(default_factory=lambda: MappingProxyType({}))
     faces: Mapping[str, FaceImage] = field(default_factory=lambda: MappingProxyType({}))
     """Face images by emotion tag (``[face]``), for dashboards; none: a drawn face."""
+    holding: HoldingPhrases = field(default_factory=HoldingPhrases)
+    """What the persona says while a slow tool runs (``[holding]``); none: nothing."""
 
     @property
     def plugin_ids(self) -> tuple[str, ...]:
@@ -124,6 +134,55 @@ class Profile:
 
 TEXTS = vol.All(array(TEXT, "strings"), unique)
 TAG = vol.All(TEXT, vol.Match(ACTION, msg="not a valid tag (no spaces or brackets)"))
+
+
+def phrase(*, targeted: bool) -> vol.All:
+    """Return the validator of a holding phrase (``targeted``: it may name ``{target}``)."""
+
+    def check(template: str) -> str:
+        """Pass a template that is fit to be said; say what is wrong with any other."""
+        if (problem := template_problem(template, targeted=targeted)) is not None:
+            raise vol.Invalid(problem)
+        return template
+
+    return vol.All(TEXT, check)
+
+
+def holding_phrases(**values: object) -> HoldingPhrases:
+    """Build ``[holding]`` (checked by ``HOLDING``): its settings, its phrases by language."""
+    enabled = values.pop("enabled", True)
+    after = values.pop("after", DEFAULT_AFTER)
+    tables = {
+        language_key(language): MappingProxyType({str(k): str(v) for k, v in table.items()})
+        for language, table in values.items()
+        if isinstance(table, dict)
+    }
+    return HoldingPhrases(
+        enabled=enabled is True,
+        after=after if isinstance(after, float) else DEFAULT_AFTER,
+        languages=MappingProxyType(tables),
+    )
+
+
+PHRASES: dict[Hashable, object] = {
+    **{vol.Optional(kind): phrase(targeted=True) for kind in KINDS},
+    **{vol.Optional(f"{kind}{ANY}"): phrase(targeted=False) for kind in KINDS},
+}
+HOLDING = table(
+    {
+        vol.Optional("enabled"): of_type("boolean"),
+        vol.Optional("after"): vol.All(
+            of_type("float"),
+            vol.Range(
+                min=0.2, max=10, msg="expected 0.2 to 10 seconds (enabled = false: no lines)"
+            ),
+        ),
+        vol.All(
+            TEXT, vol.Match(LANGUAGE, msg="expected a language tag such as 'en' or 'zh-CN'")
+        ): table(PHRASES),
+    },
+    into=holding_phrases,
+)
 SCHEMA = vol.Schema(
     {
         vol.Required("id"): vol.All(
@@ -155,6 +214,7 @@ SCHEMA = vol.Schema(
         vol.Optional("turn_deadline"): vol.All(of_type("float"), vol.Range(min=1)),
         vol.Optional("plugins"): table({vol.Optional("enabled"): TEXTS, str: of_type("table")}),
         vol.Optional("face"): table({TAG: TEXT}),
+        vol.Optional("holding"): HOLDING,
         vol.Optional("policy"): vol.All(
             table({str: vol.In(POLICY_LEVELS, msg=f"expected one of {', '.join(POLICY_LEVELS)}")}),
             vol.Coerce(MappingProxyType),

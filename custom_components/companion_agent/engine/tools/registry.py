@@ -25,6 +25,7 @@ from .contract import (
     argument_problem,
     parse_arguments,
 )
+from .holding import HoldingHint
 from .results import DEFAULT_MAX_RESULT_CHARS, failure, normalise_result
 from .schema import SchemaValidator, compiled, strict_schema
 
@@ -85,6 +86,8 @@ class Tool:
     read_only: bool = False
     """The tool only reads (HA's annotation, a plugin's word): a persona whose profile could
     not be read, and so holds every action for a yes, still runs it at once."""
+    holding: HoldingHint | None = None
+    """What the line said while a slow call runs is about; None: the persona's default."""
 
     @property
     def tool_id(self) -> str:
@@ -155,6 +158,14 @@ class ToolRegistry:
     def specs(self) -> Sequence[ToolSpec]:
         """Return the specs of every registered tool."""
         return [entry.tool.spec for entry in self._entries.values()]
+
+    def holding_hints(self) -> dict[str, HoldingHint]:
+        """Return the holding hint of every registered tool that has one, by tool id."""
+        return {
+            name: entry.tool.holding
+            for name, entry in self._entries.items()
+            if entry.tool.holding is not None
+        }
 
     def unknown(self, tool_id: str) -> ToolOutcome:
         """Return the failure for a call to a tool that does not exist."""

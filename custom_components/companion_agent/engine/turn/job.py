@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass
 
 from ..events import TurnResult
-from ..messages import AssistantMessage
 from ..pipeline import join_speech
 from ..plugins import TurnContext
 from .history import ConversationHistory, HistoryView, store_in
@@ -60,9 +59,7 @@ async def store_turn(job: TurnJob, record: TurnRecord, result: TurnResult) -> No
     """Add the exchange to the conversation (written to disk later); never raise."""
     request = job.request
     heard = result.shown if result.outcome in ("interrupted", "timed_out") else None
-    messages = as_heard(
-        [*record.messages, AssistantMessage(content="".join(record.partial))], heard
-    )
+    messages = as_heard(record.as_said(), heard)
     stored = StoredTurn(
         user=request.text,
         messages=messages,

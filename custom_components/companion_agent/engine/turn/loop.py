@@ -2,9 +2,12 @@
 
 Text streams out the moment the model sends it; the tool calls of one round run
 concurrently, each reported as it ends, their results sent back in call order; the loop
-runs at most ``max_rounds`` model calls. Everything the model saw and did is written into
-the turn's ``TurnRecord`` as it happens, so whoever ends the turn (the answer, a cancel,
-the deadline) finds an exact account in it.
+runs at most ``max_rounds`` model calls. A round whose calls still run after the persona's
+``[holding] after`` seconds says one holding line ("One moment, I'm looking at the
+camera."), so a speaker never waits in silence; the person hears it and it is stored, the
+model never sees it. Everything the model saw and did is written into the turn's
+``TurnRecord`` as it happens, so whoever ends the turn (the answer, a cancel, the deadline)
+finds an exact account in it.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from ..errors import LLMError
 from ..events import TextDelta, ThinkingDelta, ToolCallEvent, ToolStatus, TurnOutcome
 from ..llm import ChatModel, PartialToolCall, RoundEnd
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
+from ..pipeline.marks import CLOSERS, NEWLINES, RUN_MARKUP, TERMINATORS
 from ..plugins.profile import DEFAULT_MAX_ROUNDS
 from ..redaction import redact, shown_arguments
 from ..tools.contract import ToolContext, ToolOutcome, ToolSpec, ToolSuccess, parse_arguments
+from ..tools.holding import HoldingLines
 from ..tools.registry import ToolExecutor, failure
 from .language import LanguageCheck
 
@@ -47,11 +52,15 @@ class SpokenLines:
 class TurnRecord:
     """What one turn did so far: its messages as the model saw them, events, usage, outcome.
 
-    ``partial`` is the text of the round in progress, not yet a message.
+    ``partial`` is the text of the round in progress, not yet a message. ``held`` are the
+    holding lines said while a round's tools ran: never sent to the model, but stored with
+    the message whose calls they were said during (``as_said``), as the person heard them.
     """
 
     messages: list[ChatMessage] = field(default_factory=list)
     partial: list[str] = field(default_factory=list)
+    held: list[tuple[int, str]] = field(default_factory=list)
+    """Each holding line, as shown, after the index of the message whose calls it covered."""
     events: list[ToolCallEvent] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     rounds: int = 0
@@ -66,6 +75,19 @@ class TurnRecord:
         written = [m.content for m in self.messages if isinstance(m, AssistantMessage)]
         return "".join([*written, *self.partial])
 
+    def as_said(self) -> list[ChatMessage]:
+        """Return the turn's messages as the person was told them, the round in progress too.
+
+        Each holding line joins the content of the message whose calls it was said during,
+        so the stored text reads in the order it was shown.
+        """
+        said = list(self.messages)
+        for index, line in self.held:
+            message = said[index]
+            if isinstance(message, AssistantMessage):
+                said[index] = replace(message, content=message.content + line)
+        return [*said, AssistantMessage(content="".join(self.partial))]
+
 
 class AgentCore:
     """Run turns: stream text the moment it arrives, run tools, loop a bounded number of times."""
@@ -78,8 +100,13 @@ class AgentCore:
         *,
         max_rounds: int = DEFAULT_MAX_ROUNDS,
         tool_ceiling: float = TOOL_CALL_CEILING,
+        holding: HoldingLines | None = None,
     ) -> None:
-        """Bind the model, the tools and the host's spoken lines; bound the model calls."""
+        """Bind the model, the tools and the host's spoken lines; bound the model calls.
+
+        With ``holding``, a tool round still running after ``holding.after`` seconds says
+        one holding line (see ``_run_tools``); without, a slow tool is silent.
+        """
         if max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
         self._model = model
@@ -87,6 +114,7 @@ class AgentCore:
         self._lines = lines
         self._max_rounds = max_rounds
         self._tool_ceiling = tool_ceiling
+        self._holding = holding
 
     async def run_turn(
         self, messages: Sequence[ChatMessage], ctx: ToolContext, record: TurnRecord
@@ -95,17 +123,18 @@ class AgentCore:
         prompt = list(messages)
         specs = self._tools.specs()
         model = LanguageCheck(self._model, ctx.language, messages)
-        last = ""
+        last = edge = ""  # the model's last character; the last one shown (a line's too)
+        said: set[str] = set()
         for rounds in range(1, self._max_rounds + 1):
             record.rounds = rounds
             end = RoundEnd(error=LLMError("the stream ended without an end", retryable=False))
             async for item in model.stream_with_tools([*prompt, *record.messages], specs):
                 match item:
                     case str() if item:
-                        if last and not record.partial and not last.isspace():
+                        if edge and not record.partial and not edge.isspace():
                             yield TextDelta(text="\n")
                         record.partial.append(item)
-                        last = item[-1]
+                        last = edge = item[-1]
                         yield TextDelta(text=item, model_text=item)
                     case ThinkingDelta():
                         yield item
@@ -128,14 +157,19 @@ class AgentCore:
             record.messages.append(AssistantMessage(content=text, tool_calls=kept))
             if end.error is not None:
                 record.outcome, record.reason = ("cut" if last else "failed"), str(end.error)
-                yield _notice(self._lines.cut if last else self._lines.unreachable, last)
+                yield _notice(self._lines.cut if last else self._lines.unreachable, edge)
                 return
             if not end.tool_calls:
                 return
-            async for event in self._run_tools(end.tool_calls, specs, ctx, record):
-                yield event
+            hold = None
+            if self._holding is not None and closes_sentence(record.text):
+                hold = _Hold(lines=self._holding, said=said, lead=_lead(edge))
+            async for out in self._run_tools(end.tool_calls, specs, ctx, record, hold):
+                if isinstance(out, TextDelta):
+                    edge = out.text[-1]
+                yield out
         record.outcome, record.reason = "failed", "too many tool rounds"
-        yield _notice(self._lines.rounds, last)
+        yield _notice(self._lines.rounds, edge)
 
     async def _run_tools(
         self,
@@ -143,11 +177,14 @@ class AgentCore:
         specs: Sequence[ToolSpec],
         ctx: ToolContext,
         record: TurnRecord,
-    ) -> AsyncIterator[ToolCallEvent]:
+        hold: _Hold | None,
+    ) -> AsyncIterator[ToolCallEvent | TextDelta]:
         """Run one round's calls concurrently; report each as it ends; answer in call order.
 
-        Cancelled (the person interrupted): calls not yet at their tool are cancelled at
-        once; a call already running finishes (the executor shields it) and is recorded.
+        With ``hold``, a round with a call still running ``hold.lines.after`` seconds after
+        it began says one holding line, for the first such call. Cancelled (the person
+        interrupted): calls not yet at their tool are cancelled at once; a call already
+        running finishes (the executor shields it) and is recorded.
         """
         names = {spec.name for spec in specs}
         runnable = [c.name in names and parse_arguments(c.arguments) is not None for c in calls]
@@ -156,10 +193,22 @@ class AgentCore:
                 yield _event(call, None)
         outcomes: dict[str, ToolOutcome] = {}
         tasks = {asyncio.create_task(self._execute(call, ctx)): call for call in calls}
+        clock = asyncio.get_running_loop()
+        hold_at = None if hold is None else clock.time() + hold.lines.after
         try:
             pending = set(tasks)
             while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                wait = None if hold_at is None else max(hold_at - clock.time(), 0.0)
+                done, pending = await asyncio.wait(
+                    pending, timeout=wait, return_when=asyncio.FIRST_COMPLETED
+                )
+                if not done and hold is not None:
+                    hold_at = None  # one line a round at most
+                    running = sorted((tasks[task] for task in pending), key=calls.index)
+                    if (line := hold.line(running)) is not None:
+                        record.held.append((len(record.messages) - 1, line))
+                        yield TextDelta(text=line, model_text=line)
+                    continue
                 for task in sorted(done, key=lambda t: calls.index(tasks[t])):
                     outcomes[tasks[task].call_id] = task.result()
                     event = _event(tasks[task], task.result())
@@ -202,6 +251,46 @@ async def _settle(
     for task, call in tasks.items():
         if task.done() and not task.cancelled() and task.exception() is None:
             outcomes.setdefault(call.call_id, task.result())
+
+
+def closes_sentence(text: str) -> bool:
+    """Say whether ``text`` (what the model wrote so far) stops at a sentence's end, or is empty.
+
+    A line break ends one; else the last mark before any closing quotes, brackets and
+    emphasis must be a terminator (``. ! ? … 。 ！ ？``): a line said after anything else
+    would cut into the middle of a sentence being spoken.
+    """
+    text = text.rstrip(" \t")
+    if not text or text[-1] in NEWLINES:
+        return True
+    text = text.rstrip("".join(CLOSERS) + "'" + RUN_MARKUP)
+    return bool(text) and text[-1] in TERMINATORS
+
+
+def _lead(edge: str) -> str:
+    """Return what puts a line on a line of its own after the last character shown."""
+    return "\n" if edge and edge not in NEWLINES else ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Hold:
+    """One round's holding line: the turn's lines, those it said, what starts a new line."""
+
+    lines: HoldingLines
+    said: set[str]
+    lead: str
+
+    def line(self, running: Sequence[ToolCallRequest]) -> str | None:
+        """Return the text to show for the calls still ``running``, once; None: say nothing.
+
+        It ends with a line break, so the sentence divider closes it at once and the
+        model's next text starts a sentence of its own.
+        """
+        line = self.lines.line(running, self.said)
+        if line is None:
+            return None
+        self.said.add(line)
+        return f"{self.lead}{line}\n"
 
 
 def _not_run(call: ToolCallRequest) -> ToolOutcome:

@@ -17,6 +17,7 @@ import weakref
 from asyncio import Task
 from collections.abc import Coroutine
 from dataclasses import replace
+from types import MappingProxyType
 
 from ..chars import cut_text, valid_text
 from ..events import SentenceOutput, TextDelta, TurnOutcome
@@ -29,6 +30,7 @@ from ..pipeline import (
     speech_config,
 )
 from ..plugins import Profile, TurnContext
+from ..tools.holding import HoldingLines, language_chain
 from ..tools.registry import ToolRegistry
 from .handle import Turn
 from .history import ConversationHistory, HistoryView, amend_in
@@ -229,7 +231,13 @@ class TurnRunner:
             history, block
         )
         model = chat_model(request)
-        core = AgentCore(model, executor, request.lines, max_rounds=profile.max_rounds)
+        core = AgentCore(
+            model,
+            executor,
+            request.lines,
+            max_rounds=profile.max_rounds,
+            holding=holding_lines(profile, ctx.language, registry),
+        )
         config = pipeline_config(profile)
         replies = core.run_turn(messages, ctx, record)
         if not persona.plugins.transforms:  # a voice may begin on the first sentence's end
@@ -238,6 +246,17 @@ class TurnRunner:
         async for item in items:
             job.sink.put(item)
         return turn_ctx
+
+
+def holding_lines(profile: Profile, language: str, registry: ToolRegistry) -> HoldingLines | None:
+    """Return the turn's holding lines: the profile's, in the turn's language; None: none."""
+    if not profile.holding.active:
+        return None
+    return HoldingLines(
+        phrases=profile.holding,
+        languages=language_chain(language, profile.language),
+        hints=MappingProxyType(registry.holding_hints()),
+    )
 
 
 def _say(sink: TurnSink, text: str, shown: str) -> None:

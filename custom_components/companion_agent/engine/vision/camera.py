@@ -19,6 +19,7 @@ from ..errors import VisionError
 from ..json_types import JSONObject, JSONValue
 from ..messages import ImagePart
 from ..tools.contract import ToolContext, ToolImages, ToolSpec
+from ..tools.holding import HoldingHint
 from ..tools.registry import Tool
 from .images import ImageBounds, checked_image
 from .summarizer import VisionSummarizer
@@ -95,10 +96,17 @@ def camera_tool(
         return {"camera": camera_id, "description": description}
 
     described = summarizer.timeout if summarizer is not None and not sees_images else 0.0
+    names = {camera.camera_id: camera.name for camera in cameras}
+
+    def looked_at(args: JSONObject) -> str | None:
+        """Name the camera a call looks through, for the holding line."""
+        return names.get(str(args.get("camera", ""))) or None
+
     return Tool(
         spec=_spec(cameras),
         handler=look,
         timeout_ms=int((snapshot_timeout + described + 2.0) * 1000),
+        holding=HoldingHint(kind="camera", target=looked_at),
     )
 
 
