@@ -242,3 +242,65 @@ async def test_has_tools_name_their_target_for_the_line(hass: HomeAssistant) -> 
         "camera",
         None,
     )
+
+
+BYTES_PER_SECOND = 22050 * 2
+"""The WAV our voice gives this run: en_US-joe-medium, 22.05 kHz, 16-bit mono."""
+
+
+def longest_dry_spell(arrivals: list[tuple[float, int]], until: float) -> float:
+    """Return the longest time, until ``until``, a device playing the audio as it came had none."""
+    ends: float | None = None
+    longest = 0.0
+    for at, size in arrivals:
+        if ends is not None:
+            longest = max(longest, at - ends)
+        ends = max(at, ends if ends is not None else at) + size / BYTES_PER_SECOND
+    return max(longest, until - ends) if ends is not None else until
+
+
+async def test_the_line_opens_has_stream_which_never_runs_dry_while_the_tool_runs(
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The call came before any text: HA opens its TTS stream on the line, not on the answer.
+
+    From then on the audio leaving HA keeps coming while the tool runs (the voice hands on
+    silence once the line has played), so a satellite never waits seconds for more.
+    """
+    loop = asyncio.get_running_loop()
+    tool = CellarTool(slow=True)
+    voice = await cellar_voice(hass, setup_companion, proxy, monkeypatch, tool)
+    llm_server.script(Reply.tool_calls(CALL), Reply.text(ANSWER))
+    flight = start_text_run(hass, voice.pipeline, "Is the cellar dry?", timeout=TIMEOUT)
+    await asyncio.wait_for(tool.called.wait(), TIMEOUT)
+    arrivals: list[tuple[float, int]] = []
+
+    async def read() -> None:
+        """Read HA's stream as a satellite does, noting when each piece of audio came."""
+        header = 44
+        async for part in flight.audio():
+            arrivals.append((loop.time(), max(0, len(part) - header)))
+            header = max(0, header - len(part))
+
+    reader = asyncio.create_task(read())
+    await asyncio.sleep(6.0)  # the tool still runs
+    now = loop.time()
+    assert not tool.let_go.is_set()
+    opened = [
+        e
+        for e in flight.events
+        if e.type is PipelineEventType.INTENT_PROGRESS and (e.data or {}).get("tts_start_streaming")
+    ]
+    assert opened  # on the line, while the tool ran
+    assert arrivals  # the line's audio left HA
+    assert tool.began is not None
+    assert arrivals[0][0] - tool.began < DEADLINE + 0.5
+    assert longest_dry_spell(arrivals, now) < 1.0  # the line, then silence as it runs low
+    tool.let_go.set()
+    await asyncio.wait_for(reader, TIMEOUT)
+    await flight.done()
+    assert " ".join(proxy.texts) == f"{LINE} {ANSWER}"
