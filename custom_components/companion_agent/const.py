@@ -38,6 +38,8 @@ CONF_RETENTION_DAYS = "retention_days"
 DEFAULT_RETENTION_DAYS = 30
 CONF_FIRST_TOKEN_TIMEOUT = "first_token_timeout"
 DEFAULT_FIRST_TOKEN_TIMEOUT = 8
+CONF_BUSY_TIMEOUT = "busy_timeout"
+"""A role's wait for a server that took the request but is busy (empty: the engine's 60 s)."""
 CONF_TURNS_PER_MINUTE = "turns_per_minute"
 CONF_ASLEEP_ENTITY = "asleep_entity"
 DEFAULT_TURNS_PER_MINUTE = 20

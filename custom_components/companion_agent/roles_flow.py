@@ -31,6 +31,7 @@ from homeassistant.helpers.selector import (
 
 from .const import (
     CONF_BASE_URL,
+    CONF_BUSY_TIMEOUT,
     CONF_FIRST_TOKEN_TIMEOUT,
     CONF_IMAGES,
     CONF_MAX_TOKENS,
@@ -138,6 +139,9 @@ def _fields(role: str, images_default: str) -> dict[Any, Any]:
         ),
         vol.Optional(CONF_FIRST_TOKEN_TIMEOUT): NumberSelector(
             NumberSelectorConfig(min=2, max=300, step=1, unit_of_measurement="s")
+        ),
+        vol.Optional(CONF_BUSY_TIMEOUT): NumberSelector(
+            NumberSelectorConfig(min=2, max=600, step=1, unit_of_measurement="s")
         ),
     }
     if role == CONF_ROLE_CHAT:

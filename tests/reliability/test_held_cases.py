@@ -38,7 +38,7 @@ def talk(tmp_path: Path) -> Conversations:
     return Conversations(tmp_path / "conversations")
 
 
-@pytest.mark.parametrize("status", [500, 429])
+@pytest.mark.parametrize("status", [500, 502])
 async def test_model_server_errors_become_a_spoken_line(
     llm_server: LLMServer, talk: Conversations, status: int
 ) -> None:
@@ -55,6 +55,27 @@ async def test_model_server_errors_become_a_spoken_line(
     await model.aclose()
     assert (done.result.outcome, done.text) == ("failed", ENGLISH.unreachable)
     assert len(llm_server.requests) == 2
+
+
+@pytest.mark.parametrize("status", [429, 503])
+async def test_a_server_busy_past_its_wait_becomes_the_slow_line(
+    llm_server: LLMServer, talk: Conversations, status: int
+) -> None:
+    """429/503 mean busy: asked again within the busy wait, then the "slow" line."""
+    model = OpenAIChatModel(
+        LLMSettings(
+            base_url=llm_server.url,
+            model="m",
+            first_token_timeout=0.5,
+            busy_timeout=1.5,
+            retry=replace(MODEL_RETRY, attempts=2, first_delay=0.0),
+        )
+    )
+    llm_server.script(*(Reply.error(status) for _ in range(20)))
+    done = await run(TurnRunner(), persona(model), talk.request("Hello?"))
+    await model.aclose()
+    assert (done.result.outcome, done.text) == ("failed", ENGLISH.slow)
+    assert len(llm_server.requests) > 2
 
 
 @pytest.mark.parametrize(

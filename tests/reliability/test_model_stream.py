@@ -18,11 +18,12 @@ from custom_components.companion_agent.engine.tools.contract import ToolContext,
 from custom_components.companion_agent.engine.tools.registry import Tool
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.support.llm_script import Reply, TextChunk, ToolCallChunk
-from tests.support.llm_server import LLMServer
+from tests.support.llm_server import LLMServer, SilentServer
 from tests.support.turns import Conversations, persona, run
 
 CUT_LINE = "Sorry, I lost my connection to the language model."
 DOWN_LINE = "Sorry, I can't reach my language model right now. Please try again in a moment."
+SLOW_LINE = "Sorry, my language model is taking too long right now. Please try again in a moment."
 
 
 @pytest.fixture
@@ -93,15 +94,39 @@ async def test_a_missing_finish_reason_with_a_proper_end_is_tolerated(
 
 
 async def test_a_server_that_never_answers_gets_the_apology_within_a_second(
-    llm_server: LLMServer, quick_model: OpenAIChatModel, talk: Conversations
+    socket_enabled: None, talk: Conversations
 ) -> None:
-    """One first-token deadline over connect, retries and the first chunk: then words."""
-    llm_server.script(Reply(chunks=(TextChunk("late", 30.0),)))
-    started = time.monotonic()
-    done = await run(TurnRunner(), persona(quick_model), talk.request("Hello?"))
-    assert time.monotonic() - started < 0.5 + 1.0
+    """One first-token deadline over connect, retries and the headers: then words."""
+    async with SilentServer() as silent:
+        settings = LLMSettings(base_url=silent.url, model="test-model", first_token_timeout=0.5)
+        model = OpenAIChatModel(settings)
+        started = time.monotonic()
+        done = await run(TurnRunner(), persona(model), talk.request("Hello?"))
+        took = time.monotonic() - started
+        await model.aclose()
+    assert took < 0.5 + 1.0
     assert done.result.outcome == "failed"
+    assert done.result.reason == "the model server did not answer in time"
     assert done.text == DOWN_LINE
+
+
+async def test_a_server_that_took_the_request_and_stays_silent_is_slow(
+    llm_server: LLMServer, talk: Conversations
+) -> None:
+    """Headers sent, no token within the busy wait: the "slow" line, and the record says so."""
+    llm_server.script(Reply(chunks=(TextChunk("late", 30.0),)))
+    settings = LLMSettings(
+        base_url=llm_server.url, model="test-model", first_token_timeout=0.5, busy_timeout=1.0
+    )
+    model = OpenAIChatModel(settings)
+    started = time.monotonic()
+    done = await run(TurnRunner(), persona(model), talk.request("Hello?"))
+    took = time.monotonic() - started
+    await model.aclose()
+    assert 1.0 <= took < 1.0 + 1.0
+    assert done.result.outcome == "failed"
+    assert done.result.reason == "the model server accepted the request but sent no token in time"
+    assert done.text == SLOW_LINE
 
 
 async def test_a_stall_between_chunks_ends_the_answer_within_a_second(

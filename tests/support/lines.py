@@ -22,6 +22,7 @@ def spoken_lines(language: str = "en") -> SpokenLines:
         rounds=found["spoken_rounds"]["message"],
         deadline=found["spoken_deadline"]["message"],
         busy=found["spoken_busy"]["message"],
+        slow=found["spoken_slow"]["message"],
     )
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "Refusal",
     "Reply",
     "Responder",
+    "SilentServer",
     "TextChunk",
     "ToolCallChunk",
 ]
@@ -386,6 +387,7 @@ async def _stream(
     )
     try:
         await response.prepare(request)
+        await response.write(b"")  # the headers now: the request is taken, tokens may follow
         if reply.is_recorded:
             await _replay(request, response, reply, wants_usage=usage is not None)
             return response
@@ -517,3 +519,46 @@ def _is_tokens(value: list[object]) -> bool:
 def _pack_floats(vector: list[float]) -> str:
     """Encode floats as base64 little-endian float32, as `encoding_format=base64` wants."""
     return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+
+
+class SilentServer:
+    """A model server that takes the connection and the request, and never answers.
+
+    No status line, no headers: a server that is down behind a proxy, or wedged. The
+    opposite of a busy server, which sends its headers and is slow to the first token
+    (an ``LLMServer`` reply whose first chunk has a ``delay``).
+    """
+
+    def __init__(self) -> None:
+        """Prepare the server; ``start`` listens on a free loopback port."""
+        self._server: asyncio.Server | None = None
+        self._writers: list[asyncio.StreamWriter] = []
+        self.connections = 0
+
+    @property
+    def url(self) -> str:
+        """Return the base URL to give the OpenAI client, ending in `/v1`."""
+        if self._server is None:
+            raise RuntimeError("SilentServer is not started")
+        port = self._server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/v1"
+
+    async def _take(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Read whatever comes; answer nothing."""
+        self.connections += 1
+        self._writers.append(writer)
+        while await reader.read(65536):
+            pass
+
+    async def __aenter__(self) -> Self:
+        """Listen on 127.0.0.1."""
+        self._server = await asyncio.start_server(self._take, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close every connection, then stop listening."""
+        for writer in self._writers:
+            writer.close()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()

@@ -1,7 +1,8 @@
 """A sub-entry's model roles (its form's sections) as the engine's ``RoleChoices``.
 
 Each role section may hold a server URL, an API key, a model name, a temperature, a token
-limit and a first-token wait; the chat section also says whether its model sees images.
+limit, a first-token wait and a wait for a busy server; the chat section also says whether
+its model sees images.
 Anything missing or of the wrong type is left to the profile and the entry.
 """
 
@@ -14,6 +15,7 @@ from homeassistant.const import CONF_API_KEY
 
 from ..const import (
     CONF_BASE_URL,
+    CONF_BUSY_TIMEOUT,
     CONF_FIRST_TOKEN_TIMEOUT,
     CONF_IMAGES,
     CONF_MAX_TOKENS,
@@ -47,6 +49,7 @@ def role_choice(section: Mapping[str, Any]) -> RoleChoice:
         temperature=_number(section.get(CONF_TEMPERATURE)),
         max_tokens=_whole(section.get(CONF_MAX_TOKENS)),
         first_token_timeout=_number(section.get(CONF_FIRST_TOKEN_TIMEOUT)),
+        busy_timeout=_number(section.get(CONF_BUSY_TIMEOUT)),
     )
 
 

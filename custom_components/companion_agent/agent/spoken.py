@@ -15,7 +15,7 @@ from ..engine.turn.request import SpokenLines
 
 SHIPPED_LANGUAGES = ("en", "zh-Hans")
 FALLBACK_LANGUAGE = "en"
-KEYS = ("unreachable", "cut", "rounds", "deadline", "busy")
+KEYS = ("unreachable", "cut", "rounds", "deadline", "busy", "slow")
 
 
 async def async_spoken_lines(hass: HomeAssistant, language: str) -> SpokenLines:

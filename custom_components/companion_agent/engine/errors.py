@@ -31,6 +31,17 @@ class LLMConnectionError(LLMError):
         super().__init__(message, retryable=True, status=status)
 
 
+class LLMBusyError(LLMError):
+    """The model server took the request but is busy: no first token in time, or 429/503.
+
+    Not the same as ``LLMConnectionError`` (no answer at all): the server is there and
+    slow (a queue of turns, a local model loading), so the person is told it is slow.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message, retryable=True, status=status)
+
+
 class LLMAuthError(LLMError):
     """The model server rejected the credentials."""
 

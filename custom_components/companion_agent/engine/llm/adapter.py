@@ -20,7 +20,7 @@ import openai
 from openai.types.chat import ChatCompletionChunk
 
 from .. import sdk_http
-from ..errors import LLMError
+from ..errors import LLMBusyError, LLMError
 from ..messages import ChatMessage
 from ..redaction import redact_url
 from ..retry import RetryPolicy
@@ -45,13 +45,23 @@ MODEL_RETRY = RetryPolicy(
 )
 """Three tries to open a request, 0.5 s then 1 s apart (less up to a quarter, at random)."""
 
+DEFAULT_BUSY_TIMEOUT = 60.0
+"""How long a busy server may take to its first token: a local model's cold load."""
+BUSY_STATUSES = frozenset({429, 503})
+"""Answers that mean "there, but busy": too many requests, or overloaded / loading."""
+BUSY_RETRY_DELAY = 1.0
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LLMSettings:
     """Where the model lives and how long a voice turn may wait for it.
 
     ``first_token_timeout`` bounds connecting, the ``retry`` policy's tries and the first
-    chunk together; ``chunk_timeout`` bounds every gap between two chunks after that.
+    chunk together while the server has not answered; ``busy_timeout`` replaces it (counted
+    from the start) once the server is known to be there but busy: it sent its response
+    headers (the stream is open) and no chunk yet, or it answered 429/503 (then it is asked
+    again, about every ``BUSY_RETRY_DELAY`` seconds, until then). ``chunk_timeout`` bounds every
+    gap between two chunks after the first.
     """
 
     base_url: str
@@ -61,6 +71,7 @@ class LLMSettings:
     max_tokens: int | None = None
     connect_timeout: float = 3.0
     first_token_timeout: float = 8.0
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     chunk_timeout: float = 10.0
     retry: RetryPolicy = MODEL_RETRY
 
@@ -76,7 +87,7 @@ class OpenAIChatModel:
         self._owns_http = http_client is None
         self._timeout = openai.Timeout(
             connect=settings.connect_timeout,
-            read=settings.chunk_timeout,
+            read=max(settings.chunk_timeout, settings.busy_timeout),  # gaps: the budget
             write=10.0,
             pool=settings.connect_timeout,
         )
@@ -129,25 +140,50 @@ class OpenAIChatModel:
         error: LLMError | None = None
         done = DoneWatch()
         loop = asyncio.get_running_loop()
+        busy = _BusyWatch(loop.time() + max(self.settings.busy_timeout, 0.0))
         try:
             async with asyncio.timeout(self.settings.first_token_timeout) as budget:
-                stream = await self.settings.retry.call(
-                    lambda: self._open_accepted(messages, tools, response_format)
-                )
+                stream = await self._open_waiting(messages, tools, response_format, busy, budget)
+                busy.accepted(budget, self.settings.model)
                 done.watch(stream.response)
                 async with stream:
                     async for chunk in stream:
+                        busy.first_chunk = True
                         budget.reschedule(loop.time() + self.settings.chunk_timeout)
                         for item in reader.feed(raw_chunk(chunk)):
                             yield item
                         if reader.stopped is not None:
                             break
         except (*_SDK_ERRORS, TimeoutError) as err:
-            error = map_error(err)
+            error = busy.error(err)
             LOGGER.warning("Model stream failed: %s", error)
         for item in reader.end(error, done=done.seen):
             yield item
         self._learn_template(reader.template_opens_thinking)
+
+    async def _open_waiting(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec],
+        response_format: Mapping[str, object] | None,
+        busy: _BusyWatch,
+        budget: asyncio.Timeout,
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        """Open the stream with the retry policy; a busy answer (429/503) waits and asks again.
+
+        A busy answer moves the deadline to the busy wait; without one, the first-token
+        deadline ends the tries as before.
+        """
+        while True:
+            try:
+                return await self.settings.retry.call(
+                    lambda: self._open_accepted(messages, tools, response_format)
+                )
+            except openai.APIStatusError as err:
+                if err.status_code not in BUSY_STATUSES:
+                    raise
+                busy.answered_busy(err.status_code, budget, self.settings.model)
+                await asyncio.sleep(BUSY_RETRY_DELAY)
 
     def _learn_template(self, opens_thinking: bool | None) -> None:
         """Remember whether the server's chat template opens ``<think>`` by itself.
@@ -238,3 +274,56 @@ class OpenAIChatModel:
             timeout=self._timeout,
             **extra,
         )
+
+
+class _BusyWatch:
+    """What one request showed of the server: there and busy, or not answering.
+
+    ``accepted`` once the response headers came (the stream is open); ``busy_status`` when
+    it answered 429/503. Either moves the deadline to ``until`` (the busy wait); the place
+    a host could say "one moment" is where that happens (logged at INFO here).
+    """
+
+    def __init__(self, until: float) -> None:
+        """Start knowing nothing; ``until`` is the loop time a busy server may take."""
+        self.until = until
+        self.stream_open = False
+        self.busy_status: int | None = None
+        self.first_chunk = False
+
+    def accepted(self, budget: asyncio.Timeout, model: str) -> None:
+        """The server sent its headers: wait for its first chunk until the busy wait."""
+        self.stream_open = True
+        self._extend(budget, model, "accepted the request")
+
+    def answered_busy(self, status: int, budget: asyncio.Timeout, model: str) -> None:
+        """The server answered 429/503: keep asking until the busy wait."""
+        first = self.busy_status is None
+        self.busy_status = status
+        if first:
+            self._extend(budget, model, f"answered HTTP {status}")
+
+    def _extend(self, budget: asyncio.Timeout, model: str, what: str) -> None:
+        """Move the deadline to the busy wait, if that is later."""
+        when = budget.when()
+        if when is not None and when < self.until:
+            budget.reschedule(self.until)
+            LOGGER.info("The model server %s for %s; waiting for it as busy", what, model)
+
+    def error(self, err: Exception) -> LLMError:
+        """Return the engine's error for a failed request, saying busy where it was."""
+        if isinstance(err, TimeoutError) and not self.first_chunk:
+            if self.stream_open:
+                return LLMBusyError(
+                    "the model server accepted the request but sent no token in time"
+                )
+            if self.busy_status is not None:
+                return LLMBusyError(
+                    f"the model server stayed busy (HTTP {self.busy_status})",
+                    status=self.busy_status,
+                )
+        if isinstance(err, openai.APIStatusError) and err.status_code in BUSY_STATUSES:
+            return LLMBusyError(
+                f"the model server stayed busy (HTTP {err.status_code})", status=err.status_code
+            )
+        return map_error(err)

@@ -50,6 +50,7 @@ class RoleChoice:
     temperature: float | None = None
     max_tokens: int | None = None
     first_token_timeout: float | None = None
+    busy_timeout: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,6 +100,7 @@ def role_settings(
         max_tokens=_first(choice.max_tokens, base.max_tokens),
         first_token_timeout=_first(choice.first_token_timeout, first_token)
         or base.first_token_timeout,
+        busy_timeout=base.busy_timeout if choice.busy_timeout is None else choice.busy_timeout,
     )
 
 
@@ -176,6 +178,7 @@ def shown(settings: LLMSettings) -> dict[str, object]:
         "temperature": settings.temperature,
         "max_tokens": settings.max_tokens,
         "first_token_timeout": settings.first_token_timeout,
+        "busy_timeout": settings.busy_timeout,
     }
 
 

@@ -68,6 +68,7 @@ async def store_turn(job: TurnJob, record: TurnRecord, result: TurnResult) -> No
         initiator=request.initiator,
         trace_id=request.context.trace_id,
         began=job.began,
+        reason=(result.reason or "") if result.outcome in ("failed", "timed_out") else "",
     )
     await store_in(job.history, stored, request.context.conversation_id)
 

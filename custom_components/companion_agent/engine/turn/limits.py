@@ -2,7 +2,8 @@
 
 A very long utterance is cut (the model is told); a person or a device that speaks faster
 than ``turns_per_minute`` gets a short spoken line and no model call; the history sent to
-the model is cut, oldest turns first, to a token budget.
+the model is cut, oldest turns first, to a token budget. A turn's deadline allows its
+chat model's wait for a busy server.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..chars import is_wide
+from ..llm import LLMSettings
 from ..messages import AssistantMessage, ChatMessage, ContextSnippet, ToolMessage, UserMessage
 
 WINDOW = 60.0
@@ -58,6 +60,18 @@ class RateLimiter:
         while len(self._seen) > MAX_KEYS:
             self._seen.popitem(last=False)
         return window
+
+
+def turn_deadline(deadline: float, chat: LLMSettings | None) -> float:
+    """Return a turn's time: the profile's ``deadline`` plus what a busy model may add.
+
+    A busy server (it took the request, no token yet) may take ``busy_timeout`` where one
+    that does not answer takes ``first_token_timeout``; the difference is added, so the
+    turn ends on the model's own "slow" error, not on the turn's deadline.
+    """
+    if chat is None:
+        return deadline
+    return deadline + max(0.0, chat.busy_timeout - chat.first_token_timeout)
 
 
 def estimate_tokens(text: str) -> int:

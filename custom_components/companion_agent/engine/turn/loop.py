@@ -18,7 +18,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..errors import LLMError
+from ..errors import LLMBusyError, LLMError
 from ..events import TextDelta, ThinkingDelta, ToolCallEvent, ToolStatus, TurnOutcome
 from ..llm import ChatModel, PartialToolCall, RoundEnd
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
@@ -46,6 +46,9 @@ class SpokenLines:
     rounds: str
     deadline: str
     busy: str
+    """Too many turns a minute (the person's pace, not the model's)."""
+    slow: str
+    """The model server took the request but sent nothing in time (busy, loading)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -157,7 +160,7 @@ class AgentCore:
             record.messages.append(AssistantMessage(content=text, tool_calls=kept))
             if end.error is not None:
                 record.outcome, record.reason = ("cut" if last else "failed"), str(end.error)
-                yield _notice(self._lines.cut if last else self._lines.unreachable, edge)
+                yield _notice(self._failure_line(end.error, last), edge)
                 return
             if not end.tool_calls:
                 return
@@ -170,6 +173,12 @@ class AgentCore:
                 yield out
         record.outcome, record.reason = "failed", "too many tool rounds"
         yield _notice(self._lines.rounds, edge)
+
+    def _failure_line(self, error: LLMError, last: str) -> str:
+        """Return what the person hears when a round fails: cut, slow or unreachable."""
+        if last:
+            return self._lines.cut
+        return self._lines.slow if isinstance(error, LLMBusyError) else self._lines.unreachable
 
     async def _run_tools(
         self,

@@ -35,7 +35,14 @@ from ..tools.registry import ToolRegistry
 from .handle import Turn
 from .history import ConversationHistory, HistoryView, amend_in
 from .job import TurnJob, after_playback, end_unstarted, store_turn, turn_context, turn_result
-from .limits import RateLimiter, TurnLimits, cut_notice, pace_keys, within_budget
+from .limits import (
+    RateLimiter,
+    TurnLimits,
+    cut_notice,
+    pace_keys,
+    turn_deadline,
+    within_budget,
+)
 from .loop import AgentCore, TurnRecord
 from .models import camera_tools, chat_model
 from .prompt import PromptBuilder, UserPromptBlock
@@ -86,7 +93,11 @@ class TurnRunner:
         text = valid_text(request.text)
         request = replace(request, text=cut_text(text, self.limits.max_input_chars))
         trace_id = request.context.trace_id
-        deadline = asyncio.get_running_loop().time() + request.persona.profile.turn_deadline
+        persona = request.persona
+        allowed = turn_deadline(
+            persona.profile.turn_deadline, persona.models.chat if persona.models else None
+        )
+        deadline = asyncio.get_running_loop().time() + allowed
         sink = TurnSink(
             trace_id,
             deadline,

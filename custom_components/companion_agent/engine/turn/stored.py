@@ -44,6 +44,8 @@ class StoredTurn:
     """The turn's trace id, so a later signal (the person spoke over its audio) finds it."""
     began: float = 0.0
     """When the person spoke (``time`` is when the turn was stored): a forget after it wins."""
+    reason: str = ""
+    """Why a failed turn failed (the model server did not answer, or was too slow)."""
 
 
 def without_images(text: str) -> str:
@@ -70,6 +72,8 @@ def dump_turn(turn: StoredTurn) -> JSONObject:
         row["trace_id"] = turn.trace_id
     if turn.began:
         row["began"] = turn.began
+    if turn.reason:
+        row["reason"] = turn.reason
     row["messages"] = messages
     return row
 
@@ -102,6 +106,7 @@ def parse_turn(row: object) -> StoredTurn:
     if not isinstance(when, int | float) or not isinstance(began, int | float):
         raise TypeError("bad time")
     trace_id = _text(row.get("trace_id", ""))
+    reason = _text(row.get("reason", ""))
     if initiator not in INITIATORS:
         raise TypeError("bad initiator")
     return StoredTurn(
@@ -112,6 +117,7 @@ def parse_turn(row: object) -> StoredTurn:
         initiator=cast(Initiator, initiator),
         trace_id=trace_id,
         began=float(began),
+        reason=reason,
     )
 
 
