@@ -88,7 +88,7 @@ class _Recording:
         """Start recording ``audio``."""
         self.voice = voice
         self.readers = 0
-        """Readers that began reading it (ever)."""
+        """Readers it was handed to (ever)."""
         self.reading = 0
         """Readers reading it now."""
         self.done = False
@@ -105,9 +105,12 @@ class _Recording:
         """Cancel the synthesis (its own ``finally`` closes its connection)."""
         self._task.cancel()
 
-    def attach(self) -> None:
-        """Note a reader that begins."""
+    def claim(self) -> None:
+        """Note a reader it was handed to (it is no longer a synthesis nobody reads)."""
         self.readers += 1
+
+    def attach(self) -> None:
+        """Note a reader that begins reading."""
         self.reading += 1
 
     def detach(self, *, first: bool) -> None:
@@ -239,6 +242,8 @@ class TurnSpeech:
                 del self._recordings[other.voice]
             recording = _Recording(voice, self._spoken(synthesis), self._limit)
             self._recordings[voice] = recording
+        if recording is not None:
+            recording.claim()
         if primary:
             self.timeline.reset()
             self.voice = voice
