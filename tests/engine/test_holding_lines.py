@@ -269,6 +269,51 @@ async def test_the_same_line_is_not_said_twice_in_a_turn(
     ]  # the third round had nothing left to say, and ran for a second in silence
 
 
+async def test_a_busy_model_server_says_the_plain_line_before_its_answer(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """503 (busy), then the answer: "One moment, please." at once, shown, spoken, stored first."""
+    slow = SlowTools()
+    llm_server.script(Reply(status=503), Reply.text("Hello there."))
+    finished = await take_turn(slow, chat_model, talk.request("Hi"))
+
+    expected = "One moment, please.\nHello there."
+    assert finished.result.outcome == "complete"
+    assert finished.result.shown == expected
+    assert finished.result.spoken.startswith("One moment, please.")
+    assert finished.sentences[-1].tts_text == "Hello there."  # a sentence of its own
+    assert finished.result.text == "Hello there."  # what the model wrote
+    assert await stored_text(talk) == expected
+
+
+async def test_a_busy_server_after_a_slow_tool_is_told_once_and_never_to_the_model(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """The tool's line, then a busy server in the next round: its plain line, in order."""
+    slow = SlowTools()
+    llm_server.script(
+        Reply.tool_calls(CAMERA_CALL),
+        Reply(status=503),
+        Reply.tool_calls(("call_2", "camera", '{"name": "garden"}')),
+        Reply(status=429),
+        Reply.text("There is a parcel."),
+    )
+    finished = await take_turn(slow, chat_model, talk.request("Door?", tools=[slow.camera()]))
+
+    garden = "One moment, I'm looking at the garden."
+    expected = f"{CAMERA_LINE}\nOne moment, please.\n{garden}\nThere is a parcel."
+    assert finished.result.shown == expected  # the second busy answer: nothing left to say
+    assert await stored_text(talk) == expected
+    (turn,) = await talk.turns()
+    contents = [m.content for m in turn.messages if isinstance(m, AssistantMessage)]
+    assert contents == [
+        f"{CAMERA_LINE}\n",
+        f"One moment, please.\n{garden}\n",
+        "There is a parcel.",
+    ]
+    assert "One moment" not in json.dumps(llm_server.requests[-1]["messages"])
+
+
 @pytest.mark.parametrize(
     ("before", "line"),
     [

@@ -524,9 +524,10 @@ def _pack_floats(vector: list[float]) -> str:
 class SilentServer:
     """A model server that takes the connection and the request, and never answers.
 
-    No status line, no headers: a server that is down behind a proxy, or wedged. The
-    opposite of a busy server, which sends its headers and is slow to the first token
-    (an ``LLMServer`` reply whose first chunk has a ``delay``).
+    No status line, no headers: what a local server loading its model looks like until the
+    first token (it writes nothing before), or a wedged one. Another busy server sends its
+    headers and is slow to the first token (an ``LLMServer`` reply whose first chunk has a
+    ``delay``).
     """
 
     def __init__(self) -> None:

@@ -2,7 +2,7 @@
 
 from ..retry import NO_RETRY
 from .adapter import MODEL_RETRY, LLMSettings, OpenAIChatModel
-from .stream import ChatModel, LLMItem, PartialToolCall, RoundEnd
+from .stream import ChatModel, LLMItem, PartialToolCall, RoundEnd, ServerWaiting
 from .wire import map_error, to_wire
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "OpenAIChatModel",
     "PartialToolCall",
     "RoundEnd",
+    "ServerWaiting",
     "map_error",
     "to_wire",
 ]

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
+from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletionChunk
@@ -27,7 +29,7 @@ from ..retry import RetryPolicy
 from ..tools.contract import ToolSpec
 from .done import DoneWatch
 from .round import RoundReader
-from .stream import LLMItem
+from .stream import LLMItem, ServerWaiting
 from .wire import map_error, raw_chunk, rejected_option, to_wire_without_tools, wire_messages
 
 LOGGER = logging.getLogger(__name__)
@@ -50,6 +52,11 @@ DEFAULT_BUSY_TIMEOUT = 60.0
 BUSY_STATUSES = frozenset({429, 503})
 """Answers that mean "there, but busy": too many requests, or overloaded / loading."""
 BUSY_RETRY_DELAY = 1.0
+WAITING_NOTICE_AFTER = 2.5
+"""Seconds a server that has the request may stay silent before the round says it waits."""
+WAITING_CHECK_EVERY = 0.25
+CONNECTED_MARGIN = 0.25
+"""Past the connect timeout, a request still in flight reached a server (it would have failed)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,7 +66,8 @@ class LLMSettings:
     ``first_token_timeout`` bounds connecting, the ``retry`` policy's tries and the first
     chunk together while the server has not answered; ``busy_timeout`` replaces it (counted
     from the start) once the server is known to be there but busy: it sent its response
-    headers (the stream is open) and no chunk yet, or it answered 429/503 (then it is asked
+    headers (the stream is open) and no chunk yet, it held the request past the connect
+    timeout without failing it (a model loading), or it answered 429/503 (then it is asked
     again, about every ``BUSY_RETRY_DELAY`` seconds, until then). ``chunk_timeout`` bounds every
     gap between two chunks after the first.
     """
@@ -140,20 +148,39 @@ class OpenAIChatModel:
         error: LLMError | None = None
         done = DoneWatch()
         loop = asyncio.get_running_loop()
-        busy = _BusyWatch(loop.time() + max(self.settings.busy_timeout, 0.0))
+        busy = _BusyWatch(
+            loop,
+            until=loop.time() + max(self.settings.busy_timeout, 0.0),
+            connect=self.settings.connect_timeout,
+            model=self.settings.model,
+        )
         try:
             async with asyncio.timeout(self.settings.first_token_timeout) as budget:
-                stream = await self._open_waiting(messages, tools, response_format, busy, budget)
-                busy.accepted(budget, self.settings.model)
+                busy.budget = budget
+                opening = asyncio.ensure_future(
+                    self._open_waiting(messages, tools, response_format, busy)
+                )
+                async with aclosing(busy.waiting(opening)) as notices:
+                    async for notice in notices:
+                        yield notice
+                stream = opening.result()
+                busy.accepted()
                 done.watch(stream.response)
                 async with stream:
-                    async for chunk in stream:
+                    chunks = aiter(stream)
+                    first = asyncio.ensure_future(anext(chunks, None))
+                    async with aclosing(busy.waiting(first)) as notices:
+                        async for notice in notices:
+                            yield notice
+                    chunk = first.result()
+                    while chunk is not None:
                         busy.first_chunk = True
                         budget.reschedule(loop.time() + self.settings.chunk_timeout)
                         for item in reader.feed(raw_chunk(chunk)):
                             yield item
                         if reader.stopped is not None:
                             break
+                        chunk = await anext(chunks, None)
         except (*_SDK_ERRORS, TimeoutError) as err:
             error = busy.error(err)
             LOGGER.warning("Model stream failed: %s", error)
@@ -167,7 +194,6 @@ class OpenAIChatModel:
         tools: Sequence[ToolSpec],
         response_format: Mapping[str, object] | None,
         busy: _BusyWatch,
-        budget: asyncio.Timeout,
     ) -> openai.AsyncStream[ChatCompletionChunk]:
         """Open the stream with the retry policy; a busy answer (429/503) waits and asks again.
 
@@ -177,12 +203,12 @@ class OpenAIChatModel:
         while True:
             try:
                 return await self.settings.retry.call(
-                    lambda: self._open_accepted(messages, tools, response_format)
+                    lambda: busy.sending(self._open_accepted(messages, tools, response_format))
                 )
             except openai.APIStatusError as err:
                 if err.status_code not in BUSY_STATUSES:
                     raise
-                busy.answered_busy(err.status_code, budget, self.settings.model)
+                busy.answered_busy(err.status_code)
                 await asyncio.sleep(BUSY_RETRY_DELAY)
 
     def _learn_template(self, opens_thinking: bool | None) -> None:
@@ -279,41 +305,97 @@ class OpenAIChatModel:
 class _BusyWatch:
     """What one request showed of the server: there and busy, or not answering.
 
-    ``accepted`` once the response headers came (the stream is open); ``busy_status`` when
-    it answered 429/503. Either moves the deadline to ``until`` (the busy wait); the place
-    a host could say "one moment" is where that happens (logged at INFO here).
+    The server is there once it sent its response headers (``accepted``), answered 429/503
+    (``answered_busy``), or held a request longer than the connect timeout without failing
+    it: a connection that was never made fails by then, so the request reached a server that
+    is working on it (a local model loading sends no headers until its first token). Being
+    there moves the deadline to ``until`` (the busy wait). ``waiting`` yields one
+    ``ServerWaiting`` while the round waits: at once for 429/503, after
+    ``WAITING_NOTICE_AFTER`` seconds of a server that is there and silent.
     """
 
-    def __init__(self, until: float) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, *, until: float, connect: float, model: str
+    ) -> None:
         """Start knowing nothing; ``until`` is the loop time a busy server may take."""
+        self._loop = loop
+        self._started = loop.time()
+        self._connect = max(connect, 0.0)
+        self._model = model
         self.until = until
+        self.budget: asyncio.Timeout | None = None
         self.stream_open = False
         self.busy_status: int | None = None
         self.first_chunk = False
+        self._in_flight_since: float | None = None
+        self._took_request = False
+        self._told = False
 
-    def accepted(self, budget: asyncio.Timeout, model: str) -> None:
+    async def sending[T](self, request: Awaitable[T]) -> T:
+        """Await one try at the request, noting that it is in flight meanwhile."""
+        self._in_flight_since = self._loop.time()
+        try:
+            return await request
+        except openai.APIStatusError as err:
+            if err.status_code in BUSY_STATUSES:
+                self.answered_busy(err.status_code)  # known at once, whoever asks again
+            raise
+        finally:
+            self._in_flight_since = None
+
+    def accepted(self) -> None:
         """The server sent its headers: wait for its first chunk until the busy wait."""
         self.stream_open = True
-        self._extend(budget, model, "accepted the request")
+        self._extend("accepted the request")
 
-    def answered_busy(self, status: int, budget: asyncio.Timeout, model: str) -> None:
+    def answered_busy(self, status: int) -> None:
         """The server answered 429/503: keep asking until the busy wait."""
         first = self.busy_status is None
         self.busy_status = status
         if first:
-            self._extend(budget, model, f"answered HTTP {status}")
+            self._extend(f"answered HTTP {status}")
 
-    def _extend(self, budget: asyncio.Timeout, model: str, what: str) -> None:
+    async def waiting(self, pending: asyncio.Future[Any]) -> AsyncGenerator[ServerWaiting]:
+        """Wait for ``pending`` (cancelled if left); yield the round's notice when it is due."""
+        try:
+            while not pending.done():
+                await asyncio.wait({pending}, timeout=WAITING_CHECK_EVERY)
+                if not pending.done() and (notice := self._notice()) is not None:
+                    yield notice
+        finally:
+            if not pending.done():
+                pending.cancel()
+                await asyncio.wait({pending})
+
+    def _notice(self) -> ServerWaiting | None:
+        """Note a request held past the connect timeout; return the notice if it is due now."""
+        now = self._loop.time()
+        if (
+            not self._took_request
+            and self._in_flight_since is not None
+            and now - self._in_flight_since >= self._connect + CONNECTED_MARGIN
+        ):
+            self._took_request = True
+            self._extend("took the request and is silent")
+        if self._told or self.first_chunk:
+            return None
+        there = self.stream_open or self._took_request
+        if self.busy_status is None and not (there and now - self._started >= WAITING_NOTICE_AFTER):
+            return None
+        self._told = True
+        return ServerWaiting(status=self.busy_status)
+
+    def _extend(self, what: str) -> None:
         """Move the deadline to the busy wait, if that is later."""
-        when = budget.when()
-        if when is not None and when < self.until:
-            budget.reschedule(self.until)
-            LOGGER.info("The model server %s for %s; waiting for it as busy", what, model)
+        when = None if self.budget is None else self.budget.when()
+        if self.budget is not None and when is not None and when < self.until:
+            self.budget.reschedule(self.until)
+            LOGGER.info("The model server %s for %s; waiting for it as busy", what, self._model)
 
     def error(self, err: Exception) -> LLMError:
         """Return the engine's error for a failed request, saying busy where it was."""
         if isinstance(err, TimeoutError) and not self.first_chunk:
-            if self.stream_open:
+            if self.stream_open or self._took_request:
                 return LLMBusyError(
                     "the model server accepted the request but sent no token in time"
                 )

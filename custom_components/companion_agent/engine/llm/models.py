@@ -22,7 +22,7 @@ from ..errors import LLMError
 from ..messages import ChatMessage
 from ..tools.contract import ToolSpec
 from .adapter import LLMSettings, OpenAIChatModel
-from .stream import ChatModel, LLMItem, RoundEnd, RoundOptions
+from .stream import ChatModel, LLMItem, RoundEnd, RoundOptions, ServerWaiting
 
 type RoundObserver = Callable[[LLMError | None], None]
 """Told how each model round ended: the error, or None when the server answered."""
@@ -165,7 +165,7 @@ async def timed(
                     error=None if item.error is None else str(item.error),
                 )
             )
-        elif first is None:
+        elif first is None and not isinstance(item, ServerWaiting):
             first = now
         yield item
 

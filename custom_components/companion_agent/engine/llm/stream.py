@@ -36,7 +36,20 @@ class RoundEnd:
     error: LLMError | None = None
 
 
-type LLMItem = str | ThinkingDelta | RoundEnd
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerWaiting:
+    """The server is there and busy: it has the request and no token came yet, or said 429/503.
+
+    Yielded at most once a round, before any text: the tool loop may say a holding line
+    ("One moment, please.") so a voice turn is not silent while a model loads or queues.
+    """
+
+    kind: Literal["server_waiting"] = "server_waiting"
+    status: int | None = None
+    """The busy answer (429, 503) when there was one; None: it took the request, silent."""
+
+
+type LLMItem = str | ThinkingDelta | ServerWaiting | RoundEnd
 
 
 class RoundOptions(TypedDict, total=False):

@@ -202,6 +202,11 @@ class HoldingLines:
         plain = self.phrases.phrase(self.languages, "default", None)
         return plain if plain is not None and plain not in said else None
 
+    def waiting_line(self, said: Collection[str]) -> str | None:
+        """Return the plain line for a wait on the model itself, unless it was ``said``."""
+        plain = self.phrases.phrase(self.languages, "default", None)
+        return plain if plain is not None and plain not in said else None
+
     @staticmethod
     def _target(hint: HoldingHint, call: ToolCallRequest) -> str | None:
         """Return what the call acts on, cleaned for speech; None when it cannot be told."""

@@ -4,8 +4,9 @@ Text streams out the moment the model sends it; the tool calls of one round run
 concurrently, each reported as it ends, their results sent back in call order; the loop
 runs at most ``max_rounds`` model calls. A round whose calls still run after the persona's
 ``[holding] after`` seconds says one holding line ("One moment, I'm looking at the
-camera."), so a speaker never waits in silence; the person hears it and it is stored, the
-model never sees it. Everything the model saw and did is written into the turn's
+camera."), and a model server that is busy (loading, queueing, 429/503) gets the plain one
+("One moment, please."), so a speaker never waits in silence; the person hears it and it is
+stored, the model never sees it. Everything the model saw and did is written into the turn's
 ``TurnRecord`` as it happens, so whoever ends the turn (the answer, a cancel, the deadline)
 finds an exact account in it.
 """
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import LLMBusyError, LLMError
 from ..events import TextDelta, ThinkingDelta, ToolCallEvent, ToolStatus, TurnOutcome
-from ..llm import ChatModel, PartialToolCall, RoundEnd
+from ..llm import ChatModel, PartialToolCall, RoundEnd, ServerWaiting
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
 from ..pipeline.marks import CLOSERS, NEWLINES, RUN_MARKUP, TERMINATORS
 from ..plugins.profile import DEFAULT_MAX_ROUNDS
@@ -64,6 +65,8 @@ class TurnRecord:
     partial: list[str] = field(default_factory=list)
     held: list[tuple[int, str]] = field(default_factory=list)
     """Each holding line, as shown, after the index of the message whose calls it covered."""
+    waited: list[tuple[int, str]] = field(default_factory=list)
+    """Each line said while a busy server was waited for, before the index of its round."""
     events: list[ToolCallEvent] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     rounds: int = 0
@@ -84,12 +87,16 @@ class TurnRecord:
         Each holding line joins the content of the message whose calls it was said during,
         so the stored text reads in the order it was shown.
         """
-        said = list(self.messages)
+        said = [*self.messages, AssistantMessage(content="".join(self.partial))]
         for index, line in self.held:
             message = said[index]
             if isinstance(message, AssistantMessage):
                 said[index] = replace(message, content=message.content + line)
-        return [*said, AssistantMessage(content="".join(self.partial))]
+        for index, line in self.waited:
+            message = said[index]
+            if isinstance(message, AssistantMessage):
+                said[index] = replace(message, content=line + message.content)
+        return said
 
 
 class AgentCore:
@@ -141,6 +148,11 @@ class AgentCore:
                         yield TextDelta(text=item, model_text=item)
                     case ThinkingDelta():
                         yield item
+                    case ServerWaiting() if not record.partial:
+                        if (line := self._waiting_line(record, said, edge)) is not None:
+                            record.waited.append((len(record.messages), line))
+                            edge = line[-1]
+                            yield TextDelta(text=line, model_text=line)
                     case RoundEnd():
                         end = item
             for key, value in end.usage.items():
@@ -173,6 +185,20 @@ class AgentCore:
                 yield out
         record.outcome, record.reason = "failed", "too many tool rounds"
         yield _notice(self._lines.rounds, edge)
+
+    def _waiting_line(self, record: TurnRecord, said: set[str], edge: str) -> str | None:
+        """Return the line to show while a busy server is waited for, once a turn; or None.
+
+        It is the persona's plain holding line ("One moment, please."), said between
+        sentences only, and not when the turn already said it (a slow tool's line counts).
+        """
+        if self._holding is None or not closes_sentence(record.text):
+            return None
+        line = self._holding.waiting_line(said)
+        if line is None:
+            return None
+        said.add(line)
+        return f"{_lead(edge)}{line}\n"
 
     def _failure_line(self, error: LLMError, last: str) -> str:
         """Return what the person hears when a round fails: cut, slow or unreachable."""
