@@ -40,6 +40,8 @@ DEADLINE = 2.0
 API = "cellar_house"
 LINE = "One moment, I'm checking the cellar sensor."
 FIRST_CLAUSE = "One moment,"
+BUSY_LINE = "One moment, please."
+"""The default profile's plain line: what a busy model server gets."""
 ANSWER = "The cellar is dry."
 CALL = ("call_cellar", "check_cellar", '{"name": "cellar sensor"}')
 
@@ -148,6 +150,34 @@ async def test_a_slow_tool_gets_one_holding_line_spoken_shown_and_stored(
     assert turn["outcome"] == "complete"
     assert assistant_text(turn) == f"{LINE}\n{ANSWER}"
     assert "One moment" not in str(llm_server.requests[1]["messages"])  # the model never hears it
+
+
+async def test_a_busy_model_server_is_told_out_loud_while_it_is_still_busy(
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    llm_server: LLMServer,
+    proxy: WyomingProxy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """503, 503, then the answer: the plain line reaches the voice before the answer is asked."""
+    voice = await cellar_voice(hass, setup_companion, proxy, monkeypatch, CellarTool(slow=False))
+    llm_server.script(Reply(status=503), Reply(status=503), Reply.text(ANSWER))
+    flight = start_text_run(hass, voice.pipeline, "Is the cellar dry?", timeout=TIMEOUT)
+
+    await asyncio.wait_for(proxy.wait_asked(1), TIMEOUT)
+    assert proxy.texts == [FIRST_CLAUSE]
+    assert len(llm_server.requests) < 3  # spoken while the server was still answering 503
+    parts = [part async for part in flight.audio()]
+    await flight.done()
+
+    assert parts
+    assert " ".join(proxy.texts) == f"{BUSY_LINE} {ANSWER}"  # each once
+    assert assistant_contents(await chat_log_of(hass, flight)) == [f"{BUSY_LINE}\n{ANSWER}"]
+    await voice.entry.runtime_data.engine.flush()
+    (turn,) = stored_turns(hass)
+    assert turn["outcome"] == "complete"
+    assert assistant_text(turn) == f"{BUSY_LINE}\n{ANSWER}"
+    assert "One moment" not in str(llm_server.requests[-1]["messages"])
 
 
 async def test_a_quick_tool_gets_no_holding_line(

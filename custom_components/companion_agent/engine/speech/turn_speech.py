@@ -377,7 +377,7 @@ class SpeechTurns:
 
     def spoken(self, text: str) -> TurnSpeech | None:
         """Return the newest ended turn whose whole speech is ``text`` (spacing aside)."""
-        wanted = " ".join(text.split())
+        wanted = _folded(text)
         if not wanted:
             return None
         for trace_id in reversed(self._turns):
@@ -388,18 +388,20 @@ class SpeechTurns:
     def writing(self, text: str) -> TurnSpeech | None:
         """Return the newest running turn whose written text begins with ``text``; unread first.
 
-        What HA hands a TTS stream first is the reply's text so far, as the agent wrote it.
-        A turn that ended is found by its whole speech only (``spoken``).
+        What HA hands a TTS stream first is the reply's text so far, as the agent wrote it;
+        or, for a short reply it did not stream, the reply's speech once written, its lines
+        joined by spaces: both are compared spacing aside. A turn that ended is found by its
+        whole speech only (``spoken``).
         """
-        if not text.strip():
+        wanted = _folded(text[:MAX_WRITTEN])
+        if not wanted:
             return None
-        wanted = text[:MAX_WRITTEN]
         found = [
             speech
             for trace_id, speech in reversed(self._turns.items())
             if trace_id not in self._spoken
             and not speech.stopped.is_set()
-            and speech.written.startswith(wanted)
+            and _begins(speech.written, wanted)
         ]
         unread = [speech for speech in found if not speech.claimed]
         return (unread or found)[0] if found else None
@@ -460,3 +462,15 @@ async def until_stopped(
         stop.cancel()
         await drop_read(step)  # closes the audio's socket mid-chunk
         await audio.aclose()
+
+
+def _folded(text: str) -> str:
+    """Return ``text`` with every run of whitespace one space, and none at either end."""
+    return " ".join(text.split())
+
+
+def _begins(written: str, wanted: str) -> bool:
+    """Say whether a turn's ``written`` text begins with ``wanted`` (folded), or as far as kept."""
+    kept = _folded(written)
+    full = len(written) >= MAX_WRITTEN  # only its start was kept
+    return kept.startswith(wanted) or (full and wanted.startswith(kept))
