@@ -18,7 +18,10 @@ from custom_components.companion_agent.engine.speech import (
     TurnSpeech,
     WyomingTTS,
 )
-from custom_components.companion_agent.engine.speech.turn_speech import KEEP_ALIVE_SECONDS
+from custom_components.companion_agent.engine.speech.turn_speech import (
+    KEEP_ALIVE_SECONDS,
+    MAX_WRITTEN,
+)
 from tests.support.piper import PiperPeer
 from tests.support.speech_feed import Feed
 from tests.support.wyoming_proxy import WyomingProxy
@@ -361,4 +364,21 @@ async def test_a_stream_finds_a_running_turn_by_the_text_it_wrote(
     assert turns.writing("  ") is None
     older.stop()
     assert turns.writing("Sure [happy]. The kettle is on and") is None  # a stopped turn
+    turns.close()
+
+
+def test_a_stream_finds_a_running_turn_by_its_lines_joined_by_spaces() -> None:
+    """HA hands a short reply it did not stream as one speech, its lines joined by spaces."""
+    turns = SpeechTurns()
+    turn = turns.follow(TurnSpeech("short", Feed("One moment, please. Hi.").read))
+    turn.wrote("One moment, please.\n")
+    turn.wrote("Hi.")
+    assert turns.writing("One moment, please. Hi.") is turn
+    assert turns.writing("One moment,  please.\n\nHi.") is turn
+    assert turns.writing("One moment, please. Hello.") is None
+    long = turns.follow(TurnSpeech("long", Feed("Long.").read))
+    long.wrote("Word\n" * (MAX_WRITTEN // 5 + 10))  # more than is kept of it
+    assert turns.writing(" ".join(["Word"] * (MAX_WRITTEN // 5 + 10))) is long
+    assert turns.writing(" ".join(["Word"] * (MAX_WRITTEN // 5 + 10)) + " Other") is long
+    assert turns.writing("Word Other") is None
     turns.close()
