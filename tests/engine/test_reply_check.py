@@ -173,7 +173,7 @@ async def test_a_claim_after_a_real_change_stands(
 async def test_a_chinese_claim_is_corrected_in_chinese_and_shown_corrected(
     llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
 ) -> None:
-    """"已为您打开客厅灯。" with no call: the display, speech and store all hold the correction."""
+    """ "已为您打开客厅灯。" with no call: the display, speech and store all hold the correction."""
     llm_server.script(Reply.text("好的！已为您打开客厅灯。还有别的吗？"))
     turn = await run(TurnRunner(), persona(chat_model), talk.request("打开客厅灯"))
     assert spoken(turn) == ["好的！", "我还没有做任何更改。", "还有别的吗？"]
@@ -225,6 +225,6 @@ def test_near_identical_sentences_repeat_and_different_ones_do_not() -> None:
         rooms.feed(f"The {room} light is on.")
         for room in ("kitchen", "living room", "bedroom", "hall", "bathroom")
     )
-    long = "I can also help you with the lights, the heating and the music in every single room of the house."
+    long = "I can also help you with the lights, the heating and the music in every room at home."
     twice = SentenceRepeats()
     assert [twice.feed(long), twice.feed(long.replace("also ", ""))] == [False, True]

@@ -19,8 +19,8 @@ import voluptuous as vol
 
 from ..errors import ConfigFileError, PluginConfigError, ProfileConfigError
 from ..llm.roles import ROLES, ModelChoice
-from ..tools.contract import Policy
 from ..tools.claims import BUILT_IN, ChangeClaims, change_claims, pattern_problem
+from ..tools.contract import Policy
 from ..tools.holding import (
     ANY,
     DEFAULT_AFTER,
@@ -193,6 +193,8 @@ HOLDING = table(
     },
     into=holding_phrases,
 )
+
+
 def claim_phrase(pattern: str) -> str:
     """Pass a claim phrase (a regular expression); say what is wrong with any other."""
     if (problem := pattern_problem(pattern)) is not None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import LLMBusyError, LLMError
 from ..events import SpeechCut, TextDelta, ThinkingDelta, ToolCallEvent, ToolStatus, TurnOutcome
-from ..llm import ChatModel, PartialToolCall, RoundEnd
+from ..llm import ChatModel, LLMItem, PartialToolCall, RoundEnd
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
 from ..pipeline.marks import CLOSERS, NEWLINES, RUN_MARKUP, TERMINATORS
 from ..plugins.profile import DEFAULT_MAX_ROUNDS
@@ -161,25 +161,18 @@ class AgentCore:
             record.rounds = rounds
             end = RoundEnd(error=LLMError("the stream ended without an end", retryable=False))
             stream = model.stream_with_tools([*prompt, *record.messages], specs)
-            try:
-                async for item in stream:
-                    match item:
-                        case str() if item:
-                            if edge and not record.partial and not edge.isspace():
-                                yield TextDelta(text="\n")
-                            record.partial.append(item)
-                            last = edge = item[-1]
-                            yield TextDelta(text=item, model_text=item)
-                        case ThinkingDelta():
-                            yield item
-                        case RoundEnd():
-                            end = item
-                    if record.stop:
-                        end = RoundEnd(finish_reason="repetition", usage=end.usage)
-                        break
-            finally:
-                if record.stop and (close := getattr(stream, "aclose", None)) is not None:
-                    await close()  # the server stops generating now, not when collected
+            async for item in _until_stopped(stream, record):
+                match item:
+                    case str() if item:
+                        if edge and not record.partial and not edge.isspace():
+                            yield TextDelta(text="\n")
+                        record.partial.append(item)
+                        last = edge = item[-1]
+                        yield TextDelta(text=item, model_text=item)
+                    case ThinkingDelta():
+                        yield item
+                    case RoundEnd():
+                        end = item
             for key, value in end.usage.items():
                 record.usage[key] = record.usage.get(key, 0) + value
             record.finish_reason = end.finish_reason
@@ -297,6 +290,25 @@ async def _settle(
     for task, call in tasks.items():
         if task.done() and not task.cancelled() and task.exception() is None:
             outcomes.setdefault(call.call_id, task.result())
+
+
+async def _until_stopped(
+    stream: AsyncIterator[LLMItem], record: TurnRecord
+) -> AsyncIterator[LLMItem]:
+    """Yield a round's items until the reply check stops the turn's reply (``record.stop``).
+
+    Then the round ends as a repetition and its stream is closed now, not when collected:
+    the server stops generating.
+    """
+    try:
+        async for item in stream:
+            yield item
+            if record.stop:
+                yield RoundEnd(finish_reason="repetition")
+                return
+    finally:
+        if record.stop and (close := getattr(stream, "aclose", None)) is not None:
+            await close()
 
 
 def closes_sentence(text: str) -> bool:

@@ -23,7 +23,7 @@ silenced. A reply whose speech ended early is marked (``TurnRecord.speech_cut``)
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, replace
 
 from ..events import OutputItem, SentenceOutput, TextDelta, ToolCallEvent
@@ -74,8 +74,23 @@ class ReplyCheck:
             return speakable(found.correction)
         return speech
 
-    async def apply(self, stream: AsyncIterator[OutputItem]) -> AsyncIterator[OutputItem]:
-        """Pass the items on, each sentence checked (see the module)."""
+    async def apply(
+        self, stream: AsyncIterator[OutputItem], leftover: Callable[[OutputItem], None]
+    ) -> AsyncIterator[OutputItem]:
+        """Pass the items on, each sentence checked (see the module).
+
+        A turn that ends inside a sentence (its deadline, a cancel) hands the text held
+        for it, checked, to ``leftover``: it was the model's, shown until then.
+        """
+        try:
+            async for item in self._checked(stream):
+                yield item
+        finally:
+            for item in self._unfinished():
+                leftover(item)
+
+    async def _checked(self, stream: AsyncIterator[OutputItem]) -> AsyncIterator[OutputItem]:
+        """Yield the items, each sentence checked."""
         async for item in stream:
             match item:
                 case TextDelta() if self.armed or self._held:
@@ -106,6 +121,18 @@ class ReplyCheck:
             self._looked = True
         else:
             self._changed = True
+
+    def _unfinished(self) -> list[OutputItem]:
+        """Return the text held for a sentence that never ended, checked as one."""
+        held = self._release()
+        written = "".join(i.model_text for i in held if isinstance(i, TextDelta))
+        if written and self.armed:
+            found = self._rules.claims.claim(written, looked=self._looked)
+            if found is not None:
+                held, _ = self._correct(
+                    held, written, SentenceOutput(display_text="", tts_text=""), found.correction
+                )
+        return held
 
     def _release(self) -> list[OutputItem]:
         """Return what is held, and hold nothing."""

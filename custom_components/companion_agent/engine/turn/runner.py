@@ -263,7 +263,8 @@ class TurnRunner:
                 lambda: build_pipeline(config),
                 lambda guess: job.sink.guess(check.guess(guess)),
             )
-        items = persona.plugins.transform(check.apply(build_pipeline(config)(replies)))
+        checked = check.apply(build_pipeline(config)(replies), job.sink.put)
+        items = persona.plugins.transform(checked)
         async for item in items:
             job.sink.put(item)
         if record.finish_reason == "repetition" and record.speech_cut is None:
