@@ -96,9 +96,7 @@ class ChangeClaims:
 
     enabled: bool = True
     languages: Mapping[str, ClaimPhrases] = field(
-        default_factory=lambda: MappingProxyType(
-            {key: phrases_of(key, {}) for key in BUILT_IN}
-        )
+        default_factory=lambda: MappingProxyType({key: phrases_of(key, {}) for key in BUILT_IN})
     )
 
     def claim(self, sentence: str, *, looked: bool) -> ClaimPhrases | None:
