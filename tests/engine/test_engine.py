@@ -362,7 +362,7 @@ async def test_close_lets_a_running_turn_end_and_writes_it(
     """A turn still streaming at close is given its grace, then cancelled; it is stored."""
     engine = Engine(settings)
     await engine.start()
-    llm_server.script(Reply(chunks=(TextChunk("Still "), TextChunk("going.", 30.0))))
+    llm_server.script(Reply(chunks=(TextChunk("Still here. More"), TextChunk(" to come.", 30.0))))
     turn = engine.start_turn(ask(engine.persona("p1", "default"), "Talk"))
     items = turn.items()
     await anext(items)

@@ -35,6 +35,7 @@ from custom_components.companion_agent.engine.messages import (
     ToolMessage,
 )
 from custom_components.companion_agent.engine.plugins import TurnContext
+from custom_components.companion_agent.engine.tools.claims import ChangeClaims
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
 from custom_components.companion_agent.engine.turn.limits import TurnLimits
@@ -46,6 +47,8 @@ from tests.support.llm_server import LLMServer
 from tests.support.turns import PROFILE, Conversations, finish, persona, run, start
 
 SLOW = 0.05
+STREAMING = replace(PROFILE, claims=ChangeClaims(enabled=False))
+"""A persona whose text is shown as it streams: no claim check holds a sentence's text."""
 
 
 @pytest.fixture
@@ -239,7 +242,7 @@ async def test_played_while_the_turn_streams_is_an_item_in_its_place(
 ) -> None:
     """Audio done before the text (a tool round ahead): a Played item, then the rest."""
     listener = Listener()
-    who = persona(chat_model, hooks=[listener])
+    who = persona(chat_model, hooks=[listener], profile=STREAMING)
     llm_server.script(slow_text("Hello. ", "More ", "later."))
     turn = start(TurnRunner(), who, talk.request("Hi"))
     items = turn.items()
@@ -480,7 +483,7 @@ async def test_a_turn_cut_mid_sentence_keeps_only_what_was_spoken_even_if_all_wa
     """
     llm_server.script(slow_text("It is sunny. ", "Take a h", "at with you."))
     runner = TurnRunner()
-    turn = start(runner, persona(chat_model), talk.request("Weather?"))
+    turn = start(runner, persona(chat_model, profile=STREAMING), talk.request("Weather?"))
     shown = ""
     async for item in turn.items():
         if isinstance(item, TextDelta):

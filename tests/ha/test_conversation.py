@@ -207,15 +207,15 @@ async def test_speech_is_the_tts_text(
     hass: HomeAssistant, setup_entry: MockConfigEntry, llm_server: LLMServer
 ) -> None:
     """The ChatLog keeps markdown for reading; the speech has none, and no URL."""
-    llm_server.script(Reply.text("**Done.** The manual is at https://example.com/manual.pdf now."))
+    llm_server.script(Reply.text("**Found.** The manual is at https://example.com/manual.pdf now."))
     deltas: list[Delta] = []
     result, _content = await converse(hass, agent_entity_id(hass, setup_entry), "Go", deltas)
     shown = "".join(str(d["content"]) for d in deltas if d.get("content"))
-    assert shown == "**Done.** The manual is at https://example.com/manual.pdf now."
+    assert shown == "**Found.** The manual is at https://example.com/manual.pdf now."
     speech = result.response.speech["plain"]["speech"]
     assert "**" not in speech
     assert "https" not in speech
-    assert speech.startswith("Done.")
+    assert speech.startswith("Found.")
 
 
 async def test_stop_writes_what_is_still_in_memory(

@@ -263,7 +263,7 @@ async def test_person_speaking_over_the_answer_cancels_the_turn(
     """Listening again mid-answer: the turn stops, is stored interrupted with what was shown."""
     _, satellite = add_satellite(hass)
     entry, agent_id, gate = listener
-    full = "First I will tell you a very long story about the weather in the hills tonight."
+    full = "First, a story. It is a very long story about the weather in the hills tonight."
     llm_server.script(Reply.text(full, chunk_size=2, delay=0.05))
     shown: list[str] = []
     streaming = asyncio.Event()

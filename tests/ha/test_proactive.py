@@ -289,7 +289,7 @@ async def test_the_persons_answer_on_the_satellite_continues_the_proactive_histo
     hass: HomeAssistant, llm_server: LLMServer, devices: Devices, companion: Companion
 ) -> None:
     """After start_conversation, the satellite's next turn sees what the companion said."""
-    llm_server.script(Reply.text("Shall I dim the lights?"), Reply.text("Done, enjoy."))
+    llm_server.script(Reply.text("Shall I dim the lights?"), Reply.text("Great, enjoy."))
     await start_chat(hass, targets=[KITCHEN], instruction="Offer to dim the lights.")
 
     result = await asyncio.wait_for(
@@ -305,7 +305,7 @@ async def test_the_persons_answer_on_the_satellite_continues_the_proactive_histo
         TIMEOUT,
     )
 
-    assert speech(result) == "Done, enjoy."
+    assert speech(result) == "Great, enjoy."
     sent = messages(llm_server.requests[-1])
     said = [str(m["content"]) for m in sent if m["role"] == "assistant"]
     assert said == ["Shall I dim the lights?"]

@@ -234,7 +234,7 @@ async def test_a_first_sentence_guessed_wrong_is_never_heard(
 ) -> None:
     """``light.`` was no end (``light.kitchen``): what Piper made of it is dropped."""
     released = asyncio.Event()
-    llm_server.script(Reply.held("I turned on light.", f"kitchen now. {SECOND}", until=released))
+    llm_server.script(Reply.held("I checked light.", f"kitchen now. {SECOND}", until=released))
     flight = start_text_run(hass, voice.pipeline, "Lights?", timeout=TIMEOUT)
     await asyncio.wait_for(proxy.wait_finished(1), TIMEOUT)
     guessed = len(proxy.audio)
@@ -242,6 +242,6 @@ async def test_a_first_sentence_guessed_wrong_is_never_heard(
     parts = [part async for part in flight.audio()]
     await flight.done()
 
-    assert proxy.texts[0] == "I turned on light."
-    assert proxy.texts[1:] == ["I turned on light.kitchen now.", SECOND]
+    assert proxy.texts[0] == "I checked light."
+    assert proxy.texts[1:] == ["I checked light.kitchen now.", SECOND]
     assert pcm(parts) == b"".join(proxy.audio[guessed:])

@@ -87,10 +87,10 @@ async def test_a_missing_finish_reason_with_a_proper_end_is_tolerated(
     llm_server: LLMServer, quick_model: OpenAIChatModel, talk: Conversations
 ) -> None:
     """[DONE] came: the answer is complete even though no finish_reason was sent."""
-    llm_server.script(Reply(chunks=(TextChunk("All done."),), finish_reason=None))
+    llm_server.script(Reply(chunks=(TextChunk("All fine."),), finish_reason=None))
     done = await run(TurnRunner(), persona(quick_model), talk.request("Status?"))
     assert done.result.outcome == "complete"
-    assert done.text == "All done."
+    assert done.text == "All fine."
 
 
 async def test_a_server_that_never_answers_gets_the_apology_within_a_second(

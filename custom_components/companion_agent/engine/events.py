@@ -15,6 +15,9 @@ type ToolStatus = Literal["running", "completed", "error", "pending_confirmation
 type TurnOutcome = Literal["complete", "cut", "interrupted", "failed", "timed_out"]
 """How a turn ended: answered; the model's stream broke off; the person (or host)
 cancelled it; the model could not answer; the turn's deadline passed."""
+type SpeechCut = Literal["long", "repeated"]
+"""Why the rest of a reply was shown but not spoken: past the persona's bound of speech,
+or the model started repeating itself."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,6 +126,8 @@ class TurnResult:
 
     ``text`` is everything the model wrote; ``shown`` the model text of the replies the
     host actually took from the turn; ``spoken`` the text handed to speech.
+    ``speech_cut``: why the reply's speech ended before its text (None: it did not);
+    ``corrected``: how many sentences claimed a change no call made, and were corrected.
     """
 
     kind: Literal["turn_result"] = "turn_result"
@@ -134,3 +139,5 @@ class TurnResult:
     rounds: int = 0
     usage: dict[str, int] = field(default_factory=dict)
     reason: str | None = None
+    speech_cut: SpeechCut | None = None
+    corrected: int = 0

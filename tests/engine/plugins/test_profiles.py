@@ -86,6 +86,24 @@ def test_every_shipped_profile_holds_the_line_in_english_and_chinese() -> None:
     assert len(set(english)) == len(profiles)  # each persona says it its own way
 
 
+def test_every_shipped_profile_bounds_its_speech_and_corrects_claims_in_its_words() -> None:
+    """About 20 s or 4 sentences spoken; a claim of a change corrected in English and Chinese."""
+    profiles = {profile.id: profile for profile in load_library(builtin_roots()).profiles}
+    for profile in profiles.values():
+        assert (profile.output.spoken_seconds, profile.output.spoken_sentences) == (20.0, 4)
+        claims = profile.claims
+        english = claims.claim("The kitchen light is turned on.", looked=False)
+        chinese = claims.claim("客厅灯已打开。", looked=False)
+        assert english is not None
+        assert chinese is not None
+        assert "changed" in english.correction
+        assert "更改" in chinese.correction or "改" in chinese.correction
+        assert claims.claim("The kitchen light is on.", looked=False) is None
+    assert profiles["default"].claims.claim("Done.", looked=False).correction == (  # type: ignore[union-attr]
+        "I haven't changed anything yet."
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "key", "words"),
     [
@@ -119,6 +137,12 @@ def test_every_shipped_profile_holds_the_line_in_english_and_chinese() -> None:
         ('[holding.zh]\nhome_any = "看{target}"\n', "holding.zh.home_any", "no {target}"),
         ('[holding.en]\nsearch = "A {"\n', "holding.en.search", "not a valid template"),
         ("[holding.en]\ndefault = 1\n", "holding.en.default", "expected a string"),
+        ("[output]\nspoken_seconds = 1\n", "output.spoken_seconds", "3 to 300 seconds"),
+        ("[output]\nspoken_sentences = 0\n", "output.spoken_sentences", "1 to 100 sentences"),
+        ('[claims.en]\nown = ["(on"]\n', "claims.en.own", "not a valid regular expression"),
+        ('[claims.fr]\nown = ["allumé"]\n', "claims.fr.correction", "needs its correction"),
+        ('[claims.en]\nfixed = "No."\n', "claims.en.fixed", "unknown key"),
+        ('[claims]\nenabled = "yes"\n', "claims.enabled", "expected a boolean"),
     ],
 )
 def test_malformed_profile_names_file_and_key(

@@ -19,6 +19,7 @@ import voluptuous as vol
 
 from ..errors import ConfigFileError, PluginConfigError, ProfileConfigError
 from ..llm.roles import ROLES, ModelChoice
+from ..tools.claims import BUILT_IN, ChangeClaims, change_claims, pattern_problem
 from ..tools.contract import Policy
 from ..tools.holding import (
     ANY,
@@ -56,6 +57,8 @@ DEFAULT_EMOTIONS = (
     *("excited", "calm", "tired", "confused", "think", "neutral", "proud", "worried"),
 )
 """The tags a profile takes as emotions unless it names its own (``[output] emotions``)."""
+DEFAULT_SPOKEN_SECONDS = 20.0
+DEFAULT_SPOKEN_SENTENCES = 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,12 +70,17 @@ class OutputFormat:
     actions, never words: ``tags`` is the whole vocabulary the output pipeline removes.
     ``follow_ups``: a reply that asks the person something (a question, or a held action
     waiting for their yes) lets a satellite listen for the answer without its wake word.
+    ``spoken_seconds`` and ``spoken_sentences`` bound what of a reply is spoken, whichever
+    comes first (speech estimated from its text, ``speech/audio_length.py``); the rest is
+    shown, not spoken (``turn/reply_check.py``).
     """
 
     instructions: str = ""
     actions: tuple[str, ...] = ()
     emotions: tuple[str, ...] = DEFAULT_EMOTIONS
     follow_ups: bool = True
+    spoken_seconds: float = DEFAULT_SPOKEN_SECONDS
+    spoken_sentences: int = DEFAULT_SPOKEN_SENTENCES
 
     @property
     def tags(self) -> frozenset[str]:
@@ -125,6 +133,8 @@ class Profile:
     """Face images by emotion tag (``[face]``), for dashboards; none: a drawn face."""
     holding: HoldingPhrases = field(default_factory=HoldingPhrases)
     """What the persona says while a slow tool runs (``[holding]``); none: nothing."""
+    claims: ChangeClaims = field(default_factory=ChangeClaims)
+    """Claims of a change no call made, and the line said instead (``[claims]``)."""
 
     @property
     def plugin_ids(self) -> tuple[str, ...]:
@@ -183,6 +193,45 @@ HOLDING = table(
     },
     into=holding_phrases,
 )
+
+
+def claim_phrase(pattern: str) -> str:
+    """Pass a claim phrase (a regular expression); say what is wrong with any other."""
+    if (problem := pattern_problem(pattern)) is not None:
+        raise vol.Invalid(problem)
+    return pattern
+
+
+def claims_of(values: dict[str, object]) -> ChangeClaims:
+    """Build ``[claims]``; a language with no built-in phrases must give its correction."""
+    for language, phrases in values.items():
+        built_in = language_key(language).split("-")[0] in BUILT_IN
+        if isinstance(phrases, dict) and not built_in and "correction" not in phrases:
+            message = "a language with no built-in phrases needs its correction"
+            raise vol.Invalid(message, path=[language, "correction"])
+    return change_claims(**values)
+
+
+CLAIM_PHRASES = vol.All(array(vol.All(TEXT, claim_phrase), "strings"), unique)
+CLAIMS = vol.All(
+    of_type("table"),
+    vol.Schema(
+        {
+            vol.Optional("enabled"): of_type("boolean"),
+            vol.All(
+                TEXT, vol.Match(LANGUAGE, msg="expected a language tag such as 'en' or 'zh-CN'")
+            ): table(
+                {
+                    vol.Optional("correction"): phrase(targeted=False),
+                    vol.Optional("own"): CLAIM_PHRASES,
+                    vol.Optional("state"): CLAIM_PHRASES,
+                }
+            ),
+        },
+        extra=vol.PREVENT_EXTRA,
+    ),
+    claims_of,
+)
 SCHEMA = vol.Schema(
     {
         vol.Required("id"): vol.All(
@@ -199,6 +248,14 @@ SCHEMA = vol.Schema(
                 vol.Optional("actions"): vol.All(array(TAG, "strings"), unique),
                 vol.Optional("emotions"): vol.All(array(TAG, "strings"), unique),
                 vol.Optional("follow_ups"): of_type("boolean"),
+                vol.Optional("spoken_seconds"): vol.All(
+                    of_type("float"),
+                    vol.Range(min=3, max=300, msg="expected 3 to 300 seconds of speech"),
+                ),
+                vol.Optional("spoken_sentences"): vol.All(
+                    of_type("integer"),
+                    vol.Range(min=1, max=100, msg="expected 1 to 100 sentences"),
+                ),
             },
             into=OutputFormat,
         ),
@@ -215,6 +272,7 @@ SCHEMA = vol.Schema(
         vol.Optional("plugins"): table({vol.Optional("enabled"): TEXTS, str: of_type("table")}),
         vol.Optional("face"): table({TAG: TEXT}),
         vol.Optional("holding"): HOLDING,
+        vol.Optional("claims"): CLAIMS,
         vol.Optional("policy"): vol.All(
             table({str: vol.In(POLICY_LEVELS, msg=f"expected one of {', '.join(POLICY_LEVELS)}")}),
             vol.Coerce(MappingProxyType),

@@ -159,6 +159,10 @@ class ToolRegistry:
         """Return the specs of every registered tool."""
         return [entry.tool.spec for entry in self._entries.values()]
 
+    def read_only(self) -> frozenset[str]:
+        """Return the ids of the registered tools that only read."""
+        return frozenset(name for name, entry in self._entries.items() if entry.tool.read_only)
+
     def holding_hints(self) -> dict[str, HoldingHint]:
         """Return the holding hint of every registered tool that has one, by tool id."""
         return {

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..events import TurnOutcome
+from ..events import SpeechCut, TurnOutcome
 from ..messages import AssistantMessage, ChatMessage, UserMessage
 from .prompt import proactive_words
 from .stored import StoredTurn
@@ -30,6 +30,11 @@ MARKS: dict[TurnOutcome, str] = {
     "failed": "[you could not finish this answer]",
     "timed_out": "[this answer ran out of time here]",
 }
+SPEECH_MARKS: dict[SpeechCut, str] = {
+    "long": "[too long to say aloud: only its first sentences were spoken; answer briefly]",
+    "repeated": "[you started repeating yourself here; the rest was not spoken]",
+}
+"""What the model is told of an answer it ended itself whose speech was cut."""
 
 
 class ConversationHistory(Protocol):
@@ -68,9 +73,11 @@ def as_messages(turns: Sequence[StoredTurn]) -> list[ChatMessage]:
         user = proactive_words(turn.user) if turn.initiator == "proactive" else turn.user
         messages.append(UserMessage(content=user))
         messages.extend(turn.messages)
-        if turn.outcome in MARKS:
+        mark = MARKS.get(turn.outcome)
+        if mark is None and turn.speech_cut is not None:
+            mark = SPEECH_MARKS[turn.speech_cut]
+        if mark is not None:
             last = turn.messages[-1] if turn.messages else None
-            mark = MARKS[turn.outcome]
             if isinstance(last, AssistantMessage) and not last.tool_calls:
                 messages[-1] = AssistantMessage(content=f"{last.content}\n{mark}".lstrip())
             else:

@@ -52,6 +52,8 @@ def turn_result(sink: TurnSink, record: TurnRecord) -> TurnResult:
         rounds=record.rounds,
         usage=dict(record.usage),
         reason=record.reason,
+        speech_cut=record.speech_cut,
+        corrected=len(record.corrections),
     )
 
 
@@ -69,6 +71,7 @@ async def store_turn(job: TurnJob, record: TurnRecord, result: TurnResult) -> No
         trace_id=request.context.trace_id,
         began=job.began,
         reason=(result.reason or "") if result.outcome in ("failed", "timed_out") else "",
+        speech_cut=result.speech_cut,
     )
     await store_in(job.history, stored, request.context.conversation_id)
 

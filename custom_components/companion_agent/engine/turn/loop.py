@@ -20,8 +20,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..errors import LLMBusyError, LLMError
-from ..events import TextDelta, ThinkingDelta, ToolCallEvent, ToolStatus, TurnOutcome
-from ..llm import ChatModel, PartialToolCall, RoundEnd, ServerWaiting
+from ..events import SpeechCut, TextDelta, ThinkingDelta, ToolCallEvent, ToolStatus, TurnOutcome
+from ..llm import ChatModel, LLMItem, PartialToolCall, RoundEnd, ServerWaiting
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
 from ..pipeline.marks import CLOSERS, NEWLINES, RUN_MARKUP, TERMINATORS
 from ..plugins.profile import DEFAULT_MAX_ROUNDS
@@ -59,6 +59,8 @@ class TurnRecord:
     ``partial`` is the text of the round in progress, not yet a message. ``held`` are the
     holding lines said while a round's tools ran: never sent to the model, but stored with
     the message whose calls they were said during (``as_said``), as the person heard them.
+    ``corrections`` are the sentences the reply check replaced (``reply_check.py``): the
+    turn's text is read with them applied, in order, so what is stored is what was shown.
     """
 
     messages: list[ChatMessage] = field(default_factory=list)
@@ -74,12 +76,17 @@ class TurnRecord:
     reason: str | None = None
     finish_reason: str | None = None
     """How the last round ended, as the server said (``stop``, ``length`` …)."""
+    corrections: list[tuple[str, str]] = field(default_factory=list)
+    """Each corrected sentence as the model wrote it, and the text shown instead, in order."""
+    speech_cut: SpeechCut | None = None
+    stop: bool = False
+    """The reply check asks the round to stop reading the model (it repeats itself)."""
 
     @property
     def text(self) -> str:
-        """Return everything the model wrote in this turn, rounds in order."""
+        """Return everything the model wrote in this turn as shown, rounds in order."""
         written = [m.content for m in self.messages if isinstance(m, AssistantMessage)]
-        return "".join([*written, *self.partial])
+        return "".join(corrected([*written, "".join(self.partial)], self.corrections))
 
     def as_said(self) -> list[ChatMessage]:
         """Return the turn's messages as the person was told them, the round in progress too.
@@ -88,6 +95,10 @@ class TurnRecord:
         so the stored text reads in the order it was shown.
         """
         said = [*self.messages, AssistantMessage(content="".join(self.partial))]
+        replies = [(i, m) for i, m in enumerate(said) if isinstance(m, AssistantMessage)]
+        texts = corrected([m.content for _, m in replies], self.corrections)
+        for (index, reply), text in zip(replies, texts, strict=True):
+            said[index] = replace(reply, content=text)
         for index, line in self.held:
             message = said[index]
             if isinstance(message, AssistantMessage):
@@ -97,6 +108,24 @@ class TurnRecord:
             if isinstance(message, AssistantMessage):
                 said[index] = replace(message, content=line + message.content)
         return said
+
+
+def corrected(contents: Sequence[str], corrections: Sequence[tuple[str, str]]) -> list[str]:
+    """Return ``contents`` (texts in order) with each correction applied where it comes next.
+
+    Each ``(written, shown)`` replaces the first ``written`` after the previous one; one
+    that is not found (never expected) is skipped.
+    """
+    out = list(contents)
+    index = at = 0
+    for written, shown in corrections:
+        for look in range(index, len(out)):
+            found = out[look].find(written, at if look == index else 0)
+            if found >= 0:
+                out[look] = out[look][:found] + shown + out[look][found + len(written) :]
+                index, at = look, found + len(shown)
+                break
+    return out
 
 
 class AgentCore:
@@ -138,7 +167,8 @@ class AgentCore:
         for rounds in range(1, self._max_rounds + 1):
             record.rounds = rounds
             end = RoundEnd(error=LLMError("the stream ended without an end", retryable=False))
-            async for item in model.stream_with_tools([*prompt, *record.messages], specs):
+            stream = model.stream_with_tools([*prompt, *record.messages], specs)
+            async for item in _until_stopped(stream, record):
                 match item:
                     case str() if item:
                         if edge and not record.partial and not edge.isspace():
@@ -286,6 +316,25 @@ async def _settle(
     for task, call in tasks.items():
         if task.done() and not task.cancelled() and task.exception() is None:
             outcomes.setdefault(call.call_id, task.result())
+
+
+async def _until_stopped(
+    stream: AsyncIterator[LLMItem], record: TurnRecord
+) -> AsyncIterator[LLMItem]:
+    """Yield a round's items until the reply check stops the turn's reply (``record.stop``).
+
+    Then the round ends as a repetition and its stream is closed now, not when collected:
+    the server stops generating.
+    """
+    try:
+        async for item in stream:
+            yield item
+            if record.stop:
+                yield RoundEnd(finish_reason="repetition")
+                return
+    finally:
+        if record.stop and (close := getattr(stream, "aclose", None)) is not None:
+            await close()
 
 
 def closes_sentence(text: str) -> bool:

@@ -46,6 +46,7 @@ from .limits import (
 from .loop import AgentCore, TurnRecord
 from .models import camera_tools, chat_model
 from .prompt import PromptBuilder, UserPromptBlock
+from .reply_check import ReplyCheck, ReplyRules
 from .request import TurnRequest
 from .sink import TurnSink
 from .usage import UsageCounters
@@ -200,6 +201,9 @@ class TurnRunner:
                 self.usage.count_tokens(
                     conversation_id=ctx.conversation_id, user_id=ctx.user_id, usage=result.usage
                 )
+                self.usage.count_checks(
+                    conversation_id=ctx.conversation_id, user_id=ctx.user_id, result=result
+                )
                 outcome_ctx = replace(turn_ctx, outcome=result.outcome)
                 said = result.text if result.outcome == "complete" else result.shown
                 job.persona.plugins.hooks.after_turn(
@@ -250,13 +254,32 @@ class TurnRunner:
             holding=holding_lines(profile, ctx.language, registry),
         )
         config = pipeline_config(profile)
+        check = ReplyCheck(reply_rules(profile, registry), record)
         replies = core.run_turn(messages, ctx, record)
         if not persona.plugins.transforms:  # a voice may begin on the first sentence's end
-            replies = first_guesses(replies, config, lambda: build_pipeline(config), job.sink.guess)
-        items = persona.plugins.transform(build_pipeline(config)(replies))
+            replies = first_guesses(
+                replies,
+                config,
+                lambda: build_pipeline(config),
+                lambda guess: job.sink.guess(check.guess(guess)),
+            )
+        checked = check.apply(build_pipeline(config)(replies), job.sink.put)
+        items = persona.plugins.transform(checked)
         async for item in items:
             job.sink.put(item)
+        if record.finish_reason == "repetition" and record.speech_cut is None:
+            record.speech_cut = "repeated"  # an exact loop, stopped as the model wrote it
         return turn_ctx
+
+
+def reply_rules(profile: Profile, registry: ToolRegistry) -> ReplyRules:
+    """Return what the turn's replies are checked against: the profile's bound and claims."""
+    return ReplyRules(
+        claims=profile.claims,
+        spoken_seconds=profile.output.spoken_seconds,
+        spoken_sentences=profile.output.spoken_sentences,
+        read_only=registry.read_only(),
+    )
 
 
 def holding_lines(profile: Profile, language: str, registry: ToolRegistry) -> HoldingLines | None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, cast
 
-from ..events import TurnOutcome
+from ..events import SpeechCut, TurnOutcome
 from ..json_types import JSONObject, JSONValue
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
 from ..redaction import redact, scrub_text
@@ -22,6 +22,7 @@ MAX_STORED_RESULT = 1000
 OUTCOMES: frozenset[str] = frozenset({"complete", "cut", "interrupted", "failed", "timed_out"})
 
 INITIATORS: frozenset[str] = frozenset({"person", "proactive"})
+SPEECH_CUTS: frozenset[str] = frozenset({"long", "repeated"})
 
 type TurnMessage = AssistantMessage | ToolMessage
 type Initiator = Literal["person", "proactive"]
@@ -46,6 +47,8 @@ class StoredTurn:
     """When the person spoke (``time`` is when the turn was stored): a forget after it wins."""
     reason: str = ""
     """Why a failed turn failed (the model server did not answer, or was too slow)."""
+    speech_cut: SpeechCut | None = None
+    """Why its speech ended before its text (``TurnResult.speech_cut``); None: it did not."""
 
 
 def without_images(text: str) -> str:
@@ -74,6 +77,8 @@ def dump_turn(turn: StoredTurn) -> JSONObject:
         row["began"] = turn.began
     if turn.reason:
         row["reason"] = turn.reason
+    if turn.speech_cut is not None:
+        row["speech_cut"] = turn.speech_cut
     row["messages"] = messages
     return row
 
@@ -109,6 +114,9 @@ def parse_turn(row: object) -> StoredTurn:
     reason = _text(row.get("reason", ""))
     if initiator not in INITIATORS:
         raise TypeError("bad initiator")
+    speech_cut = row.get("speech_cut")
+    if speech_cut is not None and speech_cut not in SPEECH_CUTS:
+        raise TypeError("bad speech_cut")
     return StoredTurn(
         user=user,
         messages=tuple(messages),
@@ -118,6 +126,7 @@ def parse_turn(row: object) -> StoredTurn:
         trace_id=trace_id,
         began=float(began),
         reason=reason,
+        speech_cut=cast(SpeechCut | None, speech_cut),
     )
 
 

@@ -1,7 +1,8 @@
 """Token and call counters per conversation, user and tool, for sensors and diagnostics.
 
 Calls are counted from the audit records the guard writes (``UsageCounters`` is an audit
-sink); tokens from each turn's result.
+sink); tokens, and what the reply check did (claims corrected, speech cut), from each
+turn's result.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 
 from ..audit.record import AuditRecord, CallOutcome
+from ..events import TurnResult
 from ..json_types import JSONObject
 
 ANONYMOUS = "anonymous"
@@ -30,6 +32,10 @@ class Tally:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    corrected_claims: int = 0
+    """Sentences that claimed a change no call made, replaced by the persona's correction."""
+    speech_cut: int = 0
+    """Replies whose speech ended before their text (too long, or repeating itself)."""
 
     def add_call(self, outcome: CallOutcome) -> None:
         """Count one call by how it ended."""
@@ -51,6 +57,11 @@ class Tally:
         self.prompt_tokens += usage.get("prompt_tokens", 0)
         self.completion_tokens += usage.get("completion_tokens", 0)
         self.total_tokens += usage.get("total_tokens", 0)
+
+    def add_checks(self, result: TurnResult) -> None:
+        """Add what the reply check did to a turn's reply."""
+        self.corrected_claims += result.corrected
+        self.speech_cut += result.speech_cut is not None
 
     def as_json(self) -> JSONObject:
         """Return the counts as JSON."""
@@ -99,6 +110,19 @@ class UsageCounters:
             self._users.setdefault(user_id or ANONYMOUS, Tally()),
         ):
             tally.add_tokens(usage)
+
+    def count_checks(
+        self, *, conversation_id: str, user_id: str | None, result: TurnResult
+    ) -> None:
+        """Add what the reply check did to a turn (``TurnResult``) to its conversation and user."""
+        if not result.corrected and result.speech_cut is None:
+            return
+        for tally in (
+            self.total,
+            self._conversation(conversation_id),
+            self._users.setdefault(user_id or ANONYMOUS, Tally()),
+        ):
+            tally.add_checks(result)
 
     def conversation(self, conversation_id: str) -> Tally:
         """Return a copy of a conversation's counts."""
