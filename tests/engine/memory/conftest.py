@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
+from custom_components.companion_agent.engine.memory.models import GraphStore, MemoryStore
 from tests.support.embeddings import embedder
 from tests.support.neo4j_server import neo4j_server
 

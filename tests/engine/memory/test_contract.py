@@ -6,8 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from custom_components.companion_agent.engine.errors import MemoryInputError
-from custom_components.companion_agent.engine.memory.provenance import Provenance
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     MAX_LIMIT,
     MAX_TEXT_CHARS,
     Forget,
@@ -16,6 +15,7 @@ from custom_components.companion_agent.engine.memory.types import (
     MemoryStore,
     NewMemory,
 )
+from custom_components.companion_agent.engine.memory.provenance import Provenance
 from tests.engine.memory import ANNA, BEN, HOME, every_record, superseded
 
 OTHER_PERSONA = MemoryScope.for_turn("sage", "anna")

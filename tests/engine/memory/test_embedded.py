@@ -20,10 +20,7 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
     OpenAIEmbedder,
 )
-from custom_components.companion_agent.engine.memory.inputs import MAX_BATCH
-from custom_components.companion_agent.engine.memory.sqlite.schema import SCHEMA_VERSION
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     Forget,
     GraphFacts,
     MemoryQuery,
@@ -31,6 +28,9 @@ from custom_components.companion_agent.engine.memory.types import (
     NewMemory,
     Relation,
 )
+from custom_components.companion_agent.engine.memory.stores.inputs import MAX_BATCH
+from custom_components.companion_agent.engine.memory.stores.sqlite.schema import SCHEMA_VERSION
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from tests.engine.memory import ANNA, HOME, every_record, found, superseded
 from tests.support.embeddings import SLOW_MACHINE
 from tests.support.llm_server import LLMServer

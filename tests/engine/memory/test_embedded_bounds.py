@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.companion_agent.engine.memory.bounds import MemoryBounds
 from custom_components.companion_agent.engine.memory.embeddings import OpenAIEmbedder
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     GraphFacts,
     MemoryQuery,
     MemoryScope,
     NewMemory,
     Relation,
 )
+from custom_components.companion_agent.engine.memory.stores.bounds import MemoryBounds
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from tests.engine.memory import ANNA, HOME, every_record, found, superseded
 from tests.support.embeddings import SLOW_MACHINE
 

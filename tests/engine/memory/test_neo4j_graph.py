@@ -7,11 +7,14 @@ from collections.abc import AsyncIterator
 import neo4j
 import pytest
 
-from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jGraph, Neo4jSettings
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     Forget,
     GraphFacts,
     Relation,
+)
+from custom_components.companion_agent.engine.memory.stores.neo4j.graph import (
+    Neo4jGraph,
+    Neo4jSettings,
 )
 from tests.engine.memory import ANNA, HOME
 

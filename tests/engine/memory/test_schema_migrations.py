@@ -13,16 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.companion_agent.engine.memory.provenance import Provenance
-from custom_components.companion_agent.engine.memory.sqlite.records_sql import iso
-from custom_components.companion_agent.engine.memory.sqlite.schema import SCHEMA_VERSION
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.tombstones import graph_id, statement_forget
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     Forget,
     MemoryScope,
     NewMemory,
 )
+from custom_components.companion_agent.engine.memory.outbox.tombstones import (
+    graph_id,
+    statement_forget,
+)
+from custom_components.companion_agent.engine.memory.provenance import Provenance
+from custom_components.companion_agent.engine.memory.stores.sqlite.records_sql import iso
+from custom_components.companion_agent.engine.memory.stores.sqlite.schema import SCHEMA_VERSION
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from tests.engine.memory import every_record
 from tests.engine.memory.old_files import old_person_file, schema_3_file
 

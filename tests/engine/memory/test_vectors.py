@@ -5,9 +5,9 @@ import random
 
 import pytest
 
-from custom_components.companion_agent.engine.memory.sqlite import vectors
-from custom_components.companion_agent.engine.memory.sqlite.fusion import fuse
-from custom_components.companion_agent.engine.memory.sqlite.vectors import (
+from custom_components.companion_agent.engine.memory.stores.sqlite import vectors
+from custom_components.companion_agent.engine.memory.stores.sqlite.fusion import fuse
+from custom_components.companion_agent.engine.memory.stores.sqlite.vectors import (
     VectorCache,
     VectorRow,
     pack,

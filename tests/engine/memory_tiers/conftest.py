@@ -14,9 +14,9 @@ from custom_components.companion_agent.engine.memory.companion import (
     CompanionMemory,
     MemorySettings,
 )
-from custom_components.companion_agent.engine.memory.outbox import OUTBOX_RETRY, MemoryOutbox
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
+from custom_components.companion_agent.engine.memory.models import GraphStore, MemoryStore
+from custom_components.companion_agent.engine.memory.outbox.outbox import OUTBOX_RETRY, MemoryOutbox
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from tests.support.exchanges import open_exchanges
 
 

@@ -8,12 +8,12 @@ import sqlite3
 import pytest
 
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     MemoryRecord,
     MemoryScope,
     Relation,
 )
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from tests.engine.memory import every_record
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer

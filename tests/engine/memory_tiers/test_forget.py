@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
-from custom_components.companion_agent.engine.memory.payloads import dump_scope, load_scope
-from custom_components.companion_agent.engine.memory.types import Forget, MemoryScope
+from custom_components.companion_agent.engine.memory.models import Forget, MemoryScope
+from custom_components.companion_agent.engine.memory.outbox.payloads import dump_scope, load_scope
 
 ALICE = MemoryScope(agent_id="p1", owner="user:alice", environment="test")
 BOB = MemoryScope(agent_id="p1", owner="user:bob", environment="test")

@@ -26,16 +26,16 @@ from hypothesis import strategies as st
 
 from custom_components.companion_agent.engine.llm import NO_RETRY, LLMSettings, OpenAIChatModel
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
-from custom_components.companion_agent.engine.memory.payloads import graph_entry
-from custom_components.companion_agent.engine.memory.provenance import Provenance
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     Forget,
     GraphFacts,
     MemoryScope,
     NewMemory,
     Relation,
 )
+from custom_components.companion_agent.engine.memory.outbox.payloads import graph_entry
+from custom_components.companion_agent.engine.memory.provenance import Provenance
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.engine.memory import every_record
 from tests.engine.memory_tiers.conftest import make_memory

@@ -38,22 +38,22 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     OpenAIEmbedder,
 )
 from custom_components.companion_agent.engine.memory.hook import MemoryHook
-from custom_components.companion_agent.engine.memory.mem0.setup import Mem0Settings
-from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
-from custom_components.companion_agent.engine.memory.mem0.worker import Mem0Worker
-from custom_components.companion_agent.engine.memory.neo4j.bolt import BoltConnection
-from custom_components.companion_agent.engine.memory.neo4j.graph import (
-    Neo4jGraph,
-    Neo4jSettings,
-)
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.tombstones import STATEMENT
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     Forget,
     GraphStore,
     MemoryScope,
     MemoryStore,
 )
+from custom_components.companion_agent.engine.memory.outbox.tombstones import STATEMENT
+from custom_components.companion_agent.engine.memory.stores.mem0.setup import Mem0Settings
+from custom_components.companion_agent.engine.memory.stores.mem0.store import Mem0Store
+from custom_components.companion_agent.engine.memory.stores.mem0.worker import Mem0Worker
+from custom_components.companion_agent.engine.memory.stores.neo4j.bolt import BoltConnection
+from custom_components.companion_agent.engine.memory.stores.neo4j.graph import (
+    Neo4jGraph,
+    Neo4jSettings,
+)
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.plugins.types import TurnContext
 from custom_components.companion_agent.engine.sqlite.worker import SQLiteWorker
 from custom_components.companion_agent.engine.turn.stored import StoredTurn

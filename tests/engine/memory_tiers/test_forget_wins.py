@@ -24,10 +24,10 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     OpenAIEmbedder,
 )
 from custom_components.companion_agent.engine.memory.hook import MemoryHook
+from custom_components.companion_agent.engine.memory.models import Forget, MemoryScope, NewMemory
 from custom_components.companion_agent.engine.memory.provenance import Provenance
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.summaries import SessionSummaries
-from custom_components.companion_agent.engine.memory.types import Forget, MemoryScope, NewMemory
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
+from custom_components.companion_agent.engine.memory.tiers.summaries import SessionSummaries
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.engine.memory import every_record

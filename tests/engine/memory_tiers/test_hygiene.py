@@ -6,8 +6,8 @@ import pytest
 
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
 from custom_components.companion_agent.engine.memory.instructions import lasting_instruction
-from custom_components.companion_agent.engine.memory.topics import statement_topic
-from custom_components.companion_agent.engine.memory.types import MemoryScope
+from custom_components.companion_agent.engine.memory.models import MemoryScope
+from custom_components.companion_agent.engine.memory.retrieval.topics import statement_topic
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.support.llm_server import LLMServer
 

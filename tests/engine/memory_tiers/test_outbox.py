@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from custom_components.companion_agent.engine.errors import MemoryUnavailableError
-from custom_components.companion_agent.engine.memory.outbox import (
+from custom_components.companion_agent.engine.memory.outbox.outbox import (
     OUTBOX_RETRY,
     FollowUps,
     MemoryOutbox,

@@ -13,9 +13,9 @@ from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.memory.answers import JsonAnswers
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
 from custom_components.companion_agent.engine.memory.hook import MemoryHook
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.summaries import SessionSummaries
-from custom_components.companion_agent.engine.memory.types import MemoryScope, NewMemory
+from custom_components.companion_agent.engine.memory.models import MemoryScope, NewMemory
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
+from custom_components.companion_agent.engine.memory.tiers.summaries import SessionSummaries
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.engine.memory import every_record

@@ -13,14 +13,14 @@ import pytest
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
 from custom_components.companion_agent.engine.memory.hook import MemoryHook
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     MemoryHit,
     MemoryQuery,
     MemoryRecord,
     MemoryScope,
     NewMemory,
 )
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.engine.memory import every_record
 from tests.support.llm_script import Reply

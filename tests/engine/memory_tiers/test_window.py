@@ -8,8 +8,8 @@ from pathlib import Path
 
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.memory.companion import CompanionMemory
-from custom_components.companion_agent.engine.memory.types import MemoryScope
-from custom_components.companion_agent.engine.memory.window import (
+from custom_components.companion_agent.engine.memory.models import MemoryScope
+from custom_components.companion_agent.engine.memory.tiers.window import (
     TRIMMED_RESULT,
     RecentWindow,
     trim_window,

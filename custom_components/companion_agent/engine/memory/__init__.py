@@ -2,10 +2,7 @@
 
 from ..turn.exchanges import HOUSEHOLD
 from .companion import CompanionMemory, MemorySettings
-from .pages import ExportPage, GraphItem, GraphPage
-from .provenance import Provenance, dump_provenance
-from .topics import statement_topic
-from .types import (
+from .models import (
     MAX_PAGE,
     Forget,
     GraphFacts,
@@ -19,6 +16,9 @@ from .types import (
     NewMemory,
     Relation,
 )
+from .pages import ExportPage, GraphItem, GraphPage
+from .provenance import Provenance, dump_provenance
+from .retrieval.topics import statement_topic
 
 __all__ = [
     "HOUSEHOLD",

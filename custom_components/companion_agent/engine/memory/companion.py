@@ -26,17 +26,9 @@ from datetime import UTC, datetime
 
 from ..errors import MemoryInputError
 from ..turn.exchanges import ExchangeStore
-from .extraction import clean_memory
 from .forgetting import forget_everywhere
 from .instructions import lasting_instruction
-from .outbox import MemoryOutbox
-from .payloads import exchange_entry, screen_entry
-from .provenance import Provenance
-from .reads import CALL_TIMEOUT, MemoryReads
-from .retrieval import DEFAULT_BUDGET, RetrievalCounters, render, retrieve
-from .summaries import IDLE_AFTER, SessionSummaries
-from .tombstones import ForgetLedger
-from .types import (
+from .models import (
     Forget,
     GraphStore,
     MemoryKind,
@@ -45,8 +37,16 @@ from .types import (
     MemoryStore,
     NewMemory,
 )
-from .window import RecentWindow
-from .writes import AnswersFor, MemoryWriter
+from .outbox.outbox import MemoryOutbox
+from .outbox.payloads import exchange_entry, screen_entry
+from .outbox.tombstones import ForgetLedger
+from .outbox.writes import AnswersFor, MemoryWriter
+from .provenance import Provenance
+from .reads import CALL_TIMEOUT, MemoryReads
+from .retrieval.retrieval import DEFAULT_BUDGET, RetrievalCounters, render, retrieve
+from .tiers.extraction import clean_memory
+from .tiers.summaries import IDLE_AFTER, SessionSummaries
+from .tiers.window import RecentWindow
 
 LOGGER = logging.getLogger(__name__)
 

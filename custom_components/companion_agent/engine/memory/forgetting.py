@@ -28,10 +28,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from .models import Forget, MemoryScope
+from .outbox.tombstones import statement_forget, tombstone_of
 from .provenance import LEGACY
 from .reads import CALL_TIMEOUT
-from .tombstones import statement_forget, tombstone_of
-from .types import Forget, MemoryScope
 
 if TYPE_CHECKING:
     from .companion import CompanionMemory

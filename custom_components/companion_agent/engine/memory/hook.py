@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 
 from ..plugins.types import TurnContext
 from .companion import CompanionMemory
+from .models import MemoryScope
 from .provenance import Provenance
-from .types import MemoryScope
 
 
 class MemoryHook:

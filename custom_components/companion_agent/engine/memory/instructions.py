@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..chars import clean_text, strip_format
-from .topics import CUE, statement_topic
+from .retrieval.topics import CUE, statement_topic
 
 MAX_INSTRUCTION_CHARS = 500
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from .models import MAX_PAGE, MemoryRecord, MemoryScope, Relation
 from .provenance import Provenance
-from .types import MAX_PAGE, MemoryRecord, MemoryScope, Relation
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

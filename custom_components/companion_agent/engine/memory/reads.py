@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from .models import MAX_PAGE, GraphStore, MemoryRecord, MemoryScope, MemoryStore
 from .pages import ExportPage, GraphPage
-from .types import MAX_PAGE, GraphStore, MemoryRecord, MemoryScope, MemoryStore
 
 CALL_TIMEOUT = 10.0
 
