@@ -54,7 +54,7 @@ from custom_components.companion_agent.engine.memory.stores.neo4j.graph import (
     Neo4jSettings,
 )
 from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.plugins.types import TurnContext
+from custom_components.companion_agent.engine.plugins.plugin import TurnContext
 from custom_components.companion_agent.engine.sqlite.worker import SQLiteWorker
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.engine.memory import every_record
