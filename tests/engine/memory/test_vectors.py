@@ -6,7 +6,7 @@ import random
 import pytest
 
 from custom_components.companion_agent.engine.memory.stores.sqlite import vectors
-from custom_components.companion_agent.engine.memory.stores.sqlite.fusion import fuse
+from custom_components.companion_agent.engine.memory.stores.sqlite.ranking import fuse
 from custom_components.companion_agent.engine.memory.stores.sqlite.vectors import (
     VectorCache,
     VectorRow,

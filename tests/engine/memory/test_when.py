@@ -4,7 +4,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from custom_components.companion_agent.engine.memory.when import TimeSpan, asked_about
+from custom_components.companion_agent.engine.memory.stores.sqlite.search import (
+    TimeSpan,
+    asked_about,
+)
 
 NOW = datetime(2024, 2, 20, 15, 30, tzinfo=UTC)
 """A Tuesday."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from custom_components.companion_agent.engine.memory.companion import CompanionMemory
-from custom_components.companion_agent.engine.memory.instructions import lasting_instruction
+from custom_components.companion_agent.engine.memory.companion import (
+    CompanionMemory,
+    lasting_instruction,
+)
 from custom_components.companion_agent.engine.memory.models import MemoryScope
 from custom_components.companion_agent.engine.memory.retrieval.topics import statement_topic
 from custom_components.companion_agent.engine.turn.stored import StoredTurn

@@ -1,4 +1,4 @@
-"""The memory protocol every backend implements, and the records that cross it.
+"""The memory protocol every backend implements, and the records and pages that cross it.
 
 **Who remembers what.** Every record belongs to a ``MemoryScope``: the persona
 (``agent_id``), the owner — one person (``user:<HA user id>``) or the ``household`` when a
@@ -16,6 +16,10 @@ and graph fact carries its ``Provenance`` (who wrote it, from where, by which wa
 **Forget wins.** A ``Forget`` has a time: everything of its scope said at or before it goes,
 and every later write dated at or before it is refused (see ``tombstones``).
 
+**Export pages.** ``export_memories`` reads a persona's memory a page at a time
+(``page_bounds``: at most ``MAX_PAGE`` a page, newest first, with totals), so the newest are
+always reachable and a page stays bounded.
+
 Every backend bounds what it returns (``MemoryQuery.limit``, at most ``MAX_LIMIT``), takes
 and returns only these types, and is safe to call from the event loop (blocking work runs
 off it).
@@ -26,14 +30,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 from ..errors import MemoryInputError
 from ..turn.exchanges import HOUSEHOLD, owner_of
 from .provenance import Provenance
-
-if TYPE_CHECKING:
-    from .pages import ExportPage, GraphPage
 
 type MemoryKind = Literal["detail", "state", "summary"]
 type Channel = Literal["state", "detail", "summary", "graph"]
@@ -181,6 +182,46 @@ class GraphFacts:
     source: str = ""
     at: datetime | None = None
     provenance: Provenance = field(default_factory=Provenance)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphItem:
+    """One exported entity or relation of the graph, with its id and where it came from.
+
+    ``relation`` is None for an entity (``name`` is its name). The id is made from the scope
+    and the normalised names, so the same fact merged again keeps it; ``forget`` takes it.
+    """
+
+    id: str
+    scope: MemoryScope
+    name: str = ""
+    relation: Relation | None = None
+    source: str = ""
+    at: datetime | None = None
+    provenance: Provenance = field(default_factory=Provenance)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExportPage:
+    """One page of an export, newest first, and how many records there are in all."""
+
+    records: tuple[MemoryRecord, ...] = ()
+    total: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphPage:
+    """One page of the graph's export, newest first, and how many of each there are."""
+
+    entities: tuple[GraphItem, ...] = ()
+    relations: tuple[GraphItem, ...] = ()
+    total_entities: int = 0
+    total_relations: int = 0
+
+
+def page_bounds(offset: int, limit: int) -> tuple[int, int]:
+    """Return an export page's ``offset`` (at least 0) and ``limit`` (1..MAX_PAGE)."""
+    return max(0, offset), max(1, min(limit, MAX_PAGE))
 
 
 class MemoryStore(Protocol):

@@ -12,8 +12,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ....errors import MemoryBackendError
-from ...models import MemoryHit, MemoryKind, MemoryRecord, MemoryScope
-from ...pages import ExportPage
+from ...models import ExportPage, MemoryHit, MemoryKind, MemoryRecord, MemoryScope
 from ..bounds import MemoryBounds, ScopeKey
 from ..inputs import CheckedMemory
 from . import records

@@ -33,6 +33,7 @@ from ...backend_check import BackendCheck
 from ...embeddings import Embedder
 from ...models import (
     MAX_PAGE,
+    ExportPage,
     Forget,
     MemoryHit,
     MemoryQuery,
@@ -40,8 +41,8 @@ from ...models import (
     MemoryScope,
     NewMemory,
     bounded,
+    page_bounds,
 )
-from ...pages import ExportPage, page_bounds
 from ...retrieval.keywords import query_terms
 from ...retrieval.query_vectors import QueryVectors
 from ..bounds import MemoryBounds, PruneSchedule, ScopeKey

@@ -30,8 +30,16 @@ from itertools import product
 from typing import TYPE_CHECKING, LiteralString
 
 from ...backend_check import BackendCheck
-from ...models import MAX_PAGE, Forget, GraphFacts, MemoryScope, Relation
-from ...pages import GraphItem, GraphPage, page_bounds
+from ...models import (
+    MAX_PAGE,
+    Forget,
+    GraphFacts,
+    GraphItem,
+    GraphPage,
+    MemoryScope,
+    Relation,
+    page_bounds,
+)
 from ...provenance import load_provenance
 from ..graph_names import MAX_NAME_CHARS, BoundedGraph
 from ..inputs import clean_scope

@@ -1,11 +1,15 @@
-"""The embedded store's forget and its tombstones (``forgotten``), checked inside each write.
+"""The embedded store's forgets, of records and of the graph, and their tombstones.
 
 ``forget`` writes its tombstone in the same transaction as its deletes; every add and graph
 merge asks ``refused`` in its own transaction, so a write dated at or before a forget of
 its scope (or of its content key, or of the statement it was derived from) never lands,
 whatever order the two threads' calls took. The one-thing tombstones are bounded
 (``MAX_TOMBSTONES``, the newest kept, as in the outbox); those of whole scopes are few and
-all kept. Blocking: run on the store's worker thread only.
+all kept.
+
+Forgetting a statement drops its links in ``graph_statements`` and then the facts left with
+none (an entity only while no relation of its scope still names it), so what another
+statement also said stays. Blocking: run on the store's worker thread only.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from datetime import datetime
 from ....errors import MemoryInputError
 from ...models import Forget, MemoryScope
 from ...outbox.tombstones import MAX_TOMBSTONES, Tombstone, tombstone_of
-from . import graph_sql, records_sql
+from . import records_sql
 from .records_sql import iso
 from .vectors import VectorCache
 
@@ -109,7 +113,7 @@ def forget(db: sqlite3.Connection, what: Forget, vectors: VectorCache) -> int:
         whole = tombstone_of(what)
         assert whole is not None
         record(db, whole)
-        graph_sql.forget(db, where, params, what.moment)
+        forget_graph(db, where, params, what.moment)
         before = [*params, iso(what.moment)]
         gone = records_sql.delete(db, f"{where} AND valid_from <= ?", before)
     for agent, environment, owner in set(gone):
@@ -163,3 +167,84 @@ def delete_unlinked(
     )
     db.execute(f"UPDATE memories SET supersedes = NULL WHERE supersedes IN ({marks})", ids)
     return records_sql.delete(db, f"id IN ({marks})", ids)
+
+
+def forget_graph(
+    db: sqlite3.Connection, where: str, params: Sequence[str], before: datetime
+) -> int:
+    """Delete the entities and relations matching ``where`` said at or before ``before``.
+
+    Return how many relations went.
+    """
+    said = "AND (said_at IS NULL OR said_at <= ?)"
+    gone = db.execute(f"DELETE FROM relations WHERE {where} {said}", [*params, iso(before)])
+    db.execute(f"DELETE FROM entities WHERE {where} {said}", [*params, iso(before)])
+    db.execute(f"DELETE FROM graph_statements WHERE {where} {said}", [*params, iso(before)])
+    drop_orphan_links(db, where, params)
+    return int(gone.rowcount)
+
+
+def forget_graph_statement(db: sqlite3.Connection, where: str, params: Sequence[str]) -> int:
+    """Unlink the statement ``where`` names; delete what no statement says any more.
+
+    ``where`` names one statement of one scope (``forget_where``). An entity
+    stays while a relation of its scope names it. Return how many relations went.
+    """
+    said = [str(row[0]) for row in db.execute(
+        f"SELECT item_id FROM graph_statements WHERE {where}", params
+    )]  # fmt: skip
+    if not said:
+        return 0
+    db.execute(f"DELETE FROM graph_statements WHERE {where}", params)
+    marks = ",".join("?" * len(said))
+    unsaid = (
+        f"id IN ({marks}) AND NOT EXISTS (SELECT 1 FROM graph_statements g WHERE g.item_id = id)"
+    )
+    gone = db.execute(f"DELETE FROM relations WHERE {unsaid}", said)
+    db.execute(
+        f"DELETE FROM entities WHERE {unsaid} AND NOT EXISTS (SELECT 1 FROM relations r "
+        "WHERE r.agent_id = entities.agent_id AND r.environment = entities.environment "
+        "AND r.owner = entities.owner AND entities.key IN (r.subject_key, r.object_key))",
+        said,
+    )
+    return int(gone.rowcount)
+
+
+def drop_orphan_links(db: sqlite3.Connection, where: str, params: Sequence[str]) -> None:
+    """Delete the statement links, in the scopes ``where`` names, of facts that are gone."""
+    db.execute(
+        f"DELETE FROM graph_statements WHERE {where} "
+        "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.id = graph_statements.item_id) "
+        "AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = graph_statements.item_id)",
+        params,
+    )
+
+
+def forget_graph_item(db: sqlite3.Connection, item_id: str, environment: str) -> int:
+    """Delete one relation, or one entity with every relation touching it; return relations."""
+    if item_id.startswith("rel-"):
+        gone = db.execute(
+            "DELETE FROM relations WHERE id = ? AND environment = ?", (item_id, environment)
+        )
+        db.execute(
+            "DELETE FROM graph_statements WHERE item_id = ? AND environment = ?",
+            (item_id, environment),
+        )
+        return int(gone.rowcount)
+    row = db.execute(
+        "SELECT agent_id, owner, key FROM entities WHERE id = ? AND environment = ?",
+        (item_id, environment),
+    ).fetchone()
+    if row is None:
+        return 0
+    agent, owner, key = row
+    gone = db.execute(
+        "DELETE FROM relations WHERE agent_id = ? AND environment = ? AND owner = ? "
+        "AND (subject_key = ? OR object_key = ?)",
+        (agent, environment, owner, key, key),
+    )
+    db.execute("DELETE FROM entities WHERE id = ? AND environment = ?", (item_id, environment))
+    drop_orphan_links(
+        db, "agent_id = ? AND environment = ? AND owner = ?", (agent, environment, owner)
+    )
+    return int(gone.rowcount)

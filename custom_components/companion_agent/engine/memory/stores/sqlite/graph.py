@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from ...models import Forget, GraphFacts, MemoryScope, Relation
+from ...models import Forget, GraphFacts, GraphPage, MemoryScope, Relation, page_bounds
 from ...outbox.tombstones import tombstone_of
-from ...pages import GraphPage, page_bounds
 from ..bounds import MemoryBounds, PruneSchedule
 from ..graph_names import BoundedGraph
 from ..inputs import clean_scope
@@ -68,10 +67,10 @@ class EmbeddedGraph(BoundedGraph):
             if tombstone is not None:
                 forgotten_sql.record(db, tombstone)
             if record_id is not None:
-                return graph_sql.forget_id(db, record_id, what.environment)
+                return forgotten_sql.forget_graph_item(db, record_id, what.environment)
             if what.statement is not None:
-                return graph_sql.forget_statement(db, where, params)
-            return graph_sql.forget(db, where, params, what.moment)
+                return forgotten_sql.forget_graph_statement(db, where, params)
+            return forgotten_sql.forget_graph(db, where, params, what.moment)
 
         return await self._worker.transaction(work)
 

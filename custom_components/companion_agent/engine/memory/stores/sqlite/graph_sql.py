@@ -13,9 +13,8 @@ relation's, or the statement's the facts were derived from), in its own transact
 
 ``graph_statements`` links each entity and relation to every statement that said it (a
 fact with no statement is linked to ``""``, "said by what is not known"), at most
-``MAX_STATEMENTS`` per fact: past that, ``""`` stands for the rest. Forgetting a statement
-drops its links and then the facts left with none (an entity only while no relation of its
-scope still names it), so what another statement also said stays.
+``MAX_STATEMENTS`` per fact: past that, ``""`` stands for the rest. The graph's deletes are
+with every other forget, in ``forgotten_sql``.
 """
 
 from __future__ import annotations
@@ -26,9 +25,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ....chars import clean_text
-from ...models import GraphFacts, MemoryScope, Relation
+from ...models import GraphFacts, GraphItem, MemoryScope, Relation
 from ...outbox.tombstones import graph_id, statement_keys
-from ...pages import GraphItem
 from ...provenance import Provenance, as_via
 from ..graph_names import (
     MAX_NAME_CHARS,
@@ -181,85 +179,6 @@ def neighbourhood(
         (json.dumps(list(keys)), *params, hops, MAX_REACHED, *params, limit),
     )
     return [Relation(subject=str(s), predicate=str(p), object=str(o)) for s, p, o, _, _ in rows]
-
-
-def forget(db: sqlite3.Connection, where: str, params: Sequence[str], before: datetime) -> int:
-    """Delete the entities and relations matching ``where`` said at or before ``before``.
-
-    Return how many relations went.
-    """
-    said = "AND (said_at IS NULL OR said_at <= ?)"
-    gone = db.execute(f"DELETE FROM relations WHERE {where} {said}", [*params, iso(before)])
-    db.execute(f"DELETE FROM entities WHERE {where} {said}", [*params, iso(before)])
-    db.execute(f"DELETE FROM graph_statements WHERE {where} {said}", [*params, iso(before)])
-    drop_orphan_links(db, where, params)
-    return int(gone.rowcount)
-
-
-def forget_statement(db: sqlite3.Connection, where: str, params: Sequence[str]) -> int:
-    """Unlink the statement ``where`` names; delete what no statement says any more.
-
-    ``where`` names one statement of one scope (``forgotten_sql.forget_where``). An entity
-    stays while a relation of its scope names it. Return how many relations went.
-    """
-    said = [str(row[0]) for row in db.execute(
-        f"SELECT item_id FROM graph_statements WHERE {where}", params
-    )]  # fmt: skip
-    if not said:
-        return 0
-    db.execute(f"DELETE FROM graph_statements WHERE {where}", params)
-    marks = ",".join("?" * len(said))
-    unsaid = (
-        f"id IN ({marks}) AND NOT EXISTS (SELECT 1 FROM graph_statements g WHERE g.item_id = id)"
-    )
-    gone = db.execute(f"DELETE FROM relations WHERE {unsaid}", said)
-    db.execute(
-        f"DELETE FROM entities WHERE {unsaid} AND NOT EXISTS (SELECT 1 FROM relations r "
-        "WHERE r.agent_id = entities.agent_id AND r.environment = entities.environment "
-        "AND r.owner = entities.owner AND entities.key IN (r.subject_key, r.object_key))",
-        said,
-    )
-    return int(gone.rowcount)
-
-
-def drop_orphan_links(db: sqlite3.Connection, where: str, params: Sequence[str]) -> None:
-    """Delete the statement links, in the scopes ``where`` names, of facts that are gone."""
-    db.execute(
-        f"DELETE FROM graph_statements WHERE {where} "
-        "AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.id = graph_statements.item_id) "
-        "AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = graph_statements.item_id)",
-        params,
-    )
-
-
-def forget_id(db: sqlite3.Connection, item_id: str, environment: str) -> int:
-    """Delete one relation, or one entity with every relation touching it; return relations."""
-    if item_id.startswith("rel-"):
-        gone = db.execute(
-            "DELETE FROM relations WHERE id = ? AND environment = ?", (item_id, environment)
-        )
-        db.execute(
-            "DELETE FROM graph_statements WHERE item_id = ? AND environment = ?",
-            (item_id, environment),
-        )
-        return int(gone.rowcount)
-    row = db.execute(
-        "SELECT agent_id, owner, key FROM entities WHERE id = ? AND environment = ?",
-        (item_id, environment),
-    ).fetchone()
-    if row is None:
-        return 0
-    agent, owner, key = row
-    gone = db.execute(
-        "DELETE FROM relations WHERE agent_id = ? AND environment = ? AND owner = ? "
-        "AND (subject_key = ? OR object_key = ?)",
-        (agent, environment, owner, key, key),
-    )
-    db.execute("DELETE FROM entities WHERE id = ? AND environment = ?", (item_id, environment))
-    drop_orphan_links(
-        db, "agent_id = ? AND environment = ? AND owner = ?", (agent, environment, owner)
-    )
-    return int(gone.rowcount)
 
 
 def export(

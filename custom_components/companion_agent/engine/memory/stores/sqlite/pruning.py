@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 
 from ..bounds import MemoryBounds, ScopeKey
-from . import graph_sql, records_sql
+from . import forgotten_sql, records_sql
 
 _SCOPE = "agent_id = ? AND environment = ? AND owner = ?"
 
@@ -62,5 +62,5 @@ def prune_graph(db: sqlite3.Connection, scope: ScopeKey, bounds: MemoryBounds) -
         f"WHERE {_SCOPE}) - ?))",
         (*scope, *scope, bounds.relations),
     )
-    graph_sql.drop_orphan_links(db, _SCOPE, scope)
+    forgotten_sql.drop_orphan_links(db, _SCOPE, scope)
     return int(gone)

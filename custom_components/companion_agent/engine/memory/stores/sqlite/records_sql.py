@@ -13,8 +13,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
-from ...models import MemoryKind, MemoryRecord, MemoryScope
-from ...pages import ExportPage
+from ...models import ExportPage, MemoryKind, MemoryRecord, MemoryScope
 from ...provenance import Provenance, as_via
 from .dialog_sql import conversation_of, renew_contexts, said_after, said_before
 from .prepared import PreparedMemory

@@ -33,8 +33,17 @@ from ....errors import CorruptionReporter, EmbeddingError, MemoryStoreError
 from ....sqlite import MAX_PENDING, SQLiteWorker
 from ... import models as memory_models
 from ...embeddings import Embedder
-from ...models import MAX_PAGE, Forget, MemoryHit, MemoryQuery, MemoryRecord, MemoryScope, NewMemory
-from ...pages import ExportPage, page_bounds
+from ...models import (
+    MAX_PAGE,
+    ExportPage,
+    Forget,
+    MemoryHit,
+    MemoryQuery,
+    MemoryRecord,
+    MemoryScope,
+    NewMemory,
+    page_bounds,
+)
 from ..bounds import MemoryBounds, PruneSchedule
 from ..inputs import MAX_BATCH, checked_memories, clean_scope
 from . import forgotten_sql, records_sql, states_sql, vectors_sql
@@ -43,9 +52,9 @@ from .forgotten_sql import forget_where
 from .graph import EmbeddedGraph
 from .prepared import EMBED_CHUNK, prepare, with_vectors
 from .pruning import prune_records
+from .ranking import RANKINGS, Ranking, SearchSettings
 from .schema import open_database
 from .search import StoreSearch
-from .search_settings import RANKINGS, Ranking, SearchSettings
 from .vectors import VectorCache, pack
 
 LOGGER = logging.getLogger(__name__)

@@ -1,4 +1,6 @@
-"""How the embedded store's search ranks: the weight of each field and ranking in the fusion.
+"""How the embedded store's search ranks: rankings fused by weighted reciprocal rank, and weights.
+
+Rankings are fused by weighted reciprocal rank (RRF; Cormack et al., 2009: ``fuse``).
 
 The product's weights (``SearchSettings()``) were chosen on REALTALK's conversations 1–5
 (``benchmarks/memory_recall.py --part tune``); ``SearchSettings.plain()`` is the baseline
@@ -7,14 +9,14 @@ the benchmarks compare with: a record's own terms and its vector, fused with equ
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
-
-from .fusion import RRF_K
 
 type Ranking = Literal["keyword", "vector"]
 RANKINGS: frozenset[Ranking] = frozenset({"keyword", "vector"})
 CANDIDATES = 30
+RRF_K = 60
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,3 +68,18 @@ class SearchSettings:
             candidates=CANDIDATES,
             rrf_k=RRF_K,
         )
+
+
+def fuse(
+    rankings: Sequence[Sequence[int]], k: int = RRF_K, weights: Sequence[float] = ()
+) -> list[tuple[int, float]]:
+    """Fuse rankings of rowids by weighted reciprocal rank (Σ w/(k + rank)); best first.
+
+    ``weights`` pairs with ``rankings`` (1.0 each when empty).
+    """
+    scores: dict[int, float] = {}
+    for index, ranking in enumerate(rankings):
+        weight = weights[index] if weights else 1.0
+        for rank, rowid in enumerate(ranking, start=1):
+            scores[rowid] = scores.get(rowid, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda pair: pair[1], reverse=True)
