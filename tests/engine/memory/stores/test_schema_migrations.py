@@ -27,7 +27,7 @@ from custom_components.companion_agent.engine.memory.stores.sqlite.records_sql i
 from custom_components.companion_agent.engine.memory.stores.sqlite.schema import SCHEMA_VERSION
 from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from tests.engine.memory import every_record
-from tests.engine.memory.old_files import old_person_file, schema_3_file
+from tests.engine.memory.stores.old_files import old_person_file, schema_3_file
 
 ANNA = MemoryScope(agent_id="nova", owner="user:anna")
 MAY = datetime(2023, 5, 8, 14, 0, tzinfo=UTC)

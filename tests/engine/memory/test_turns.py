@@ -145,7 +145,7 @@ async def test_slow_store_misses_the_budget_and_the_turn_goes_on(
     tmp_path: Path, llm_server: LLMServer, chat_model: OpenAIChatModel
 ) -> None:
     """Retrieval that does not answer in its budget is left out and counted; the turn answers."""
-    from tests.engine.memory_tiers.conftest import make_memory
+    from tests.engine.memory.conftest import make_memory
 
     slow_store = await SlowStore.create(tmp_path / "memory.db")
     slow = slow_store

@@ -58,7 +58,7 @@ from custom_components.companion_agent.engine.plugins.plugin import TurnContext
 from custom_components.companion_agent.engine.sqlite.worker import SQLiteWorker
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.engine.memory import every_record
-from tests.engine.memory_tiers.conftest import make_memory
+from tests.engine.memory.conftest import make_memory
 from tests.support.interleaving import REST, WAIT, Interleaving
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
