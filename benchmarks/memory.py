@@ -39,15 +39,15 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     InputType,
     OpenAIEmbedder,
 )
-from custom_components.companion_agent.engine.memory.sqlite.store import (
-    EmbeddedStore,
-    Ranking,
-    SearchSettings,
-)
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     MemoryQuery,
     MemoryStore,
     NewMemory,
+)
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import (
+    EmbeddedStore,
+    Ranking,
+    SearchSettings,
 )
 
 TARGET_P95_MS = 50.0

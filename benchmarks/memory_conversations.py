@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks.figures import percentile
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     MemoryQuery,
     MemoryScope,
     MemoryStore,

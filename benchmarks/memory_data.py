@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from custom_components.companion_agent.engine.memory import HOUSEHOLD
-from custom_components.companion_agent.engine.memory.types import MemoryScope, NewMemory
+from custom_components.companion_agent.engine.memory.models import MemoryScope, NewMemory
 
 DATA = Path(__file__).resolve().parent / "data" / "memory_recall.json"
 AGENT = "nova"

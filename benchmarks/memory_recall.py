@@ -44,13 +44,13 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
     OpenAIEmbedder,
 )
-from custom_components.companion_agent.engine.memory.sqlite.store import (
+from custom_components.companion_agent.engine.memory.models import (
+    MemoryStore,
+)
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import (
     EmbeddedStore,
     Ranking,
     SearchSettings,
-)
-from custom_components.companion_agent.engine.memory.types import (
-    MemoryStore,
 )
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "companion_agent"

@@ -29,9 +29,9 @@ from custom_components.companion_agent.engine.memory.companion import (
     CompanionMemory,
     MemorySettings,
 )
-from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.types import MemoryScope, NewMemory
+from custom_components.companion_agent.engine.memory.models import MemoryScope, NewMemory
+from custom_components.companion_agent.engine.memory.outbox.outbox import MemoryOutbox
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.turn.exchanges import ExchangeStore
 
 SCOPE = MemoryScope(agent_id="bench", owner="user:alice", environment="test")

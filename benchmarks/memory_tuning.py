@@ -14,7 +14,7 @@ from pathlib import Path
 
 from benchmarks.memory_conversations import Conversation, fill, score
 from custom_components.companion_agent.engine.memory.embeddings import Embedder
-from custom_components.companion_agent.engine.memory.sqlite.store import (
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import (
     EmbeddedStore,
     SearchSettings,
 )

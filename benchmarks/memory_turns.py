@@ -23,19 +23,19 @@ from custom_components.companion_agent.engine.memory.embeddings import (
     EmbeddingSettings,
     OpenAIEmbedder,
 )
-from custom_components.companion_agent.engine.memory.retrieval import (
+from custom_components.companion_agent.engine.memory.models import (
+    MemoryQuery,
+    MemoryScope,
+    NewMemory,
+)
+from custom_components.companion_agent.engine.memory.retrieval.retrieval import (
     DEFAULT_BUDGET,
     MAX_DETAILS,
     RetrievalCounters,
     render,
     retrieve,
 )
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.types import (
-    MemoryQuery,
-    MemoryScope,
-    NewMemory,
-)
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 
 PERSON = MemoryScope(agent_id="bench", owner="user:anna", environment="benchmark")
 SIZES = (1_000, 10_000)

@@ -15,7 +15,7 @@ from custom_components.companion_agent.engine.errors import (
 )
 from custom_components.companion_agent.engine.llm import LLMSettings, OpenAIChatModel, RoundEnd
 from custom_components.companion_agent.engine.llm.adapter import MODEL_RETRY
-from custom_components.companion_agent.engine.memory.outbox import OUTBOX_RETRY
+from custom_components.companion_agent.engine.memory.outbox.outbox import OUTBOX_RETRY
 from custom_components.companion_agent.engine.messages import UserMessage
 from custom_components.companion_agent.engine.retry import NO_RETRY, RetryPolicy
 from custom_components.companion_agent.engine.tools.registry import TOOL_RETRY

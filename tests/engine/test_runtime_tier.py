@@ -14,7 +14,7 @@ import sys
 import pytest
 import voluptuous
 
-from custom_components.companion_agent.engine.plugins import config, manifest, profile
+from custom_components.companion_agent.engine.plugins import config, manifest, profiles
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("PY314_TIER") != "1", reason="runs in script/py314's tier only"
@@ -32,10 +32,10 @@ def test_the_interpreter_is_python_3_14() -> None:
 
 def test_the_engine_schemas_are_probatio() -> None:
     """The profile and plugin.toml schemas are built, and fail, by probatio's shim."""
-    engine_modules = (config, profile, manifest)
+    engine_modules = (config, profiles, manifest)
     assert {vars(module)["vol"].__name__ for module in engine_modules} == {"probatio._vol_shim"}
     assert voluptuous.__name__ == "probatio._vol_shim"
-    assert type(profile.SCHEMA).__module__.startswith("probatio.")
+    assert type(profiles.SCHEMA).__module__.startswith("probatio.")
     with pytest.raises(voluptuous.Invalid) as caught:
-        profile.SCHEMA({"id": "me", "personality": "odd"})
+        profiles.SCHEMA({"id": "me", "personality": "odd"})
     assert type(caught.value).__module__.startswith("probatio.")

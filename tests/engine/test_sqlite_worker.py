@@ -8,9 +8,9 @@ import sys
 import threading
 from pathlib import Path
 
-from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
-from custom_components.companion_agent.engine.memory.outbox_file import OutboxFile
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
+from custom_components.companion_agent.engine.memory.outbox.outbox import MemoryOutbox
+from custom_components.companion_agent.engine.memory.outbox.outbox_file import OutboxFile
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from tests.support.exchanges import open_exchanges
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +21,7 @@ from pathlib import Path
 from tests.support import engine_only
 if not engine_only.homeassistant_installed():  # the engine without HA (.py314)
     engine_only.register_bare_package()
-from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
+from custom_components.companion_agent.engine.memory.outbox.outbox import MemoryOutbox
 
 async def main() -> None:
     outbox = MemoryOutbox(Path(sys.argv[1]))

@@ -19,7 +19,7 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.companion_agent.const import DOMAIN, STORAGE_FOLDER
 from custom_components.companion_agent.engine.memory.backends import MEMORY_FILE
-from custom_components.companion_agent.engine.memory.outbox import MemoryOutbox
+from custom_components.companion_agent.engine.memory.outbox.outbox import MemoryOutbox
 from tests.ha.assist_turns import ask
 from tests.ha.entries import (
     SetupPersonas,

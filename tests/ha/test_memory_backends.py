@@ -10,10 +10,10 @@ from homeassistant.helpers import issue_registry as ir
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import DOMAIN
-from custom_components.companion_agent.engine.memory.mem0 import worker as mem0_worker
-from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
-from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jGraph
-from custom_components.companion_agent.engine.memory.types import Relation
+from custom_components.companion_agent.engine.memory.models import Relation
+from custom_components.companion_agent.engine.memory.stores.mem0 import worker as mem0_worker
+from custom_components.companion_agent.engine.memory.stores.mem0.store import Mem0Store
+from custom_components.companion_agent.engine.memory.stores.neo4j.graph import Neo4jGraph
 from custom_components.companion_agent.engine.retry import RetryPolicy
 from tests.ha.assist_turns import ask
 from tests.ha.entries import SetupCompanion, agents_by_title, persona

@@ -13,7 +13,7 @@ from dataclasses import replace
 from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.companion_agent.engine.memory.types import GraphFacts, Relation
+from custom_components.companion_agent.engine.memory.models import GraphFacts, Relation
 from tests.ha.assist_turns import ask
 from tests.ha.entries import SetupCompanion, agents_by_title, persona
 from tests.ha.memories import add_person, call, memory_of, settled

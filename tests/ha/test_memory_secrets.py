@@ -16,8 +16,8 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.companion_agent.const import DOMAIN
 from custom_components.companion_agent.engine.memory.embeddings import EmbeddingSettings
-from custom_components.companion_agent.engine.memory.mem0.setup import Mem0Settings
-from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jSettings
+from custom_components.companion_agent.engine.memory.stores.mem0.setup import Mem0Settings
+from custom_components.companion_agent.engine.memory.stores.neo4j.graph import Neo4jSettings
 from custom_components.companion_agent.engine.redaction import scrub_text
 from tests.ha.entries import async_load, companion_entry, persona
 from tests.support.llm_server import LLMServer

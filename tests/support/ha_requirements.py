@@ -24,8 +24,8 @@ from pathlib import Path
 import uv
 
 from custom_components.companion_agent.const import LAMEENC_REQUIREMENT, PIPER_REQUIREMENT
-from custom_components.companion_agent.engine.memory.mem0.setup import MEM0_REQUIREMENTS
-from custom_components.companion_agent.engine.memory.neo4j.graph import NEO4J_REQUIREMENT
+from custom_components.companion_agent.engine.memory.stores.mem0.setup import MEM0_REQUIREMENTS
+from custom_components.companion_agent.engine.memory.stores.neo4j.graph import NEO4J_REQUIREMENT
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSTRAINTS_DIR = ROOT / "tests" / "data" / "ha_constraints"

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jSettings
+from custom_components.companion_agent.engine.memory.stores.neo4j.graph import Neo4jSettings
 
 NEO4J_URI = os.environ.get("NEO4J_URI", "")
 

@@ -39,7 +39,7 @@ from .llm.roles import RoleChoice, RoleChoices
 from .memory.backends import MemoryProblem, open_memory, unreachable
 from .memory.companion import CompanionMemory
 from .memory.hook import MemoryHook
-from .memory.types import Forget
+from .memory.models import Forget
 from .personas import FALLBACK_PROFILE, Personas, PersonaSetup
 from .pipeline import speech_config, spoken_sentences
 from .plugins import Library, LoadProblem, PolicyLevel, load_library

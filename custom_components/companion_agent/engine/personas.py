@@ -22,7 +22,7 @@ from .llm import LLMSettings
 from .llm.models import ChatModels
 from .llm.roles import BackgroundModels, PersonaModels, RoleChoices, persona_models
 from .plugins import HostServices, Library, LoadProblem, PolicyLevel, Profile, ProfileLibrary
-from .plugins.profile import DEFAULT_PROFILE
+from .plugins.profiles import DEFAULT_PROFILE
 from .turn.request import Persona, PersonaRules
 
 FALLBACK_PROFILE = Profile(id=DEFAULT_PROFILE, name="Companion", source=Path("<built-in>"))

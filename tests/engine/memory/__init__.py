@@ -2,8 +2,7 @@
 
 from collections.abc import Sequence
 
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.types import (
+from custom_components.companion_agent.engine.memory.models import (
     MAX_PAGE,
     MemoryQuery,
     MemoryRecord,
@@ -11,6 +10,7 @@ from custom_components.companion_agent.engine.memory.types import (
     MemoryStore,
     NewMemory,
 )
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 
 HOME = MemoryScope(agent_id="nova")
 ANNA = MemoryScope.for_turn("nova", "anna")

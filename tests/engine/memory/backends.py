@@ -14,11 +14,14 @@ from pathlib import Path
 from custom_components.companion_agent.engine.memory.embeddings import (
     OpenAIEmbedder,
 )
-from custom_components.companion_agent.engine.memory.mem0.setup import Mem0Settings
-from custom_components.companion_agent.engine.memory.mem0.store import Mem0Store
-from custom_components.companion_agent.engine.memory.neo4j.graph import Neo4jGraph, Neo4jSettings
-from custom_components.companion_agent.engine.memory.sqlite.store import EmbeddedStore
-from custom_components.companion_agent.engine.memory.types import GraphStore, MemoryStore
+from custom_components.companion_agent.engine.memory.models import GraphStore, MemoryStore
+from custom_components.companion_agent.engine.memory.stores.mem0.setup import Mem0Settings
+from custom_components.companion_agent.engine.memory.stores.mem0.store import Mem0Store
+from custom_components.companion_agent.engine.memory.stores.neo4j.graph import (
+    Neo4jGraph,
+    Neo4jSettings,
+)
+from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from tests.support.embeddings import SLOW_MACHINE
 from tests.support.neo4j_server import NEO4J_URI
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from custom_components.companion_agent.engine.plugins import load_library
-from custom_components.companion_agent.engine.plugins.profile import MAX_FACE_BYTES
+from custom_components.companion_agent.engine.plugins.profiles import MAX_FACE_BYTES
 
 from .samples import write_profile
 

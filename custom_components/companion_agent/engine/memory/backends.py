@@ -26,12 +26,12 @@ from .answers import JsonAnswers
 from .backend_check import BackendCheck
 from .companion import CompanionMemory, MemorySettings
 from .embeddings import EmbeddingSettings, OpenAIEmbedder
-from .mem0.setup import MEM0_REQUIREMENTS, Mem0Settings
-from .mem0.store import Mem0Store
-from .neo4j.graph import NEO4J_REQUIREMENT, Neo4jGraph, Neo4jSettings
-from .outbox import MemoryOutbox
-from .sqlite.store import EmbeddedStore
-from .types import GraphStore, MemoryStore
+from .models import GraphStore, MemoryStore
+from .outbox.outbox import MemoryOutbox
+from .stores.mem0.setup import MEM0_REQUIREMENTS, Mem0Settings
+from .stores.mem0.store import Mem0Store
+from .stores.neo4j.graph import NEO4J_REQUIREMENT, Neo4jGraph, Neo4jSettings
+from .stores.sqlite.store import EmbeddedStore
 
 LOGGER = logging.getLogger(__name__)
 

@@ -8,8 +8,35 @@
   and writes its memories. A lasting instruction in the person's words is written as a
   conclusion before the turn goes on (or queued on disk when the store does not answer).
 
-Forget wins: ``forget`` (``forgetting``) keeps a tombstone every later write checks, and
-deletes what it names everywhere, so nothing said before it comes back.
+**Lasting instructions** ("from now on…", "以后…", "remember that…", "记住…") must not
+depend on a model answering well: the matcher is small, multilingual and model-free (its cues
+are in ``topics``), and the person's own sentence is written as the conclusion under the
+topic ``topics.statement_topic`` gives it — a known attribute of the person
+(``self/name``), or a note of its own, so two different instructions never replace each
+other. A later instruction on the same topic supersedes it.
+
+**Forget wins, everywhere and for good.** ``forget`` does, in order:
+
+1. The tombstones (``tombstones``) are written to the outbox file, which in the same
+   transaction drops (or trims) every waiting write they cover — on disk first, so a
+   restart keeps them — then join the ledger every later write checks before and after.
+2. The store and the graph delete what the forget names (said at or before its time; the
+   embedded store keeps its own tombstone in the same transaction).
+3. For a person or a persona: their exchanges (conversations and recent windows) go from
+   the exchange store, which refuses any turn begun before the forget from then on; their
+   summaries in progress are cancelled; the entity names extraction found are dropped.
+
+A record id is resolved first (its scope and topic, or its text), so a conclusion forgotten
+while its exchange is being extracted does not come back either; a graph id (``rel-…``,
+``ent-…``) names its entity or relation. A memory is forgotten with its statement
+(``provenance``): the statement leaves a tombstone of its own (whatever its extraction still
+writes is refused, whatever its content), the records derived from it go from the store,
+what it alone said goes from the graph (an entity or relation another statement also said
+stays), and the turn itself goes from the exchange store (which refuses it if it is stored
+later).
+
+**Reads for the services** (conclusions, one record, an export page, rollback) are one store
+(and graph) call each, bounded by ``CALL_TIMEOUT``.
 
 Counters (retrieval misses, bad answers, summaries, refused writes) are figures, never
 content.
@@ -21,23 +48,18 @@ import asyncio
 import logging
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from ..chars import clean_text, strip_format
 from ..errors import MemoryInputError
 from ..turn.exchanges import ExchangeStore
-from .extraction import clean_memory
-from .forgetting import forget_everywhere
-from .instructions import lasting_instruction
-from .outbox import MemoryOutbox
-from .payloads import exchange_entry, screen_entry
-from .provenance import Provenance
-from .reads import CALL_TIMEOUT, MemoryReads
-from .retrieval import DEFAULT_BUDGET, RetrievalCounters, render, retrieve
-from .summaries import IDLE_AFTER, SessionSummaries
-from .tombstones import ForgetLedger
-from .types import (
+from .models import (
+    MAX_PAGE,
+    ExportPage,
     Forget,
+    GraphPage,
     GraphStore,
     MemoryKind,
     MemoryRecord,
@@ -45,14 +67,44 @@ from .types import (
     MemoryStore,
     NewMemory,
 )
-from .window import RecentWindow
-from .writes import AnswersFor, MemoryWriter
+from .outbox.outbox import MemoryOutbox
+from .outbox.payloads import exchange_entry, screen_entry
+from .outbox.tombstones import ForgetLedger, statement_forget, tombstone_of
+from .outbox.writes import AnswersFor, MemoryWriter
+from .provenance import LEGACY, Provenance
+from .retrieval.retrieval import DEFAULT_BUDGET, RetrievalCounters, render, retrieve
+from .retrieval.topics import CUE, statement_topic
+from .tiers.extraction import clean_memory
+from .tiers.summaries import IDLE_AFTER, SessionSummaries
+from .tiers.window import RecentWindow
 
 LOGGER = logging.getLogger(__name__)
 
+CALL_TIMEOUT = 10.0
 WRITE_TIMEOUT = 1.0
 MAX_NAMES = 200
 MAX_NAMED_SCOPES = 64
+MAX_INSTRUCTION_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LastingInstruction:
+    """A standing request found in the person's words: its topic and the sentence."""
+
+    topic: str
+    text: str
+
+
+def lasting_instruction(text: str) -> LastingInstruction | None:
+    """Return the lasting instruction in ``text``, or None when it holds none."""
+    clean = clean_text(strip_format(text), MAX_INSTRUCTION_CHARS, one_line=True)
+    match = CUE.search(clean)
+    if match is None:
+        return None
+    topic = statement_topic(clean[match.end() :])
+    if not topic:
+        return None
+    return LastingInstruction(topic=topic, text=clean)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,7 +118,7 @@ class MemorySettings:
     write_timeout: float = WRITE_TIMEOUT
 
 
-class CompanionMemory(MemoryReads):
+class CompanionMemory:
     """Every persona's memory on one store, with its windows, outbox and summaries."""
 
     def __init__(
@@ -212,9 +264,67 @@ class CompanionMemory(MemoryReads):
     async def forget(self, what: Forget) -> int:
         """Forget what ``what`` names, everywhere, and refuse anything older ever after.
 
-        Return how many records (and graph relations) went (see ``forgetting``).
+        Return how many records (and graph relations) went (the steps: the module's doc).
         """
-        return await forget_everywhere(self, what, self._names)
+        what = replace(what, at=what.at or datetime.now(UTC))
+        graph_id = what.record_id is not None and what.record_id.startswith(("rel-", "ent-"))
+        record = None
+        if what.record_id is not None and not graph_id:
+            async with asyncio.timeout(CALL_TIMEOUT):
+                record = await self.store.get(what.record_id, what.environment)
+        statement = None if record is None else statement_forget(record, what.moment)
+        tombstone = tombstone_of(what, record)
+        said = None if statement is None else tombstone_of(statement)
+        tombstones = [t for t in (tombstone, said) if t is not None]
+        if tombstones:
+            await self.outbox.forget(tombstones)
+            for each in tombstones:
+                self.ledger.add(each)
+        async with asyncio.timeout(CALL_TIMEOUT):
+            removed = await self.store.forget(what)
+            if self.graph is not None and (what.record_id is None or graph_id):
+                removed += await self.graph.forget(what)
+        if statement is not None:
+            removed += await self._forget_statement(statement)
+        if tombstone is None or tombstone.key is not None:
+            return removed
+        if what.environment == self.settings.environment:  # the exchanges are this one's
+            await self.exchanges.forget(
+                persona_id=what.agent_id, owner=what.owner, at=what.moment.timestamp()
+            )
+        self.summaries.forget(tombstone)
+        for scope in [scope for scope in self._names if tombstone.covers(scope, None)]:
+            del self._names[scope]
+        return removed
+
+    async def rollback(self, record_id: str) -> MemoryRecord | None:
+        """Retire a conclusion and bring back the one it superseded."""
+        async with asyncio.timeout(CALL_TIMEOUT):
+            return await self.store.rollback(record_id, self.environment)
+
+    async def conclusions(self, scope: MemoryScope) -> list[MemoryRecord]:
+        """Return the current conclusions of exactly ``scope``, newest first."""
+        async with asyncio.timeout(CALL_TIMEOUT):
+            states = await self.store.current_states([scope])
+        return [record for record in states if record.scope == scope]
+
+    async def get(self, record_id: str) -> MemoryRecord | None:
+        """Return one record of this memory's environment, if it exists."""
+        async with asyncio.timeout(CALL_TIMEOUT):
+            return await self.store.get(record_id, self.environment)
+
+    async def export(
+        self, scopes: Sequence[MemoryScope], *, offset: int = 0, limit: int = MAX_PAGE
+    ) -> tuple[ExportPage, GraphPage]:
+        """Return a page of the records of ``scopes`` and of their graph, newest first."""
+        async with asyncio.timeout(CALL_TIMEOUT):
+            page = await self.store.export(scopes, offset=offset, limit=limit)
+            graph = (
+                await self.graph.export(scopes, offset=offset, limit=limit)
+                if self.graph is not None
+                else GraphPage()
+            )
+        return page, graph
 
     async def figures(self) -> dict[str, object]:
         """Return counts for diagnostics: records, outbox, retrieval misses; no content."""
@@ -280,6 +390,21 @@ class CompanionMemory(MemoryReads):
             await self.writer.write_or_queue(memory, self.settings.write_timeout)
         except MemoryInputError as err:
             LOGGER.warning("Memory store refused an instruction: %s", err)
+
+    async def _forget_statement(self, statement: Forget) -> int:
+        """Delete what one statement left: its records, its graph facts, its turn."""
+        assert statement.statement is not None
+        assert statement.agent_id is not None
+        async with asyncio.timeout(CALL_TIMEOUT):
+            removed = await self.store.forget(statement)
+            if self.graph is not None:
+                removed += await self.graph.forget(statement)
+        mine = statement.environment == self.settings.environment
+        if mine and not statement.statement.startswith(LEGACY):  # a turn's trace id
+            await self.exchanges.forget_turn(
+                statement.agent_id, statement.statement, statement.moment.timestamp()
+            )
+        return removed
 
     def _seen_names(self, scope: MemoryScope, names: tuple[str, ...]) -> None:
         """Remember entity names extraction found, to look for them in later turns."""

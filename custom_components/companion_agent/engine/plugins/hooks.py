@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from ..chars import clean_text
 from ..messages import ContextSnippet
-from .types import Hook, TurnContext
+from .plugin import Hook, TurnContext
 
 LOGGER = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from .active import PluginSet
 from .loader import LoadProblem, PluginCatalog, load_plugins
-from .profile import Profile, ProfileLibrary
-from .types import HostServices
+from .plugin import HostServices
+from .profiles import Profile, ProfileLibrary
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

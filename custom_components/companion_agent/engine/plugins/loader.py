@@ -20,7 +20,7 @@ from typing import Literal
 
 from ..errors import ConfigFileError, PluginConfigError
 from .manifest import MANIFEST_NAME, PluginManifest, read_manifest
-from .types import PLUGIN_BASES, Plugin
+from .plugin import PLUGIN_BASES, Plugin
 
 PLUGINS_DIR = "plugins"
 PROFILES_DIR = "profiles"

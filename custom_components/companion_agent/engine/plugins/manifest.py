@@ -25,7 +25,7 @@ import voluptuous as vol
 
 from ..errors import PluginConfigError
 from .config import TEXT, PluginConfig, config_value, of_type, read_toml, reporting, table, unique
-from .types import PLUGIN_TYPES, PluginType
+from .plugin import PLUGIN_TYPES, PluginType
 
 MANIFEST_NAME = "plugin.toml"
 PLUGIN_ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")

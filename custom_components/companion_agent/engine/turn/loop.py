@@ -24,7 +24,7 @@ from ..events import SpeechCut, TextDelta, ThinkingDelta, ToolCallEvent, ToolSta
 from ..llm import ChatModel, LLMItem, PartialToolCall, RoundEnd, ServerWaiting
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
 from ..pipeline.marks import CLOSERS, NEWLINES, RUN_MARKUP, TERMINATORS
-from ..plugins.profile import DEFAULT_MAX_ROUNDS
+from ..plugins.profiles import DEFAULT_MAX_ROUNDS
 from ..redaction import redact, shown_arguments
 from ..tools.contract import ToolContext, ToolOutcome, ToolSpec, ToolSuccess, parse_arguments
 from ..tools.holding import HoldingLines

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from ..chars import LINE_BREAKS, cut_text, fold_for_matching, strip_format, valid_text
 from ..messages import ChatMessage, ContextSnippet, SystemMessage, UserMessage
-from ..plugins.profile import Profile
+from ..plugins.profiles import Profile
 
 CONTEXT_TAG = "memory context"
 CONTEXT_NOTICE = (

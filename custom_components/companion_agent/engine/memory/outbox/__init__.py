@@ -1,0 +1,1 @@
+"""The memory outbox: the durable queue of writes, its file, its entries, and tombstones."""

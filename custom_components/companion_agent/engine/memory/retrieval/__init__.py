@@ -1,0 +1,1 @@
+"""Memory retrieval: conclusions, details and the graph by relevance, keywords and topics."""

@@ -1,0 +1,1 @@
+"""Memory tiers: the recent window, session summaries, and extraction from one exchange."""

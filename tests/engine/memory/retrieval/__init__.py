@@ -1,0 +1,1 @@
+"""Tests of memory retrieval: keywords, and what a turn reads."""

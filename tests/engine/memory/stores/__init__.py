@@ -1,0 +1,1 @@
+"""Tests of the memory stores: the contracts every backend passes, and each store beyond them."""

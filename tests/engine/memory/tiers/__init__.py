@@ -1,0 +1,1 @@
+"""Tests of the memory tiers: the recent window, summaries, extraction."""
