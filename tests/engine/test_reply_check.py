@@ -17,7 +17,7 @@ from custom_components.companion_agent.engine.llm import OpenAIChatModel
 from custom_components.companion_agent.engine.llm.repetition import SentenceRepeats
 from custom_components.companion_agent.engine.messages import AssistantMessage
 from custom_components.companion_agent.engine.pipeline import join_speech
-from custom_components.companion_agent.engine.plugins.profile import OutputFormat
+from custom_components.companion_agent.engine.plugins.profiles import OutputFormat
 from custom_components.companion_agent.engine.speech.audio_length import spoken_seconds
 from custom_components.companion_agent.engine.tools.claims import ChangeClaims
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
