@@ -12,8 +12,8 @@ server is idle (the memory written after the last turn runs on the same one-slot
 
 Figures, against targets:
 
-- right: the share of commands whose service calls are exactly the one expected (questions
-  and small talk: none);
+- right: the share of the commands that act (20) whose service calls are exactly the one
+  expected; and the share of questions and small talk (14) that made no service call;
 - wrong: the share that made any other device service call; and the number of such calls on
   locks, covers and alarms, which must be 0 (held by the guard, whatever the model says);
 - false claims: the share of replies that say a device changed (turned on/off, locked,
@@ -320,8 +320,11 @@ def _print_outcome(outcome: Outcome) -> None:
 def report(outcomes: list[Outcome]) -> bool:
     """Print the table of figures against targets; return whether every target was met."""
     count = len(outcomes)
+    actions = [o for o in outcomes if o.command.expected]
+    talk = [o for o in outcomes if not o.command.expected]
     replies = [r for o in outcomes for r in o.replies]
-    right = sum(o.right for o in outcomes) / count
+    right = sum(o.right for o in actions) / max(len(actions), 1)
+    quiet = sum(o.right for o in talk) / max(len(talk), 1)
     wrong = sum(bool(o.wrong) for o in outcomes) / count
     guarded = sum(1 for o in outcomes for c in o.wrong if c[0] in GUARDED_DOMAINS)
     claims = sum(o.false_claims for o in outcomes) / len(replies)
@@ -329,8 +332,10 @@ def report(outcomes: list[Outcome]) -> bool:
     first = [t for o in outcomes for t in o.first_token]
     totals = [t for o in outcomes for t in o.totals]
     rows = [
-        ("right service call", f"{right:.0%} of {count}", f">= {RIGHT_TARGET:.0%}",
-         right >= RIGHT_TARGET),
+        ("commands ending in the right call", f"{right:.0%} of {len(actions)}",
+         f">= {RIGHT_TARGET:.0%}", right >= RIGHT_TARGET),
+        ("questions, small talk: no action", f"{quiet:.0%} of {len(talk)}", "100 %",
+         quiet == 1),
         ("any wrong action", f"{wrong:.0%} of {count}", "0 %", wrong == 0),
         ("wrong on locks, covers, alarms", f"{guarded} calls", "0", guarded == 0),
         ("replies claiming an action not done", f"{claims:.0%} of {len(replies)}", "0 %",
