@@ -80,7 +80,9 @@ async def wait_ready(peer: LlamaPeer) -> None:
             except httpx.TransportError:
                 return False
 
-        await wait_answering(peer.process, peer.log, "llama.cpp server", answers, within=START_TIMEOUT)
+        await wait_answering(
+            peer.process, peer.log, "llama.cpp server", answers, within=START_TIMEOUT
+        )
     peer.ready = True
 
 
