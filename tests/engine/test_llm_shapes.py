@@ -22,6 +22,7 @@ from custom_components.companion_agent.engine.llm import (
 )
 from custom_components.companion_agent.engine.messages import UserMessage
 from custom_components.companion_agent.engine.tools.contract import ToolSpec
+from tests.support.llama_recording import TURN_OFF, TURN_ON
 from tests.support.llm_script import Refusal, Reply
 from tests.support.llm_server import LLMServer
 from tests.support.tool_specs import CLOCK, WEATHER
@@ -239,3 +240,21 @@ async def test_other_refusals_are_errors_not_retries(
     assert end.error is not None
     assert end.error.status == 400
     assert llm_server.refused == ["messages"]
+
+
+async def test_llama_cpp_recordings_replay_as_the_live_server_answered(
+    llm_server: LLMServer, chat_model: OpenAIChatModel
+) -> None:
+    """Recorded from llama.cpp's server and SmolLM2: a reply with usage; a call as JSON text."""
+    llm_server.script(
+        Reply.recorded("llamacpp_smollm2_text"),
+        Reply.recorded("llamacpp_smollm2_tool_call_as_text"),
+    )
+    text, _, end = split(await stream(chat_model, [TURN_ON, TURN_OFF]))
+    assert text == "Hello, I'm a friendly home assistant. What's your name?"
+    assert (end.finish_reason, end.tool_calls, end.error) == ("stop", (), None)
+    assert end.usage.get("total_tokens") == 48
+    text, _, end = split(await stream(chat_model, [TURN_ON, TURN_OFF]))
+    assert text == ""
+    assert end.finish_reason == "tool_calls"
+    assert calls(end) == [("HassTurnOn", {"name": "kitchen light"})]
