@@ -133,7 +133,7 @@ async def test_the_model_s_retries_count_against_its_first_token_wait(
         base_url=llm_server.url, model="m", retry=patient, first_token_timeout=1.0
     )
     model = OpenAIChatModel(settings)
-    llm_server.script(*(Reply.error(503) for _ in range(20)))
+    llm_server.script(*(Reply.error(502) for _ in range(20)))
     items = [item async for item in model.stream_with_tools(hello, [])]
     await model.aclose()
     end = items[-1]
