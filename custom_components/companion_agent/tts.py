@@ -60,6 +60,23 @@ async def async_setup_entry(
     add_per_subentry(entry, SUBENTRY_TTS, CompanionTtsEntity, async_add_entities)
 
 
+SAMPLE_OPTIONS = (
+    tts.ATTR_PREFERRED_SAMPLE_RATE,
+    tts.ATTR_PREFERRED_SAMPLE_CHANNELS,
+    tts.ATTR_PREFERRED_SAMPLE_BYTES,
+)
+
+
+def _converted(options: Mapping[str, Any], container: Container) -> bool:
+    """Say whether HA puts the stream through its converter (ffmpeg) before it plays.
+
+    It does when a sample rate, channel count or width is asked for (every satellite asks),
+    or a format other than the one made.
+    """
+    wanted = options.get(tts.ATTR_PREFERRED_FORMAT, MP3)
+    return wanted != container or any(options.get(key) is not None for key in SAMPLE_OPTIONS)
+
+
 class CompanionTtsEntity(tts.TextToSpeechEntity):
     """A voice that speaks the reply sentence by sentence as the text streams in."""
 
@@ -71,7 +88,14 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         self._mp3 = False  # until lameenc is known to import
         self._mp3_known = asyncio.Event()
         self._attr_unique_id = subentry.subentry_id
-        self._attr_supported_options = [tts.ATTR_VOICE, CONF_SPEAKER, tts.ATTR_PREFERRED_FORMAT]
+        # The sample options are listed to be seen (``_converted``), not to be met: HA
+        # converts whenever they are given, whatever the engine says it supports.
+        self._attr_supported_options = [
+            tts.ATTR_VOICE,
+            CONF_SPEAKER,
+            tts.ATTR_PREFERRED_FORMAT,
+            *SAMPLE_OPTIONS,
+        ]
         self._attr_default_options = {tts.ATTR_PREFERRED_FORMAT: MP3}
         self._attr_name = subentry.title  # HA's TTS manager needs the engine's own name
         self._attr_supported_languages = list(subentry.data.get(CONF_LANGUAGES) or ())
@@ -134,7 +158,8 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
                     await self._mp3_known.wait()
         container = self._container(request.options)
         turn = self.entry.runtime_data.engine.speech.get(SPEAKING_TURN.get())
-        audio = self._audio(request.message_gen, turn, voice, speaker)
+        primed = _converted(request.options, container)
+        audio = self._audio(request.message_gen, turn, voice, speaker, primed=primed)
         return TTSAudioResponse(container, encoded(audio, container))
 
     async def async_turn_audio(
@@ -187,6 +212,8 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         turn: TurnSpeech | None,
         voice: str,
         speaker: str | None,
+        *,
+        primed: bool = False,
     ) -> AsyncGenerator[AudioChunk]:
         """Yield the audio: the turn's own sentences if the text is a turn's, else the text's.
 
@@ -197,7 +224,8 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         in this voice. The stream heard first (``TurnAudio.primary``) tells the card's
         subtitles when each sentence begins to be heard (``SpokenSentences``) and a device
         that asked for the sentences' marks (``SPEECH_MARKS``) each chunk; a later reader
-        of the same turn gets the same audio, quietly.
+        of the same turn gets the same audio, quietly. A ``primed`` stream is converted by
+        HA before it plays (``TurnSpeech.listen``).
         """
         engine = self.entry.runtime_data.engine
         first = None
@@ -212,7 +240,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             drain = self.entry.async_create_background_task(
                 self.hass, _drain(message), f"{DOMAIN} tts drains HA's text"
             )
-            heard = turn.listen(self.voice.key(voice, speaker), synthesis)
+            heard = turn.listen(self.voice.key(voice, speaker), synthesis, primed=primed)
             audio = heard.chunks
             if heard.primary:
                 audio = SpokenSentences(self.hass, self.entity_id, turn.texts).audio(audio)

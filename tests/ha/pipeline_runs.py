@@ -61,6 +61,13 @@ class TextRun:
 
 WAV_OUT = {"preferred_format": "wav"}
 """WAV out, as Piper makes it: no conversion."""
+SATELLITE_OUT = {
+    "preferred_format": "wav",
+    "preferred_sample_rate": 16000,
+    "preferred_sample_channels": 1,
+    "preferred_sample_bytes": 2,
+}
+"""What HA's Wyoming and ESPHome satellites ask for: HA converts the stream with ffmpeg."""
 
 
 def start_text_run(

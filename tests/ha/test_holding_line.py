@@ -26,7 +26,7 @@ from custom_components.companion_agent.engine.json_types import JSONObject
 from custom_components.companion_agent.ha_tools import HassTurnTools
 from tests.ha.entries import SetupCompanion
 from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.pipeline_runs import TextRun, start_text_run
+from tests.ha.pipeline_runs import SATELLITE_OUT, WAV_OUT, TextRun, start_text_run
 from tests.ha.voice_pipeline import Voice, async_voice
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -289,23 +289,30 @@ def longest_dry_spell(arrivals: list[tuple[float, int]], until: float) -> float:
     return max(longest, until - ends) if ends is not None else until
 
 
+@pytest.mark.parametrize("output", [WAV_OUT, SATELLITE_OUT], ids=["as made", "converted by HA"])
 async def test_the_line_opens_has_stream_which_never_runs_dry_while_the_tool_runs(
     hass: HomeAssistant,
     setup_companion: SetupCompanion,
     llm_server: LLMServer,
     proxy: WyomingProxy,
     monkeypatch: pytest.MonkeyPatch,
+    *,
+    output: dict[str, str | int],
 ) -> None:
     """The call came before any text: HA opens its TTS stream on the line, not on the answer.
 
     From then on the audio leaving HA keeps coming while the tool runs (the voice hands on
-    silence once the line has played), so a satellite never waits seconds for more.
+    silence once the line has played), so a satellite never waits seconds for more. Where
+    HA converts the stream for a satellite (its ffmpeg lets nothing out before about five
+    seconds of audio came in), the line still leaves HA at once.
     """
     loop = asyncio.get_running_loop()
     tool = CellarTool(slow=True)
     voice = await cellar_voice(hass, setup_companion, proxy, monkeypatch, tool)
     llm_server.script(Reply.tool_calls(CALL), Reply.text(ANSWER))
-    flight = start_text_run(hass, voice.pipeline, "Is the cellar dry?", timeout=TIMEOUT)
+    flight = start_text_run(
+        hass, voice.pipeline, "Is the cellar dry?", timeout=TIMEOUT, audio_output=output
+    )
     await asyncio.wait_for(tool.called.wait(), TIMEOUT)
     arrivals: list[tuple[float, int]] = []
 
