@@ -202,6 +202,26 @@ async def test_a_slow_tool_says_one_line_spoken_shown_and_stored_but_not_to_the_
     assert "One moment" not in json.dumps(llm_server.requests[1]["messages"])
 
 
+async def test_a_later_turn_s_model_is_not_shown_the_lines_either(
+    llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
+) -> None:
+    """Stored as heard, left out of the history the next turn's model reads (it would copy)."""
+    slow = SlowTools()
+    llm_server.script(
+        Reply(status=503), Reply.tool_calls(CAMERA_CALL), Reply.text("There is a parcel.")
+    )
+    await take_turn(slow, chat_model, talk.request("Door?", tools=[slow.camera()]))
+    assert await stored_text(talk) == f"One moment, please.\n{CAMERA_LINE}\nThere is a parcel."
+    (stored,) = await talk.turns()
+    assert stored.lines == ("One moment, please.", CAMERA_LINE)
+
+    llm_server.script(Reply.text("You are welcome."))
+    await take_turn(slow, chat_model, talk.request("Thanks."))
+    shown = json.dumps(llm_server.requests[-1]["messages"], ensure_ascii=False)
+    assert "There is a parcel." in shown
+    assert "One moment" not in shown
+
+
 async def test_a_quick_tool_says_nothing(
     llm_server: LLMServer, chat_model: OpenAIChatModel, talk: Conversations
 ) -> None:

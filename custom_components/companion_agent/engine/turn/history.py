@@ -13,12 +13,13 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from ..events import SpeechCut, TurnOutcome
 from ..messages import AssistantMessage, ChatMessage, UserMessage
 from .prompt import proactive_words
-from .stored import StoredTurn
+from .stored import StoredTurn, TurnMessage
 
 LOGGER = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ def as_messages(turns: Sequence[StoredTurn]) -> list[ChatMessage]:
     for turn in turns:
         user = proactive_words(turn.user) if turn.initiator == "proactive" else turn.user
         messages.append(UserMessage(content=user))
-        messages.extend(turn.messages)
+        messages.extend(without_lines(turn.messages, turn.lines))
         mark = MARKS.get(turn.outcome)
         if mark is None and turn.speech_cut is not None:
             mark = SPEECH_MARKS[turn.speech_cut]
@@ -83,6 +84,25 @@ def as_messages(turns: Sequence[StoredTurn]) -> list[ChatMessage]:
             else:
                 messages.append(AssistantMessage(content=mark))
     return messages
+
+
+def without_lines(messages: Sequence[TurnMessage], lines: Sequence[str]) -> list[TurnMessage]:
+    """Return ``messages`` with each holding line taken out where it comes next (the model
+    wrote none of them; a small one would copy them). A line not found is left alone."""
+    out = list(messages)
+    at = 0
+    for line in lines:
+        for index in range(at, len(out)):
+            message = out[index]
+            if isinstance(message, AssistantMessage) and line in message.content:
+                content = message.content
+                found = content.index(line)
+                end = found + len(line)
+                end += content[end : end + 1] == "\n"
+                out[index] = replace(message, content=content[:found] + content[end:])
+                at = index
+                break
+    return out
 
 
 async def store_in(history: ConversationHistory, turn: StoredTurn, name: str) -> None:

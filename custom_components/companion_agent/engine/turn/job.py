@@ -72,6 +72,7 @@ async def store_turn(job: TurnJob, record: TurnRecord, result: TurnResult) -> No
         began=job.began,
         reason=(result.reason or "") if result.outcome in ("failed", "timed_out") else "",
         speech_cut=result.speech_cut,
+        lines=record.lines(),
     )
     await store_in(job.history, stored, request.context.conversation_id)
 

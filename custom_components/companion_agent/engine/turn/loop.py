@@ -88,6 +88,14 @@ class TurnRecord:
         written = [m.content for m in self.messages if isinstance(m, AssistantMessage)]
         return "".join(corrected([*written, "".join(self.partial)], self.corrections))
 
+    def lines(self) -> tuple[str, ...]:
+        """Return the holding lines said, in the order they were said."""
+        said = sorted(
+            [(index, 0, line) for index, line in self.waited]
+            + [(index, 1, line) for index, line in self.held]
+        )
+        return tuple(line.strip() for _, _, line in said if line.strip())
+
     def as_said(self) -> list[ChatMessage]:
         """Return the turn's messages as the person was told them, the round in progress too.
 

@@ -49,6 +49,9 @@ class StoredTurn:
     """Why a failed turn failed (the model server did not answer, or was too slow)."""
     speech_cut: SpeechCut | None = None
     """Why its speech ended before its text (``TurnResult.speech_cut``); None: it did not."""
+    lines: tuple[str, ...] = ()
+    """The holding lines said in it ("One moment, please."): kept in ``messages`` as heard,
+    left out of what a later turn's model is shown (``history.as_messages``)."""
 
 
 def without_images(text: str) -> str:
@@ -79,6 +82,8 @@ def dump_turn(turn: StoredTurn) -> JSONObject:
         row["reason"] = turn.reason
     if turn.speech_cut is not None:
         row["speech_cut"] = turn.speech_cut
+    if turn.lines:
+        row["lines"] = list(turn.lines)
     row["messages"] = messages
     return row
 
@@ -117,6 +122,9 @@ def parse_turn(row: object) -> StoredTurn:
     speech_cut = row.get("speech_cut")
     if speech_cut is not None and speech_cut not in SPEECH_CUTS:
         raise TypeError("bad speech_cut")
+    lines = row.get("lines", [])
+    if not isinstance(lines, list):
+        raise TypeError("bad lines")
     return StoredTurn(
         user=user,
         messages=tuple(messages),
@@ -127,6 +135,7 @@ def parse_turn(row: object) -> StoredTurn:
         began=float(began),
         reason=reason,
         speech_cut=cast(SpeechCut | None, speech_cut),
+        lines=tuple(_text(line) for line in lines),
     )
 
 
