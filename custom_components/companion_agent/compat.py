@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from awesomeversion import AwesomeVersion
 from homeassistant.const import __version__ as HA_VERSION
 from homeassistant.core import CALLBACK_TYPE, Context, HomeAssistant, callback
 from homeassistant.helpers import entity_platform
@@ -202,3 +203,19 @@ def stream_response_chars(hass: HomeAssistant) -> int:
         return found
     LOGGER.debug("Assist has no STREAM_RESPONSE_CHARS: %s assumed", DEFAULT_STREAM_RESPONSE_CHARS)
     return DEFAULT_STREAM_RESPONSE_CHARS
+
+
+CONVERTER_HOLDS: tuple[tuple[str, float], ...] = (("2026.9.0", 5.0), ("2026.11.0", 1.5))
+"""Seconds of a streamed WAV that HA's TTS converter takes in before it lets any out, by the
+first release that no longer holds that much: ffmpeg probing its input (2026.2 – 2026.8),
+with ``-probesize 32`` (2026.9 – 2026.10); from 2026.11 a matching WAV passes through and
+another rate is converted from raw PCM at once."""
+
+
+def converter_hold_seconds(version: str = HA_VERSION) -> float:
+    """Return how much audio HA's TTS converter holds back on this release (0: none)."""
+    release = AwesomeVersion(version)
+    for before, held in CONVERTER_HOLDS:
+        if release < AwesomeVersion(before):
+            return held
+    return 0.0

@@ -34,6 +34,7 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.device_registry import DeviceEntryType, DeviceInfo
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
+from .compat import converter_hold_seconds
 from .const import CONF_LANGUAGES, CONF_SPEAKER, CONF_VOICE, DOMAIN, SUBENTRY_TTS
 from .engine.errors import AudioFormatError, CompanionError
 from .engine.speech import MP3, SPEECH_MARKS, WAV, AudioChunk, Container, TurnSpeech, encoded
@@ -67,14 +68,16 @@ SAMPLE_OPTIONS = (
 )
 
 
-def _converted(options: Mapping[str, Any], container: Container) -> bool:
-    """Say whether HA puts the stream through its converter (ffmpeg) before it plays.
+def converter_hold(options: Mapping[str, Any], container: Container) -> float:
+    """Return the seconds of audio HA's converter holds back from this stream (0: none).
 
-    It does when a sample rate, channel count or width is asked for (every satellite asks),
-    or a format other than the one made.
+    HA converts when a sample rate, channel count or width is asked for (every satellite
+    asks), or a format other than the one made; how much its converter holds before it
+    lets audio out depends on the release (``compat.converter_hold_seconds``).
     """
     wanted = options.get(tts.ATTR_PREFERRED_FORMAT, MP3)
-    return wanted != container or any(options.get(key) is not None for key in SAMPLE_OPTIONS)
+    converted = wanted != container or any(options.get(k) is not None for k in SAMPLE_OPTIONS)
+    return converter_hold_seconds() if converted else 0.0
 
 
 class CompanionTtsEntity(tts.TextToSpeechEntity):
@@ -88,7 +91,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         self._mp3 = False  # until lameenc is known to import
         self._mp3_known = asyncio.Event()
         self._attr_unique_id = subentry.subentry_id
-        # The sample options are listed to be seen (``_converted``), not to be met: HA
+        # The sample options are listed to be seen (``converter_hold``), not to be met: HA
         # converts whenever they are given, whatever the engine says it supports.
         self._attr_supported_options = [
             tts.ATTR_VOICE,
@@ -158,8 +161,8 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
                     await self._mp3_known.wait()
         container = self._container(request.options)
         turn = self.entry.runtime_data.engine.speech.get(SPEAKING_TURN.get())
-        primed = _converted(request.options, container)
-        audio = self._audio(request.message_gen, turn, voice, speaker, primed=primed)
+        prime = converter_hold(request.options, container)
+        audio = self._audio(request.message_gen, turn, voice, speaker, prime=prime)
         return TTSAudioResponse(container, encoded(audio, container))
 
     async def async_turn_audio(
@@ -213,7 +216,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         voice: str,
         speaker: str | None,
         *,
-        primed: bool = False,
+        prime: float = 0.0,
     ) -> AsyncGenerator[AudioChunk]:
         """Yield the audio: the turn's own sentences if the text is a turn's, else the text's.
 
@@ -224,8 +227,8 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
         in this voice. The stream heard first (``TurnAudio.primary``) tells the card's
         subtitles when each sentence begins to be heard (``SpokenSentences``) and a device
         that asked for the sentences' marks (``SPEECH_MARKS``) each chunk; a later reader
-        of the same turn gets the same audio, quietly. A ``primed`` stream is converted by
-        HA before it plays (``TurnSpeech.listen``).
+        of the same turn gets the same audio, quietly. HA's converter holds ``prime`` seconds
+        of this stream's audio back (``TurnSpeech.listen``).
         """
         engine = self.entry.runtime_data.engine
         first = None
@@ -240,7 +243,7 @@ class CompanionTtsEntity(tts.TextToSpeechEntity):
             drain = self.entry.async_create_background_task(
                 self.hass, _drain(message), f"{DOMAIN} tts drains HA's text"
             )
-            heard = turn.listen(self.voice.key(voice, speaker), synthesis, primed=primed)
+            heard = turn.listen(self.voice.key(voice, speaker), synthesis, prime=prime)
             audio = heard.chunks
             if heard.primary:
                 audio = SpokenSentences(self.hass, self.entity_id, turn.texts).audio(audio)

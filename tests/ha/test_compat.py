@@ -12,7 +12,11 @@ from homeassistant.core import HomeAssistant
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.companion_agent.compat import async_get_entity, stream_response_chars
+from custom_components.companion_agent.compat import (
+    async_get_entity,
+    converter_hold_seconds,
+    stream_response_chars,
+)
 from custom_components.companion_agent.conversation import CompanionConversationEntity
 from tests.ha.test_conversation import agent_entity_id
 
@@ -48,3 +52,26 @@ async def test_entities_are_found_through_their_platforms(
     assert async_get_entity(hass, "conversation.nobody") is None
     assert await hass.config_entries.async_unload(setup_entry.entry_id)
     assert async_get_entity(hass, agent_id) is None
+
+
+@pytest.mark.parametrize(
+    ("release", "held"),
+    [
+        ("2025.10.0", 5.0),
+        ("2026.2.3", 5.0),
+        ("2026.8.4", 5.0),
+        ("2026.9.0", 1.5),
+        ("2026.10.2", 1.5),
+        ("2026.11.0", 0.0),
+        ("2026.12.1", 0.0),
+        ("2027.1.0b0", 0.0),
+    ],
+)
+def test_emulated_release_converter_hold(release: str, held: float) -> None:
+    """What HA's TTS converter holds back, by release (the README's reading of core's tts).
+
+    2026.2 – 2026.8: ffmpeg probes a WAV stream (about 5 s); 2026.9 – 2026.10: with
+    ``-probesize 32`` (about 1.4 s); 2026.11: a matching WAV passes through, another rate is
+    converted from raw PCM at once. Only 2026.2.3 runs here: the others are version strings.
+    """
+    assert converter_hold_seconds(release) == held

@@ -20,12 +20,12 @@ While the turn waits for a tool (``waiting``), a reader is never left without au
 what it handed on has all but played, it hands on ``KEEP_ALIVE_SECONDS`` of silence at a
 time (in the voice's own format, as part of the sentence before), so a device that stops
 working when its stream pauses (HA's Voice PE wedges after 5 s) keeps playing. A reader
-whose host converts the audio before it plays (HA does for every satellite that asks for a
-sample rate: its ffmpeg lets nothing out before about five seconds of audio came in) is
-``primed``: when the turn starts waiting, it is handed the rest of ``CONVERTER_PRIME_SECONDS``
-as silence at once, so a holding line is heard when it is said, not seconds later; then a
-trickle keeps the converted stream moving while the device plays that down. The price: an
-answer that comes within a few seconds of the line waits behind what is left of it. ``stop``
+whose host converts the audio and holds some back first (HA's ffmpeg, before 2026.11, lets
+nothing out before seconds of audio came in) is ``prime``d with that many seconds: when
+the turn starts waiting, it is handed what it lacks of them as silence at once, so a
+holding line is heard when it is said, not seconds later; then a trickle keeps the
+converted stream moving while the device plays that down. The price: an answer that comes
+within a few seconds of the line waits behind what is left of it. ``stop``
 (the turn was cancelled) ends the audio at once: the synthesis is closed, mid-chunk if
 need be.
 
@@ -65,10 +65,6 @@ whose speech is longer is cut there."""
 MAX_WRITTEN = 4096
 """Characters of a turn's written text kept to find it by (HA hands its stream ~60 first)."""
 KEEP_ALIVE_SECONDS = 0.5
-CONVERTER_PRIME_SECONDS = 5.0
-"""Audio a converting host must be handed before it lets any out (HA's ffmpeg reads ~4.8 s
-of a 22.05 kHz WAV stream before its first output): a reader ``primed`` for one gets the
-rest of it as silence at once when the turn starts waiting, so what was said comes out."""
 TRICKLE_SECONDS = 0.1
 TRICKLE_EVERY = 0.5
 """While a primed reader's device has plenty to play, a little silence goes every half second:
@@ -241,12 +237,12 @@ class TurnSpeech:
         self._recordings[voice] = _Recording(voice, self._spoken(synthesis), self._limit)
         return True
 
-    def listen(self, voice: str, synthesis: Synthesis, *, primed: bool = False) -> TurnAudio:
+    def listen(self, voice: str, synthesis: Synthesis, *, prime: float = 0.0) -> TurnAudio:
         """Return the turn's audio in ``voice``: its recording if there is one, else a new one.
 
         The first listener is the one heard; every chunk it is handed is noted on the
         timeline. Each listener gets the audio from the start; it ends at once when the
-        turn is stopped. A ``primed`` listener's host converts the audio (see the module).
+        turn is stopped. ``prime``: the seconds of audio the listener's host holds back.
         """
         primary = not self.claimed
         self.claimed = True
@@ -262,7 +258,7 @@ class TurnSpeech:
         if primary:
             self.timeline.reset()
             self.voice = voice
-        chunks = self._read(recording, primary=primary, primed=primed)
+        chunks = self._read(recording, primary=primary, prime=prime)
         return TurnAudio(primary=primary, chunks=chunks)
 
     async def audio(self, voice: str, synthesis: Synthesis) -> AsyncGenerator[AudioChunk]:
@@ -275,12 +271,12 @@ class TurnSpeech:
             await chunks.aclose()
 
     async def _read(
-        self, recording: _Recording | None, *, primary: bool, primed: bool = False
+        self, recording: _Recording | None, *, primary: bool, prime: float = 0.0
     ) -> AsyncGenerator[AudioChunk]:
         """Yield one reader's audio, kept alive while the turn waits, until it is stopped."""
         if recording is None:  # stopped before anything was recorded
             return
-        audio = self._reader(recording, primary=primary, primed=primed)
+        audio = self._reader(recording, primary=primary, prime=prime)
         try:
             async for chunk in until_stopped(audio, self.stopped):
                 if primary:
@@ -290,14 +286,14 @@ class TurnSpeech:
             await audio.aclose()
 
     async def _reader(
-        self, recording: _Recording, *, primary: bool, primed: bool
+        self, recording: _Recording, *, primary: bool, prime: float
     ) -> AsyncGenerator[AudioChunk]:
         """Yield the recording from its start; silence while it waits and the turn waits.
 
         Silence goes out when what was handed on would have all but played
         (``KEEP_ALIVE_SECONDS`` left, on this reader's own clock), never before the first
-        audio (its format is the voice's); a ``primed`` reader first gets what it lacks of
-        ``CONVERTER_PRIME_SECONDS``, at once, then a trickle while it has much to play.
+        audio (its format is the voice's); a primed reader first gets what it lacks of
+        ``prime`` seconds, at once, then a trickle while it has much to play.
         """
         recording.attach()
         played = AudioTimeline()
@@ -314,14 +310,14 @@ class TurnSpeech:
                 elif last is not None and self._waiting():
                     now = time.monotonic()
                     left = (played.ends_at or 0.0) - now - KEEP_ALIVE_SECONDS
-                    if primed and played.seconds < CONVERTER_PRIME_SECONDS:
-                        chunk = _silence(last, CONVERTER_PRIME_SECONDS - played.seconds)
+                    if played.seconds < prime:
+                        chunk = _silence(last, prime - played.seconds)
                     elif left <= 0:
                         chunk = _silence(last, KEEP_ALIVE_SECONDS)
-                    elif primed and now - handed_at >= TRICKLE_EVERY:
+                    elif prime and now - handed_at >= TRICKLE_EVERY:
                         chunk = _silence(last, TRICKLE_SECONDS)
                     else:
-                        wake = min(left, handed_at + TRICKLE_EVERY - now) if primed else left
+                        wake = min(left, handed_at + TRICKLE_EVERY - now) if prime else left
                         await recording.more(wake)
                         continue
                 else:
