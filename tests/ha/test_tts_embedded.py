@@ -28,7 +28,7 @@ from custom_components.companion_agent.const import (
     SUBENTRY_TTS,
 )
 from custom_components.companion_agent.engine.speech import LoadedPiperVoice
-from custom_components.companion_agent.tts import CompanionTtsEntity
+from custom_components.companion_agent.tts import SAMPLE_OPTIONS, CompanionTtsEntity
 from tests.ha.entries import SetupCompanion, embedded_voice, tts_entity
 from tests.ha.test_tts import (
     CLEAN,
@@ -261,7 +261,7 @@ async def test_a_request_may_pick_another_folder_voice(
 ) -> None:
     install_voice(voices, OTHER)
     entity = await setup_embedded(hass, setup_companion)
-    assert entity.supported_options == ["voice", "speaker", "preferred_format"]
+    assert entity.supported_options == ["voice", "speaker", "preferred_format", *SAMPLE_OPTIONS]
     offered = entity.async_get_supported_voices("en_US")
     assert offered is not None
     assert [voice.voice_id for voice in offered] == [JOE, OTHER]

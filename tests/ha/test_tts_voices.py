@@ -21,7 +21,7 @@ from custom_components.companion_agent.const import (
     SUBENTRY_TTS,
 )
 from custom_components.companion_agent.repairs import async_report_missing_voice
-from custom_components.companion_agent.tts import CompanionTtsEntity
+from custom_components.companion_agent.tts import SAMPLE_OPTIONS, CompanionTtsEntity
 from tests.ha.entries import VOICE, SetupCompanion
 from tests.ha.test_tts import (
     ADVERTISED_NOT_INSTALLED,
@@ -128,7 +128,12 @@ async def test_the_entity_offers_the_servers_voices_as_options(
     entity = await setup_voice(hass, setup_companion, piper.host, piper.port)
     await hass.async_block_till_done(wait_background_tasks=True)  # it has asked the server
 
-    assert entity.supported_options == [tts.ATTR_VOICE, "speaker", tts.ATTR_PREFERRED_FORMAT]
+    assert entity.supported_options == [
+        tts.ATTR_VOICE,
+        "speaker",
+        tts.ATTR_PREFERRED_FORMAT,
+        *SAMPLE_OPTIONS,  # seen, to know HA converts the stream (not met: HA converts anyway)
+    ]
     voices = entity.async_get_supported_voices("en_US")
     assert voices is not None
     ids = [voice.voice_id for voice in voices]
