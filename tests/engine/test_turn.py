@@ -521,7 +521,7 @@ async def test_a_cancel_for_a_failed_device_stores_the_turn_as_failed(
 ) -> None:
     """The host could not deliver the answer: stored as failed, so the next turn knows."""
     llm_server.script(slow_text("Hello ", "there. ", "More."))
-    turn = start(TurnRunner(), persona(chat_model), talk.request("Hi"))
+    turn = start(TurnRunner(), persona(chat_model, profile=STREAMING), talk.request("Hi"))
     async for item in turn.items():
         if isinstance(item, TextDelta):
             turn.cancel("the speaker is gone", failed=True)
