@@ -5,7 +5,7 @@ Run: ``.venv/bin/python benchmarks/tools.py [--rounds N] [--calls N]``. Two meas
 - ``guard``: one round of N concurrent calls straight through ``GuardedExecutor``
   (schema validation, target resolution, policy, confirmation tokens, idempotency,
   state snapshots, audit queueing), minus the time spent inside the tool handlers;
-- ``loop``: the same round driven by ``AgentCore.run_turn`` with an in-process model, so
+- ``loop``: the same round driven by ``ToolLoop.run_turn`` with an in-process model, so
   the core's own task and event handling is included too.
 
 The audit log is a real file in a temporary folder; its writer thread runs meanwhile.
@@ -46,7 +46,7 @@ from custom_components.companion_agent.engine.tools.registry import (
     Tool,
     ToolRegistry,
 )
-from custom_components.companion_agent.engine.turn.loop import AgentCore, TurnRecord
+from custom_components.companion_agent.engine.turn.loop import ToolLoop, TurnRecord
 from custom_components.companion_agent.guard_rules import DEFAULT_RULES
 from tests.support.lines import ENGLISH
 
@@ -167,7 +167,7 @@ async def bench(rounds: int, calls: int, folder: Path) -> bool:
         await asyncio.gather(*(guard.execute(c, ctx) for c in round_calls(n, calls)))
         guard_ms.append((time.perf_counter() - started - clock.seconds) * 1000)
 
-        core = AgentCore(ScriptedModel(round_calls(rounds + n, calls)), guard, ENGLISH)
+        core = ToolLoop(ScriptedModel(round_calls(rounds + n, calls)), guard, ENGLISH)
         clock.seconds = 0.0
         started = time.perf_counter()
         async for _ in core.run_turn([UserMessage(content="go")], ctx, TurnRecord()):

@@ -1,4 +1,4 @@
-"""AgentCore.run_turn through the real openai SDK against the local streaming server."""
+"""ToolLoop.run_turn through the real openai SDK against the local streaming server."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from custom_components.companion_agent.engine.messages import (
 )
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool, ToolExecutor, ToolRegistry
-from custom_components.companion_agent.engine.turn.loop import AgentCore, LoopItem, TurnRecord
+from custom_components.companion_agent.engine.turn.loop import LoopItem, ToolLoop, TurnRecord
 from tests.support.lines import ENGLISH
 from tests.support.llm_script import Reply, TextChunk, ToolCallChunk
 from tests.support.llm_server import LLMServer
@@ -57,15 +57,15 @@ class Recorder:
         return Tool(spec=spec, handler=handler)
 
 
-def core_of(model: OpenAIChatModel, tools: ToolExecutor, *, max_rounds: int = 6) -> AgentCore:
+def core_of(model: OpenAIChatModel, tools: ToolExecutor, *, max_rounds: int = 6) -> ToolLoop:
     """Return the loop with the glue's English spoken lines."""
-    return AgentCore(model, tools, ENGLISH, max_rounds=max_rounds)
+    return ToolLoop(model, tools, ENGLISH, max_rounds=max_rounds)
 
 
 RECORDS: dict[int, TurnRecord] = {}
 
 
-async def collect(core: AgentCore, messages: Sequence[ChatMessage] = MESSAGES) -> list[LoopItem]:
+async def collect(core: ToolLoop, messages: Sequence[ChatMessage] = MESSAGES) -> list[LoopItem]:
     """Run a turn and return every item it yielded; its record is kept for ``result_of``."""
     record = TurnRecord()
     items = [item async for item in core.run_turn(messages, CTX, record)]
@@ -311,7 +311,7 @@ async def test_missing_finish_reason_still_runs_the_tools(
 async def test_max_rounds_must_be_positive(chat_model: OpenAIChatModel, max_rounds: int) -> None:
     """A loop with no rounds is a configuration error."""
     with pytest.raises(ValueError, match="max_rounds"):
-        AgentCore(chat_model, ToolRegistry(), ENGLISH, max_rounds=max_rounds)
+        ToolLoop(chat_model, ToolRegistry(), ENGLISH, max_rounds=max_rounds)
 
 
 async def test_text_before_and_after_tools_is_separated(

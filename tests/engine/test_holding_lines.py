@@ -42,8 +42,8 @@ from custom_components.companion_agent.engine.tools.holding import (
 )
 from custom_components.companion_agent.engine.tools.registry import Tool, ToolRegistry
 from custom_components.companion_agent.engine.turn.loop import (
-    AgentCore,
     LoopItem,
+    ToolLoop,
     TurnRecord,
     closes_sentence,
 )
@@ -389,7 +389,7 @@ async def test_a_turn_cancelled_while_the_tool_runs_says_no_line(
     lines = HoldingLines(
         phrases=PHRASES, languages=language_chain("en"), hints=registry.holding_hints()
     )
-    core = AgentCore(chat_model, registry, ENGLISH, holding=lines)
+    core = ToolLoop(chat_model, registry, ENGLISH, holding=lines)
     llm_server.script(Reply.tool_calls(CAMERA_CALL), Reply.text("There is a parcel."))
     record = TurnRecord()
     items: list[LoopItem] = []

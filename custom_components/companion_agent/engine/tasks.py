@@ -33,7 +33,7 @@ from .memory.answers import JsonAnswers
 from .messages import AssistantMessage, ChatMessage, ImagePart, SystemMessage, UserMessage
 from .tools.contract import ToolContext
 from .tools.registry import Tool, ToolRegistry
-from .turn.loop import AgentCore, SpokenLines, TurnRecord
+from .turn.loop import SpokenLines, ToolLoop, TurnRecord
 
 TASK_TIMEOUT = 120.0
 MAX_TEXT_CHARS = 20000
@@ -120,7 +120,7 @@ class TaskRunner:
         executor = self._guard.executor(
             ToolRegistry(house.tools), (), resolver=house.resolver, state=house.state
         )
-        core = AgentCore(model, executor, QUIET, max_rounds=MAX_TASK_ROUNDS)
+        core = ToolLoop(model, executor, QUIET, max_rounds=MAX_TASK_ROUNDS)
         record = TurnRecord()
         try:
             async with asyncio.timeout(TASK_TIMEOUT):

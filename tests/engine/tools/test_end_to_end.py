@@ -1,4 +1,4 @@
-"""The guard inside ``AgentCore.run_turn``: the real openai SDK against the local server."""
+"""The guard inside ``ToolLoop.run_turn``: the real openai SDK against the local server."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from custom_components.companion_agent.engine.messages import (
 )
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
-from custom_components.companion_agent.engine.turn.loop import AgentCore, LoopItem, TurnRecord
+from custom_components.companion_agent.engine.turn.loop import LoopItem, ToolLoop, TurnRecord
 from tests.support.lines import ENGLISH
 from tests.support.llm_server import LLMServer, Reply
 
@@ -30,7 +30,7 @@ async def turn(model: OpenAIChatModel, guard: GuardedExecutor, text: str) -> lis
         SystemMessage(content="You run a home."),
         UserMessage(content=text),
     ]
-    core = AgentCore(model, guard, ENGLISH)
+    core = ToolLoop(model, guard, ENGLISH)
     return [item async for item in core.run_turn(messages, CTX, TurnRecord())]
 
 

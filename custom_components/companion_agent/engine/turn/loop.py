@@ -1,4 +1,4 @@
-"""``AgentCore.run_turn``: the streaming, bounded, concurrent tool-calling loop.
+"""``ToolLoop.run_turn``: the streaming, bounded, concurrent tool-calling loop.
 
 Text streams out the moment the model sends it; the tool calls of one round run
 concurrently, each reported as it ends, their results sent back in call order; the loop
@@ -136,7 +136,7 @@ def corrected(contents: Sequence[str], corrections: Sequence[tuple[str, str]]) -
     return out
 
 
-class AgentCore:
+class ToolLoop:
     """Run turns: stream text the moment it arrives, run tools, loop a bounded number of times."""
 
     def __init__(

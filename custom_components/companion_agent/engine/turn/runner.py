@@ -43,7 +43,7 @@ from .limits import (
     turn_deadline,
     within_budget,
 )
-from .loop import AgentCore, TurnRecord
+from .loop import ToolLoop, TurnRecord
 from .models import camera_tools, chat_model
 from .prompt import PromptBuilder, UserPromptBlock
 from .reply_check import ReplyCheck, ReplyRules
@@ -246,7 +246,7 @@ class TurnRunner:
             history, block
         )
         model = chat_model(request)
-        core = AgentCore(
+        core = ToolLoop(
             model,
             executor,
             request.lines,
