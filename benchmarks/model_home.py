@@ -21,8 +21,9 @@ Figures, against targets:
 - speech: seconds of speech per reply, from its text at a speaking rate (15 characters a
   second in English, 4.5 Chinese characters a second), p50 and p95 against the persona's
   "one to three short sentences" (at most 20 s);
-- first token and total: seconds from sending a turn to its first streamed text, and to its
-  end (p50, p95).
+- first text and total: seconds from sending a turn to its first streamed text (a holding
+  line for a model that keeps the person waiting counts: it is what they first hear), and
+  to its end (p50, p95).
 """
 
 from __future__ import annotations
@@ -347,7 +348,7 @@ def report(outcomes: list[Outcome]) -> bool:
             percentile(speech, 95) <= SPEECH_TARGET,
         ),
         (
-            "first token",
+            "first text",
             f"p50 {percentile(first, 50):.1f} s, p95 {percentile(first, 95):.1f} s"
             if len(first) > 1
             else "no text streamed",
