@@ -207,8 +207,7 @@ class OpenAIChatModel:
                 )
             except openai.APIStatusError as err:
                 if err.status_code not in BUSY_STATUSES:
-                    raise
-                busy.answered_busy(err.status_code)
+                    raise  # a busy answer was noted as it came (``_BusyWatch.sending``)
                 await asyncio.sleep(BUSY_RETRY_DELAY)
 
     def _learn_template(self, opens_thinking: bool | None) -> None:

@@ -444,7 +444,7 @@ class SpeechTurns:
         """Note turn ``trace_id`` ended having said ``spoken``; forget it ``ttl`` s later."""
         if trace_id not in self._turns:
             return
-        self._spoken[trace_id] = " ".join(spoken.split())
+        self._spoken[trace_id] = _folded(spoken)
         loop = asyncio.get_running_loop()
         self._timers[trace_id] = loop.call_later(self._ttl, self._forget, trace_id)
 
