@@ -31,10 +31,10 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm, selector
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
+from .agent.chat_stream import trace_to
 from .agent.images import async_read_image
 from .agent.roles import role_choices
 from .agent.tool_schemas import SchemaConversionError, Serializer, structure_schema
-from .agent.turn_request import trace_to
 from .const import CONF_MODEL, DOMAIN, SUBENTRY_AI_TASK
 from .engine.engine import TaskRequest, TaskTools
 from .engine.errors import ImageRefusedError, TaskError

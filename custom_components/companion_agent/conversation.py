@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Literal
 
 from homeassistant.components import conversation
@@ -11,10 +12,12 @@ from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.dispatcher import async_dispatcher_connect, async_dispatcher_send
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from homeassistant.util.ulid import ulid_now
 
-from .agent.chat_stream import ChatLogStream
+from .agent.cameras import HassCameras
+from .agent.chat_stream import ChatLogStream, trace_to
 from .agent.personas import async_build_persona
-from .agent.turn_request import async_turn_request
+from .agent.spoken import async_spoken_lines
 from .compat import async_get_entity, stream_response_chars
 from .const import (
     CONF_MODEL,
@@ -31,9 +34,10 @@ from .const import (
     signal_persona_changed,
 )
 from .engine.events import SentenceOutput
-from .engine.plugins import ProactiveRequest
+from .engine.plugins import Hook, ProactiveRequest
+from .engine.tools.contract import ToolContext
 from .engine.turn.follow_ups import expects_answer
-from .engine.turn.request import Persona, TurnRequest
+from .engine.turn.request import Initiator, Persona, TurnRequest
 from .frontend.follow import async_follow_turn
 from .ha_tools import HassTurnTools
 from .proactive.briefing import HomeBriefing
@@ -153,6 +157,27 @@ class CompanionConversationEntity(conversation.ConversationEntity):
                 f"{DOMAIN} {request.source} speaks",
             )
 
+    async def async_turn_request(
+        self,
+        text: str,
+        *,
+        conversation_id: str,
+        language: str,
+        device_id: str | None,
+        initiator: Initiator,
+    ) -> TurnRequest:
+        """Return the request for a turn this persona starts itself, acting on nothing."""
+        return await async_turn_request(
+            self.hass,
+            self.persona,
+            self.subentry.subentry_id,
+            text,
+            conversation_id=conversation_id,
+            language=language,
+            device_id=device_id,
+            initiator=initiator,
+        )
+
     async def _async_handle_message(
         self,
         user_input: conversation.ConversationInput,
@@ -267,6 +292,53 @@ class CompanionConversationEntity(conversation.ConversationEntity):
                 async_dispatcher_send(
                     self.hass, signal_emotion(self.subentry.subentry_id), action.lower()
                 )
+
+
+async def async_turn_request(
+    hass: HomeAssistant,
+    persona: Persona,
+    persona_id: str,
+    text: str,
+    *,
+    conversation_id: str,
+    language: str,
+    user_id: str | None = None,
+    device_id: str | None = None,
+    satellite_id: str | None = None,
+    instructions: str = HOST_PROMPT,
+    house: HassTurnTools | None = None,
+    hooks: Sequence[Hook] = (),
+    initiator: Initiator = "person",
+    chat_log: conversation.ChatLog | None = None,
+) -> TurnRequest:
+    """Return the request for one turn of ``persona`` (the subentry ``persona_id``).
+
+    ``house`` gives the turn HA's tools and the guard its targets and states, and the
+    cameras exposed to Assist; without it the turn acts on and sees nothing in the house.
+    ``chat_log``'s trace gets each model call's tokens and timings.
+    """
+    return TurnRequest(
+        persona=persona,
+        text=text,
+        context=ToolContext(
+            conversation_id=conversation_id,
+            user_id=user_id,
+            trace_id=ulid_now(),
+            language=language,
+            agent_id=persona_id,
+        ),
+        lines=await async_spoken_lines(hass, language),
+        device_id=device_id,
+        satellite_id=satellite_id,
+        host_instructions=instructions,
+        host_tools=house.tools(persona.applied_rules.marks) if house is not None else (),
+        host_targets=house,
+        host_state=house,
+        host_hooks=hooks,
+        initiator=initiator,
+        host_cameras=HassCameras(hass) if house is not None and house.api is not None else None,
+        on_model_call=None if chat_log is None else trace_to(chat_log),
+    )
 
 
 @callback

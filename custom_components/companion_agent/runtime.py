@@ -30,7 +30,7 @@ from .const import (
 from .engine.engine import Engine
 from .engine.llm import LLMSettings, OpenAIChatModel
 from .engine.plugins import builtin_roots
-from .engine.turn.request import Persona
+from .engine.turn.request import Initiator, Persona, TurnRequest
 from .voice.playback import PlaybackWatcher
 
 
@@ -128,4 +128,16 @@ class Speaker(Protocol):
     @property
     def persona(self) -> Persona:
         """Return the persona snapshot new turns use."""
+        ...
+
+    async def async_turn_request(
+        self,
+        text: str,
+        *,
+        conversation_id: str,
+        language: str,
+        device_id: str | None,
+        initiator: Initiator,
+    ) -> TurnRequest:
+        """Return the request for a turn this persona starts itself, acting on nothing."""
         ...

@@ -14,7 +14,7 @@ import pytest
 
 from custom_components.companion_agent.engine.events import TextDelta
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
-from custom_components.companion_agent.engine.turn.language import (
+from custom_components.companion_agent.engine.turn.loop import (
     dominant_script,
     language_scripts,
 )

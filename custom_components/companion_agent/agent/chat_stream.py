@@ -17,9 +17,11 @@ from homeassistant.components.conversation import (
     AssistantContentDeltaDict,
     ToolResultContentDeltaDict,
 )
+from homeassistant.core import callback
 from homeassistant.helpers import llm
 
 from ..compat import DEFAULT_STREAM_RESPONSE_CHARS
+from ..engine.engine import ModelCall
 from ..engine.events import OutputItem, SentenceOutput, TextDelta, ThinkingDelta, ToolCallEvent
 from ..engine.json_types import JSONObject
 from ..engine.pipeline import join_speech
@@ -164,3 +166,14 @@ class ChatLogStream:
             return {"tool_calls": [tool_input]}
         self._open = True
         return {"role": "assistant", "tool_calls": [tool_input]}
+
+
+def trace_to(chat_log: conversation.ChatLog) -> Callable[[ModelCall], None]:
+    """Return a listener that adds each model call's usage and timings to the trace."""
+
+    @callback
+    def _trace(call: ModelCall) -> None:
+        """Add one call to the conversation's trace, as HA's own LLM integrations do."""
+        chat_log.async_trace({"stats": call.as_trace()})
+
+    return _trace

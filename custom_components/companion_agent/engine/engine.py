@@ -34,7 +34,7 @@ from .guard.confirmations import (
     write_kept,
 )
 from .guard.executor import Guard
-from .llm.models import ChatModels, ModelCall
+from .llm.adapter import ChatModels, ModelCall
 from .llm.roles import RoleChoice, RoleChoices
 from .memory.backends import MemoryProblem, open_memory, unreachable
 from .memory.companion import CompanionMemory

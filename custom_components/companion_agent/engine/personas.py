@@ -19,7 +19,7 @@ from types import MappingProxyType
 
 from .guard.policy import STRICTNESS
 from .llm import LLMSettings
-from .llm.models import ChatModels
+from .llm.adapter import ChatModels
 from .llm.roles import BackgroundModels, PersonaModels, RoleChoices, persona_models
 from .plugins import HostServices, Library, LoadProblem, PolicyLevel, Profile, ProfileLibrary
 from .plugins.profiles import DEFAULT_PROFILE

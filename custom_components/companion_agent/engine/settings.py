@@ -14,7 +14,7 @@ from .guard.confirmations import ConfirmationListener
 from .guard.confirmations.tokens import DEFAULT_TTL
 from .guard.policy import PolicyRule
 from .llm import LLMSettings
-from .llm.models import RoundObserver
+from .llm.adapter import RoundObserver
 from .memory.backends import MemoryConfig
 from .personas import PersonaSetup
 from .plugins import HostServices

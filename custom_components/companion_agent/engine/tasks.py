@@ -26,7 +26,7 @@ from .guard.executor import Guard
 from .guard.policy import StateProbe, TargetResolver
 from .json_types import JSONObject, JSONValue
 from .llm import LLMSettings
-from .llm.models import CallListener, ChatModels, ObservedModel
+from .llm.adapter import CallListener, ChatModels, ObservedModel
 from .llm.roles import ModelChoice, RoleChoices, persona_models
 from .llm.stream import RoundEnd
 from .memory.answers import JsonAnswers

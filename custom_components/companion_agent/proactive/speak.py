@@ -28,7 +28,6 @@ from homeassistant.core import HomeAssistant, callback, split_entity_id
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import entity_registry as er
 
-from ..agent.turn_request import async_turn_request
 from ..const import DOMAIN, EVENT_SPOKE, LOGGER
 from ..engine.events import Heard, OutputItem, SentenceOutput, TurnResult
 from ..engine.plugins import ProactiveRequest
@@ -126,10 +125,7 @@ async def _async_speak(
     except HomeAssistantError as err:
         raise _cannot_speak(target, err) from err
     turn = runtime.engine.start_turn(
-        await async_turn_request(
-            hass,
-            speaker.persona,
-            persona_id,
+        await speaker.async_turn_request(
             request.instruction,
             conversation_id=conversation_id,
             language=language,

@@ -7,16 +7,23 @@ chunks (``chunks.py`` reads every vendor's shape from the raw JSON), the round
 (``MODEL_RETRY``) only while it is being opened, before the first token, inside the
 first-token deadline; the SDK's own retries are off. Works on the ``openai`` SDK's 2.x
 (httpx) and 3.x (httpx2) alike: see ``sdk_http``.
+
+``ObservedModel`` is the one wrapper around a model: it tells the host how each round on its
+own server ended (so the host follows that server's health from real turns) and, when a turn
+or a task is traced, each call's tokens and timings. ``ChatModels`` builds one adapter per
+role's settings and keeps it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
+import time
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import openai
 from openai.types.chat import ChatCompletionChunk
@@ -29,7 +36,7 @@ from ..retry import RetryPolicy
 from ..tools.contract import ToolSpec
 from .done import DoneWatch
 from .round import RoundReader
-from .stream import LLMItem, ServerWaiting
+from .stream import ChatModel, LLMItem, RoundEnd, RoundOptions, ServerWaiting
 from .wire import map_error, raw_chunk, rejected_option, to_wire_without_tools, wire_messages
 
 LOGGER = logging.getLogger(__name__)
@@ -408,3 +415,141 @@ class _BusyWatch:
                 f"the model server stayed busy (HTTP {err.status_code})", status=err.status_code
             )
         return map_error(err)
+
+
+type RoundObserver = Callable[[LLMError | None], None]
+"""Told how each model round ended: the error, or None when the server answered."""
+MAX_MODELS = 64
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCall:
+    """One model call as a trace shows it: its role and model, its tokens, how long it took.
+
+    ``first_token_ms``: until the first text or thinking; None when none came (a round
+    that only called tools, or failed).
+    """
+
+    role: str
+    model: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    first_token_ms: float | None
+    total_ms: float
+    error: str | None = None
+
+    def as_trace(self) -> dict[str, object]:
+        """Return the call as the trace's ``stats`` (token names as HA's integrations use)."""
+        return {
+            "role": self.role,
+            "model": self.model,
+            "input_tokens": self.prompt_tokens,
+            "output_tokens": self.completion_tokens,
+            "first_token_ms": self.first_token_ms,
+            "total_ms": self.total_ms,
+            **({"error": self.error} if self.error else {}),
+        }
+
+
+type CallListener = Callable[[ModelCall], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CallTrace:
+    """Where a traced model's calls are told: the listener, under a role and a model name."""
+
+    role: str
+    name: str
+    listener: CallListener
+
+
+class ObservedModel:
+    """A chat model whose rounds are told to an observer, and its calls to a trace, if any."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        observer: RoundObserver | None = None,
+        trace: CallTrace | None = None,
+    ) -> None:
+        """Wrap ``model``: ``observer`` hears how each round ended, ``trace`` what it cost."""
+        self.model = model
+        self._observer = observer
+        self._trace = trace
+
+    def traced(self, role: str, listener: CallListener | None, name: str = "") -> ObservedModel:
+        """Return this model with each call told to ``listener`` under ``role`` (None: as is).
+
+        ``name`` is the model's name in the trace; an adapter's own is used when it has one.
+        """
+        if listener is None:
+            return self
+        if isinstance(self.model, OpenAIChatModel):
+            name = self.model.settings.model
+        return ObservedModel(self.model, self._observer, CallTrace(role, name, listener))
+
+    async def stream_with_tools(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec],
+        **options: Unpack[RoundOptions],
+    ) -> AsyncGenerator[LLMItem]:
+        """Stream the round unchanged; at its end tell the observer and the trace."""
+        started = time.perf_counter()
+        first: float | None = None
+        if isinstance(self.model, OpenAIChatModel):
+            stream = self.model.stream_with_tools(messages, tools, **options)
+        elif options:
+            raise TypeError(f"{type(self.model).__name__} takes no round options")
+        else:
+            stream = self.model.stream_with_tools(messages, tools)
+        async for item in stream:
+            if isinstance(item, RoundEnd):
+                if self._observer is not None:
+                    self._observer(item.error)
+                if self._trace is not None:
+                    self._trace.listener(_call(self._trace, item, started, first))
+            elif first is None and not isinstance(item, ServerWaiting):
+                first = time.perf_counter()
+            yield item
+
+
+def _call(trace: CallTrace, end: RoundEnd, started: float, first: float | None) -> ModelCall:
+    """Return what one call cost: its tokens, its first token and its whole time in ms."""
+    return ModelCall(
+        role=trace.role,
+        model=trace.name,
+        prompt_tokens=end.usage.get("prompt_tokens"),
+        completion_tokens=end.usage.get("completion_tokens"),
+        first_token_ms=None if first is None else round((first - started) * 1000, 1),
+        total_ms=round((time.perf_counter() - started) * 1000, 1),
+        error=None if end.error is None else str(end.error),
+    )
+
+
+class ChatModels:
+    """The models of every role's settings, on any server, built once each (bounded)."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        http: sdk_http.package.AsyncClient,
+        observer: RoundObserver | None,
+    ) -> None:
+        """Build models with ``http``; tell ``observer`` each round on ``settings``' server."""
+        self.settings = settings
+        self._http = http
+        self._observer = observer
+        self._models: OrderedDict[LLMSettings, ObservedModel] = OrderedDict()
+
+    def bound(self, settings: LLMSettings) -> ObservedModel:
+        """Return the model for ``settings`` (built on first use, kept among the last 64)."""
+        model = self._models.pop(settings, None)
+        if model is None:
+            ours = settings.base_url.rstrip("/") == self.settings.base_url.rstrip("/")
+            adapter = OpenAIChatModel(settings, http_client=self._http)
+            model = ObservedModel(adapter, self._observer if ours else None)
+        self._models[settings] = model
+        while len(self._models) > MAX_MODELS:
+            self._models.popitem(last=False)
+        return model

@@ -14,7 +14,7 @@ from typing import Literal
 
 from ..guard.policy import PolicyRule, StateProbe, TargetResolver, profile_rules
 from ..llm import ChatModel
-from ..llm.models import CallListener
+from ..llm.adapter import CallListener
 from ..llm.roles import PersonaModels
 from ..messages import ContextSnippet
 from ..plugins import Hook, PluginSet, Profile, UnreadProfile

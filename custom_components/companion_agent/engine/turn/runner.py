@@ -22,6 +22,8 @@ from types import MappingProxyType
 from ..chars import cut_text, valid_text
 from ..events import SentenceOutput, TextDelta, TurnOutcome
 from ..guard.executor import Guard
+from ..llm import ChatModel
+from ..llm.adapter import ObservedModel
 from ..pipeline import (
     PipelineConfig,
     build_pipeline,
@@ -31,7 +33,8 @@ from ..pipeline import (
 )
 from ..plugins import Profile, TurnContext
 from ..tools.holding import HoldingLines, language_chain
-from ..tools.registry import ToolRegistry
+from ..tools.registry import Tool, ToolRegistry
+from ..vision import VisionSummarizer, camera_tool
 from .handle import Turn
 from .history import ConversationHistory, HistoryView, amend_in
 from .job import TurnJob, after_playback, end_unstarted, store_turn, turn_context, turn_result
@@ -44,10 +47,9 @@ from .limits import (
     within_budget,
 )
 from .loop import ToolLoop, TurnRecord
-from .models import camera_tools, chat_model
 from .prompt import PromptBuilder, UserPromptBlock
 from .reply_check import ReplyCheck, ReplyRules
-from .request import TurnRequest
+from .request import Persona, TurnRequest
 from .sink import TurnSink
 from .usage import UsageCounters
 
@@ -270,6 +272,43 @@ class TurnRunner:
         if record.finish_reason == "repetition" and record.speech_cut is None:
             record.speech_cut = "repeated"  # an exact loop, stopped as the model wrote it
         return turn_ctx
+
+
+def chat_model(request: TurnRequest) -> ChatModel:
+    """Return the persona's chat model, its calls told to the host when it traces the turn."""
+    persona = request.persona
+    return _traced(request, persona.model, "chat", _model_name(persona, "chat"))
+
+
+def camera_tools(request: TurnRequest) -> list[Tool]:
+    """Return the camera tool when the host has cameras and the persona can see them."""
+    persona, source = request.persona, request.host_cameras
+    if source is None or (persona.vision is None and not persona.chat_sees_images):
+        return []
+    summarizer = None
+    if persona.vision is not None and not persona.chat_sees_images:
+        vision = _traced(request, persona.vision, "vision", _model_name(persona, "vision"))
+        summarizer = VisionSummarizer(vision)
+    tool = camera_tool(source, sees_images=persona.chat_sees_images, summarizer=summarizer)
+    return [] if tool is None else [tool]
+
+
+def _traced(request: TurnRequest, model: ChatModel, role: str, name: str) -> ChatModel:
+    """Return ``model`` with each call told to the host's listener (unchanged without one)."""
+    listener = request.on_model_call
+    if listener is None:
+        return model
+    observed = model if isinstance(model, ObservedModel) else ObservedModel(model)
+    return observed.traced(role, listener, name)
+
+
+def _model_name(persona: Persona, role: str) -> str:
+    """Return the name of the persona's model for ``role``, as far as it is known."""
+    models = persona.models
+    if models is None:
+        return ""
+    settings = models.vision if role == "vision" else models.chat
+    return "" if settings is None else settings.model
 
 
 def reply_rules(profile: Profile, registry: ToolRegistry) -> ReplyRules:

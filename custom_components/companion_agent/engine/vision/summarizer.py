@@ -7,10 +7,11 @@ memory); the image never does. It is bounded in time and length, and made valid 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
+from ..chars import valid_text
 from ..errors import VisionError
-from ..llm import ChatModel
-from ..llm.models import answer_text
+from ..llm import ChatModel, LLMItem, RoundEnd
 from ..messages import ChatMessage, ImagePart, SystemMessage, UserMessage
 
 DESCRIBE_TIMEOUT = 30.0
@@ -60,3 +61,20 @@ class VisionSummarizer:
         if not text:
             raise VisionError(f"the vision model said nothing about {image.source}")
         return text
+
+
+async def answer_text(
+    stream: AsyncIterator[LLMItem], max_chars: int
+) -> tuple[str, RoundEnd | None]:
+    """Collect a round's text (thinking left out, ``max_chars`` at most) and its end."""
+    parts: list[str] = []
+    size = 0
+    end: RoundEnd | None = None
+    async for item in stream:
+        match item:
+            case RoundEnd():
+                end = item
+            case str() if size < max_chars:
+                parts.append(item)
+                size += len(item)
+    return valid_text("".join(parts))[:max_chars], end
