@@ -208,7 +208,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             device_id=user_input.device_id,
             satellite_id=user_input.satellite_id,
             instructions=system.content if isinstance(system, conversation.SystemContent) else "",
-            house=HassTurnTools(self.hass, chat_log.llm_api),
+            hass_tools=HassTurnTools(self.hass, chat_log.llm_api),
             hooks=(HomeBriefing(self.hass, user_id),),
             chat_log=chat_log,
         )
@@ -306,14 +306,14 @@ async def async_turn_request(
     device_id: str | None = None,
     satellite_id: str | None = None,
     instructions: str = HOST_PROMPT,
-    house: HassTurnTools | None = None,
+    hass_tools: HassTurnTools | None = None,
     hooks: Sequence[Hook] = (),
     initiator: Initiator = "person",
     chat_log: conversation.ChatLog | None = None,
 ) -> TurnRequest:
     """Return the request for one turn of ``persona`` (the subentry ``persona_id``).
 
-    ``house`` gives the turn HA's tools and the guard its targets and states, and the
+    ``hass_tools`` gives the turn HA's tools and the guard its targets and states, and the
     cameras exposed to Assist; without it the turn acts on and sees nothing in the house.
     ``chat_log``'s trace gets each model call's tokens and timings.
     """
@@ -331,12 +331,14 @@ async def async_turn_request(
         device_id=device_id,
         satellite_id=satellite_id,
         host_instructions=instructions,
-        host_tools=house.tools(persona.applied_rules.marks) if house is not None else (),
-        host_targets=house,
-        host_state=house,
+        host_tools=hass_tools.tools(persona.applied_rules.marks) if hass_tools is not None else (),
+        host_targets=hass_tools,
+        host_state=hass_tools,
         host_hooks=hooks,
         initiator=initiator,
-        host_cameras=HassCameras(hass) if house is not None and house.api is not None else None,
+        host_cameras=HassCameras(hass)
+        if hass_tools is not None and hass_tools.api is not None
+        else None,
         on_model_call=None if chat_log is None else trace_to(chat_log),
     )
 

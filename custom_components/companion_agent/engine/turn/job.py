@@ -29,7 +29,7 @@ class TurnJob:
     history: ConversationHistory
     """Where the turn is stored (its conversation; the person's window too, if it reads it)."""
     window: HistoryView | None
-    said: int
+    input_chars: int
     """How many characters the person said (the text may have been cut to the limit)."""
     sink: TurnSink
     began: float

@@ -114,9 +114,11 @@ def pace_keys(user_id: str | None, device_id: str | None) -> tuple[str, ...]:
     return keys or ("anonymous",)
 
 
-def cut_notice(said: int, text: str) -> tuple[ContextSnippet, ...]:
+def cut_notice(input_chars: int, text: str) -> tuple[ContextSnippet, ...]:
     """Tell the model the person's words were cut to the limit, if they were."""
-    if said <= len(text):
+    if input_chars <= len(text):
         return ()
-    note = f"The person's message had {said} characters; only the first {len(text)} are shown."
+    note = (
+        f"The person's message had {input_chars} characters; only the first {len(text)} are shown."
+    )
     return (ContextSnippet(source="input", text=note),)

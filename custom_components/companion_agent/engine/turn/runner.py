@@ -111,7 +111,7 @@ class TurnRunner:
             request=request,
             history=history,
             window=window,
-            said=len(text),
+            input_chars=len(text),
             sink=sink,
             began=time.time(),
         )
@@ -195,7 +195,7 @@ class TurnRunner:
                 record.outcome, record.reason = "failed", "the turn failed"
                 _say(sink, request.lines.unreachable, sink.shown)
             finally:
-                sink.settle()
+                sink.storing()
                 result = turn_result(sink, record)
                 await store_turn(job, record, result)
                 if held:
@@ -228,7 +228,7 @@ class TurnRunner:
         confirmations = await self.guard.confirmations.before_turn(
             request.text, ctx, answerable=not proactive
         )
-        cut = cut_notice(job.said, request.text)
+        cut = cut_notice(job.input_chars, request.text)
         for event in confirmations.events:
             record.events.append(event)
             job.sink.put(event)

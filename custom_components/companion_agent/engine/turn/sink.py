@@ -58,7 +58,7 @@ class TurnSink:
         self._queue: deque[OutputItem] = deque()
         self._ready = asyncio.Event()
         self._closed = False
-        self._settling = False
+        self._storing = False
         self._begun = False
         self._taken = False
         self._played = False
@@ -97,9 +97,9 @@ class TurnSink:
         self._begun = True
         return self.cancel_reason is not None
 
-    def settle(self) -> None:
+    def storing(self) -> None:
         """Say the turn is being stored: a cancel now only ends the items, not the storing."""
-        self._settling = True
+        self._storing = True
 
     def put(self, item: OutputItem) -> None:
         """Queue one item for the host (dropped once the turn is cancelled)."""
@@ -136,7 +136,7 @@ class TurnSink:
         self.cancel_outcome = "failed" if failed else "interrupted"
         self._close(drop=True)
         self._queue.append(Interrupted(reason=reason, outcome=self.cancel_outcome))
-        if self._task is not None and self._begun and not self._settling:
+        if self._task is not None and self._begun and not self._storing:
             self._task.cancel()  # a task that has not begun sees the reason when it does
         self._spoken_changed(over=True)
         listeners, self._cancel_listeners = self._cancel_listeners, []
