@@ -13,6 +13,7 @@ from homeassistant.helpers.dispatcher import async_dispatcher_connect, async_dis
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .agent.chat_stream import ChatLogStream
+from .agent.ha_tools import HassTurnTools
 from .agent.personas import async_build_persona
 from .agent.turn_request import async_turn_request
 from .compat import async_get_entity, stream_response_chars
@@ -35,7 +36,6 @@ from .engine.plugins import ProactiveRequest
 from .engine.turn.follow_ups import expects_answer
 from .engine.turn.request import Persona, TurnRequest
 from .frontend.follow import async_follow_turn
-from .ha_tools import HassTurnTools
 from .proactive.briefing import HomeBriefing
 from .proactive.speak import async_speak_for_trigger
 from .runtime import CompanionConfigEntry, add_per_subentry, subentry_device

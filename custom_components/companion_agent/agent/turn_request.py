@@ -18,8 +18,8 @@ from ..engine.engine import ModelCall
 from ..engine.plugins import Hook
 from ..engine.tools.contract import ToolContext
 from ..engine.turn.request import Initiator, Persona, TurnRequest
-from ..ha_tools import HassTurnTools
 from .cameras import HassCameras
+from .ha_tools import HassTurnTools
 from .spoken import async_spoken_lines
 
 
