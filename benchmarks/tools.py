@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.figures import report_p95
+from custom_components.companion_agent.agent.guard_rules import DEFAULT_RULES
 from custom_components.companion_agent.engine.audit.log import AuditLog
 from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
 from custom_components.companion_agent.engine.guard.policy import GuardPolicy, Target
@@ -47,7 +48,6 @@ from custom_components.companion_agent.engine.tools.registry import (
     ToolRegistry,
 )
 from custom_components.companion_agent.engine.turn.loop import ToolLoop, TurnRecord
-from custom_components.companion_agent.guard_rules import DEFAULT_RULES
 from tests.support.lines import ENGLISH
 
 TARGET_P95_MS = 5.0

@@ -21,6 +21,7 @@ from homeassistant.util import dt as dt_util
 
 from .agent.confirmations import async_fire_confirmation
 from .agent.entry_changes import EntryChanges
+from .agent.guard_rules import DEFAULT_RULES
 from .agent.health import ServerHealth
 from .agent.last_good_rules import LastGoodRules
 from .agent.personas import persona_setups
@@ -47,7 +48,6 @@ from .engine.errors import CompanionError, LLMAuthError
 from .engine.plugins import HostServices
 from .engine.redaction import redact_url
 from .frontend.resources import async_setup_card
-from .guard_rules import DEFAULT_RULES
 from .memory.removal import async_remove_personas
 from .memory.setup import async_memory_config, async_memory_started
 from .proactive.home_state import HassPresence, HassStateWatcher

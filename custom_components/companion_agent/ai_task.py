@@ -32,6 +32,7 @@ from homeassistant.helpers import llm, selector
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .agent.chat_stream import trace_to
+from .agent.ha_tools import HassTurnTools
 from .agent.images import async_read_image
 from .agent.roles import role_choices
 from .agent.tool_schemas import SchemaConversionError, Serializer, structure_schema
@@ -41,7 +42,6 @@ from .engine.errors import ImageRefusedError, TaskError
 from .engine.json_types import JSONObject, JSONValue
 from .engine.tools.contract import ToolContext
 from .engine.vision import ImageBounds, ImagePart
-from .ha_tools import HassTurnTools
 from .runtime import CompanionConfigEntry, add_per_subentry, subentry_device
 
 MAX_ATTACHMENTS = 8

@@ -25,7 +25,6 @@ from homeassistant.helpers.selector import (
     TextSelectorType,
 )
 
-from .ai_task_flow import AITaskSubentryFlow
 from .const import (
     CONF_ASLEEP_ENTITY,
     CONF_BASE_URL,
@@ -50,13 +49,14 @@ from .const import (
 )
 from .engine.errors import LLMAuthError, LLMError
 from .engine.redaction import redact_url
+from .flows.ai_task import AITaskSubentryFlow
+from .flows.memory import validate_memory
+from .flows.persona import PersonaSubentryFlow, default_persona
+from .flows.satellite import SatelliteDiscoveryFlow, SatelliteSubentryFlow
+from .flows.stt import SttSubentryFlow
+from .flows.tts import TtsSubentryFlow
 from .memory.options import memory_schema
-from .memory_flow import validate_memory
-from .persona_flow import PersonaSubentryFlow, default_persona
 from .runtime import build_model
-from .satellite_flow import SatelliteDiscoveryFlow, SatelliteSubentryFlow
-from .stt_flow import SttSubentryFlow
-from .tts_flow import TtsSubentryFlow
 
 SERVER_SCHEMA = vol.Schema(
     {

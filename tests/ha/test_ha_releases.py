@@ -19,8 +19,8 @@ from homeassistant.util.json import JsonObjectType
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.agent.chat_stream import tool_result_delta
+from custom_components.companion_agent.agent.ha_tools import ToolHints, tool_identity
 from custom_components.companion_agent.engine.events import ToolCallEvent
-from custom_components.companion_agent.ha_tools import ToolHints, tool_identity
 from tests.ha.entries import SetupCompanion, async_load, persona
 from tests.ha.release_tools import (
     READ_ONLY,

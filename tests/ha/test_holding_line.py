@@ -22,8 +22,8 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import chat_session, llm
 from homeassistant.util.json import JsonObjectType
 
+from custom_components.companion_agent.agent.ha_tools import HassTurnTools
 from custom_components.companion_agent.engine.json_types import JSONObject
-from custom_components.companion_agent.ha_tools import HassTurnTools
 from tests.ha.entries import SetupCompanion
 from tests.ha.history_files import assistant_text, stored_turns
 from tests.ha.pipeline_runs import SATELLITE_OUT, WAV_OUT, TextRun, start_text_run

@@ -1,1 +1,1 @@
-"""The conversation agent's glue: personas, the ChatLog stream, spoken lines, model health."""
+"""The conversation agent's glue: personas, HA's tools and guard rules, the ChatLog, health."""

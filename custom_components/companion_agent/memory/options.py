@@ -1,6 +1,6 @@
 """The memory options: their form, and what they mean to the engine (a ``MemoryConfig``).
 
-The options flow shows the form (``memory_flow`` checks what it names); setup reads the
+The options flow shows the form (``flows.memory`` checks what it names); setup reads the
 same options into the engine's ``MemoryConfig`` (``setup``), so a check tries what setup
 will open.
 """

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from custom_components.companion_agent.agent.guard_rules import DEFAULT_RULES
 from custom_components.companion_agent.engine.audit.log import AuditLog, Tee, read_audit
 from custom_components.companion_agent.engine.guard.confirmations import Confirmations
 from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
@@ -22,7 +23,6 @@ from custom_components.companion_agent.engine.tools.registry import (
     ToolRegistry,
 )
 from custom_components.companion_agent.engine.turn.usage import UsageCounters
-from custom_components.companion_agent.guard_rules import DEFAULT_RULES
 
 HOME_RULES = GuardPolicy(rules=DEFAULT_RULES)
 """The rules the HA glue supplies: the guard tests hold the engine to HA's defaults."""

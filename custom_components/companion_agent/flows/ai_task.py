@@ -7,9 +7,9 @@ from typing import Any
 import voluptuous as vol
 from homeassistant.const import CONF_NAME
 
-from .const import DEFAULT_AI_TASK_NAME, IMAGES_OFF, TASK_SECTIONS
-from .roles_flow import RolesSubentryFlow, role_sections
-from .runtime import CompanionConfigEntry
+from ..const import DEFAULT_AI_TASK_NAME, IMAGES_OFF, TASK_SECTIONS
+from ..runtime import CompanionConfigEntry
+from .roles import RolesSubentryFlow, role_sections
 
 
 class AITaskSubentryFlow(RolesSubentryFlow):

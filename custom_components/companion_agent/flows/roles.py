@@ -29,7 +29,7 @@ from homeassistant.helpers.selector import (
     TextSelectorType,
 )
 
-from .const import (
+from ..const import (
     CONF_BASE_URL,
     CONF_BUSY_TIMEOUT,
     CONF_FIRST_TOKEN_TIMEOUT,
@@ -43,8 +43,8 @@ from .const import (
     IMAGES_PROFILE,
     LOGGER,
 )
-from .engine.errors import LLMAuthError, LLMError
-from .runtime import CompanionConfigEntry, build_model
+from ..engine.errors import LLMAuthError, LLMError
+from ..runtime import CompanionConfigEntry, build_model
 
 
 class RolesSubentryFlow(ConfigSubentryFlow):

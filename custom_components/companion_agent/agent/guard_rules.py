@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .engine.guard.policy import PolicyRule, Target, TargetCondition
+from ..engine.guard.policy import PolicyRule, Target, TargetCondition
 
 OPENING_VALVE = frozenset({"open_valve", "set_valve_position", "toggle", "turn_on"})
 

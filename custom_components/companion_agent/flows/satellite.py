@@ -31,17 +31,17 @@ from homeassistant.const import CONF_HOST, CONF_PORT
 from homeassistant.helpers.selector import SelectOptionDict, SelectSelector, SelectSelectorConfig
 from homeassistant.helpers.service_info.zeroconf import ZeroconfServiceInfo
 
-from .const import (
+from ..const import (
     CONF_AREA,
     CONF_ZEROCONF_NAME,
     DEFAULT_SATELLITE_PORT,
     DOMAIN,
     SUBENTRY_SATELLITE,
 )
-from .engine.errors import NotASatelliteError, SpeechError
-from .engine.speech import SatelliteInfo
-from .engine.speech.satellite import describe_satellite
-from .voice.server_address import address_schema
+from ..engine.errors import NotASatelliteError, SpeechError
+from ..engine.speech import SatelliteInfo
+from ..engine.speech.satellite import describe_satellite
+from ..voice.server_address import address_schema
 
 CONF_ENTRY = "entry"
 SATELLITE_SCHEMA = address_schema(DEFAULT_SATELLITE_PORT)

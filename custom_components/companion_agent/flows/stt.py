@@ -9,10 +9,10 @@ from homeassistant.config_entries import SOURCE_RECONFIGURE, ConfigSubentryFlow,
 from homeassistant.const import CONF_HOST, CONF_PORT
 from homeassistant.helpers.selector import SelectOptionDict, SelectSelector, SelectSelectorConfig
 
-from .const import CONF_LANGUAGES, CONF_MODEL, DEFAULT_STT_PORT
-from .engine.errors import SpeechError
-from .engine.speech import AsrInfo, AsrModel, WyomingSTT
-from .voice.server_address import address_schema
+from ..const import CONF_LANGUAGES, CONF_MODEL, DEFAULT_STT_PORT
+from ..engine.errors import SpeechError
+from ..engine.speech import AsrInfo, AsrModel, WyomingSTT
+from ..voice.server_address import address_schema
 
 STT_SERVER_SCHEMA = address_schema(DEFAULT_STT_PORT)
 

@@ -17,7 +17,7 @@ from homeassistant.helpers.selector import (
     SelectSelectorConfig,
 )
 
-from .const import (
+from ..const import (
     CONF_ENGINE,
     CONF_LANGUAGES,
     CONF_SPEAKER,
@@ -26,10 +26,10 @@ from .const import (
     ENGINE_EMBEDDED,
     PIPER_REQUIREMENT,
 )
-from .engine.errors import SpeechEngineMissingError, SpeechError, VoiceFileError
-from .engine.speech import LoadedPiperVoice, TtsInfo, TtsVoice, VoiceFile, WyomingTTS
-from .voice.embedded_piper import async_list_voice_files, async_require_piper, voices_folder
-from .voice.server_address import address_schema
+from ..engine.errors import SpeechEngineMissingError, SpeechError, VoiceFileError
+from ..engine.speech import LoadedPiperVoice, TtsInfo, TtsVoice, VoiceFile, WyomingTTS
+from ..voice.embedded_piper import async_list_voice_files, async_require_piper, voices_folder
+from ..voice.server_address import address_schema
 
 TTS_SERVER_SCHEMA = address_schema(DEFAULT_TTS_PORT)
 ENGINE_STEPS = ["server", "embedded"]

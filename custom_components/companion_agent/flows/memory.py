@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from homeassistant.core import HomeAssistant
 from homeassistant.requirements import RequirementsNotFound, async_process_requirements
 
-from .const import (
+from ..const import (
     CONF_EMBEDDINGS_MODEL,
     CONF_EMBEDDINGS_URL,
     CONF_MEM0_URL,
@@ -32,15 +32,15 @@ from .const import (
     MEMORY_MEM0,
     STORAGE_FOLDER,
 )
-from .engine.memory.backends import (
+from ..engine.memory.backends import (
     MEM0_REQUIREMENTS,
     NEO4J_REQUIREMENT,
     check_embeddings,
     check_graph,
     check_mem0,
 )
-from .engine.redaction import scrub_text
-from .memory.options import embedding_settings, memory_config, neo4j_settings
+from ..engine.redaction import scrub_text
+from ..memory.options import embedding_settings, memory_config, neo4j_settings
 
 NEO4J_SCHEMES = {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}
 

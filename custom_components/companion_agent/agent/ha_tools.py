@@ -29,16 +29,16 @@ from homeassistant.helpers import area_registry as ar
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers import intent, llm
 
-from .agent.cameras import CAMERA_DOMAIN
-from .agent.tool_schemas import OPEN_OBJECT, SchemaConversionError, json_schema
-from .const import DOMAIN, LOGGER
-from .engine.errors import ToolExecutionError, ToolValidationError
-from .engine.guard.policy import Target
-from .engine.json_types import JSONObject, JSONValue
-from .engine.tools.contract import Policy, ToolContext, ToolSpec
-from .engine.tools.holding import HoldingHint
-from .engine.tools.registry import Tool
-from .engine.vision import CAMERA_TOOL
+from ..const import DOMAIN, LOGGER
+from ..engine.errors import ToolExecutionError, ToolValidationError
+from ..engine.guard.policy import Target
+from ..engine.json_types import JSONObject, JSONValue
+from ..engine.tools.contract import Policy, ToolContext, ToolSpec
+from ..engine.tools.holding import HoldingHint
+from ..engine.tools.registry import Tool
+from ..engine.vision import CAMERA_TOOL
+from .cameras import CAMERA_DOMAIN
+from .tool_schemas import OPEN_OBJECT, SchemaConversionError, json_schema
 
 ENTITY_SLOTS = ("name", "area", "floor", "domain", "device_class")
 IDEMPOTENT_TOOLS = frozenset({"HassListAddItem", "HassShoppingListAddItem", "HassBroadcast"})

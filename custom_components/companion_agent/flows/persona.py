@@ -15,16 +15,16 @@ from homeassistant.helpers.selector import (
     TemplateSelector,
 )
 
-from .const import (
+from ..const import (
     CONF_PROFILE,
     CONF_PROMPT,
     DEFAULT_CONVERSATION_NAME,
     DEFAULT_PROFILE,
     ROLE_SECTIONS,
 )
-from .engine.plugins import Profile
-from .roles_flow import RolesSubentryFlow, role_sections
-from .runtime import CompanionConfigEntry
+from ..engine.plugins import Profile
+from ..runtime import CompanionConfigEntry
+from .roles import RolesSubentryFlow, role_sections
 
 
 def default_persona() -> dict[str, Any]:
