@@ -101,8 +101,8 @@ class MemoryOutbox:
         """Screen every entry written from now on (and every forget) with ``screen``."""
         self._file.screen = screen
 
-    async def figures(self) -> dict[str, int]:
-        """Return how many entries wait, were set aside, refused, lost or forgotten: figures."""
+    async def counts(self) -> dict[str, int]:
+        """Return how many entries wait, were set aside, refused, lost or forgotten."""
         waiting, aside = await self._file.counts()
         return {
             "waiting": waiting,
@@ -213,7 +213,7 @@ class MemoryOutbox:
                 except Exception as err:
                     failed.append((entry, clean_text(f"{type(err).__name__}: {err}", 300)))
                     continue
-                await self._file.settle(entry.id, list(follow))
+                await self._file.finish_entry(entry.id, list(follow))
                 done += 1
         if not seen:
             return False
