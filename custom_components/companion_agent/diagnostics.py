@@ -49,7 +49,7 @@ async def async_get_config_entry_diagnostics(
         return settings
     runtime = entry.runtime_data
     server["reachable"] = runtime.health.reachable
-    return {**settings, **await runtime.engine.figures()}
+    return {**settings, **await runtime.engine.diagnostics()}
 
 
 def _urls_masked(value: Any) -> Any:

@@ -183,7 +183,7 @@ async def test_turns_are_stored_under_their_persona_and_told_to_the_observer(
     await engine.flush()
     assert stored(engine, "conv-1") == ["Hi"]
     assert engine.usage.total.total_tokens > 0
-    figures = await engine.figures()
+    figures = await engine.diagnostics()
     assert figures["conversations"] == {"p1": 1}
     assert "default" in figures["profiles"]  # type: ignore[operator]
     await engine.close()
@@ -236,7 +236,7 @@ async def test_a_held_call_uses_the_hosts_rules_ttl_and_listener(
     assert token is not None
     assert token.expires_at - token.created_at == pytest.approx(7.0)
     assert ran == []
-    assert (await engine.figures())["pending_confirmations"] == 1
+    assert (await engine.diagnostics())["pending_confirmations"] == 1
     result = await engine.confirm(token_id, approve=True, user_id="alice")
     assert (result.status, ran) == ("executed", ["conv-1"])
     assert engine.pending_confirmation(token_id) is None

@@ -101,7 +101,7 @@ def test_memory_keys_name_a_personas_models_without_secrets() -> None:
     assert background.settings("persona:gone", "summary").model == "host-7b"
     assert background.settings("qwen2.5:3b", "memory").model == "qwen2.5:3b"
     assert background.settings(None, "memory").model == "host-7b"
-    shown = background.figures()["01JPERSONA"]
+    shown = background.redacted_settings()["01JPERSONA"]
     assert isinstance(shown, dict)
     assert "secret" not in repr(shown)
 
@@ -126,7 +126,7 @@ async def test_each_role_reaches_its_own_server_and_model(
     own_server.script(Reply.text("Hello from the big model."))
     text, result = await finish(engine.start_turn(ask(persona, "Hi there, I like tea.")))
     assert engine.memory is not None
-    assert await engine.memory.settle(5)
+    assert await engine.memory.wait_idle(5)
     await engine.close()
     assert (text, result.outcome) == ("Hello from the big model.", "complete")
     (sent,) = own_server.requests
@@ -149,7 +149,7 @@ async def test_summaries_are_written_by_the_summary_model_and_facts_by_the_memor
         llm_server.script(Reply.text(f"Answer {index}: " + "tea and biscuits " * 12))
         await finish(engine.start_turn(ask(persona, f"Question {index}: " + "garden " * 20)))
     assert engine.memory is not None
-    assert await engine.memory.settle(10)
+    assert await engine.memory.wait_idle(10)
     await engine.close()
     by_schema = {
         (body["response_format"]["json_schema"]["name"], body["model"])  # type: ignore[index]
@@ -167,7 +167,7 @@ async def test_personas_known_at_start_have_their_memory_models_bound_before_wor
         replace(settings, personas={"p1": PersonaSetup(profile_id="default", roles=roles)})
     )
     await engine.start()
-    figures = await engine.figures()
+    figures = await engine.diagnostics()
     await engine.close()
     models = figures["models"]
     assert isinstance(models, dict)

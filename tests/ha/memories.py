@@ -31,7 +31,7 @@ def memory_of(entry: MockConfigEntry) -> CompanionMemory:
 
 async def settled(entry: MockConfigEntry) -> None:
     """Wait until the entry's memory wrote everything it queued."""
-    assert await memory_of(entry).settle(5)
+    assert await memory_of(entry).wait_idle(5)
 
 
 async def call(

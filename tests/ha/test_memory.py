@@ -135,8 +135,8 @@ async def test_store_down_answers_queues_and_nothing_is_lost_across_a_restart(
     llm_server.script(Reply.text("Sure, Captain."))
     result = await ask(hass, agents["Ada"], "From now on, call me Captain.")
     assert result.response.speech["plain"]["speech"] == "Sure, Captain."
-    assert not await memory_of(entry).settle(0.3)
-    figures = await memory_of(entry).outbox.figures()
+    assert not await memory_of(entry).wait_idle(0.3)
+    figures = await memory_of(entry).outbox.counts()
     assert figures["waiting"] >= 1  # the instruction (and the exchange) wait
 
     assert await hass.config_entries.async_reload(entry.entry_id)  # an HA restart
@@ -144,7 +144,7 @@ async def test_store_down_answers_queues_and_nothing_is_lost_across_a_restart(
     await settled(entry)
     exported = await call(hass, "export_memories", {"persona": agents["Ada"]})
     assert [m["text"] for m in rows(exported)] == ["From now on, call me Captain."]
-    assert (await memory_of(entry).outbox.figures())["waiting"] == 0
+    assert (await memory_of(entry).outbox.counts())["waiting"] == 0
     assert Path(memory_of(entry).store.path) == Path(hass.config.path(STORAGE_FOLDER, MEMORY_FILE))  # type: ignore[attr-defined]
 
 

@@ -123,7 +123,7 @@ async def test_mem0_away_at_startup_keeps_memory_on_and_catches_up(
     llm_server.script(Reply.text("Sure, Captain."))
     result = await ask(hass, agent, "From now on, call me Captain.")
     assert result.response.speech["plain"]["speech"] == "Sure, Captain."
-    assert (await memory.outbox.figures())["waiting"] >= 1
+    assert (await memory.outbox.counts())["waiting"] >= 1
 
     llm_server.embeddings_down = False
     memory.outbox.kick()

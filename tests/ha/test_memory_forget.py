@@ -225,7 +225,7 @@ async def test_forget_while_writes_wait_in_the_outbox(
     )
     await ask(hass, agent, "From now on, call me Skipper.", user_id=bob)
     await llm_server.asked(structured=2)
-    assert (await memory.outbox.figures())["waiting"] >= 3  # two instructions, Alice's facts
+    assert (await memory.outbox.counts())["waiting"] >= 3  # two instructions, Alice's facts
 
     await call(hass, "forget", {"person": person})
     llm_server.embeddings_down = False
@@ -238,7 +238,7 @@ async def test_forget_while_writes_wait_in_the_outbox(
     assert (alices["entities"], alices["relations"]) == ([], [])
     bobs = rows(await call(hass, "export_memories", {"persona": agent, "person": "person.bob"}))
     assert [m["text"] for m in bobs] == ["From now on, call me Skipper."]
-    assert (await memory.outbox.figures())["waiting"] == 0
+    assert (await memory.outbox.counts())["waiting"] == 0
     assert await hass.config_entries.async_unload(entry.entry_id)
 
 

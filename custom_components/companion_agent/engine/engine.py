@@ -22,7 +22,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 
-from .audit.log import AuditLog, Tee
+from .audit.log import AuditLog, AuditSinks
 from .errors import CompanionError
 from .guard.confirmations import (
     UNRUN_REASONS,
@@ -89,7 +89,7 @@ class Engine:
         self.settings = settings
         self._audit = AuditLog(settings.data_dir / AUDIT_FILE)
         self._usage = UsageCounters()
-        audit = Tee(self._audit, self._usage)
+        audit = AuditSinks(self._audit, self._usage)
         self._confirmations = Confirmations(
             ttl=settings.confirm_ttl, audit=audit, listener=settings.on_confirmation
         )
@@ -255,7 +255,7 @@ class Engine:
         """Approve or deny a held call from outside a conversation (a dashboard, a phone)."""
         return await self._confirmations.resolve(token_id, approve=approve, user_id=user_id)
 
-    async def figures(self) -> dict[str, object]:
+    async def diagnostics(self) -> dict[str, object]:
         """Return what support needs to see: what is loaded, counted, held and open."""
         return {
             "profiles": sorted(profile.id for profile in self._library.profiles),
@@ -264,8 +264,8 @@ class Engine:
             "usage": self._usage.snapshot(),
             "pending_confirmations": self._confirmations.pending_count(),
             "conversations": await self._exchanges.counts(),
-            "memory": await self._memory.figures() if self._memory is not None else None,
-            "models": self._personas.background.figures(),
+            "memory": await self._memory.counts() if self._memory is not None else None,
+            "models": self._personas.background.redacted_settings(),
         }
 
     async def prune(self, retention: float) -> int:

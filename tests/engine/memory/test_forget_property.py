@@ -130,7 +130,7 @@ async def scenario(writes: list[Write], forget_at: int, forget_delay: float) -> 
             memory = await make_memory(root, store, model, store.graph)
             try:
                 await interleave(memory, writes, forget_at, forget_delay)
-                assert await memory.settle(10)
+                assert await memory.wait_idle(10)
                 await check(memory, store, writes)
             finally:
                 await memory.close(grace=1.0)

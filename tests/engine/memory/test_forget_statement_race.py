@@ -165,7 +165,7 @@ async def prepared(peers: Peers, folder: Path, model: OpenAIChatModel, persona: 
     earlier = MemoryHook(memory, scope, None, statement=f"{persona}-s0")
     await earlier.on_before_turn("My locker is blue.", ctx)
     await earlier.on_after_turn("My locker is blue.", "Nice.", ctx)
-    assert await memory.settle(10)
+    assert await memory.wait_idle(10)
     hook = MemoryHook(memory, scope, None, statement=f"{persona}-s1")
     await hook.on_before_turn(SAID, ctx)
     (conclusion,) = [r for r in await every_record(memory.store, [scope]) if r.kind == "state"]
@@ -258,7 +258,7 @@ async def run_race(
         await forgetting
     finally:
         steps.active = False
-    assert await race.memory.settle(WAIT)
+    assert await race.memory.wait_idle(WAIT)
     return write_stop, forget_stop
 
 

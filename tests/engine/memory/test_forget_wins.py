@@ -76,9 +76,9 @@ async def test_forget_while_the_model_is_still_extracting(
     await llm_server.asked(structured=1)
     await memory.forget(FORGET_ALICE)
     release.set()
-    assert await memory.settle(5)
+    assert await memory.wait_idle(5)
     await nothing_of_alice(memory, store)
-    assert memory.writer.refused + (await memory.outbox.figures())["forgotten"] >= 1
+    assert memory.writer.refused + (await memory.outbox.counts())["forgotten"] >= 1
 
 
 async def test_forget_while_the_turn_is_still_being_answered(
@@ -105,7 +105,7 @@ async def test_forget_while_the_turn_is_still_being_answered(
     release.set()
     done = await turn
     assert done.result.outcome == "complete"
-    assert await memory.settle(5)
+    assert await memory.wait_idle(5)
     await nothing_of_alice(memory, store)
     assert await talk.turns() == []  # the conversation's view of the same row
     assert llm_server.structured_requests == []  # the exchange was refused at the door
@@ -129,8 +129,8 @@ async def test_forget_while_a_summary_is_being_written(
     await llm_server.asked(structured=1)
     await memory.forget(FORGET_ALICE)
     release.set()
-    await summaries.settled()
-    assert await memory.settle(5)
+    await summaries.wait_idle()
+    assert await memory.wait_idle(5)
     assert await every_record(store, [ALICE]) == []
 
 
@@ -180,7 +180,7 @@ async def test_the_tombstone_survives_a_restart(
     try:
         await again.writer.queue(late)
         await again.remember(ALICE, "Said after the forget.")
-        assert await again.settle(5)
+        assert await again.wait_idle(5)
         assert [r.text for r in await every_record(reopened, [ALICE])] == ["Said after the forget."]
         assert len(again.ledger) == 1
     finally:
@@ -209,7 +209,7 @@ async def test_a_statements_tombstone_survives_a_restart(
         derived = NewMemory(scope=ALICE, text="Alice's locker code is 7788.", at=said,
                             provenance=origin)  # fmt: skip
         await again.writer.queue(derived)
-        assert (await again.outbox.figures())["forgotten"] == 1  # screened as it was put
+        assert (await again.outbox.counts())["forgotten"] == 1  # screened as it was put
         assert await again.writer.add([derived]) == []  # the ledger, read from disk
         assert await reopened.add([derived]) == []  # the store's own tombstone
         view = again.exchanges.conversation("p1", "c1", owner=ALICE.owner, windowed=True)

@@ -65,7 +65,7 @@ async def test_images_never_enter_the_window_or_extraction(
     assert turn.user == "Look: [image] and [image]"
 
     await memory.after_turn(SCOPE, f"What is this? {PIXELS}", "A cat.", source="c", model=None)
-    assert await memory.settle(5)
+    assert await memory.wait_idle(5)
     sent = str(llm_server.structured_requests[0]["messages"])
     assert "base64" not in sent
     assert "[image]" in sent

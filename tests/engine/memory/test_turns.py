@@ -155,7 +155,7 @@ async def test_slow_store_misses_the_budget_and_the_turn_goes_on(
     shown = await turn(memory, tmp_path, chat_model, "Hello tea")
     assert shown == "Hello."
     assert "Likes tea." not in user_message(llm_server.requests[0])
-    figures = await memory.figures()
+    figures = await memory.counts()
     assert figures["retrieval"] == {
         "turns": 1,
         "missed_states": 1,

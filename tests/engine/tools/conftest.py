@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from custom_components.companion_agent.agent.guard_rules import DEFAULT_RULES
-from custom_components.companion_agent.engine.audit.log import AuditLog, Tee, read_audit
+from custom_components.companion_agent.engine.audit.log import AuditLog, AuditSinks, read_audit
 from custom_components.companion_agent.engine.guard.confirmations import Confirmations
 from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
 from custom_components.companion_agent.engine.guard.policy import GuardPolicy, Target
@@ -209,10 +209,10 @@ async def rig(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Rig]:
         confirmations=Confirmations(
             ttl=60.0,
             clock=clock,
-            audit=Tee(audit, counters),
+            audit=AuditSinks(audit, counters),
             listener=lambda token, status: events.append((token.request.name, status)),
         ),
-        audit=Tee(audit, counters),
+        audit=AuditSinks(audit, counters),
         idempotency=IdempotencyCache(clock=clock),
         state=HouseProbe(house),
     )

@@ -25,9 +25,9 @@ from .record import (
     AuditDecision,
     AuditRecord,
     AuditSink,
+    AuditSinks,
     CallOutcome,
     NullAudit,
-    Tee,
 )
 
 __all__ = [
@@ -36,9 +36,9 @@ __all__ = [
     "AuditRecord",
     "AuditScan",
     "AuditSink",
+    "AuditSinks",
     "CallOutcome",
     "NullAudit",
-    "Tee",
     "read_audit",
     "scan_audit",
 ]

@@ -1,8 +1,8 @@
 """Audit records: what one tool call attempt leaves behind, redacted, and where it goes.
 
 ``AuditRecord`` is one attempt; an ``AuditSink`` accepts records without blocking
-(``AuditLog`` appends them to a file; the usage counters count them); ``Tee`` hands each
-record to several sinks.
+(``AuditLog`` appends them to a file; the usage counters count them); ``AuditSinks`` hands
+each record to several sinks.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ class NullAudit:
         """Drop the record."""
 
 
-class Tee:
+class AuditSinks:
     """An audit sink that hands each record to several sinks, in order."""
 
     def __init__(self, *sinks: AuditSink) -> None:

@@ -35,7 +35,7 @@ from ..redaction import redact_url
 from ..retry import RetryPolicy
 from ..tools.contract import ToolSpec
 from .done import DoneWatch
-from .round import RoundReader
+from .round import RoundReader, TemplateThinking
 from .stream import ChatModel, LLMItem, RoundEnd, RoundOptions, ServerWaiting
 from .wire import map_error, raw_chunk, rejected_option, to_wire_without_tools, wire_messages
 
@@ -193,7 +193,7 @@ class OpenAIChatModel:
             LOGGER.warning("Model stream failed: %s", error)
         for item in reader.end(error, done=done.seen):
             yield item
-        self._learn_template(reader.template_opens_thinking)
+        self._learn_template(reader.template_thinking)
 
     async def _open_waiting(
         self,
@@ -217,13 +217,14 @@ class OpenAIChatModel:
                     raise  # a busy answer was noted as it came (``_BusyWatch.sending``)
                 await asyncio.sleep(BUSY_RETRY_DELAY)
 
-    def _learn_template(self, opens_thinking: bool | None) -> None:
+    def _learn_template(self, shown: TemplateThinking) -> None:
         """Remember whether the server's chat template opens ``<think>`` by itself.
 
         A reply that closes a block it never opened had its thinking in the text (the
         first such reply shows it as text; later ones hold it as thinking until it closes).
         """
-        if opens_thinking is None or opens_thinking == self._thinking_opened:
+        opens_thinking = shown is TemplateThinking.OPENS
+        if shown is TemplateThinking.UNSHOWN or opens_thinking == self._thinking_opened:
             return
         self._thinking_opened = opens_thinking
         if opens_thinking:

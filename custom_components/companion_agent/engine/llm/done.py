@@ -1,4 +1,4 @@
-"""Notice the ``[DONE]`` event in a streamed response's bytes, as the SDK reads them.
+"""``DoneWatch``: whether a streamed response's bytes held the ``[DONE]`` event.
 
 The SDK consumes ``[DONE]`` silently; without it, a server that closed the stream early
 cannot be told from one that finished without a ``finish_reason``. The response's byte

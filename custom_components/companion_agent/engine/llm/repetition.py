@@ -1,4 +1,4 @@
-"""A model that says the same thing again and again: noticed early, cheaply, deterministically.
+"""Repetition watches: a model saying the same thing again and again, noticed early and cheaply.
 
 Small models fall into loops: a sentence, a paragraph or a word repeated until the token
 limit. The watch keeps the recent text (whitespace runs folded into one space) and asks

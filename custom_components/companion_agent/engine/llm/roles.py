@@ -155,7 +155,7 @@ class BackgroundModels:
         name = None if key is None or key.startswith(PERSONA_KEY) else key
         return role_settings(self.base, RoleChoice(), name, first_token=BACKGROUND_FIRST_TOKEN)
 
-    def figures(self) -> dict[str, object]:
+    def redacted_settings(self) -> dict[str, object]:
         """Return each persona's roles as support may see them: servers, names, never keys."""
         return {
             key.removeprefix(PERSONA_KEY): {

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
+from enum import Enum
 from typing import Literal
 
 from ..errors import LLMError
@@ -37,6 +38,17 @@ from .think import ThinkSplitter
 LOGGER = logging.getLogger(__name__)
 
 type Stop = Literal["text", "thinking"]
+
+
+class TemplateThinking(Enum):
+    """What one reply showed of whether the server's chat template opens ``<think>`` itself."""
+
+    OPENS = "opens"
+    """A lone ``</think>``: the template opened the block."""
+    DOES_NOT_OPEN = "does_not_open"
+    """Split as opened, the block never closed: the template does not open it."""
+    UNSHOWN = "unshown"
+    """Nothing either way."""
 
 
 class RoundReader:
@@ -74,12 +86,11 @@ class RoundReader:
         return out
 
     @property
-    def template_opens_thinking(self) -> bool | None:
-        """Say what this reply showed of the template: True (a lone ``</think>``), False
-        (split as opened, it never closed), None (nothing either way)."""
+    def template_thinking(self) -> TemplateThinking:
+        """Say what this reply showed of whether the template opens ``<think>``."""
         if self._think.lone_close:
-            return True
-        return False if self._think.unclosed else None
+            return TemplateThinking.OPENS
+        return TemplateThinking.DOES_NOT_OPEN if self._think.unclosed else TemplateThinking.UNSHOWN
 
     def end(self, error: LLMError | None, *, done: bool) -> list[LLMItem]:
         """Release what is held and return the round's last items, its ``RoundEnd`` last.

@@ -1,4 +1,4 @@
-"""Split ``<think>…</think>`` blocks out of streamed text, tags split across chunks included.
+"""``ThinkSplitter``: ``<think>…</think>`` blocks split out of streamed text, across chunks.
 
 The one place that knows the tag: the adapter feeds every content chunk through it, so
 nothing downstream ever sees ``<think>``. A closing tag with no opening one (servers that

@@ -187,7 +187,7 @@ class CompanionMemory:
         """Write a lasting instruction, then return what the turn may know, as quoted data.
 
         The instruction is dated ``began`` (when the person spoke; now if not given). The
-        turn counts as open until its ``after_turn`` (so ``settle`` waits for it).
+        turn counts as open until its ``after_turn`` (so ``wait_idle`` waits for it).
         """
         began = began or datetime.now(UTC)
         provenance = provenance or Provenance()
@@ -229,7 +229,9 @@ class CompanionMemory:
             )
             await self.outbox.put("exchange", entry)
             answers = self._summaries_for(model)
-            self.summaries.went_on(scope, lambda s: self.window(s, model).turns(), answers)
+            self.summaries.restart_idle_timer(
+                scope, lambda s: self.window(s, model).turns(), answers
+            )
         finally:
             self._open_turns = max(0, self._open_turns - 1)
             if not self._open_turns:
@@ -326,7 +328,7 @@ class CompanionMemory:
             )
         return page, graph
 
-    async def figures(self) -> dict[str, object]:
+    async def counts(self) -> dict[str, object]:
         """Return counts for diagnostics: records, outbox, retrieval misses; no content."""
         try:
             async with asyncio.timeout(CALL_TIMEOUT):
@@ -335,7 +337,7 @@ class CompanionMemory:
             records = f"unavailable: {type(err).__name__}"
         return {
             "records": records,
-            "outbox": await self.outbox.figures(),
+            "outbox": await self.outbox.counts(),
             "retrieval": self.retrieval.snapshot(),
             "bad_answers": self.writer.bad_answers,
             "refused_writes": self.writer.refused,
@@ -343,14 +345,14 @@ class CompanionMemory:
             "summaries": {"made": self.summaries.made, "failed": self.summaries.failed},
         }
 
-    async def settle(self, grace: float) -> bool:
+    async def wait_idle(self, grace: float) -> bool:
         """Wait up to ``grace`` s for open turns, writes, summaries and the outbox to finish."""
         try:
             async with asyncio.timeout(grace):
                 await self._no_open_turns.wait()
                 if self._writes:
                     await asyncio.gather(*self._writes, return_exceptions=True)
-                await self.summaries.settled()
+                await self.summaries.wait_idle()
         except TimeoutError:
             return False
         return await self.outbox.drained(grace)

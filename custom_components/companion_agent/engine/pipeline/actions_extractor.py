@@ -1,4 +1,4 @@
-"""actions_extractor: take emotion/action tags out of the text, into each sentence's ``actions``.
+"""The ``actions_extractor`` stage: emotion/action tags out of the text, into ``actions``.
 
 Tags and their whitespace follow ``ActionTags`` (``action_tags.py``): ``[joy]`` or
 ``【joy】`` whose name is in ``PipelineConfig.action_tags``, case-insensitive and trimmed.

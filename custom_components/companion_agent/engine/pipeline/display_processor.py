@@ -1,4 +1,4 @@
-"""display_processor: decide whether thinking reaches the display.
+"""The ``display_processor`` stage: whether thinking reaches the display.
 
 Thinking reaches the display only as ``ThinkingDelta`` items, never inside text: the model
 adapter splits reasoning (a reasoning field, or ``<think>…</think>`` in the text) out of

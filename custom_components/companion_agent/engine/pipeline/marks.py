@@ -5,7 +5,8 @@ finished run of marks means given the character after it (``run_verdict``), whet
 word after an abbreviation or an ellipsis starts a sentence (``starts_sentence``), what may
 trail a sentence's end (``trails``: whitespace and emoji), and where the hard cap breaks a
 sentence that grew too long (``best_break``). Each is a function of the text alone; the
-rules they serve are stated in ``boundaries.py``.
+rules they serve are stated in ``boundaries.py``. The abbreviation lists say which words'
+final dot may not end a sentence.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import re
 from typing import Literal
 
 from ..chars import is_cjk_letter, is_extender, is_wide, safe_cut
-from .abbreviations import DOTTED, FINAL_IF_CAPITAL, LONGEST_ABBREVIATION, NEVER_FINAL
 
 ASCII_TERMINATORS = ".!?"
 WIDE_TERMINATORS = "。！？；｡．"
@@ -31,6 +31,19 @@ _CAP_BREAKS = ",，、;；:："
 _WORD_STOPS = frozenset(" \t\r\n\u3000'\"") | frozenset(PAIRS)
 _LIST_LEAD = " \t\r\n*-+#>"
 _WORD = re.compile(r"[^\W_]")
+
+LONGEST_ABBREVIATION = 8
+NEVER_FINAL = frozenset(
+    {"mr", "mrs", "ms", "dr", "prof", "st", "mt", "sgt", "capt", "gen", "rev", "vs", "cf"}
+    | {"e.g", "i.e", "fig", "approx", "ca", "dept"}
+)
+"""Abbreviations whose final dot never ends a sentence (``Mr. Smith``)."""
+FINAL_IF_CAPITAL = frozenset(
+    {"etc", "a.m", "p.m", "u.s", "u.k", "u.n", "inc", "ltd", "co", "corp", "jr", "sr", "ave"}
+)
+"""Abbreviations whose dot ends a sentence only before a capital or a CJK character
+(``etc. The``)."""
+DOTTED = re.compile(r"(?:[a-z]\.)+[a-z]")
 
 type Awaiting = Literal["trail", "await_capital", "await_number", "await_ellipsis"]
 """What an end waits for, past whitespace and emoji: any text (``trail``) or a fitting word."""

@@ -1,4 +1,4 @@
-"""sentence_divider: forward text as it streams and cut it into sentences as they are decided.
+"""The ``sentence_divider`` stage: text forwarded as it streams, cut into sentences.
 
 The boundary rules live in ``boundaries.py`` (``BoundaryScanner``). In the stream:
 every ``TextDelta`` goes on at once, and each sentence follows the text it was cut from,

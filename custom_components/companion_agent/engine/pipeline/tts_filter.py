@@ -1,4 +1,4 @@
-"""tts_filter: the text Piper reads.
+"""The ``tts_filter`` stage: the text Piper reads.
 
 From each sentence's ``tts_text``: markdown images and links keep their words; a URL
 becomes one short word (``url_word``, else by script: link / 链接 / リンク / 링크); HTML-like

@@ -1,4 +1,4 @@
-"""Find plugin folders under the content roots, parse their plugin.toml, import their code.
+"""The plugin loader: plugin folders under the content roots, their plugin.toml, their code.
 
 Everything here blocks (file reads, imports): hosts run it in an executor. A broken plugin
 becomes a ``LoadProblem`` and is skipped; the others still load.

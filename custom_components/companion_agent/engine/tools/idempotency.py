@@ -1,4 +1,4 @@
-"""Once per turn: the same call (tool and arguments) within one turn runs once.
+"""``IdempotencyCache``: the same call (tool and arguments) within one turn runs once.
 
 Each turn's executor has its own cache, so a model that repeats a call (in a later round,
 or twice in one round) gets the first outcome, while a person's new request, a new turn,

@@ -1,4 +1,4 @@
-"""Eyes: camera snapshots into a turn, images checked and bounded, described for the blind."""
+"""Vision: camera snapshots into a turn; images checked, bounded, described for text models."""
 
 from ..messages import ImagePart
 from .camera import CAMERA_TOOL, SNAPSHOT_TIMEOUT, Camera, CameraSource, camera_tool

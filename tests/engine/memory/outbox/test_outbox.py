@@ -74,7 +74,7 @@ async def test_entries_survive_a_restart_and_drain_in_order(tmp_path: Path) -> N
     second.start(backend.process, backend.probe)
     assert await second.drained(5)
     assert backend.taken == ["one", "two", "three"]
-    assert (await second.figures())["waiting"] == 0
+    assert (await second.counts())["waiting"] == 0
     await second.close()
 
 
@@ -88,14 +88,14 @@ async def test_outage_loses_nothing_and_backs_off(tmp_path: Path) -> None:
     await asyncio.sleep(0.3)
     assert backend.taken == []
     assert backend.calls < 30  # backed off, not spinning
-    assert (await outbox.figures())["waiting"] == 1
+    assert (await outbox.counts())["waiting"] == 1
     assert (await outbox.entries())[0].attempts == 0
 
     backend.up = True
     outbox.kick()
     assert await outbox.drained(5)
     assert backend.taken == ["kept"]
-    assert (await outbox.figures())["set_aside"] == 0
+    assert (await outbox.counts())["set_aside"] == 0
     await outbox.close()
 
 
@@ -110,7 +110,7 @@ async def test_poison_entry_is_set_aside_and_never_blocks(tmp_path: Path) -> Non
     assert await outbox.drained(5)
     assert backend.taken == ["a", "b"]
     figures = {"waiting": 0, "set_aside": 1, "refused": 0, "lost": 0, "forgotten": 0}
-    assert await outbox.figures() == figures
+    assert await outbox.counts() == figures
     await outbox.close()
 
 
@@ -132,7 +132,7 @@ async def test_bounded(tmp_path: Path) -> None:
     assert await outbox.put("note", {"text": "2"})
     assert not await outbox.put("note", {"text": "3"})
     figures = {"waiting": 2, "set_aside": 0, "refused": 1, "lost": 0, "forgotten": 0}
-    assert await outbox.figures() == figures
+    assert await outbox.counts() == figures
     await outbox.close()
 
 
@@ -147,7 +147,7 @@ async def test_set_aside_entries_keep_only_the_newest(tmp_path: Path) -> None:
     await outbox.put("note", {"text": "fine"})
     assert await outbox.drained(5)
     assert backend.taken == ["fine"]
-    assert (await outbox.figures())["set_aside"] == 2
+    assert (await outbox.counts())["set_aside"] == 2
     await outbox.close()
     with sqlite3.connect(tmp_path / "outbox.db") as db:
         kept = [row[0] for row in db.execute("SELECT payload FROM aside ORDER BY id")]
@@ -219,7 +219,7 @@ async def test_one_kind_away_does_not_hold_up_the_others(tmp_path: Path) -> None
     outbox.start(process, backend.probe)
     async with asyncio.timeout(5):
         await both_taken.wait()
-    assert (await outbox.figures())["waiting"] == 60
+    assert (await outbox.counts())["waiting"] == 60
     down.clear()
     outbox.kick()
     assert await outbox.drained(5)

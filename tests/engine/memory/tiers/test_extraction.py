@@ -36,7 +36,7 @@ async def records(store: EmbeddedStore) -> list[MemoryRecord]:
 async def exchange(memory: CompanionMemory, user: str = "My sister Ann lives in Oslo.") -> None:
     """Queue one exchange and wait until the outbox is drained."""
     await memory.after_turn(SCOPE, user, "Nice!", source="conv-1", model=None)
-    assert await memory.settle(5)
+    assert await memory.wait_idle(5)
 
 
 async def test_extraction_writes_facts_conclusions_and_graph(
@@ -106,7 +106,7 @@ async def test_bad_answer_costs_the_memory_only(
     await exchange(memory)
     assert await records(store) == []
     assert memory.writer.bad_answers == 1
-    figures = await memory.outbox.figures()
+    figures = await memory.outbox.counts()
     assert figures["waiting"] == 0
 
 
@@ -135,6 +135,6 @@ async def test_model_down_keeps_the_exchange(
     """An unreachable memory model is an outage: the exchange waits in the outbox."""
     await llm_server.close()
     await memory.after_turn(SCOPE, "I like jazz.", "Noted.", source="conv-1", model=None)
-    assert not await memory.settle(0.5)
-    assert (await memory.outbox.figures())["waiting"] == 1
+    assert not await memory.wait_idle(0.5)
+    assert (await memory.outbox.counts())["waiting"] == 1
     assert memory.writer.bad_answers == 0

@@ -60,7 +60,7 @@ async def test_overflow_becomes_a_summary(
     # One answer for every structured request: a summary (extraction finds it off its schema).
     llm_server.script_structured(*[Reply.text(SUMMARY)] * 40)
     await turns(memory, tmp_path, chat_model, 8)
-    assert await memory.settle(5)
+    assert await memory.wait_idle(5)
     summaries = [r for r in await every_record(store, [ALICE]) if r.kind == "summary"]
     asked = [
         str(body["messages"])
@@ -87,7 +87,7 @@ async def test_idle_window_is_summarised_and_a_bad_answer_costs_only_it(
         if memory.summaries.made:
             break
         await asyncio.sleep(0.02)
-    assert await memory.settle(5)
+    assert await memory.wait_idle(5)
     [summary] = [r for r in await every_record(store, [ALICE]) if r.kind == "summary"]
     assert summary.text == "Alice asked about a few topics."
 
@@ -103,21 +103,23 @@ async def test_idle_window_is_summarised_and_a_bad_answer_costs_only_it(
 
 
 @pytest.mark.timeout(30)  # the old code held the loop for ever: fail, never hang
-async def test_settled_returns_when_it_runs_before_a_finished_summary_is_unlisted(
+async def test_wait_idle_returns_when_it_runs_before_a_finished_summary_is_unlisted(
     llm_server: LLMServer, chat_model: OpenAIChatModel
 ) -> None:
-    """A summary that has just finished still counts as listed; ``settled`` must not spin.
+    """A summary that has just finished still counts as listed; ``wait_idle`` must not spin.
 
-    The sink schedules ``settled`` to run eagerly in the same loop pass in which the
+    The sink schedules ``wait_idle`` to run eagerly in the same loop pass in which the
     summary's task finishes, before the task's own done callbacks: with finished tasks
-    awaited, ``settled`` never yielded again and held the event loop for ever.
+    awaited, ``wait_idle`` never yielded again and held the event loop for ever.
     """
     loop = asyncio.get_running_loop()
     waited: list[asyncio.Task[None]] = []
 
     async def sink(memory: NewMemory) -> None:
-        """Take the summary, then have ``settled`` start in the same pass as the task ends."""
-        loop.call_soon(lambda: waited.append(asyncio.eager_task_factory(loop, summaries.settled())))
+        """Take the summary, then have ``wait_idle`` start in the same pass as the task ends."""
+        loop.call_soon(
+            lambda: waited.append(asyncio.eager_task_factory(loop, summaries.wait_idle()))
+        )
 
     summaries = SessionSummaries(sink)
     llm_server.script_structured(Reply.text(SUMMARY))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from enum import Enum
 from pathlib import Path
 
 from ...chars import clean_text
@@ -44,6 +45,17 @@ __all__ = ["MAX_ENTRIES", "OUTBOX_RETRY", "MemoryOutbox", "OutboxEntry"]
 type FollowUps = Sequence[tuple[str, JSONObject]]
 type Processor = Callable[[OutboxEntry], Awaitable[FollowUps]]
 type Probe = Callable[[], Awaitable[object]]
+
+
+class PassOutcome(Enum):
+    """How one pass over the queue ended, and so what the worker does next."""
+
+    PROGRESSED = "progressed"
+    """Entries were taken: look again at once."""
+    EMPTY = "empty"
+    """Nothing waits: the queue is idle until the next kick."""
+    BLOCKED = "blocked"
+    """A backend is away, or every entry taken failed: wait, then retry."""
 
 
 class MemoryOutbox:
@@ -101,8 +113,8 @@ class MemoryOutbox:
         """Screen every entry written from now on (and every forget) with ``screen``."""
         self._file.screen = screen
 
-    async def figures(self) -> dict[str, int]:
-        """Return how many entries wait, were set aside, refused, lost or forgotten: figures."""
+    async def counts(self) -> dict[str, int]:
+        """Return how many entries wait, were set aside, refused, lost or forgotten."""
         waiting, aside = await self._file.counts()
         return {
             "waiting": waiting,
@@ -166,14 +178,14 @@ class MemoryOutbox:
             self._wake.clear()
             self._idle.clear()
             try:
-                moved = await self._pass(process, probe)
+                outcome = await self._pass(process, probe)
             except Exception:
                 LOGGER.exception("Memory outbox pass failed")
-                moved = None
-            if moved is True:
+                outcome = PassOutcome.BLOCKED
+            if outcome is PassOutcome.PROGRESSED:
                 waits = 0
                 self._wake.set()
-            elif moved is None:
+            elif outcome is PassOutcome.BLOCKED:
                 waits += 1
                 self._resting.set()
                 try:
@@ -187,8 +199,8 @@ class MemoryOutbox:
                 self._idle.set()
                 self._resting.set()
 
-    async def _pass(self, process: Processor, probe: Probe) -> bool | None:
-        """Process the queue once; True: go on, False: queue empty, None: wait and retry.
+    async def _pass(self, process: Processor, probe: Probe) -> PassOutcome:
+        """Process the queue once; say whether to go on, rest (empty) or wait and retry.
 
         An entry whose backend is away blocks only the later entries of its kind (a graph
         that is down does not hold up the store's writes); the rest go on, in order.
@@ -213,10 +225,10 @@ class MemoryOutbox:
                 except Exception as err:
                     failed.append((entry, clean_text(f"{type(err).__name__}: {err}", 300)))
                     continue
-                await self._file.settle(entry.id, list(follow))
+                await self._file.finish_entry(entry.id, list(follow))
                 done += 1
         if not seen:
-            return False
+            return PassOutcome.EMPTY
         outage = bool(blocked)
         reasons = {entry.id: reason for entry, reason in failed}
         if failed and (done or await _alive(probe)):
@@ -230,8 +242,8 @@ class MemoryOutbox:
                     reasons[entry.id],
                 )
         if outage or (failed and not done):
-            return None
-        return True
+            return PassOutcome.BLOCKED
+        return PassOutcome.PROGRESSED
 
     async def _reset(self) -> None:
         """Close the file after a failed write; a failure to close is only logged."""

@@ -11,7 +11,7 @@ ended while the host was unloading) still reaches the file, on a worker of its o
 ends with the call, so nothing stays open.
 
 Forget wins here too: ``forget`` keeps a tombstone and screens the waiting entries by it,
-and ``put`` and ``settle`` screen every new entry against the tombstones, each in its own
+and ``put`` and ``finish_entry`` screen every new entry against the tombstones, each in its own
 transaction: an extraction still running when the forget came never lands its memories.
 """
 
@@ -128,7 +128,7 @@ class OutboxFile:
 
         return await self._transaction(work)
 
-    async def settle(self, entry_id: int, follow: Sequence[tuple[str, JSONObject]]) -> None:
+    async def finish_entry(self, entry_id: int, follow: Sequence[tuple[str, JSONObject]]) -> None:
         """Remove a processed entry and add its follow-ups, in one transaction."""
 
         def work(db: sqlite3.Connection) -> None:

@@ -1,4 +1,4 @@
-"""Forget wins: a forget leaves a tombstone with a time that every later write checks.
+"""Tombstones: what a forget leaves, with a time that every later write checks (forget wins).
 
 A ``Tombstone`` names a scope — a persona, a person (across personas), one person of one
 persona, the household — or one remembered thing in a scope (a conclusion's topic, a

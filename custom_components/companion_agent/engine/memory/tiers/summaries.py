@@ -78,7 +78,9 @@ class SessionSummaries:
         """Summarise turns that left the window (those not summarised yet)."""
         self._start(scope, turns, answers)
 
-    def went_on(self, scope: MemoryScope, turns: TurnSource, answers: JsonAnswers | None) -> None:
+    def restart_idle_timer(
+        self, scope: MemoryScope, turns: TurnSource, answers: JsonAnswers | None
+    ) -> None:
         """Restart the idle timer of a scope after a turn; summarise once it stays idle."""
         if answers is None:
             return
@@ -119,7 +121,7 @@ class SessionSummaries:
                 task.cancel()
             self._done_until.pop(scope, None)
 
-    async def settled(self) -> None:
+    async def wait_idle(self) -> None:
         """Wait until no summary is being made.
 
         Only unfinished tasks are awaited: a finished one stays listed until its done
