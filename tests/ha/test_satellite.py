@@ -21,7 +21,7 @@ from wyoming.event import Event
 
 from custom_components.companion_agent.engine.speech import SPEECH_MARKS, SentenceMarks
 from custom_components.companion_agent.engine.speech.satellite.speaker import LEAD_SECONDS
-from custom_components.companion_agent.voice import satellite_connection
+from custom_components.companion_agent.voice.satellite import connection as satellite_connection
 from tests.ha.entries import entity_id
 from tests.ha.history_files import assistant_text, stored_turns
 from tests.ha.satellite_setup import OnSatellite, wait_state

@@ -50,7 +50,7 @@ from .pipeline_voice import (
     satellite_of,
     satellite_voice,
 )
-from .satellite_run import CURRENT_RUN
+from .satellite.run import CURRENT_RUN
 
 type OurVoice = tuple[CompanionTtsEntity, dict[str, str]]
 """One of our TTS entities, and the options the pipeline asks it for (its voice)."""

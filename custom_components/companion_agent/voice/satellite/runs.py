@@ -41,12 +41,12 @@ from homeassistant.exceptions import HomeAssistantError
 from wyoming.error import Error
 from wyoming.event import Event
 
-from ..const import LOGGER
-from ..engine.errors import AudioFormatError, CompanionError
-from ..engine.speech import SPEECH_MARKS, AudioProgress
-from ..engine.speech.satellite import PcmFormat, RunRequested, unwrap_wav
-from .satellite_run import CURRENT_RUN, MayAskBack, SatelliteRun
-from .satellite_voice import AudioSource, Playback, SatelliteVoice, async_heard
+from ...const import LOGGER
+from ...engine.errors import AudioFormatError, CompanionError
+from ...engine.speech import SPEECH_MARKS, AudioProgress
+from ...engine.speech.satellite import PcmFormat, RunRequested, unwrap_wav
+from .run import CURRENT_RUN, MayAskBack, SatelliteRun
+from .voice import AudioSource, Playback, SatelliteVoice, async_heard
 
 type Accept = Callable[[SatelliteRun, str | None], Awaitable[None]]
 """Run Assist on a run's audio (the entity's ``async_accept_pipeline_from_satellite``)."""

@@ -18,7 +18,7 @@ streaming while the reply is made (``mirror.py`` says why). The run lets it go
 when the agent never asks back (HA's own, or a persona with follow-ups off: the
 ``transcript`` goes then, as before), at the intent's end (``continue_conversation``
 false), at the run's end. A reply that asks keeps it for the follow-up run
-(``hand_over``, ``voice/satellite_runs``).
+(``hand_over``, ``voice/satellite/runs``).
 
 Its answer plays from HA's TTS stream once HA opens it, or sooner: when the companion's
 own voice speaks the turn (the pipeline's voice is ours), the agent hands the run the
@@ -37,16 +37,16 @@ from homeassistant.components.assist_pipeline import PipelineEvent, PipelineEven
 from homeassistant.components.assist_pipeline.pipeline import PipelineStage
 from wyoming.event import Event
 
-from ..const import LOGGER
-from ..engine.speech import SentenceMarks
-from ..engine.speech.satellite import (
+from ...const import LOGGER
+from ...engine.speech import SentenceMarks
+from ...engine.speech.satellite import (
     MIC_FORMAT,
     RunRequested,
     Stage,
     mirror_pipeline_event,
     release_event,
 )
-from .satellite_voice import AudioSource
+from .voice import AudioSource
 
 CURRENT_RUN: ContextVar[SatelliteRun | None] = ContextVar("companion_satellite_run", default=None)
 MAX_QUEUED_CHUNKS = 400
