@@ -63,7 +63,7 @@ from .engine.speech.satellite import (
 from .runtime import CompanionConfigEntry, add_per_subentry
 from .voice.satellite.connection import SatelliteConnection
 from .voice.satellite.media import announcement_audio
-from .voice.satellite.run import CURRENT_RUN, SatelliteRun
+from .voice.satellite.run import SatelliteRun
 from .voice.satellite.runs import SatelliteRuns
 from .voice.satellite.voice import SatelliteVoice, async_heard
 
@@ -132,6 +132,7 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
             tell=self._tell,
             streams=self._streams,
             may_ask_back=lambda agent_id: async_may_ask_back(hass, agent_id),
+            speaking_turns=entry.runtime_data.speaking,
         )
         self._info: SatelliteInfo | None = None
         self._wake_word: str | None = None
@@ -197,9 +198,7 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
 
     def on_pipeline_event(self, event: PipelineEvent) -> None:
         """Hand a pipeline event to the run it belongs to (never to a newer one)."""
-        run = CURRENT_RUN.get()
-        if run is not None:
-            run.on_pipeline_event(event)
+        self._runs.on_pipeline_event(event)
 
     # The satellite's connection
 
