@@ -1,8 +1,8 @@
 """The companion's own Assist satellite for Wyoming satellites: one entity per satellite subentry.
 
 The satellite wakes on its own wake word and sends ``run-pipeline``; the entity runs
-Assist on the audio that follows (each run with state of its own: ``voice/satellite_run``,
-``voice/satellite_runs``) and streams the answer to the satellite as PCM while Piper makes
+Assist on the audio that follows (each run with state of its own: ``voice/satellite/run``,
+``voice/satellite/runs``) and streams the answer to the satellite as PCM while Piper makes
 it. HA is asked for WAV with no forced rate (``tts_options``), so its TTS converter
 (ffmpeg, which holds first audio back by seconds) never runs; the speaker format the
 satellite names is made in process. The answer's first audio leaves HA in
@@ -13,10 +13,12 @@ A new run (the wake word again) while the answer plays is a barge-in: the audio 
 once, the playback watcher keeps only the sentences that began in the seconds played, and
 the new run hears what was said over it. The satellite's ``played`` ends playback when it
 sends one; else the audio's paced end does. Announcements and conversation starts play
-the same way (``voice/satellite_media``); timers go to the satellite as its timer events.
+the same way (``voice/satellite/media``). Timers started on the satellite's device go to it
+as its own timer events (``timer_event``): a satellite that knows timers (wyoming-satellite
+1.3 and later) shows them and rings when one finishes.
 
 A reply that asks (the result's ``continue_conversation``) is answered without the wake
-word: once it has been heard, a new run listens (``voice/satellite_runs``). A satellite
+word: once it has been heard, a new run listens (``voice/satellite/runs``). A satellite
 that woke on its own wake word would stop streaming at its ``transcript``, so that is held
 back until the reply is known not to ask (``engine/speech/satellite/mirror.py``).
 """
@@ -43,6 +45,7 @@ from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.device_registry import DeviceInfo
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from wyoming.event import Event
+from wyoming.timer import TimerCancelled, TimerFinished, TimerStarted, TimerUpdated
 
 from .const import CONF_AREA, DOMAIN, SUBENTRY_SATELLITE
 from .conversation import async_may_ask_back
@@ -58,12 +61,11 @@ from .engine.speech.satellite import (
     WakeDetected,
 )
 from .runtime import CompanionConfigEntry, add_per_subentry
-from .voice.satellite_connection import SatelliteConnection
-from .voice.satellite_media import announcement_audio
-from .voice.satellite_run import CURRENT_RUN, SatelliteRun
-from .voice.satellite_runs import SatelliteRuns
-from .voice.satellite_timers import timer_event
-from .voice.satellite_voice import SatelliteVoice, async_heard
+from .voice.satellite.connection import SatelliteConnection
+from .voice.satellite.media import announcement_audio
+from .voice.satellite.run import SatelliteRun
+from .voice.satellite.runs import SatelliteRuns
+from .voice.satellite.voice import SatelliteVoice, async_heard
 
 STREAMING_WINDOW = 1.0
 """A satellite whose audio came this recently while no run listened streams all the time."""
@@ -130,6 +132,7 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
             tell=self._tell,
             streams=self._streams,
             may_ask_back=lambda agent_id: async_may_ask_back(hass, agent_id),
+            speaking_turns=entry.runtime_data.speaking,
         )
         self._info: SatelliteInfo | None = None
         self._wake_word: str | None = None
@@ -195,9 +198,7 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
 
     def on_pipeline_event(self, event: PipelineEvent) -> None:
         """Hand a pipeline event to the run it belongs to (never to a newer one)."""
-        run = CURRENT_RUN.get()
-        if run is not None:
-            run.on_pipeline_event(event)
+        self._runs.on_pipeline_event(event)
 
     # The satellite's connection
 
@@ -303,3 +304,26 @@ class CompanionSatelliteEntity(AssistSatelliteEntity):
         if self._connection.connected:
             with suppress(ValueError):
                 self._connection.send_soon(self.hass, timer_event(event_type, timer))
+
+
+def timer_event(event_type: intent.TimerEventType, timer: intent.TimerInfo) -> Event:
+    """Return the Wyoming event for one timer event; raise ValueError for an unknown kind."""
+    match event_type:
+        case intent.TimerEventType.STARTED:
+            return TimerStarted(
+                id=timer.id,
+                total_seconds=timer.seconds,
+                name=timer.name,
+                start_hours=timer.start_hours,
+                start_minutes=timer.start_minutes,
+                start_seconds=timer.start_seconds,
+            ).event()
+        case intent.TimerEventType.UPDATED:
+            return TimerUpdated(
+                id=timer.id, is_active=timer.is_active, total_seconds=timer.seconds
+            ).event()
+        case intent.TimerEventType.CANCELLED:
+            return TimerCancelled(id=timer.id).event()
+        case intent.TimerEventType.FINISHED:
+            return TimerFinished(id=timer.id).event()
+    raise ValueError(f"unknown timer event {event_type!r}")

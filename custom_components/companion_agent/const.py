@@ -25,7 +25,7 @@ CONF_ENGINE = "engine"  # absent: a Wyoming server
 ENGINE_EMBEDDED = "embedded"
 VOICES_FOLDER = "voices"  # <config>/companion_agent/voices/: <name>.onnx + <name>.onnx.json
 PIPER_REQUIREMENT = "piper-tts>=1.8.0,<2"  # installed on demand, not in manifest.json
-LAMEENC_REQUIREMENT = "lameenc>=1.9.0,<2"  # the MP3 encoder, on demand too (voice/mp3.py)
+LAMEENC_REQUIREMENT = "lameenc>=1.9.0,<2"  # the MP3 encoder, on demand too (tts.py)
 DEFAULT_CONVERSATION_NAME = "Companion"
 STORAGE_FOLDER = "companion_agent"
 

@@ -43,9 +43,8 @@ from .frontend.follow import async_follow_turn
 from .proactive.briefing import HomeBriefing
 from .proactive.speak import async_speak_for_trigger
 from .runtime import CompanionConfigEntry, add_per_subentry, subentry_device
-from .voice.pipeline_voice import satellite_of
-from .voice.speaking import speaking
-from .voice.speech_start import async_speak_ahead
+from .tts import async_pipeline_voice, async_speak_ahead
+from .voice.speaking import satellite_of, speaking_turn
 from .voice.spoken_over import async_abandoned
 
 PLUGIN_CLOSE_GRACE = 30.0
@@ -220,10 +219,14 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         )
         turn = runtime.engine.start_turn(request)
         runtime.playback.async_watch(turn, user_input.satellite_id, user_input.device_id)
-        async_speak_ahead(self.hass, user_input, chat_log, turn)
+        voice = async_pipeline_voice(self.hass, user_input)
+        async_speak_ahead(self.hass, chat_log, turn, voice)
         emotions = persona.profile.output.emotion_tags
         persona_id = self.subentry.subentry_id
-        items = async_follow_turn(self.hass, persona_id, user_input, turn, emotions=emotions)
+        voice_id = voice[0].entity_id if voice is not None else None
+        items = async_follow_turn(
+            self.hass, persona_id, user_input, turn, voice=voice_id, emotions=emotions
+        )
         turn_speech = runtime.engine.speech.get(turn.trace_id)
         stream = ChatLogStream(
             items,
@@ -232,7 +235,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             on_text=turn_speech.wrote if turn_speech is not None else None,
         )
         try:
-            with speaking(turn.trace_id):  # HA's TTS stream, made from these deltas, sees it
+            with speaking_turn(turn.trace_id):  # HA's TTS stream, made from these deltas, sees it
                 async for _content in chat_log.async_add_delta_content_stream(
                     self.entity_id, stream.deltas()
                 ):

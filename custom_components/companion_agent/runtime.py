@@ -1,9 +1,9 @@
-"""The runtime of a loaded entry (its engine, health and playback watchers), and its helpers."""
+"""The runtime of a loaded entry (its engine, watchers and speaking turns), and its helpers."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,17 +32,19 @@ from .engine.llm import LLMSettings, OpenAIChatModel
 from .engine.plugins import builtin_roots
 from .engine.turn.request import Initiator, Persona, TurnRequest
 from .voice.playback import PlaybackWatcher
+from .voice.speaking import SpeakingTurns
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompanionRuntime:
-    """What a loaded entry shares with its platforms: its engine, the HA-side watchers, and
-    the last good rules of its personas' profiles."""
+    """What a loaded entry shares with its platforms: its engine, the HA-side watchers, the
+    last good rules of its personas' profiles, and its satellites' speaking turns."""
 
     engine: Engine
     health: ServerHealth
     playback: PlaybackWatcher
     rules: LastGoodRules
+    speaking: SpeakingTurns = field(default_factory=SpeakingTurns)
 
 
 type CompanionConfigEntry = ConfigEntry[CompanionRuntime]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from custom_components.companion_agent.engine.speech import SentenceMarks
 from custom_components.companion_agent.engine.speech.audio_length import (
     AudioProgress,
     heard_sentences,
     sentences_heard,
     spoken_seconds,
 )
-from custom_components.companion_agent.engine.speech.sentence_marks import SentenceMarks
 from custom_components.companion_agent.engine.speech.synthesizer import AudioChunk
 
 SENTENCES = ["It is sunny.", "Take a hat.", "And bring some water for the long walk."]

@@ -94,7 +94,7 @@ async def test_emulated_ha_whose_tts_task_lacks_the_agents_mark_still_asks_piper
     context; HA's dev branch moves the pipeline into processors (core PR 182248). The
     stream is then found by what HA hands it first: the reply so far, as the agent wrote it.
     """
-    monkeypatch.setattr("custom_components.companion_agent.conversation.speaking", unmarked)
+    monkeypatch.setattr("custom_components.companion_agent.conversation.speaking_turn", unmarked)
     await a_dialog_reply_reaches_piper_once(hass, llm_server, proxy, voice)
 
 

@@ -19,9 +19,11 @@ from homeassistant.helpers import entity_registry as er
 from syrupy.assertion import SnapshotAssertion
 from wyoming.event import Event
 
-from custom_components.companion_agent.engine.speech import SPEECH_MARKS, SentenceMarks
+from custom_components.companion_agent.engine.speech.satellite import RunRequested
 from custom_components.companion_agent.engine.speech.satellite.speaker import LEAD_SECONDS
-from custom_components.companion_agent.voice import satellite_connection
+from custom_components.companion_agent.voice.satellite import connection as satellite_connection
+from custom_components.companion_agent.voice.satellite.run import SatelliteRun
+from custom_components.companion_agent.voice.speaking import speaking_run
 from tests.ha.entries import entity_id
 from tests.ha.history_files import assistant_text, stored_turns
 from tests.ha.satellite_setup import OnSatellite, wait_state
@@ -222,16 +224,20 @@ async def test_a_satellite_lost_mid_answer_is_reconnected_and_the_turn_failed_fa
 async def test_the_companions_voice_marks_where_each_sentence_begins(
     hass: HomeAssistant, on_satellite: OnSatellite
 ) -> None:
-    """A stream made where ``SPEECH_MARKS`` is set (a satellite's run) fills the marks."""
-    marks = SentenceMarks()
-    token = SPEECH_MARKS.set(marks)
-    try:
+    """A stream made in a satellite run's task (``speaking_run``) fills the run's marks."""
+    run = SatelliteRun(
+        RunRequested(start="asr", end="tts"),
+        1,
+        speak=lambda _run, _source: False,
+        tell=lambda _event: None,
+        may_ask_back=lambda _agent_id: False,
+    )
+    with speaking_run(run):
         stream = tts.async_create_stream(
             hass, entity_id(hass, on_satellite.entry, "tts"), options={"preferred_format": "wav"}
         )
         stream.async_set_message("It is sunny today. Take a hat with you.")
-    finally:
-        SPEECH_MARKS.reset(token)
+    marks = run.marks
     audio = b"".join([chunk async for chunk in stream.async_stream_result()])
     seconds = (len(audio) - 44) / (PIPER_RATE * 2)
     assert len(marks.starts) == 2

@@ -16,7 +16,7 @@ import pytest
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 
-from custom_components.companion_agent.voice import satellite_runs
+from custom_components.companion_agent.voice.satellite import runs as satellite_runs
 from tests.ha.entries import SetupCompanion, persona
 from tests.ha.satellite_setup import OnSatellite, setup_satellite_companion, wait_state
 from tests.ha.test_satellite import ANSWER, LONG_ANSWER, SILENCE, audio_chunks

@@ -18,7 +18,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
 
 from custom_components.companion_agent.const import DOMAIN, ISSUE_COMPAT_RUNS
-from custom_components.companion_agent.voice.mp3 import async_mp3_ready
+from custom_components.companion_agent.tts import async_mp3_ready
 from tests.ha.ha_satellite import create_pipeline, setup_ha_voice
 from tests.ha.pipeline_runs import emulate_runs_kept_elsewhere, start_text_run
 from tests.ha.voice_pipeline import STREAM_OPENED, Voice, voice

@@ -5,7 +5,7 @@ agent streaming from the scripted model server (held back on cue) and our TTS en
 speaking through a recording proxy in front of the real wyoming-piper. Order is proved by
 a journal the proxy and the entity's stream share, never by the clock. A text run has no
 satellite: the voice is found in Assist's table of running pipelines (the guarded
-fallback of ``voice/speech_start.py``).
+fallback of ``voice/speaking.py:running_voice``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from homeassistant.helpers import entity_registry as er
 from ..const import DOMAIN
 from ..engine.events import OutputItem
 from ..engine.turn.handle import Turn
-from ..voice.speech_start import async_pipeline_voice
 from .timeline import TurnAudience, TurnTimeline
 
 
@@ -27,15 +26,18 @@ def async_follow_turn(
     user_input: ConversationInput,
     turn: Turn,
     *,
+    voice: str | None,
     emotions: frozenset[str],
 ) -> AsyncIterator[OutputItem]:
-    """Return the turn's items, followed for the persona's cards on their way."""
-    voice = async_pipeline_voice(hass, user_input)
+    """Return the turn's items, followed for the persona's cards on their way.
+
+    ``voice``: our TTS entity the turn's pipeline speaks with (``tts.async_pipeline_voice``).
+    """
     audience = TurnAudience(
         persona_id=persona_id,
         user_id=user_input.context.user_id,
         emotions=emotions,
-        voice=voice[0].entity_id if voice is not None else None,
+        voice=voice,
         satellite=user_input.satellite_id,
     )
     return TurnTimeline(hass, audience, turn).items(turn.items())

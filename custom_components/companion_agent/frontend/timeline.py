@@ -1,10 +1,10 @@
 """A turn's card events in the order, and at the time, they are heard.
 
 Sentences reach the card as they are spoken, not as they are written. A turn that one of
-our voices speaks (the Assist pipeline's TTS is ours: ``voice/speech_start``) waits for
-that voice's stream to say when each sentence's audio begins (``voice/sentence_timing``); a sentence
-the voice never reports in ``SPOKEN_WAIT`` seconds (it failed, or cut the text otherwise)
-goes out as written, and one the voice skipped goes out before the next one it reported.
+our voices speaks (the Assist pipeline's TTS is ours: ``tts.async_pipeline_voice``) waits
+for that voice's stream to say when each sentence's audio begins (``voice/sentence_timing``);
+a sentence the voice never reports in ``SPOKEN_WAIT`` seconds (it failed, or cut the text
+otherwise) goes out as written, and one the voice skipped goes out before the next one it reported.
 A turn no voice of ours carries (typed chat, another TTS) goes out as written. Tool calls,
 and the end of the turn, wait behind the sentences before them.
 

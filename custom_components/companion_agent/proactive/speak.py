@@ -33,7 +33,7 @@ from ..engine.events import Heard, OutputItem, SentenceOutput, TurnResult
 from ..engine.plugins import ProactiveRequest
 from ..frontend.follow import async_follow_proactive
 from ..runtime import Speaker
-from ..voice.speaking import speaking
+from ..voice.speaking import speaking_turn
 from .request import (
     MEDIA_PLAYER,
     SATELLITE,
@@ -156,7 +156,7 @@ async def _async_speak(
         items = async_follow_proactive(
             hass, persona_id, turn, tts_engine, target, emotions=emotions
         )
-        with speaking(turn.trace_id):  # our voice speaks the turn's own sentences
+        with speaking_turn(turn.trace_id):  # our voice speaks the turn's own sentences
             stream.async_set_message_stream(_speech(items))
         async with asyncio.timeout(PLAY_TIMEOUT):
             listens = speaker.persona.profile.output.follow_ups

@@ -24,7 +24,7 @@ from homeassistant.helpers import entity_registry as er
 from ..compat import async_get_entity
 from ..const import DOMAIN
 from ..runtime import CompanionConfigEntry
-from ..voice.pipeline_voice import ASSIST_PIPELINE, PipelineVoice, pipeline_voice, satellite_voice
+from ..voice.speaking import ASSIST_PIPELINE, PipelineVoice, pipeline_voice, satellite_voice
 
 WAV_HEADER = 44
 

@@ -1,1 +1,1 @@
-"""Voice glue: Piper installed on demand, head starts, the voices on offer, playback, pipelines."""
+"""Voice glue: speech identity, playback, subtitles, Piper on demand, pipelines, our satellite."""

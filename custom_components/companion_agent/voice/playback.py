@@ -40,8 +40,8 @@ from homeassistant.helpers.event import async_call_later, async_track_state_chan
 from ..const import LOGGER
 from ..engine.speech import AudioProgress, SpeechTurns, spoken_seconds
 from ..engine.turn.handle import Turn
-from .pipeline_voice import satellite_of
 from .playback_cut import HeardCallback, cut_turn, keep_heard, tell_heard
+from .speaking import satellite_of
 from .spoken_over import BARGE_IN_REASON, heard_by
 
 WATCH_TIMEOUT = 300.0

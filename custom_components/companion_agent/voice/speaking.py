@@ -1,30 +1,200 @@
-"""Which turn a TTS stream speaks: the agent marks its task, HA's TTS task inherits the mark.
+"""Speech identity: the voice a turn's pipeline speaks with, and the turn and run a stage serves.
 
-HA hands a TTS entity only the text and the options (``TTSAudioRequest``): no conversation,
-no context. But HA opens a turn's streaming TTS from inside the agent's turn: the pipeline
-sets the stream's message from the agent's own ChatLog delta (``async_set_message_stream``
-runs in the agent's task, and the task that makes the audio is created there), and an
-asyncio task starts with a copy of its creator's context. So the agent sets
-``SPEAKING_TURN`` while it streams into the ChatLog, ``start_chat`` while it sets its
-stream's message, and the TTS stream sees the turn's trace id. A short answer is spoken
-only after the agent returned (HA's TTS stage then sets the whole message): that message is
-exactly the turn's speech, which finds it (``SpeechTurns.spoken``). No HA internals are read.
+What Home Assistant hands each stage of a spoken turn, and how each finds its speech:
+
+- The conversation agent gets the ``ConversationInput`` (conversation id, satellite, device,
+  context) and the ``ChatLog``; neither names a pipeline. A satellite's pipeline is the one
+  its *Assistant* select names (the entity's public ``pipeline_entity_id``; its state is a
+  pipeline's name, or *preferred*), and a pipeline's voice is its TTS engine, language and
+  voice (``satellite_voice``, ``pipeline_voice``: public APIs). A run without a satellite
+  (the browser's Assist dialog, the websocket API) is named by nothing HA hands over: it is
+  found in Assist's table of running pipelines by the turn's context (``running_voice``,
+  through ``compat.async_pipeline_runs``, the one place that reads it, guarded: missing or
+  of another shape, the voice starts only when HA's stream opens, and a warning and a
+  repair issue say so once).
+- The companion's own satellite sees its run's pipeline events; ``INTENT_START`` names the
+  conversation whose answer the run waits for. ``SpeakingTurns``, the registry (one per
+  entry, in its runtime), holds each such run by that conversation id until the intent
+  stage ends; the agent looks its conversation up there and hands the run the turn's audio
+  at once (``SatelliteRun.speak_ahead``), before HA opens its TTS stream.
+- A TTS stream is handed ``TTSAudioRequest`` (language, options, the text) and our
+  satellite's entity a ``PipelineEvent`` (its type and data): no conversation, no run, no
+  context. The one adapter for these two is ``Speaking``, a single ContextVar: HA makes
+  both in tasks it creates from the task that started them (Assist's pipeline from the
+  satellite run's task; the TTS audio from the ChatLog's delta listener, in the agent's
+  task), and an asyncio task starts with a copy of its creator's context. So our
+  satellite's run sets its run in its own task before Assist starts (``speaking_run``: its
+  events find it, and our voice notes where each sentence begins in its ``marks``); the
+  agent sets its turn's trace id while it writes into the ChatLog, ``start_chat`` while it
+  sets its stream's message (``speaking_turn``). A stream without a turn there finds it by
+  the text HA hands it first (``SpeechTurns.writing``, ``.spoken``), else speaks that text
+  as any other. No HA internals are read for it.
+
+``assist_pipeline`` is imported only once it is set up: its audio requirements may be missing
+where Assist is not in use.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, replace
 
-SPEAKING_TURN: ContextVar[str | None] = ContextVar("companion_speaking_turn", default=None)
+from homeassistant.components import tts
+from homeassistant.components.assist_satellite import AssistSatelliteEntity
+from homeassistant.const import Platform
+from homeassistant.core import Context, HomeAssistant, callback
+from homeassistant.helpers import entity_registry as er
+
+from ..compat import async_get_entity, async_pipeline_runs
+from ..const import LOGGER
+from ..engine.speech import SentenceMarks
+from .satellite.run import SatelliteRun
+
+ASSIST_PIPELINE = "assist_pipeline"
+PREFERRED = "preferred"
+MAX_WAITING = 64
+"""Runs of our satellites waiting for an answer that are kept (one per satellite at a time)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PipelineVoice:
+    """A pipeline's TTS: the engine (an entity id), its language and its options."""
+
+    engine: str
+    language: str | None
+    options: dict[str, str]
+
+
+class SpeakingTurns:
+    """The runs of our own satellites that wait for a conversation's answer, by conversation id."""
+
+    def __init__(self) -> None:
+        """Hold no run yet."""
+        self._waiting: OrderedDict[str, SatelliteRun] = OrderedDict()
+
+    def wait(self, conversation_id: str, run: SatelliteRun) -> None:
+        """Note that ``run`` waits for the answer in ``conversation_id`` (its intent began)."""
+        self._waiting.pop(conversation_id, None)
+        self._waiting[conversation_id] = run
+        while len(self._waiting) > MAX_WAITING:
+            self._waiting.popitem(last=False)
+
+    def done(self, run: SatelliteRun) -> None:
+        """Forget ``run``: its intent stage, or the run, has ended."""
+        for conversation_id in [c for c, waiting in self._waiting.items() if waiting is run]:
+            del self._waiting[conversation_id]
+
+    def run(self, conversation_id: str) -> SatelliteRun | None:
+        """Return the run of ours that waits for the answer in ``conversation_id``, if any."""
+        return self._waiting.get(conversation_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Speaking:
+    """What the tasks HA makes for a run or a turn inherit of its speech (the one adapter)."""
+
+    run: SatelliteRun | None = None
+    """The companion's satellite's run whose pipeline this is; set in the run's own task."""
+    trace_id: str | None = None
+    """The turn our agent speaks; set while it writes into the ChatLog or a stream's message."""
+
+    @property
+    def marks(self) -> SentenceMarks | None:
+        """Return where a stream made here notes each sentence's start (our satellite asks)."""
+        return self.run.marks if self.run is not None else None
+
+
+NOTHING = Speaking()
+"""What a task outside any run or turn knows: nothing."""
+_SPEAKING: ContextVar[Speaking | None] = ContextVar("companion_speaking", default=None)
+
+
+def speaking() -> Speaking:
+    """Return what the current task knows of the speech it serves (``NOTHING``, by default)."""
+    return _SPEAKING.get() or NOTHING
 
 
 @contextmanager
-def speaking(trace_id: str) -> Iterator[None]:
-    """Mark the current task (and the tasks it creates meanwhile) as speaking ``trace_id``."""
-    token = SPEAKING_TURN.set(trace_id)
+def speaking_run(run: SatelliteRun) -> Iterator[None]:
+    """Mark the current task, and the tasks it creates meanwhile (Assist's), as ``run``'s."""
+    token = _SPEAKING.set(replace(speaking(), run=run))
     try:
         yield
     finally:
-        SPEAKING_TURN.reset(token)
+        _SPEAKING.reset(token)
+
+
+@contextmanager
+def speaking_turn(trace_id: str) -> Iterator[None]:
+    """Mark the current task, and the tasks it creates meanwhile, as speaking ``trace_id``."""
+    token = _SPEAKING.set(replace(speaking(), trace_id=trace_id))
+    try:
+        yield
+    finally:
+        _SPEAKING.reset(token)
+
+
+def satellite_of(
+    hass: HomeAssistant, satellite_id: str | None, device_id: str | None
+) -> str | None:
+    """Return the satellite a turn came from: the one named, else its device's, else None."""
+    if satellite_id is not None:
+        return satellite_id
+    registry = er.async_get(hass)
+    entries = er.async_entries_for_device(registry, device_id) if device_id else []
+    return next((e.entity_id for e in entries if e.domain == Platform.ASSIST_SATELLITE), None)
+
+
+def satellite_voice(hass: HomeAssistant, satellite: str) -> PipelineVoice | None:
+    """Return the voice of the pipeline ``satellite`` runs, if Assist is set up and it exists."""
+    if ASSIST_PIPELINE not in hass.config.components:
+        return None
+    return pipeline_voice(hass, satellite_pipeline(hass, satellite))
+
+
+def satellite_pipeline(hass: HomeAssistant, satellite: str) -> str | None:
+    """Return the id of the pipeline the satellite selected (None: the preferred one)."""
+    from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
+        async_get_pipelines,
+    )
+
+    entity = async_get_entity(hass, satellite)
+    select = entity.pipeline_entity_id if isinstance(entity, AssistSatelliteEntity) else None
+    chosen = hass.states.get(select) if select is not None else None
+    if chosen is None or chosen.state == PREFERRED:
+        return None
+    for pipeline in async_get_pipelines(hass):
+        if pipeline.name == chosen.state:
+            return pipeline.id
+    LOGGER.debug("%s selects pipeline %r, which is gone", satellite, chosen.state)
+    return None
+
+
+def pipeline_voice(hass: HomeAssistant, pipeline_id: str | None) -> PipelineVoice | None:
+    """Return a pipeline's voice (None: the preferred pipeline), if its TTS engine exists."""
+    from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
+        async_get_pipeline,
+    )
+
+    pipeline = async_get_pipeline(hass, pipeline_id)
+    engine = tts.async_resolve_engine(hass, pipeline.tts_engine)
+    if engine is None:
+        return None
+    options = {tts.ATTR_VOICE: pipeline.tts_voice} if pipeline.tts_voice else {}
+    return PipelineVoice(engine=engine, language=pipeline.tts_language, options=options)
+
+
+@callback
+def running_voice(hass: HomeAssistant, context: Context) -> PipelineVoice | None:
+    """Return the voice of the running pipeline with ``context`` that ends in speech, or None."""
+    from homeassistant.components.assist_pipeline.pipeline import (  # noqa: PLC0415
+        PipelineStage,
+    )
+
+    runs = async_pipeline_runs(hass, context)
+    if runs is None or len(runs) != 1 or runs[0].end_stage != PipelineStage.TTS:
+        return None
+    return pipeline_voice(hass, runs[0].pipeline_id)

@@ -13,10 +13,9 @@ from .audio_length import (
 from .containers import MP3, WAV, Container, encoded, mp3_available
 from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_piper
 from .info import AsrInfo, AsrModel, SatelliteInfo, SatelliteWakeWord, TtsInfo, TtsVoice
-from .sentence_marks import SPEECH_MARKS, SentenceMarks
 from .stt import Transcription, WyomingSTT
 from .synthesizer import AudioChunk, Synthesizer
-from .timeline import AudioTimeline, chunk_seconds
+from .timeline import AudioTimeline, SentenceMarks, chunk_seconds
 from .tts import WyomingTTS
 from .turn_speech import SpeechTurns, Synthesis, TurnSpeech
 from .voice_folder import VoiceFile, list_voice_files
@@ -24,7 +23,6 @@ from .voice_folder import VoiceFile, list_voice_files
 __all__ = [
     "EXACT_MARGIN",
     "MP3",
-    "SPEECH_MARKS",
     "WAV",
     "AsrInfo",
     "AsrModel",

@@ -1,4 +1,6 @@
-"""``AudioTimeline``: when each sentence of an answer could have begun playing.
+"""When each sentence of an answer begins: as its audio was handed on, and in its audio.
+
+``AudioTimeline``: when each sentence could have begun playing.
 
 A voice notes every chunk of audio it hands on (to a device, or to the host's TTS stream
 that a device reads) with the wall-clock time (``time.time()``) it did so. Audio cannot
@@ -7,6 +9,13 @@ handed on or when the audio before it ends, whichever is later. So the timeline 
 any moment, which sentences could have begun by then (a device that buffers or converts
 only starts later) and when the audio handed on so far ends. Lengths are exact: they are
 the audio's own.
+
+``SentenceMarks``: where each sentence begins, in seconds of one answer's audio. A device
+that knows how many seconds of an answer played (the companion's satellite) needs to know
+which sentences those seconds held, to keep only what the person heard. The voice knows:
+its audio comes sentence by sentence, numbered. The host hands the marks to the voice that
+speaks the answer, which ``add``s each chunk it streams; a voice that is not the
+companion's leaves them empty, and the sentences heard are estimated instead.
 """
 
 from __future__ import annotations
@@ -17,6 +26,8 @@ from .synthesizer import AudioChunk
 
 MAX_SENTENCES = 1024
 """More sentence starts than this are not noted (a turn's output is bounded far below)."""
+MAX_MARKS = 256
+"""More sentence marks than this are not kept (a device's answer is bounded far below)."""
 
 
 def chunk_seconds(chunk: AudioChunk) -> float:
@@ -70,3 +81,20 @@ class AudioTimeline:
         self.starts.clear()
         self.seconds = 0.0
         self.ends_at = None
+
+
+class SentenceMarks:
+    """The start, in seconds of audio, of each sentence of one answer."""
+
+    def __init__(self) -> None:
+        """Start with no audio."""
+        self.starts: list[float] = []
+        self._seconds = 0.0
+        self._sentence: int | None = None
+
+    def add(self, chunk: AudioChunk) -> None:
+        """Count one chunk of the answer's audio, in the order it is streamed."""
+        if chunk.sentence != self._sentence and len(self.starts) < MAX_MARKS:
+            self.starts.append(self._seconds)
+        self._sentence = chunk.sentence
+        self._seconds += chunk_seconds(chunk)

@@ -3,10 +3,12 @@
 A run starts when the satellite asks (``run-pipeline``) or a conversation start listens;
 whatever ran or played before is stopped first, and the playback watcher is told how many
 seconds of it were heard (``PlaybackWatcher.async_cut``), with the sentences' marks when
-the companion's voice spoke. Each run's task sets ``CURRENT_RUN`` and ``SPEECH_MARKS``
-before Assist starts (the pipeline's tasks inherit them). The answer plays from the run's
-TTS stream as it comes (or from the turn's own audio, sooner, when the companion's voice
-speaks it); once heard, the satellite is idle again. A run whose satellite
+the companion's voice spoke. Each run's task marks itself as the run's before Assist
+starts (``speaking_run``: the pipeline's tasks inherit it), so each pipeline event goes to
+its own run and the companion's voice notes the run's marks; while its intent stage runs,
+the run waits for its conversation's answer in the entry's ``SpeakingTurns``. The answer
+plays from the run's TTS stream as it comes (or from the turn's own audio, sooner, when the
+companion's voice speaks it); once heard, the satellite is idle again. A run whose satellite
 went away is cancelled with its pipeline: nobody is there to hear it.
 
 Follow-ups: once a run whose reply asks (its result's ``continue_conversation``) has ended
@@ -31,6 +33,7 @@ from contextvars import Context
 from dataclasses import replace
 
 from homeassistant.components import tts
+from homeassistant.components.assist_pipeline import PipelineEvent, PipelineEventType
 from homeassistant.components.assist_pipeline.pipeline import (
     PipelineRunValidationError,
     PipelineStage,
@@ -41,12 +44,13 @@ from homeassistant.exceptions import HomeAssistantError
 from wyoming.error import Error
 from wyoming.event import Event
 
-from ..const import LOGGER
-from ..engine.errors import AudioFormatError, CompanionError
-from ..engine.speech import SPEECH_MARKS, AudioProgress
-from ..engine.speech.satellite import PcmFormat, RunRequested, unwrap_wav
-from .satellite_run import CURRENT_RUN, MayAskBack, SatelliteRun
-from .satellite_voice import AudioSource, Playback, SatelliteVoice, async_heard
+from ...const import LOGGER
+from ...engine.errors import AudioFormatError, CompanionError
+from ...engine.speech import AudioProgress
+from ...engine.speech.satellite import PcmFormat, RunRequested, unwrap_wav
+from ..speaking import SpeakingTurns, speaking, speaking_run
+from .run import MayAskBack, SatelliteRun
+from .voice import AudioSource, Playback, SatelliteVoice, async_heard
 
 type Accept = Callable[[SatelliteRun, str | None], Awaitable[None]]
 """Run Assist on a run's audio (the entity's ``async_accept_pipeline_from_satellite``)."""
@@ -75,13 +79,16 @@ class SatelliteRuns:
         tell: Callable[[Event], None],
         streams: Callable[[], bool],
         may_ask_back: MayAskBack,
+        speaking_turns: SpeakingTurns,
     ) -> None:
         """Run Assist through ``accept``; ``idle`` once an answer was heard.
 
-        ``streams``: say whether the satellite's microphone streams now.
+        ``streams``: say whether the satellite's microphone streams now; ``speaking_turns``:
+        where a run waits for its conversation's answer.
         """
         self._hass = hass
         self._entry = entry
+        self._speaking = speaking_turns
         self._voice = voice
         self._accept = accept
         self._cut = cut
@@ -169,23 +176,41 @@ class SatelliteRuns:
             run.finished = True
             self._cut_run(run, stopped, failed=failed)
 
+    def on_pipeline_event(self, event: PipelineEvent) -> None:
+        """Hand a pipeline event to the run it belongs to (never to a newer one).
+
+        Its intent stage's start names the conversation whose answer it waits for; the
+        stage's end (or the run's) ends the wait.
+        """
+        run = speaking().run
+        if run is None:
+            return
+        match event.type:
+            case PipelineEventType.INTENT_START:
+                conversation_id = (event.data or {}).get("conversation_id")
+                if isinstance(conversation_id, str):
+                    self._speaking.wait(conversation_id, run)
+            case PipelineEventType.INTENT_END | PipelineEventType.RUN_END:
+                self._speaking.done(run)
+        run.on_pipeline_event(event)
+
     async def _async_run(self, run: SatelliteRun, phrase: str | None) -> None:
-        """Run Assist for ``run``; its pipeline events know it as ``CURRENT_RUN``."""
-        CURRENT_RUN.set(run)
-        SPEECH_MARKS.set(run.marks)  # the companion's voice marks where each sentence begins
-        try:
-            await self._accept(run, phrase)
-        except (HomeAssistantError, PipelineRunValidationError, CompanionError) as err:
-            LOGGER.warning("Satellite run %d could not run: %s", run.number, err)
-            self._tell(Error(text=str(err), code="pipeline-failed").event())
-        finally:
-            run.ended = True
-            run.stop_listening()
-            if not run.speaking:
-                run.finished = True
-            if not run.asks:
-                run.release()
-            self._follow_up(run)
+        """Run Assist for ``run``; the tasks it starts (its pipeline's) know it as theirs."""
+        with speaking_run(run):  # its events, and where the companion's voice marks sentences
+            try:
+                await self._accept(run, phrase)
+            except (HomeAssistantError, PipelineRunValidationError, CompanionError) as err:
+                LOGGER.warning("Satellite run %d could not run: %s", run.number, err)
+                self._tell(Error(text=str(err), code="pipeline-failed").event())
+            finally:
+                self._speaking.done(run)
+                run.ended = True
+                run.stop_listening()
+                if not run.speaking:
+                    run.finished = True
+                if not run.asks:
+                    run.release()
+                self._follow_up(run)
 
     def _cut_run(self, run: SatelliteRun, stopped: AudioProgress | None, *, failed: bool) -> None:
         """Tell the turn of ``run`` how far its answer got, with its sentences' marks."""

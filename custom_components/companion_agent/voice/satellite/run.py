@@ -4,9 +4,9 @@ HA's own Wyoming satellite (2026.2.3) keeps one "running" flag for all runs: the
 run it cancelled clears the flag the run replacing it had just set, and the new run's
 audio is dropped, so what the person said over an answer never reaches speech to text.
 Here each run has its own audio queue, its own TTS stream and its own end, and a pipeline
-event goes to the run it belongs to: a run's task sets ``CURRENT_RUN``, and the pipeline
-task HA starts from it (and every task that one starts) inherits the value. A cancelled
-run's end ends that run only.
+event goes to the run it belongs to (``SatelliteRuns.on_pipeline_event``: the run's task
+marks the tasks HA starts from it, ``voice/speaking.py``). A cancelled run's end ends that
+run only.
 
 A run hears microphone audio while it listens: until speech to text ends (or the run
 does), at most ``MAX_LISTEN_SECONDS`` of it, with at most ``MAX_QUEUED_CHUNKS`` waiting.
@@ -18,11 +18,12 @@ streaming while the reply is made (``mirror.py`` says why). The run lets it go
 when the agent never asks back (HA's own, or a persona with follow-ups off: the
 ``transcript`` goes then, as before), at the intent's end (``continue_conversation``
 false), at the run's end. A reply that asks keeps it for the follow-up run
-(``hand_over``, ``voice/satellite_runs``).
+(``hand_over``, ``voice/satellite/runs``).
 
 Its answer plays from HA's TTS stream once HA opens it, or sooner: when the companion's
-own voice speaks the turn (the pipeline's voice is ours), the agent hands the run the
-turn's audio as it starts (``speak_ahead``), and the satellite hears the first sentence
+own voice speaks the turn (the pipeline's voice is ours), the agent finds the run waiting
+for its conversation's answer (``SpeakingTurns``) and hands it the turn's audio as it
+starts (``speak_ahead``), and the satellite hears the first sentence
 while HA still waits for 60 characters of reply before it opens its stream (HA's
 ``STREAM_RESPONSE_CHARS`` in ``assist_pipeline``, as ``compat.stream_response_chars`` reads it).
 """
@@ -31,24 +32,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextvars import ContextVar
 
 from homeassistant.components.assist_pipeline import PipelineEvent, PipelineEventType
 from homeassistant.components.assist_pipeline.pipeline import PipelineStage
 from wyoming.event import Event
 
-from ..const import LOGGER
-from ..engine.speech import SentenceMarks
-from ..engine.speech.satellite import (
+from ...const import LOGGER
+from ...engine.speech import SentenceMarks
+from ...engine.speech.satellite import (
     MIC_FORMAT,
     RunRequested,
     Stage,
     mirror_pipeline_event,
     release_event,
 )
-from .satellite_voice import AudioSource
+from .voice import AudioSource
 
-CURRENT_RUN: ContextVar[SatelliteRun | None] = ContextVar("companion_satellite_run", default=None)
 MAX_QUEUED_CHUNKS = 400
 MAX_LISTEN_SECONDS = 30.0
 PIPELINE_STAGES: dict[Stage, PipelineStage] = {

@@ -24,9 +24,9 @@ from wyoming.info import Describe
 from wyoming.ping import Ping, Pong
 from wyoming.satellite import RunSatellite
 
-from ..const import LOGGER
-from ..engine.errors import SatelliteError, SpeechError
-from ..engine.speech.satellite import (
+from ...const import LOGGER
+from ...engine.errors import SatelliteError, SpeechError
+from ...engine.speech.satellite import (
     Ignored,
     PingAsked,
     PongHeard,

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant
 
-from ..engine.speech import AudioProgress
-from ..engine.speech.satellite import PcmFormat, ReadAhead, SatelliteSpeaker, Send
+from ...engine.speech import AudioProgress
+from ...engine.speech.satellite import PcmFormat, ReadAhead, SatelliteSpeaker, Send
 
 MAX_AHEAD_SECONDS = 600.0
 """How much audio a playback takes in ahead of the speaker (its source makes it faster)."""

@@ -22,11 +22,11 @@ from homeassistant.components import tts
 from homeassistant.components.assist_satellite.entity import AssistSatelliteAnnouncement
 from homeassistant.core import HomeAssistant
 
-from ..compat import async_preannounce_chime
-from ..const import LOGGER
-from ..engine.errors import AudioDecoderError
-from ..engine.speech.satellite import PcmConverter, PcmFormat, unwrap_wav
-from .satellite_voice import AudioSource
+from ...compat import async_preannounce_chime
+from ...const import LOGGER
+from ...engine.errors import AudioDecoderError
+from ...engine.speech.satellite import PcmConverter, PcmFormat, unwrap_wav
+from .voice import AudioSource
 
 DEFAULT_FORMAT = PcmFormat(rate=22050, width=2, channels=1)
 MAX_MEDIA_SECONDS = 300.0
