@@ -12,7 +12,7 @@ from pathlib import Path
 
 from custom_components.companion_agent.engine.events import SentenceOutput
 from custom_components.companion_agent.engine.llm import OpenAIChatModel
-from custom_components.companion_agent.engine.speech.first_guess import SpeechGuess
+from custom_components.companion_agent.engine.speech.turn_speech import SpeechGuess
 from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from custom_components.companion_agent.engine.turn.sink import TurnSink
 from tests.support.llm_script import Reply

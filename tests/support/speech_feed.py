@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from custom_components.companion_agent.engine.speech.first_guess import SpeechGuess
+from custom_components.companion_agent.engine.speech.turn_speech import SpeechGuess
 
 
 class Feed:

@@ -14,14 +14,14 @@ import pytest
 
 from custom_components.companion_agent.engine.errors import SpeechTranscribeError
 from custom_components.companion_agent.engine.speech import WyomingSTT, WyomingTTS
-from custom_components.companion_agent.engine.speech import tts as tts_module
-from custom_components.companion_agent.engine.speech.stt import MAX_TRANSCRIPT_CHARS
+from custom_components.companion_agent.engine.speech import wyoming_tts as tts_module
 from custom_components.companion_agent.engine.speech.timeline import chunk_seconds
 from custom_components.companion_agent.engine.speech.wyoming_connection import (
     MalformedEventError,
     OversizedEventError,
     read_event,
 )
+from custom_components.companion_agent.engine.speech.wyoming_stt import MAX_TRANSCRIPT_CHARS
 from tests.support.hostile_wyoming import HostileServer, Mode
 from tests.support.rss import MB, RssPeak
 

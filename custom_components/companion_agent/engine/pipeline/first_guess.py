@@ -8,7 +8,7 @@ voice would wait for it too. So at each such point before the first sentence is 
 comes next: the whole output pipeline run over the text so far, ended there, so the guess
 is exactly what the turn's own pipeline will give for that end (the same tags, cleaning
 and cuts). The voice may begin on it and holds its audio until the real sentence comes
-(``speech/first_guess.py``): a wrong guess is never heard.
+(``speech/turn_speech.py``): a wrong guess is never heard.
 
 Guessing stops at the first sentence, at the first item that is not text (a tool call
 ends the sentence anyway), and when the items are not the model's text alone: a host

@@ -13,12 +13,12 @@ from .audio_length import (
 from .containers import MP3, WAV, Container, encoded, mp3_available
 from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_piper
 from .info import AsrInfo, AsrModel, SatelliteInfo, SatelliteWakeWord, TtsInfo, TtsVoice
-from .stt import Transcription, WyomingSTT
 from .synthesizer import AudioChunk, Synthesizer
 from .timeline import AudioTimeline, SentenceMarks, chunk_seconds
-from .tts import WyomingTTS
 from .turn_speech import SpeechTurns, Synthesis, TurnSpeech
 from .voice_folder import VoiceFile, list_voice_files
+from .wyoming_stt import Transcription, WyomingSTT
+from .wyoming_tts import WyomingTTS
 
 __all__ = [
     "EXACT_MARGIN",

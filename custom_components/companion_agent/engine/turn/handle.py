@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable
 
 from ..events import EVERYTHING_HEARD, Heard, OutputItem, SentenceOutput, TurnResult
-from ..speech.first_guess import SpeechGuess
+from ..speech.turn_speech import SpeechGuess
 from .sink import CancelListener, FinishListener, TurnSink
 
 
@@ -78,7 +78,7 @@ class Turn:
     def guessed_speech(self) -> AsyncIterator[str | SpeechGuess]:
         """Return what ``speech`` does, with guesses of the first sentence before it comes.
 
-        A voice may begin on a guess (``speech/first_guess.py``) and is heard only if right.
+        A voice may begin on a guess (``speech/turn_speech.py``) and is heard only if right.
         """
         return self._sink.guessed_speech()
 

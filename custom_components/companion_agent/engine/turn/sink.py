@@ -26,7 +26,7 @@ from ..events import (
     TurnOutcome,
     TurnResult,
 )
-from ..speech.first_guess import SpeechGuess
+from ..speech.turn_speech import SpeechGuess
 
 type PlaybackHook = Callable[[TurnResult], None]
 type CancelListener = Callable[[str], None]
