@@ -29,10 +29,10 @@ from datetime import UTC, datetime, timedelta
 
 from ....errors import MemoryBackendError, MemoryStoreError
 from ... import models as memory_models
-from ...backend_check import BackendCheck
 from ...embeddings import Embedder
 from ...models import (
     MAX_PAGE,
+    BackendCheck,
     ExportPage,
     Forget,
     MemoryHit,
@@ -47,7 +47,7 @@ from ...retrieval.keywords import query_terms
 from ...retrieval.query_vectors import QueryVectors
 from ..bounds import MemoryBounds, PruneSchedule, ScopeKey
 from ..inputs import checked_memories, clean_scope, memory_text
-from ..sqlite.forgotten_sql import forget_where
+from ..sqlite.deletes_sql import forget_where
 from ..sqlite.prepared import EMBED_CHUNK
 from . import calls, records
 from .setup import BACKEND, Mem0Memory, Mem0Settings, check_qdrant
