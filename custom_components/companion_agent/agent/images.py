@@ -86,6 +86,7 @@ def _read_bounded(path: Path, source: str) -> bytes:
     return data
 
 
+# HA's cameras as the engine's camera source.
 class HassCameras:
     """The cameras one turn may look through: the ones exposed to Assist."""
 

@@ -208,6 +208,7 @@ class AuditSinks:
             sink.record(entry)
 
 
+# The log file.
 MAX_BATCH = 1024
 DEFAULT_BATCH_DELAY = 0.05
 DEFAULT_MAX_QUEUED = 10_000

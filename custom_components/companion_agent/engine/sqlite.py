@@ -139,6 +139,7 @@ def check_tables(connection: sqlite3.Connection, tables: frozenset[str], what: s
         raise sqlite3.DatabaseError(f"a SQLite file, but not {what}")
 
 
+# The worker: one thread, one connection.
 MAX_PENDING = 32
 
 

@@ -283,6 +283,7 @@ class TurnTimeline:
         self._unsubscribe.clear()
 
 
+# Which turns the cards follow.
 @callback
 def async_follow_turn(
     hass: HomeAssistant,

@@ -139,6 +139,7 @@ class _MemoryRefresh:
             self._reading = False
 
 
+# The snapshot: what a card is sent first.
 MAX_MEMORIES = 50
 
 

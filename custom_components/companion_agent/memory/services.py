@@ -311,6 +311,7 @@ def async_setup_memory_services(hass: HomeAssistant) -> None:
     )
 
 
+# Who may use the memory services on whose memories.
 async def async_caller_owner(hass: HomeAssistant, call: ServiceCall) -> str | None:
     """Return the owner a non-admin caller is limited to (``user:<id>``); None: no limit."""
     user_id = call.context.user_id
@@ -369,6 +370,7 @@ async def async_may_touch(
     return False
 
 
+# What export answers.
 def provenance_data(provenance: Provenance) -> JsonObjectType:
     """Return a provenance as service response data."""
     return dict(dump_provenance(provenance))

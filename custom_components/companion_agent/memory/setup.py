@@ -95,6 +95,7 @@ def _async_issue(hass: HomeAssistant, entry: CompanionConfigEntry, kind: str, de
     )
 
 
+# Removing a persona removes what it remembered.
 async def async_remove_personas(
     hass: HomeAssistant,
     entry: CompanionConfigEntry,

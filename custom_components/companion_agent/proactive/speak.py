@@ -100,6 +100,7 @@ def _plain(text: str) -> str:
     ).strip()
 
 
+# Speaking first on each target.
 PLAY_TIMEOUT = 300.0
 FOLLOW_UP_PROMPT = (
     "You started this conversation yourself, unasked, following this instruction from the "
@@ -339,6 +340,7 @@ def _features(hass: HomeAssistant, entity_id: str) -> int:
     return int(state.attributes.get(ATTR_SUPPORTED_FEATURES, 0)) if state is not None else 0
 
 
+# The ``companion_agent.start_chat`` action.
 async def async_handle_start_chat(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
     """Run the ``start_chat`` service: speak as the persona on every target."""
     speaker = async_find_speaker(hass, call.data.get("persona") or None)

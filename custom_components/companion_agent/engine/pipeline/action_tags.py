@@ -97,6 +97,7 @@ class ActionTags:
         return "".join(pieces), tuple(actions)
 
 
+# At token level: ``TagStream``.
 _ENDS_OPEN = re.compile(r"[\[\]【】\n]")
 _LONGEST_OPEN = 41
 """What can end an open candidate: a bracket, a newline, or length (``[`` + 40)."""
@@ -341,6 +342,7 @@ class TagStream:
         return "".join(parts)
 
 
+# The regions ``TagStream`` decides with.
 type Span = tuple[int, int]
 type Region = list[tuple[str, list[Span]]]
 """Whitespace and tags before a visible character: one part per sentence, with tag spans."""

@@ -260,6 +260,7 @@ async def _guarded(
             yield item
 
 
+# The library: plugins and profiles loaded together.
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Library:
     """The plugin catalog and the profile snapshots loaded from the same roots."""

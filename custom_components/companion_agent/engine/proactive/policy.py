@@ -174,6 +174,7 @@ class ProactivePolicy:
         self.limit.note(now)
 
 
+# Mood: a bounded, decaying score of recent emotions and turn outcomes.
 DEFAULT_HALF_LIFE = 6 * 3600.0
 EMOTION_WEIGHT = 0.25
 VALENCE: dict[str, float] = {

@@ -121,6 +121,7 @@ def parse_arguments(raw: str) -> JSONObject | None:
     return value if isinstance(value, dict) else None
 
 
+# What goes back to the model: bounded results and short structured errors.
 DEFAULT_MAX_RESULT_CHARS = 4000
 MAX_ERROR_MESSAGE_CHARS = 300
 

@@ -278,6 +278,7 @@ def _reason(err: BaseException) -> str:
     return scrub_text(f"{type(err).__name__}: {text}" if text else type(err).__name__)
 
 
+# Schemas: strict by default, compiled once, short error messages.
 MAX_REPORTED_ERRORS = 3
 MAX_MESSAGE_CHARS = 160
 MAX_COMPILED = 1024

@@ -146,6 +146,7 @@ def _name(name: str) -> str:
     return text[:MAX_NAME_CHARS] or "unnamed"
 
 
+# Descriptions: the vision model says what an image shows.
 DESCRIBE_TIMEOUT = 30.0
 MAX_DESCRIPTION_CHARS = 1500
 DESCRIBE_PROMPT = (

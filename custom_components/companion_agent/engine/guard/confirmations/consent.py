@@ -129,6 +129,7 @@ def _parses(words: list[str], grammar: _Grammar, extras: frozenset[_Phrase]) -> 
     return False
 
 
+# The words: what starts a consent, and what may follow it.
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsentWords:
     """One language's phrases, each list a ``|``-separated string."""

@@ -179,6 +179,7 @@ def answered_event(result: ConfirmationResult) -> ToolCallEvent:
     )
 
 
+# Kept notices: what one engine leaves the next.
 FILE_VERSION = 1
 MAX_KEPT_NOTICES = 512
 MAX_NOTICE_CHARS = 16_000

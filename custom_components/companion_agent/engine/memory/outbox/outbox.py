@@ -324,6 +324,7 @@ def _dumped(payload: JSONObject) -> str:
     return valid_text(json.dumps(payload, ensure_ascii=False))
 
 
+# The queue: a worker hands the file's entries to the processor.
 type FollowUps = Sequence[tuple[str, JSONObject]]
 type Processor = Callable[[OutboxEntry], Awaitable[FollowUps]]
 type Probe = Callable[[], Awaitable[object]]

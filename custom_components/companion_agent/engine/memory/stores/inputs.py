@@ -115,6 +115,7 @@ def checked_memories(memories: Sequence[NewMemory]) -> list[CheckedMemory]:
     return [checked_memory(memory) for memory in memories]
 
 
+# Graph names: entity names cleaned and keyed, and the graph calls' bounds.
 MAX_NAME_CHARS = 200
 MAX_FACTS = 200
 MAX_HOPS = 3

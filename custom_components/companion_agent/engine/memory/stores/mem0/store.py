@@ -3,8 +3,8 @@
 Everything mem0 does is blocking, so it runs on the store's own thread (``Mem0Worker``):
 one ``Memory`` (and one Qdrant client) per store, every call in turn, each within the
 timeout. mem0 is imported on that thread on ``open``; a host installs it on demand
-(``MEM0_REQUIREMENTS``). See ``mem0_setup`` for telemetry, files and Qdrant, and
-``mem0_records`` for how scopes and the state channel map onto mem0.
+(``MEM0_REQUIREMENTS``). See ``setup`` for telemetry, files and Qdrant, and
+``records`` for how scopes and the state channel map onto mem0.
 
 What differs from the embedded store: search is by vector only (mem0's BM25 needs
 fastembed, which downloads its model at run time, and its entity boost spaCy; neither is

@@ -260,6 +260,7 @@ def forget_graph_item(db: sqlite3.Connection, item_id: str, environment: str) ->
     return int(gone.rowcount)
 
 
+# Pruning a scope down to its bounds.
 _SCOPE = "agent_id = ? AND environment = ? AND owner = ?"
 
 

@@ -124,6 +124,7 @@ class EmbeddedGraph(BoundedGraph):
         await self._worker.close()
 
 
+# The graph's SQL.
 MAX_REACHED = 1000
 
 

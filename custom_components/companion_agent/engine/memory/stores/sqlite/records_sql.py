@@ -295,6 +295,7 @@ def counts(db: sqlite3.Connection) -> dict[str, int]:
     return figures
 
 
+# The state channel: current conclusions, and rolling one back.
 MAX_STATES = 50
 
 
@@ -336,6 +337,7 @@ def rollback(
     return None if restored is None else restored[0]
 
 
+# What was said just before a detail in its conversation.
 _BEFORE = (
     "SELECT m.rowid, m.text, t.terms FROM memories m JOIN memory_terms t ON t.rowid = m.rowid "
     "WHERE m.agent_id = ? AND m.environment = ? AND m.owner = ? AND m.source = ? "

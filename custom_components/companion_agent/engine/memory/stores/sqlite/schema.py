@@ -171,6 +171,7 @@ def _prepare(connection: sqlite3.Connection, path: Path) -> None:
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
+# Migrations: one step per version, all in one transaction.
 PROVENANCE_COLUMNS = ("via TEXT NOT NULL DEFAULT 'unknown'", "person TEXT", "device TEXT",
                       "conversation TEXT")  # fmt: skip
 """The provenance columns schema 3 added (schema 4 adds ``statement``)."""

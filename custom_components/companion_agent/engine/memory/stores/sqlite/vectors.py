@@ -321,6 +321,7 @@ def _mask(
     return mask
 
 
+# Hubness: how near a record's vector lies to the rest of its scope.
 NEIGHBOURS = 20
 """How many of a record's nearest records of its scope its hubness is the mean cosine of."""
 REFERENCE = 256
@@ -380,6 +381,7 @@ def _mean_of_top(np: Any, similar: Any, neighbours: int) -> Any:
     return top.mean(axis=1).astype(np.float32)
 
 
+# The records' vectors in SQL.
 EPOCH_SECONDS = "(julianday(valid_from) - 2440587.5) * 86400.0"
 REFUSED = "refused:"
 """Prefix of ``vector_model`` on a record whose text the embedding server refused."""
