@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.figures import report_p95
 from custom_components.companion_agent.agent.guard_rules import DEFAULT_RULES
-from custom_components.companion_agent.engine.audit.log import AuditLog
+from custom_components.companion_agent.engine.audit import AuditLog
 from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
 from custom_components.companion_agent.engine.guard.policy import GuardPolicy, Target
 from custom_components.companion_agent.engine.json_types import (

@@ -51,7 +51,7 @@ RUNNER_INTERNALS = (
     "engine.turn.history",
     "engine.guard.executor",
     "engine.guard.confirmations",
-    "engine.audit.log",
+    "engine.audit",
 )
 
 

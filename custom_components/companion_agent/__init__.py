@@ -48,10 +48,9 @@ from .engine.errors import CompanionError, LLMAuthError
 from .engine.plugins import HostServices
 from .engine.redaction import redact_url
 from .frontend.resources import async_setup_card
-from .memory.removal import async_remove_personas
-from .memory.setup import async_memory_config, async_memory_started
+from .memory.setup import async_memory_config, async_memory_started, async_remove_personas
 from .proactive.home_state import HassPresence, HassStateWatcher
-from .proactive.request import SPEAKER_ENTITY
+from .proactive.speak import SPEAKER_ENTITY
 from .repairs import (
     async_clear_entry_issues,
     async_clear_persona_rules,

@@ -14,9 +14,9 @@ from homeassistant.helpers.dispatcher import async_dispatcher_connect, async_dis
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util.ulid import ulid_now
 
-from .agent.cameras import HassCameras
 from .agent.chat_stream import ChatLogStream, trace_to
 from .agent.ha_tools import HassTurnTools
+from .agent.images import HassCameras
 from .agent.personas import async_build_persona
 from .agent.spoken import async_spoken_lines
 from .compat import async_get_entity, stream_response_chars
@@ -39,7 +39,7 @@ from .engine.plugins import Hook, ProactiveRequest
 from .engine.tools.contract import ToolContext
 from .engine.turn.follow_ups import expects_answer
 from .engine.turn.request import Initiator, Persona, TurnRequest
-from .frontend.follow import async_follow_turn
+from .frontend.timeline import async_follow_turn
 from .proactive.briefing import HomeBriefing
 from .proactive.speak import async_speak_for_trigger
 from .runtime import CompanionConfigEntry, add_per_subentry, subentry_device

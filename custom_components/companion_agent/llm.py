@@ -32,7 +32,7 @@ from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers import llm
 from homeassistant.util.json import JsonObjectType, JsonValueType
 
-from .agent.cameras import HassCameras
+from .agent.images import HassCameras
 from .agent.roles import role_choices
 from .const import DOMAIN, SUBENTRY_AI_TASK, SUBENTRY_CONVERSATION
 from .engine.engine import TaskRequest

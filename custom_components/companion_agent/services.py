@@ -22,7 +22,7 @@ from .const import (
     signal_library_reloaded,
 )
 from .memory.services import async_setup_memory_services
-from .proactive.start_chat import async_handle_start_chat
+from .proactive.speak import async_handle_start_chat
 from .repairs import async_sync_load_problems
 from .runtime import loaded_entries
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.companion_agent.engine.audit.log import AuditLog, read_audit
+from custom_components.companion_agent.engine.audit import AuditLog, read_audit
 from custom_components.companion_agent.engine.events import (
     SentenceOutput,
     TextDelta,

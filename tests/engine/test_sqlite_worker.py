@@ -8,8 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from custom_components.companion_agent.engine.memory.outbox.outbox import MemoryOutbox
-from custom_components.companion_agent.engine.memory.outbox.outbox_file import OutboxFile
+from custom_components.companion_agent.engine.memory.outbox.outbox import MemoryOutbox, OutboxFile
 from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from tests.support.exchanges import open_exchanges
 

@@ -32,7 +32,7 @@ from custom_components.companion_agent.const import (
     EVENT_CONFIRMATION,
     SUBENTRY_AI_TASK,
 )
-from custom_components.companion_agent.engine.audit.log import read_audit
+from custom_components.companion_agent.engine.audit import read_audit
 from custom_components.companion_agent.engine.engine import AUDIT_FILE
 from tests.ha.assist_turns import ask
 from tests.ha.card_sessions import UNLOCK, Card, demo_lock, user_token

@@ -8,7 +8,7 @@ import pytest
 from homeassistant.core import HomeAssistant
 
 from custom_components.companion_agent.agent.guard_rules import DEFAULT_RULES
-from custom_components.companion_agent.proactive.request import SPEAKER_ENTITY
+from custom_components.companion_agent.proactive.speak import SPEAKER_ENTITY
 from tests.ha.entries import SetupCompanion
 
 

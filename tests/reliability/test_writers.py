@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.companion_agent.engine.audit.log import AuditLog, read_audit, scan_audit
+from custom_components.companion_agent.engine.audit import AuditLog, read_audit, scan_audit
 from custom_components.companion_agent.engine.messages import AssistantMessage
 from custom_components.companion_agent.engine.turn.exchanges import ExchangeStore, LegacyFolders
 from custom_components.companion_agent.engine.turn.history import file_name

@@ -37,7 +37,7 @@ from ..engine.tools.contract import Policy, ToolContext, ToolSpec
 from ..engine.tools.holding import HoldingHint
 from ..engine.tools.registry import Tool
 from ..engine.vision import CAMERA_TOOL
-from .cameras import CAMERA_DOMAIN
+from .images import CAMERA_DOMAIN
 from .tool_schemas import OPEN_OBJECT, SchemaConversionError, json_schema
 
 ENTITY_SLOTS = ("name", "area", "floor", "domain", "device_class")

@@ -1,9 +1,14 @@
-"""Images from HA (camera snapshots, AI task attachments) made fit for a model.
+"""Images from HA for a model: camera snapshots (the cameras exposed to Assist) and attachments.
 
-An image the engine's bounds take is passed as it is. Any other (too many pixels or bytes,
-or a type the engine does not take) is shrunk with Pillow (which Home Assistant ships) in
-the executor, to JPEG within the bounds. What Pillow cannot read is refused, as is a
-picture so large that decoding it would be a danger.
+The companion sees a camera only when it is exposed to Assist (the conversation agents'
+exposure, as HA's own tools check it). A snapshot comes from ``camera.async_get_image``
+within the engine's snapshot wait (``HassCameras``); an AI task's attachment is read from
+its file, bounded.
+
+Either is made fit for a model: an image the engine's bounds take is passed as it is. Any
+other (too many pixels or bytes, or a type the engine does not take) is shrunk with Pillow
+(which Home Assistant ships) in the executor, to JPEG within the bounds. What Pillow cannot
+read is refused, as is a picture so large that decoding it would be a danger.
 """
 
 from __future__ import annotations
@@ -11,12 +16,16 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
+from homeassistant.components.homeassistant.exposed_entities import async_should_expose
 from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
 from PIL import Image, UnidentifiedImageError
 
-from ..engine.errors import ImageRefusedError
-from ..engine.vision import ImageBounds, ImagePart, checked_image
+from ..engine.errors import ImageRefusedError, ToolValidationError, VisionError
+from ..engine.vision import SNAPSHOT_TIMEOUT, Camera, ImageBounds, ImagePart, checked_image
 
+CAMERA_DOMAIN = "camera"
 MAX_FILE_BYTES = 25_000_000
 """An attachment larger than this is not read at all."""
 MAX_DECODED_PIXELS = 50_000_000
@@ -75,3 +84,38 @@ def _read_bounded(path: Path, source: str) -> bytes:
     if len(data) > MAX_FILE_BYTES:
         raise ImageRefusedError(f"{source} is larger than {MAX_FILE_BYTES} bytes", source=source)
     return data
+
+
+# HA's cameras as the engine's camera source.
+class HassCameras:
+    """The cameras one turn may look through: the ones exposed to Assist."""
+
+    def __init__(self, hass: HomeAssistant) -> None:
+        """Bind to HA."""
+        self.hass = hass
+
+    def cameras(self) -> list[Camera]:
+        """Return the exposed cameras, by entity id, with their names."""
+        return [
+            Camera(camera_id=state.entity_id, name=state.name)
+            for state in self.hass.states.async_all(CAMERA_DOMAIN)
+            if async_should_expose(self.hass, CONVERSATION_DOMAIN, state.entity_id)
+        ]
+
+    async def snapshot(self, camera_id: str, bounds: ImageBounds) -> ImagePart:
+        """Return a snapshot of an exposed camera, fit to ``bounds``."""
+        if not camera_id.startswith(f"{CAMERA_DOMAIN}.") or not async_should_expose(
+            self.hass, CONVERSATION_DOMAIN, camera_id
+        ):
+            raise ToolValidationError(f"{camera_id} is not a camera exposed to Assist")
+        # HA's camera needs PyTurboJPEG, installed once a camera integration is set up:
+        # imported here, where a camera exists, never when the integration loads.
+        from homeassistant.components import camera  # noqa: PLC0415
+
+        try:
+            image = await camera.async_get_image(
+                self.hass, camera_id, timeout=int(SNAPSHOT_TIMEOUT)
+            )
+        except HomeAssistantError as err:
+            raise VisionError(f"the camera {camera_id} gave no snapshot: {err}") from err
+        return await async_fit_image(self.hass, image.content, camera_id, bounds)

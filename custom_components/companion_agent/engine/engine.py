@@ -22,7 +22,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 
-from .audit.log import AuditLog, AuditSinks
+from .audit import AuditLog, AuditSinks
 from .errors import CompanionError
 from .guard.confirmations import (
     UNRUN_REASONS,

@@ -1,4 +1,9 @@
-"""A turn's card events in the order, and at the time, they are heard.
+"""A turn's card events in the order, and at the time, they are heard; which turns cards follow.
+
+The cards follow a person's turn (``async_follow_turn``) and one the home began
+(``async_follow_proactive``), each through a ``TurnTimeline`` for the persona's cards, with
+the voice that speaks it (when it is ours, its sentences go out as they are heard) and the
+satellite that plays it.
 
 Sentences reach the card as they are spoken, not as they are written. A turn that one of
 our voices speaks (the Assist pipeline's TTS is ours: ``tts.async_pipeline_voice``) waits
@@ -20,16 +25,20 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 
 from homeassistant.components.assist_satellite.entity import AssistSatelliteState
+from homeassistant.components.conversation import ConversationInput
 from homeassistant.core import (
     CALLBACK_TYPE,
     Event,
     EventStateChangedData,
     HomeAssistant,
     callback,
+    split_entity_id,
 )
+from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.dispatcher import async_dispatcher_connect
 from homeassistant.helpers.event import async_track_state_change_event
 
+from ..const import DOMAIN
 from ..engine.events import OutputItem, SentenceOutput, ToolCallEvent, TurnResult
 from ..engine.turn.handle import Turn
 from ..voice.sentence_timing import SpokenReport, signal_spoken, speech_key
@@ -271,3 +280,54 @@ class TurnTimeline:
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()
+
+
+# Which turns the cards follow.
+@callback
+def async_follow_turn(
+    hass: HomeAssistant,
+    persona_id: str,
+    user_input: ConversationInput,
+    turn: Turn,
+    *,
+    voice: str | None,
+    emotions: frozenset[str],
+) -> AsyncIterator[OutputItem]:
+    """Return the turn's items, followed for the persona's cards on their way.
+
+    ``voice``: our TTS entity the turn's pipeline speaks with (``tts.async_pipeline_voice``).
+    """
+    audience = TurnAudience(
+        persona_id=persona_id,
+        user_id=user_input.context.user_id,
+        emotions=emotions,
+        voice=voice,
+        satellite=user_input.satellite_id,
+    )
+    return TurnTimeline(hass, audience, turn).items(turn.items())
+
+
+@callback
+def async_follow_proactive(
+    hass: HomeAssistant,
+    persona_id: str,
+    turn: Turn,
+    tts_engine: str,
+    target: str,
+    *,
+    emotions: frozenset[str],
+) -> AsyncIterator[OutputItem]:
+    """Return a turn the home began (no person: everyone's), followed for the cards.
+
+    ``tts_engine`` speaks it (heard when it is one of our voices); ``target`` plays it.
+    """
+    registered = er.async_get(hass).async_get(tts_engine)
+    ours = registered is not None and registered.platform == DOMAIN
+    audience = TurnAudience(
+        persona_id=persona_id,
+        user_id=None,
+        emotions=emotions,
+        voice=tts_engine if ours else None,
+        satellite=target if split_entity_id(target)[0] == "assist_satellite" else None,
+    )
+    return TurnTimeline(hass, audience, turn).items(turn.items())

@@ -3,21 +3,42 @@
 A persona is named by its conversation entity (or its id: a persona that was removed can
 still be forgotten by it), a person by their ``person`` entity (its HA user); without a
 person a memory belongs to the household. Every write says where it came from: the caller
-(``service``), or an automation or script (``automation``). Errors are translated. Who may
-act on whose memories is ``memory_access``'s: a non-admin user only on their own and the
-household's. What export answers is ``memory_export``'s.
+(``service``), or an automation or script (``automation``). Errors are translated.
+
+**Who may act on whose memories.** An automation or script (no user in the call's context)
+and an HA administrator may act on every person's memories. A signed-in user who is not an
+administrator acts only on their own memories and on the household's shared ones:
+remembering, exporting, forgetting or rolling back another person's memories raises
+``Unauthorized``, as does forgetting a whole persona.
+
+**What export answers**: records and graph facts as data, newest first, one page at a time
+(``offset``, ``limit``: 100 by default, at most 500): the memories (replaced conclusions
+included), the graph's entities and relations, each with its id (what ``forget`` takes),
+when it was said and where it came from (``provenance``: who, on which device, in which
+conversation, from which ``statement`` — forgetting a memory forgets what its statement
+left —, and ``via``: ``turn``, ``instruction``, ``service``, ``automation``, ``todo``,
+``tool``, ``summary``), how many of each there are in all (``total``), and the
+``next_offset`` (None on the last page).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from functools import partial
 
 import voluptuous as vol
+from homeassistant.auth.permissions.const import POLICY_CONTROL, POLICY_READ
 from homeassistant.core import HomeAssistant, ServiceCall, ServiceResponse, SupportsResponse
-from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
+from homeassistant.exceptions import (
+    HomeAssistantError,
+    ServiceValidationError,
+    Unauthorized,
+    UnknownUser,
+)
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.dispatcher import async_dispatcher_send
+from homeassistant.util.json import JsonObjectType
 
 from ..const import (
     DOMAIN,
@@ -29,11 +50,23 @@ from ..const import (
     signal_memory_changed,
 )
 from ..engine.errors import MemoryInputError
-from ..engine.memory import HOUSEHOLD, MAX_PAGE, CompanionMemory, Forget, MemoryScope, Provenance
+from ..engine.memory import (
+    HOUSEHOLD,
+    MAX_PAGE,
+    CompanionMemory,
+    Forget,
+    GraphItem,
+    MemoryRecord,
+    MemoryScope,
+    Provenance,
+    dump_provenance,
+)
 from ..runtime import CompanionConfigEntry, loaded_entries
-from .access import async_caller_owner, async_may_touch, check_admin, check_owner
-from .export import DEFAULT_PAGE, MAX_OFFSET, async_export_page, async_export_scopes, record_data
 
+DEFAULT_PAGE = 100
+MAX_OFFSET = 1_000_000
+"""The furthest an export page may start (the service refuses more)."""
+MAX_PAGES = 200
 PERSONA = vol.All(cv.string, vol.Length(min=1, max=255))
 """A persona's conversation entity id, or the persona's (sub-entry) id."""
 
@@ -276,3 +309,150 @@ def async_setup_memory_services(hass: HomeAssistant) -> None:
         ),
         supports_response=SupportsResponse.ONLY,
     )
+
+
+# Who may use the memory services on whose memories.
+async def async_caller_owner(hass: HomeAssistant, call: ServiceCall) -> str | None:
+    """Return the owner a non-admin caller is limited to (``user:<id>``); None: no limit."""
+    user_id = call.context.user_id
+    if user_id is None:
+        return None
+    user = await hass.auth.async_get_user(user_id)
+    if user is None:
+        raise UnknownUser(context=call.context)
+    if user.is_admin:
+        return None
+    return f"user:{user.id}"
+
+
+def check_owner(call: ServiceCall, limit: str | None, owner: str, *, read: bool = False) -> None:
+    """Raise ``Unauthorized`` unless a caller limited to ``limit`` may use ``owner``'s."""
+    if limit is not None and owner not in (limit, HOUSEHOLD):
+        raise Unauthorized(context=call.context, permission=POLICY_READ if read else POLICY_CONTROL)
+
+
+def check_admin(call: ServiceCall, limit: str | None) -> None:
+    """Raise ``Unauthorized`` unless the caller may act on everyone's memories."""
+    if limit is not None:
+        raise Unauthorized(context=call.context, permission=POLICY_CONTROL)
+
+
+async def async_may_touch(
+    memory: CompanionMemory, persona_ids: Iterable[str], limit: str | None, record_id: str
+) -> bool:
+    """Say whether a caller limited to ``limit`` may touch record ``record_id`` in ``memory``.
+
+    Without a limit, yes. With one, only when the record (or graph entity or relation) is
+    one of the caller's own or the household's (of these personas).
+    """
+    if limit is None:
+        return True
+    ids = set(persona_ids)
+    if not record_id.startswith(("rel-", "ent-")):
+        record = await memory.get(record_id)
+        return (
+            record is not None
+            and record.scope.agent_id in ids
+            and (record.scope.owner in (limit, HOUSEHOLD))
+        )
+    environment = memory.settings.environment
+    scopes = [
+        MemoryScope(agent_id=persona_id, owner=owner, environment=environment)
+        for persona_id in ids
+        for owner in (limit, HOUSEHOLD)
+    ]
+    for page in range(MAX_PAGES):  # the graph's ids are hashes: look through its pages
+        _, graph = await memory.export(scopes, offset=page * MAX_PAGE, limit=MAX_PAGE)
+        if any(item.id == record_id for item in (*graph.entities, *graph.relations)):
+            return True
+        if not graph.entities and not graph.relations:
+            return False
+    return False
+
+
+# What export answers.
+def provenance_data(provenance: Provenance) -> JsonObjectType:
+    """Return a provenance as service response data."""
+    return dict(dump_provenance(provenance))
+
+
+def record_data(record: MemoryRecord) -> JsonObjectType:
+    """Return a record as service response data."""
+    return {
+        "id": record.id,
+        "persona": record.scope.agent_id,
+        "owner": record.scope.owner,
+        "kind": record.kind,
+        "topic": record.topic,
+        "text": record.text,
+        "source": record.source,
+        "created_at": record.created_at.isoformat(),
+        "valid_from": record.valid_from.isoformat(),
+        "valid_until": record.valid_until.isoformat() if record.valid_until else None,
+        "superseded_by": record.superseded_by,
+        "provenance": provenance_data(record.provenance),
+    }
+
+
+def graph_data(item: GraphItem) -> JsonObjectType:
+    """Return an exported entity or relation as service response data."""
+    data: JsonObjectType = {
+        "id": item.id,
+        "persona": item.scope.agent_id,
+        "owner": item.scope.owner,
+        "source": item.source,
+        "said_at": item.at.isoformat() if item.at else None,
+        "provenance": provenance_data(item.provenance),
+    }
+    if item.relation is None:
+        data["name"] = item.name
+    else:
+        data["subject"] = item.relation.subject
+        data["predicate"] = item.relation.predicate
+        data["object"] = item.relation.object
+    return data
+
+
+async def async_export_page(
+    memory: CompanionMemory, scopes: Sequence[MemoryScope], offset: int, limit: int
+) -> JsonObjectType:
+    """Return one export page of ``scopes``: memories, entities and relations, newest first."""
+    limit = max(1, min(limit, MAX_PAGE))
+    page, graph = await memory.export(scopes, offset=offset, limit=limit)
+    totals = (page.total, graph.total_entities, graph.total_relations)
+    return {
+        "memories": [record_data(record) for record in page.records],
+        "entities": [graph_data(item) for item in graph.entities],
+        "relations": [graph_data(item) for item in graph.relations],
+        "total": {"memories": totals[0], "entities": totals[1], "relations": totals[2]},
+        "offset": offset,
+        "limit": limit,
+        "next_offset": offset + limit if any(total > offset + limit for total in totals) else None,
+    }
+
+
+async def async_export_scopes(
+    hass: HomeAssistant,
+    call: ServiceCall,
+    memory: CompanionMemory,
+    persona_id: str,
+    *,
+    owner: str | None,
+    limit: str | None,
+) -> list[MemoryScope]:
+    """Return the scopes to export: one owner's, else the household's and every user's.
+
+    A caller limited to their own memories gets, without a person, their own and the
+    household's; another person's are refused.
+    """
+    environment = memory.settings.environment
+    if owner is not None:
+        owners = [owner]
+    elif limit is not None:
+        owners = [HOUSEHOLD, limit]
+    else:
+        users = await hass.auth.async_get_users()
+        owners = [HOUSEHOLD, *(f"user:{user.id}" for user in users)]
+    for one in owners:
+        check_owner(call, limit, one, read=True)
+    return [MemoryScope(agent_id=persona_id, owner=o, environment=environment) for o in owners]

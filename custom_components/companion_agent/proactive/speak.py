@@ -1,5 +1,11 @@
 """``start_chat``: the companion speaks first, on a satellite or a media player, as it writes.
 
+A proactive chat is who speaks (a persona, found by its conversation entity or sub-entry
+id), where (``ChatRequest.targets``: Assist satellites and media players), what to do (the
+home's instruction, or a topic, or a friendly start) and who asked (the
+``companion_agent.start_chat`` action, ``async_handle_start_chat``, or a trigger plugin);
+what each device heard comes back as a ``Chat``.
+
 The turn runs from the home's instruction (stored as a proactive turn, never as the person's
 words). Its speech text streams into one of HA's TTS result streams as the model writes, and
 that stream's URL is what the device plays, so the first sentence is heard before the model
@@ -15,35 +21,86 @@ that cannot play it is an error; the turn is stopped and stored as ``failed``.
 from __future__ import annotations
 
 import asyncio
+import re
+import unicodedata
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from homeassistant.components import tts
 from homeassistant.components.assist_satellite import AssistSatelliteEntityFeature
 from homeassistant.components.media_player.browse_media import async_process_play_media_url
 from homeassistant.components.media_player.const import MediaPlayerEntityFeature
 from homeassistant.const import ATTR_ENTITY_ID, ATTR_SUPPORTED_FEATURES
-from homeassistant.core import HomeAssistant, callback, split_entity_id
+from homeassistant.core import (
+    HomeAssistant,
+    ServiceCall,
+    ServiceResponse,
+    callback,
+    split_entity_id,
+)
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.helpers import entity_registry as er
 
-from ..const import DOMAIN, EVENT_SPOKE, LOGGER
+from ..compat import async_get_entity
+from ..const import DOMAIN, EVENT_SPOKE, LOGGER, SUBENTRY_CONVERSATION
 from ..engine.events import Heard, OutputItem, SentenceOutput, TurnResult
 from ..engine.plugins import ProactiveRequest
-from ..frontend.follow import async_follow_proactive
-from ..runtime import Speaker
+from ..frontend.timeline import async_follow_proactive
+from ..runtime import Speaker, loaded_entries
 from ..voice.speaking import speaking_turn
-from .request import (
-    MEDIA_PLAYER,
-    SATELLITE,
-    TARGET_DOMAINS,
-    Chat,
-    ChatRequest,
-    instruction_text,
-)
 from .voice import async_audio_seconds, async_voice_for
 
+DEFAULT_INSTRUCTION = "Start a short, friendly conversation with the person."
+SATELLITE = "assist_satellite"
+MEDIA_PLAYER = "media_player"
+TARGET_DOMAINS = (SATELLITE, MEDIA_PLAYER)
+SPEAKER_ENTITY = re.compile(rf"({'|'.join(TARGET_DOMAINS)})\.[a-z0-9_]+")
+"""The entity id of something that can speak: an Assist satellite or a media player (what
+trigger plugins may name as targets; handed to the engine as the host's rule)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatRequest:
+    """Where to speak, what to do, and who asked (``service`` or a trigger plugin's id)."""
+
+    targets: tuple[str, ...]
+    instruction: str
+    source: str
+    preannounce: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chat:
+    """What one target heard: the turn's trace id, its speech and how it ended."""
+
+    target: str
+    trace_id: str
+    text: str
+    outcome: str
+
+
+def instruction_text(instruction: str | None, topic: str | None) -> str:
+    """Return the instruction a turn runs from: the given one, a topic, or a friendly start.
+
+    Control characters (but line breaks and tabs) become spaces: an automation may template
+    in any text.
+    """
+    parts = [_plain(instruction or "")]
+    if topic and (about := _plain(topic)):
+        parts.append(f"Talk about: {about}")
+    return "\n".join(part for part in parts if part) or DEFAULT_INSTRUCTION
+
+
+def _plain(text: str) -> str:
+    """Return ``text`` stripped, each control character but a line break or tab a space."""
+    return "".join(
+        " " if unicodedata.category(char) == "Cc" and char not in "\n\t" else char for char in text
+    ).strip()
+
+
+# Speaking first on each target.
 PLAY_TIMEOUT = 300.0
 FOLLOW_UP_PROMPT = (
     "You started this conversation yourself, unasked, following this instruction from the "
@@ -281,3 +338,47 @@ def _features(hass: HomeAssistant, entity_id: str) -> int:
     """Return the supported features an entity states."""
     state = hass.states.get(entity_id)
     return int(state.attributes.get(ATTR_SUPPORTED_FEATURES, 0)) if state is not None else 0
+
+
+# The ``companion_agent.start_chat`` action.
+async def async_handle_start_chat(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
+    """Run the ``start_chat`` service: speak as the persona on every target."""
+    speaker = async_find_speaker(hass, call.data.get("persona") or None)
+    request = ChatRequest(
+        targets=tuple(call.data["targets"]),
+        instruction=instruction_text(call.data.get("instruction"), call.data.get("topic")),
+        source="service",
+        preannounce=call.data["preannounce"],
+    )
+    chats = await async_start_chat(hass, speaker, request)
+    return {
+        "chats": [
+            {"target": c.target, "trace_id": c.trace_id, "text": c.text, "outcome": c.outcome}
+            for c in chats
+        ]
+    }
+
+
+@callback
+def async_find_speaker(hass: HomeAssistant, persona: str | None) -> Speaker:
+    """Return the persona by conversation entity or subentry id; None picks the first one."""
+    registry = er.async_get(hass)
+    for entry in loaded_entries(hass):
+        agents = {
+            e.config_subentry_id: e.entity_id
+            for e in er.async_entries_for_config_entry(registry, entry.entry_id)
+            if e.domain == "conversation"
+        }
+        for subentry in entry.subentries.values():
+            entity_id = agents.get(subentry.subentry_id)
+            if subentry.subentry_type != SUBENTRY_CONVERSATION or entity_id is None:
+                continue
+            if persona not in (None, entity_id, subentry.subentry_id):
+                continue
+            if (entity := async_get_entity(hass, entity_id)) is not None:
+                return cast(Speaker, entity)
+    raise ServiceValidationError(
+        translation_domain=DOMAIN,
+        translation_key="unknown_persona",
+        translation_placeholders={"persona": persona or ""},
+    )

@@ -55,7 +55,7 @@ from custom_components.companion_agent.engine.memory.stores.neo4j.graph import (
 )
 from custom_components.companion_agent.engine.memory.stores.sqlite.store import EmbeddedStore
 from custom_components.companion_agent.engine.plugins.plugin import TurnContext
-from custom_components.companion_agent.engine.sqlite.worker import SQLiteWorker
+from custom_components.companion_agent.engine.sqlite import SQLiteWorker
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
 from tests.engine.memory import every_record
 from tests.engine.memory.conftest import make_memory

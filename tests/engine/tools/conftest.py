@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from custom_components.companion_agent.agent.guard_rules import DEFAULT_RULES
-from custom_components.companion_agent.engine.audit.log import AuditLog, AuditSinks, read_audit
+from custom_components.companion_agent.engine.audit import AuditLog, AuditSinks, read_audit
 from custom_components.companion_agent.engine.guard.confirmations import Confirmations
 from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
 from custom_components.companion_agent.engine.guard.policy import GuardPolicy, Target

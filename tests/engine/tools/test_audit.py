@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.companion_agent.engine.audit import log as audit_module
-from custom_components.companion_agent.engine.audit import record as record_module
-from custom_components.companion_agent.engine.audit.log import (
+from custom_components.companion_agent.engine import audit as audit_module
+from custom_components.companion_agent.engine.audit import (
     AuditLog,
     AuditRecord,
     read_audit,
@@ -139,7 +138,7 @@ async def test_unparsable_arguments_are_kept_scrubbed(tmp_path: Path) -> None:
     [line] = read_audit(log.path)
     raw = obj(line["call"])["arguments"]
     assert isinstance(raw, str)
-    assert len(raw) <= record_module.MAX_RAW_CHARS
+    assert len(raw) <= audit_module.MAX_RAW_CHARS
     assert "sk-abcdefghij" not in raw
 
 

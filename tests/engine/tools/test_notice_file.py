@@ -7,15 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.companion_agent.engine.guard.confirmations.notice_file import (
+from custom_components.companion_agent.engine.guard.confirmations.notices import (
     MAX_KEPT_NOTICES,
     MAX_NOTICE_CHARS,
+    ConfirmationNotice,
     KeptNotices,
     read_kept,
     write_kept,
-)
-from custom_components.companion_agent.engine.guard.confirmations.notices import (
-    ConfirmationNotice,
 )
 from custom_components.companion_agent.engine.guard.confirmations.tokens import ClosedToken
 

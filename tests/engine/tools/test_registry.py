@@ -18,14 +18,14 @@ from custom_components.companion_agent.engine.tools.contract import (
     ToolContext,
     ToolOutcome,
     ToolSpec,
+    normalise_result,
 )
 from custom_components.companion_agent.engine.tools.registry import (
     TOOL_RETRY,
     Tool,
     ToolRegistry,
+    strict_schema,
 )
-from custom_components.companion_agent.engine.tools.results import normalise_result
-from custom_components.companion_agent.engine.tools.schema import strict_schema
 
 from .conftest import CTX, call, obj
 

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ..audit.record import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
+from ..audit import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
 from ..chars import clean_text
 from ..errors import ToolError, ToolValidationError
 from ..json_types import JSONObject
@@ -25,10 +25,11 @@ from ..tools.contract import (
     ToolSpec,
     ToolSuccess,
     canonical_arguments,
+    compact_json,
+    json_or_text,
 )
 from ..tools.idempotency import IdempotencyCache, idempotency_key
 from ..tools.registry import RunReport, Tool, ToolRegistry, failure
-from ..tools.results import compact_json, json_or_text
 from .confirmations.held_calls import Confirmations
 from .confirmations.tokens import ConfirmationToken
 from .policy import (

@@ -14,7 +14,7 @@ import json
 import re
 
 from ..json_types import JSONValue
-from ..tools.results import json_or_text
+from ..tools.contract import json_or_text
 
 MAX_REPAIR_CHARS = 20_000
 """Longer arguments are taken as they are: nothing is rewritten at that size."""

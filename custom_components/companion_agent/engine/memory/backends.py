@@ -23,10 +23,9 @@ from ..llm.roles import BackgroundModels
 from ..retry import NO_RETRY
 from ..turn.exchanges import ExchangeStore
 from .answers import JsonAnswers
-from .backend_check import BackendCheck
 from .companion import CompanionMemory, MemorySettings
 from .embeddings import EmbeddingSettings, OpenAIEmbedder
-from .models import GraphStore, MemoryStore
+from .models import BackendCheck, GraphStore, MemoryStore
 from .outbox.outbox import MemoryOutbox
 from .stores.mem0.setup import MEM0_REQUIREMENTS, Mem0Settings
 from .stores.mem0.store import Mem0Store

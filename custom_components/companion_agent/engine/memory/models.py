@@ -1,4 +1,4 @@
-"""The memory protocol every backend implements, and the records and pages that cross it.
+"""The memory protocol every backend implements, the records and pages that cross it, its check.
 
 **Who remembers what.** Every record belongs to a ``MemoryScope``: the persona
 (``agent_id``), the owner — one person (``user:<HA user id>``) or the ``household`` when a
@@ -20,6 +20,9 @@ and every later write dated at or before it is refused (see ``tombstones``).
 (``page_bounds``: at most ``MAX_PAGE`` a page, newest first, with totals), so the newest are
 always reachable and a page stays bounded.
 
+**Checks.** A backend's ``check()`` answers a ``BackendCheck``: whether it answered and,
+if not, the form error key a host's setup form shows.
+
 Every backend bounds what it returns (``MemoryQuery.limit``, at most ``MAX_LIMIT``), takes
 and returns only these types, and is safe to call from the event loop (blocking work runs
 off it).
@@ -32,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, Protocol
 
-from ..errors import MemoryInputError
+from ..errors import MemoryBackendError, MemoryBackendProblem, MemoryInputError, MemoryStoreError
 from ..turn.exchanges import HOUSEHOLD, owner_of
 from .provenance import Provenance
 
@@ -313,6 +316,29 @@ class GraphStore(Protocol):
     async def close(self) -> None:
         """Release connections."""
         ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackendCheck:
+    """Whether a backend answered; ``problem`` (None when it did) is a form's error key."""
+
+    backend: str
+    problem: MemoryBackendProblem | None = None
+    detail: str = ""
+    """What went wrong, for a log line (never a secret)."""
+
+    @property
+    def ok(self) -> bool:
+        """Return whether the backend answered and accepted the credentials."""
+        return self.problem is None
+
+    @classmethod
+    def failed(cls, err: MemoryStoreError, backend: str = "") -> BackendCheck:
+        """Return the check that ``err`` ended (a store error of ``backend``'s, if not its own)."""
+        if isinstance(err, MemoryBackendError):
+            return cls(backend=err.backend, problem=err.problem, detail=str(err))
+        problem: MemoryBackendProblem = "cannot_connect" if err.retryable else "failed"
+        return cls(backend=backend, problem=problem, detail=str(err))
 
 
 def bounded(limit: int) -> int:

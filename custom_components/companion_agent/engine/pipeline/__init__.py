@@ -30,11 +30,18 @@ from ..events import SentenceOutput, TextDelta
 from .action_tags import ActionTags
 from .actions_extractor import actions_extractor
 from .boundaries import BoundaryScanner
-from .config import DEFAULT_CONFIG, FIRST_CLAUSE_CUT, PipelineConfig, speech_config
 from .display_processor import display_processor
 from .first_guess import first_guesses
 from .sentence_divider import sentence_divider
-from .stage import Stage, StageFunction, chain
+from .stage import (
+    DEFAULT_CONFIG,
+    FIRST_CLAUSE_CUT,
+    PipelineConfig,
+    Stage,
+    StageFunction,
+    chain,
+    speech_config,
+)
 from .tts_filter import join_speech, speakable, tts_filter
 
 __all__ = [

@@ -9,7 +9,7 @@ the next sentence, since a tag sets the mood of what follows. Actions still wait
 non-text item (a tool call) or the end of the stream arrives are sent as one
 ``SentenceOutput`` with empty texts, so no action is ever lost.
 
-Text deltas: cleaned at token level by ``TagStream`` (``tag_stream.py``), so the display
+Text deltas: cleaned at token level by ``TagStream`` (``action_tags.py``), so the display
 streams while the reply does: the deltas' ``text`` joins to the sentences' ``display_text``
 and their ``model_text`` to the model text that came in. Held text goes out before each
 sentence it belongs to and before any non-text item.
@@ -20,10 +20,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from ..events import OutputItem, SentenceOutput, TextDelta, ThinkingDelta
-from .action_tags import ActionTags
-from .config import DEFAULT_CONFIG, PipelineConfig
-from .stage import Stage
-from .tag_stream import TagStream
+from .action_tags import ActionTags, TagStream
+from .stage import DEFAULT_CONFIG, PipelineConfig, Stage
 
 __all__ = ["ActionTags", "actions_extractor"]
 

@@ -54,7 +54,6 @@ import re
 from typing import Literal
 
 from ..chars import is_extender, is_wide
-from .config import DEFAULT_CONFIG, PipelineConfig
 from .marks import (
     CLOSERS,
     DOTS,
@@ -70,6 +69,7 @@ from .marks import (
     starts_sentence,
     trails,
 )
+from .stage import DEFAULT_CONFIG, PipelineConfig
 
 _TAG_REACH = 32
 _SPECIAL = re.escape(TERMINATORS + "".join(PAIRS) + "".join(CLOSERS) + NEWLINES)

@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from ..events import OutputItem, ThinkingDelta
-from .config import DEFAULT_CONFIG, PipelineConfig
-from .stage import Stage
+from .stage import DEFAULT_CONFIG, PipelineConfig, Stage
 
 
 def display_processor(config: PipelineConfig = DEFAULT_CONFIG) -> Stage:

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable
 
 from ..events import OutputItem, SentenceOutput, TextDelta, ThinkingDelta
 from .boundaries import BoundaryScanner
-from .config import PipelineConfig
+from .stage import PipelineConfig
 
 type Pipeline = Callable[[AsyncIterator[OutputItem]], AsyncIterator[OutputItem]]
 """A fresh output pipeline (stages keep state: one per run)."""

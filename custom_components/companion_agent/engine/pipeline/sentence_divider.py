@@ -25,8 +25,7 @@ from collections.abc import AsyncIterator
 
 from ..events import OutputItem, SentenceOutput, TextDelta, ThinkingDelta
 from .boundaries import BoundaryScanner
-from .config import DEFAULT_CONFIG, PipelineConfig
-from .stage import Stage
+from .stage import DEFAULT_CONFIG, PipelineConfig, Stage
 
 
 def _sentence(text: str) -> SentenceOutput:

@@ -26,8 +26,7 @@ from collections.abc import AsyncIterator, Iterable
 
 from ..chars import is_han, is_hangul, is_kana
 from ..events import OutputItem, SentenceOutput
-from .config import DEFAULT_CONFIG, PipelineConfig
-from .stage import Stage
+from .stage import DEFAULT_CONFIG, PipelineConfig, Stage
 
 _IMAGE = re.compile(r"!\[([^\]\n]*)\]\([^)\n]*\)")
 _LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*\)")

@@ -1,10 +1,9 @@
 """Plugins and profiles: plugin types, plugin.toml loader, profile TOML, hook manager."""
 
 from ..llm.roles import ModelChoice
-from .active import PluginSet
+from .active import Library, PluginSet, load_library
 from .config import ConfigValue, PluginConfig
 from .hooks import HookManager
-from .library import Library, load_library
 from .loader import LoadProblem, PluginCatalog, builtin_roots, load_plugins
 from .manifest import PluginManifest
 from .plugin import (

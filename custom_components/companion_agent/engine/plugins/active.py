@@ -1,4 +1,9 @@
-"""``PluginSet``: the plugins one profile enables, built for one host and ready to use."""
+"""The plugins a host loads and uses: the ``Library`` of plugins and profiles, the ``PluginSet``.
+
+``load_library`` loads the plugin catalog and the profiles from the same roots, the one call a
+host makes; ``Library.activate`` builds the ``PluginSet`` one profile enables, for one host and
+ready to use.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import ConfigFileError
 from ..events import OutputItem
 from ..tools.registry import Tool
 from .hooks import HookManager
-from .loader import LoadedPlugin, LoadProblem, PluginCatalog
+from .loader import LoadedPlugin, LoadProblem, PluginCatalog, load_plugins
 from .plugin import (
     HookPlugin,
     HostServices,
@@ -23,7 +29,7 @@ from .plugin import (
     TransformerPlugin,
     TriggerPlugin,
 )
-from .profiles import EnabledPlugin, Profile
+from .profiles import EnabledPlugin, Profile, ProfileLibrary
 
 LOGGER = logging.getLogger(__name__)
 
@@ -252,3 +258,30 @@ async def _guarded(
         LOGGER.warning("Transformer %s failed; bypassing it", plugin.plugin_id, exc_info=True)
         async for item in tap:
             yield item
+
+
+# The library: plugins and profiles loaded together.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Library:
+    """The plugin catalog and the profile snapshots loaded from the same roots."""
+
+    catalog: PluginCatalog = field(default_factory=PluginCatalog)
+    profiles: ProfileLibrary = field(default_factory=ProfileLibrary)
+
+    @property
+    def problems(self) -> tuple[LoadProblem, ...]:
+        """Return every plugin and profile problem, for the host's repair issues."""
+        return (*self.catalog.problems, *self.profiles.problems)
+
+    def activate(self, profile: Profile, host: HostServices) -> PluginSet:
+        """Build the plugins ``profile`` enables; check ``problems`` on the result too."""
+        return PluginSet.build(self.catalog, profile, host)
+
+
+def load_library(roots: Sequence[Path], previous: Library | None = None) -> Library:
+    """Load plugins, then profiles, from ``roots``; blocking; ``previous`` keeps last good ones."""
+    catalog = load_plugins(roots)
+    base = ProfileLibrary(roots=tuple(roots))
+    if previous is not None:
+        base = ProfileLibrary(roots=tuple(roots), profiles=previous.profiles.profiles)
+    return Library(catalog=catalog, profiles=base.reload(catalog))

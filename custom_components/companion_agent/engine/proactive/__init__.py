@@ -1,14 +1,15 @@
 """Speaking first: mood, quiet hours, presence and rate limits, and what the host must supply."""
 
 from .host import Presence, PresenceProbe, StateChange, StateListener, StateWatcher
-from .mood import MoodScore, valence
 from .policy import (
     Decision,
+    MoodScore,
     ProactivePolicy,
     QuietHours,
     QuietHoursError,
     SpeakingLimit,
     bad_speaker,
+    valence,
 )
 
 __all__ = [

@@ -14,8 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
-from .contract import ToolOutcome
-from .results import failure
+from .contract import ToolOutcome, failure
 
 DEFAULT_WINDOW = 30 * 60.0
 DEFAULT_MAX_ENTRIES = 512

@@ -12,7 +12,7 @@ from ..events import SpeechCut, TurnOutcome
 from ..json_types import JSONObject, JSONValue
 from ..messages import AssistantMessage, ChatMessage, ToolCallRequest, ToolMessage
 from ..redaction import redact, scrub_text
-from ..tools.results import truncate
+from ..tools.contract import truncate
 
 _IMAGE = re.compile(
     r"data:image/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/=]+|!\[[^\]\n]{0,200}\]\([^)\s]{0,2000}\)"

@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 
-from ..audit.record import AuditRecord, CallOutcome
+from ..audit import AuditRecord, CallOutcome
 from ..events import TurnResult
 from ..json_types import JSONObject
 

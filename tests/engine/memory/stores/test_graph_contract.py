@@ -11,7 +11,7 @@ from custom_components.companion_agent.engine.memory.models import (
     Relation,
 )
 from custom_components.companion_agent.engine.memory.provenance import Provenance
-from custom_components.companion_agent.engine.memory.stores.graph_names import MAX_STATEMENTS
+from custom_components.companion_agent.engine.memory.stores.inputs import MAX_STATEMENTS
 from tests.engine.memory import ANNA, BEN, HOME
 
 OTHER_PERSONA = MemoryScope.for_turn("sage", "anna")

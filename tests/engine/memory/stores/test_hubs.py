@@ -17,7 +17,7 @@ from custom_components.companion_agent.engine.memory.models import (
     MemoryScope,
     NewMemory,
 )
-from custom_components.companion_agent.engine.memory.stores.sqlite import hubs, vectors
+from custom_components.companion_agent.engine.memory.stores.sqlite import vectors
 from custom_components.companion_agent.engine.memory.stores.sqlite.store import (
     EmbeddedStore,
     SearchSettings,
@@ -83,7 +83,7 @@ def test_a_record_near_everything_gives_way_to_the_one_near_the_question() -> No
 
 def test_a_small_scope_is_ranked_by_cosine_alone() -> None:
     """Under MIN_RECORDS a record's neighbours are most of the scope: nothing is taken off."""
-    stored = [*cloud(hubs.MIN_RECORDS - 3), HUB, ANSWER]
+    stored = [*cloud(vectors.MIN_RECORDS - 3), HUB, ANSWER]
     assert ranked(stored, 0.35) == ranked(stored, 0.0)
     assert ranked(stored, 0.35)[0] == 1000
 
@@ -104,25 +104,25 @@ def matrix(stored: list[VectorRow]) -> np.ndarray:
 def test_records_added_later_are_measured_by_the_same_sample_until_the_scope_grows() -> None:
     """New rows are measured by the old sample; a scope grown by a quarter is measured anew."""
     rows = matrix(cloud(400))
-    first = hubs.measure(np, rows[:300])
-    assert len(first.reference) == hubs.REFERENCE
+    first = vectors.measure_hubs(np, rows[:300])
+    assert len(first.reference) == vectors.REFERENCE
     assert 0.5 < float(first.values.mean()) < 1.0
-    grown = hubs.extend(np, first, rows[:320])
+    grown = vectors.extend_hubs(np, first, rows[:320])
     assert np.array_equal(grown.values[:300], first.values)
     assert grown.reference is first.reference
-    again = hubs.measure(np, rows[:320])
+    again = vectors.measure_hubs(np, rows[:320])
     assert not np.array_equal(grown.values, again.values)  # the sample differs, as it may
-    anew = hubs.extend(np, first, rows[:400])
-    assert np.array_equal(anew.values, hubs.measure(np, rows[:400]).values)
+    anew = vectors.extend_hubs(np, first, rows[:400])
+    assert np.array_equal(anew.values, vectors.measure_hubs(np, rows[:400]).values)
 
 
 def test_a_scope_that_held_its_whole_sample_is_measured_anew_as_it_grows() -> None:
     """Under REFERENCE records every record is in the sample: a new one is measured again."""
-    rows = matrix(cloud(hubs.MIN_RECORDS + 10))
-    small = hubs.measure(np, rows[:-20])  # under MIN_RECORDS: no hubness yet
+    rows = matrix(cloud(vectors.MIN_RECORDS + 10))
+    small = vectors.measure_hubs(np, rows[:-20])  # under MIN_RECORDS: no hubness yet
     assert not small.values.any()
-    grown = hubs.extend(np, small, rows)
-    assert np.array_equal(grown.values, hubs.measure(np, rows).values)
+    grown = vectors.extend_hubs(np, small, rows)
+    assert np.array_equal(grown.values, vectors.measure_hubs(np, rows).values)
     assert grown.values.all()
 
 
@@ -183,6 +183,6 @@ async def test_greetings_that_name_someone_give_way_to_what_they_said(
         finally:
             await store.close()
     await embedder.aclose()
-    assert len(texts) >= hubs.MIN_RECORDS
+    assert len(texts) >= vectors.MIN_RECORDS
     assert found[0.0] == 0, found
     assert found[SearchSettings().hubness] >= 2, found

@@ -20,16 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal, NoReturn
 
-from ...audit.record import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
+from ...audit import AuditDecision, AuditRecord, AuditSink, CallOutcome, NullAudit
 from ...errors import ConfirmationRefusedError
 from ...json_types import JSONObject
 from ...messages import ToolCallRequest
 from ...tools.contract import ToolContext, ToolFailure, ToolOutcome, ToolPending
 from .consent import Consent, match_consent
-from .notice_file import KeptNotices
 from .notices import (
     UNRUN_REASONS,
     ConfirmationNotice,
+    KeptNotices,
     NoticeQueue,
     NoticeStatus,
     TurnConfirmations,

@@ -25,7 +25,7 @@ from typing import cast
 from ...json_types import JSONObject, JSONValue
 from ..models import GraphFacts, MemoryKind, MemoryScope, NewMemory, Relation
 from ..provenance import Provenance, dump_provenance, load_provenance
-from ..stores.graph_names import clean_name, name_key
+from ..stores.inputs import clean_name, name_key
 from ..tiers.extraction import MAX_INPUT_CHARS, clean_memory
 from .tombstones import Tombstone, graph_id, new_memory_keys, statement_keys
 

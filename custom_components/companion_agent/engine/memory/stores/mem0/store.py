@@ -3,8 +3,8 @@
 Everything mem0 does is blocking, so it runs on the store's own thread (``Mem0Worker``):
 one ``Memory`` (and one Qdrant client) per store, every call in turn, each within the
 timeout. mem0 is imported on that thread on ``open``; a host installs it on demand
-(``MEM0_REQUIREMENTS``). See ``mem0_setup`` for telemetry, files and Qdrant, and
-``mem0_records`` for how scopes and the state channel map onto mem0.
+(``MEM0_REQUIREMENTS``). See ``setup`` for telemetry, files and Qdrant, and
+``records`` for how scopes and the state channel map onto mem0.
 
 What differs from the embedded store: search is by vector only (mem0's BM25 needs
 fastembed, which downloads its model at run time, and its entity boost spaCy; neither is
@@ -29,10 +29,10 @@ from datetime import UTC, datetime, timedelta
 
 from ....errors import MemoryBackendError, MemoryStoreError
 from ... import models as memory_models
-from ...backend_check import BackendCheck
 from ...embeddings import Embedder
 from ...models import (
     MAX_PAGE,
+    BackendCheck,
     ExportPage,
     Forget,
     MemoryHit,
@@ -47,7 +47,7 @@ from ...retrieval.keywords import query_terms
 from ...retrieval.query_vectors import QueryVectors
 from ..bounds import MemoryBounds, PruneSchedule, ScopeKey
 from ..inputs import checked_memories, clean_scope, memory_text
-from ..sqlite.forgotten_sql import forget_where
+from ..sqlite.deletes_sql import forget_where
 from ..sqlite.prepared import EMBED_CHUNK
 from . import calls, records
 from .setup import BACKEND, Mem0Memory, Mem0Settings, check_qdrant

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from ....chars import valid_text
 from ....errors import MemoryBackendError, MemoryInputError
-from ...backend_check import BackendCheck
+from ...models import BackendCheck
 from . import cypher
 from .cypher import Params
 

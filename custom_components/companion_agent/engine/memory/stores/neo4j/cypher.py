@@ -33,15 +33,15 @@ from ....chars import clean_text
 from ...models import GraphFacts, MemoryScope
 from ...outbox.tombstones import graph_id
 from ...provenance import dump_provenance, legacy_parts
-from ..graph_names import (
+from ..inputs import (
     MAX_HOPS,
     MAX_NAME_CHARS,
     MAX_STATEMENTS,
     UNKNOWN_STATEMENT,
     clean_name,
+    clean_scope,
     name_key,
 )
-from ..inputs import clean_scope
 from ..sqlite.records_sql import iso
 
 LOGGER = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The knowledge graph on Neo4j (or another Bolt server) through the official async driver.
 
 **Model.** An entity is a ``:CompanionEntity`` node per persona and environment, keyed by
-its normalised name (``graph_names.name_key``: "Ann", "ann " and "ＡＮＮ" are one). A
+its normalised name (``inputs.name_key``: "Ann", "ann " and "ＡＮＮ" are one). A
 relation is a ``:RELATES`` edge that belongs to one scope: it carries ``agent_id``,
 ``owner`` and ``environment``, the predicate, and the spellings first said. A walk follows
 only edges of the scopes a turn may read, so a person's and the household's graphs join
@@ -29,9 +29,9 @@ from datetime import UTC, datetime
 from itertools import product
 from typing import TYPE_CHECKING, LiteralString
 
-from ...backend_check import BackendCheck
 from ...models import (
     MAX_PAGE,
+    BackendCheck,
     Forget,
     GraphFacts,
     GraphItem,
@@ -41,9 +41,8 @@ from ...models import (
     page_bounds,
 )
 from ...provenance import load_provenance
-from ..graph_names import MAX_NAME_CHARS, BoundedGraph
-from ..inputs import clean_scope
-from ..sqlite.forgotten_sql import forget_where
+from ..inputs import MAX_NAME_CHARS, BoundedGraph, clean_scope
+from ..sqlite.deletes_sql import forget_where
 from ..sqlite.records_sql import iso
 from . import cypher
 from .bolt import BACKEND, NEO4J_REQUIREMENT, BoltConnection, Neo4jSettings

@@ -6,7 +6,7 @@ runs beside the store: woken at open and whenever an add left records without ve
 (and every ``IDLE_CHECK`` seconds anyway), it embeds them ``BATCH`` at a time with a
 pause between batches so turns keep the embedding server first; a failure waits
 ``BACKOFF`` seconds, doubling up to ``MAX_BACKOFF``. A text the server refuses outright
-is marked, not retried forever (see ``vectors_sql.mark_refused``).
+is marked, not retried forever (see ``vectors.mark_refused``).
 """
 
 from __future__ import annotations

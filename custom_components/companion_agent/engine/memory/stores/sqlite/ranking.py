@@ -32,7 +32,7 @@ class SearchSettings:
     context_vectors: float = 1.0
     """Weight of the vectors ranking each record by the question said just before it."""
     hubness: float = 0.35
-    """How much of a record's hubness (``hubs``) a vector ranking takes off its cosine."""
+    """How much of a record's hubness (``vectors``) a vector ranking takes off its cosine."""
     names: float = 3.0
     """BM25 weight of the names the record is about (0: not searched)."""
     time: float = 1.0

@@ -1,10 +1,21 @@
-"""The memory records' SQL (blocking; run on the store's worker thread only).
+"""The memory records' SQL: insert, read, rank by keywords, delete; states; what was said before.
 
 A record is one row of ``memories``; its segmented text is the ``memory_terms`` row with
 the same rowid (``terms``), beside the terms of the detail said before it in the same
 conversation (``context``: an answer is found by its question) and of the names it is
-about (``names``). A state record names the record it superseded (``supersedes``), so a
-rollback can bring that one back. Times are ISO 8601 in UTC.
+about (``names``). Times are ISO 8601 in UTC. Blocking: run on the store's worker thread
+only.
+
+**The state channel.** A state record names the record it superseded (``supersedes``);
+``rollback`` retires it and makes that one current again, in the caller's transaction.
+
+**What was said before.** A detail of a conversation (a ``source``) is searched with the
+detail said just before it: by its words always (``memory_terms.context``: an answer is
+found by its question, a remark by what it remarks on), by its meaning when that one asks
+something (the vector ranking ``SearchSettings.context_vectors``; a fact said after an
+unrelated fact is not found by it). A detail that goes (forgotten, pruned) takes its words
+out of the context of the detail said after it, which gets the words of the one said
+before instead (``renew_contexts``): what was forgotten is found by nothing.
 """
 
 from __future__ import annotations
@@ -15,8 +26,9 @@ from datetime import UTC, datetime
 
 from ...models import ExportPage, MemoryKind, MemoryRecord, MemoryScope
 from ...provenance import Provenance, as_via
-from .dialog_sql import conversation_of, renew_contexts, said_after, said_before
+from ...retrieval.keywords import asks
 from .prepared import PreparedMemory
+from .vectors import VectorCache
 
 COLUMNS = (
     "rowid, id, agent_id, owner, environment, kind, topic, text, source, created_at, "
@@ -89,7 +101,7 @@ def insert(db: sqlite3.Connection, memory: PreparedMemory, now: datetime) -> tup
     """Insert one record and its terms; a state on a topic retires the current one first.
 
     Returns the new rowid, and the rowid of the question said just before it in its
-    conversation (None: none; see ``dialog_sql``). Runs inside the caller's transaction.
+    conversation (None: none; see ``said_before``). Runs inside the caller's transaction.
     """
     supersedes: str | None = None
     if memory.kind == "state" and memory.topic_key is not None:
@@ -281,3 +293,114 @@ def counts(db: sqlite3.Connection) -> dict[str, int]:
     figures["entities"] = int(db.execute("SELECT count(*) FROM entities").fetchone()[0])
     figures["relations"] = int(db.execute("SELECT count(*) FROM relations").fetchone()[0])
     return figures
+
+
+# The state channel: current conclusions, and rolling one back.
+MAX_STATES = 50
+
+
+def current_states(db: sqlite3.Connection, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
+    """Return the current states of ``scopes``, newest first, at most ``MAX_STATES``."""
+    where, params = scope_clause(scopes)
+    rows = db.execute(
+        f"SELECT {COLUMNS} FROM memories WHERE {where} AND kind = 'state' "
+        "AND valid_until IS NULL ORDER BY valid_from DESC, rowid DESC LIMIT ?",
+        (*params, MAX_STATES),
+    )
+    return [record(row) for row in rows]
+
+
+def rollback(
+    db: sqlite3.Connection, record_id: str, environment: str, vectors: VectorCache
+) -> MemoryRecord | None:
+    """Retire a current state of ``environment``, restore its predecessor, return that one.
+
+    None when there is no such current state, or it superseded nothing (it is then retired
+    all the same). The scope's cached vectors are dropped.
+    """
+    found = by_id(db, record_id)
+    if found is None or found[0].kind != "state" or not found[0].current:
+        return None
+    if found[0].scope.environment != environment:  # never across environments
+        return None
+    record, previous = found
+    now = iso(datetime.now(UTC))
+    db.execute("UPDATE memories SET valid_until = ? WHERE id = ?", (now, record.id))
+    scope = record.scope
+    vectors.invalidate((scope.agent_id, scope.environment, scope.owner))
+    if previous is None:
+        return None
+    db.execute(
+        "UPDATE memories SET valid_until = NULL, superseded_by = NULL WHERE id = ?", (previous,)
+    )
+    restored = by_id(db, previous)
+    return None if restored is None else restored[0]
+
+
+# What was said just before a detail in its conversation.
+_BEFORE = (
+    "SELECT m.rowid, m.text, t.terms FROM memories m JOIN memory_terms t ON t.rowid = m.rowid "
+    "WHERE m.agent_id = ? AND m.environment = ? AND m.owner = ? AND m.source = ? "
+    "AND m.kind = 'detail' AND m.rowid < ? ORDER BY m.rowid DESC LIMIT 1"
+)
+_AFTER = (
+    "SELECT rowid FROM memories WHERE agent_id = ? AND environment = ? AND owner = ? "
+    "AND source = ? AND kind = 'detail' AND rowid > ? ORDER BY rowid LIMIT 1"
+)
+
+type Conversation = tuple[str, str, str, str]
+"""A conversation of one scope: persona, environment, owner and ``source``."""
+type DetailRow = tuple[int, str, str, str, str, str]
+"""A record's rowid, persona, environment, owner, kind and conversation (``source``)."""
+
+
+def conversation_of(memory: PreparedMemory) -> Conversation | None:
+    """Return the conversation a memory is a detail of (None: not a detail, or of none)."""
+    if memory.kind != "detail" or not memory.source:
+        return None
+    scope = memory.scope
+    return scope.agent_id, scope.environment, scope.owner, memory.source
+
+
+def said_before(
+    db: sqlite3.Connection, conversation: Conversation | None, rowid: int
+) -> tuple[str, int | None]:
+    """Return what was said just before row ``rowid`` in ``conversation``.
+
+    That is the words (terms) of the newest earlier detail of the conversation ("" when
+    there is none), and its rowid when it asks something (``keywords.asks``; else None).
+    """
+    if conversation is None:
+        return "", None
+    row = db.execute(_BEFORE, (*conversation, rowid)).fetchone()
+    if row is None:
+        return "", None
+    return str(row[2]), int(row[0]) if asks(str(row[1])) else None
+
+
+def said_after(db: sqlite3.Connection, going: Sequence[DetailRow]) -> list[int]:
+    """Return the details said just after the ``going`` ones that are not going themselves.
+
+    Their context holds the words of one that goes: ``renew_contexts`` once it has gone.
+    """
+    gone = {row[0] for row in going}
+    after: dict[int, None] = {}
+    for rowid, agent, environment, owner, kind, source in going:
+        if kind != "detail" or not source:
+            continue
+        row = db.execute(_AFTER, (agent, environment, owner, source, rowid)).fetchone()
+        if row is not None and int(row[0]) not in gone:
+            after[int(row[0])] = None
+    return list(after)
+
+
+def renew_contexts(db: sqlite3.Connection, rowids: Sequence[int]) -> None:
+    """Give each detail the words of the detail now said just before it (none: empty)."""
+    for rowid in rowids:
+        row = db.execute(
+            "SELECT agent_id, environment, owner, source FROM memories WHERE rowid = ?",
+            (rowid,),
+        ).fetchone()
+        if row is not None:
+            terms, _ = said_before(db, tuple(row), rowid)
+            db.execute("UPDATE memory_terms SET context = ? WHERE rowid = ?", (terms, rowid))

@@ -11,9 +11,9 @@ the keywords' answer is returned as it is and the embedding goes on for the next
 of the same text.
 
 A question that names someone the memories are about ("What drinks does Nicolas like?",
-see ``about``) adds a keyword ranking and a vector ranking restricted to the memories about
-them, the name left out (its embedding starts as soon as the keyword trip has found the
-name, and joins only when it comes in time).
+see **Who a question is about** below) adds a keyword ranking and a vector ranking
+restricted to the memories about them, the name left out (its embedding starts as soon as
+the keyword trip has found the name, and joins only when it comes in time).
 
 A question that names a time ("on 29 Dec 2023", "in June", "last week", "上个月", see
 ``asked_about`` below) adds a ranking of each kind restricted to the memories said within
@@ -29,6 +29,17 @@ and Chinese; a month without a year is the latest such month up to ``now``; time
 (a memory's time is when it was said, as stored). Dates in digits: ISO "2024-01-21", day
 first with dots "21.01.2024" (as written in most of Europe), with slashes only when the
 order cannot be mistaken ("21/1/2024", "1/21/2024"; not "3/4/2024"), "2024年1月21日".
+
+**Who a question is about**: the names it shares with the memories it can read. A memory
+keeps the names it is about (the speaker, the people and things it names) in the ``names``
+column of ``memory_terms``. When a question names one of them ("What drinks does Nicolas
+like?"), the search adds rankings restricted to the memories about that name, in which the
+name itself no longer tells anything: the keywords ranked by the question's other words,
+the vectors by the question embedded without the name. A small embedding model ranks a
+sentence largely by the names in it (a greeting "Hey Nicolas!" outranks "I love Inca
+Kola"), so only inside the restricted set does the rest of the question decide. The
+unrestricted rankings stay as they are: "kitchen" in a question may name a room the
+memories are about, and those memories must still be found when they say it otherwise.
 """
 
 from __future__ import annotations
@@ -43,12 +54,12 @@ from datetime import UTC, datetime, timedelta
 from ....sqlite import SQLiteWorker
 from ...embeddings import Embedder
 from ...models import MemoryHit, MemoryQuery, MemoryScope, bounded
-from ...retrieval.keywords import COMMON_WORDS, match_expression, query_terms
+from ...retrieval.keywords import COMMON_WORDS, WORD, fold, match_expression, query_terms
 from ...retrieval.query_vectors import QueryVectors
 from ..inputs import clean_scope, memory_text
-from . import about, records_sql, vectors_sql
+from . import records_sql
 from .ranking import Ranking, SearchSettings, fuse
-from .vectors import Span, VectorCache, VectorRow, pack
+from .vectors import Span, VectorCache, VectorRow, pack, vector_rows
 
 
 class StoreSearch:
@@ -146,8 +157,8 @@ class StoreSearch:
 
         def keywords(db: sqlite3.Connection) -> _KeywordAnswer:
             """Rank by keywords; read the keywords' answer too, ready if the vector is late."""
-            names = about.names_in(db, words, scopes) if asks_about else []
-            among = about.about(db, names) if names and restricts_vectors else frozenset()
+            names = names_in(db, words, scopes) if asks_about else []
+            among = rowids_about(db, names) if names and restricts_vectors else frozenset()
             lists = self._keyword_rankings(
                 db, query=query, scopes=scopes, expression=expression, span=span,
                 candidates=candidates, names=names, others=[w for w in words if w not in names],
@@ -160,7 +171,7 @@ class StoreSearch:
             if among and self._queries is not None:
                 remaining = deadline - asyncio.get_running_loop().time()
                 aside = asyncio.ensure_future(
-                    self._queries.vector(about.without(text, names), remaining)
+                    self._queries.vector(without_names(text, names), remaining)
                 )
             vector = await probe if probe is not None else None
             about_vector = await aside if aside is not None else None
@@ -207,7 +218,7 @@ class StoreSearch:
             words = " OR ".join(f'"{word}"' for word in others)
             restricted = (1.0, self.settings.context, 0.0)
             weight = self.settings.keywords * self.settings.about
-            asked.append((words, restricted, None, about.names_expression(names), weight))
+            asked.append((words, restricted, None, names_expression(names), weight))
         return [
             (
                 records_sql.keyword_ranking(
@@ -243,7 +254,7 @@ class StoreSearch:
 
         def load(scope: tuple[str, str, str]) -> Iterable[VectorRow]:
             """Read a scope's vectors of this model (retired ones only for history)."""
-            return vectors_sql.vector_rows(db, scope, model, history=history)
+            return vector_rows(db, scope, model, history=history)
 
         keys = [(scope.agent_id, scope.environment, scope.owner) for scope in scopes]
         asked: list[tuple[bytes, Span | None, frozenset[int] | None, bool, float]] = []
@@ -546,3 +557,75 @@ def _dated(year: int | None, month: int, day: int, now: datetime) -> datetime | 
 def _midnight(moment: datetime) -> datetime:
     """Return the start of ``moment``'s day."""
     return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+# Who a question is about: the names it shares with the memories it can read.
+MAX_NAMES = 4
+"""At most this many names of one question restrict: the first it names."""
+
+
+def names_in(
+    db: sqlite3.Connection, terms: Sequence[str], scopes: Sequence[MemoryScope]
+) -> list[str]:
+    """Return the ``terms`` that are a name of a current memory of ``scopes``."""
+    where, params = records_sql.scope_clause(scopes, "m")
+    found: list[str] = []
+    for term in terms:
+        # CROSS JOIN keeps the FTS5 match the outer loop: each match is looked up by rowid
+        # and the first readable one ends it. Joined freely, SQLite may walk the scope's
+        # rows and match each (hundreds of ms at 10 k memories); as an IN subquery, it
+        # collects every match first (5 ms for a name 10 k memories share).
+        row = db.execute(
+            "SELECT 1 FROM memory_terms CROSS JOIN memories m ON m.rowid = memory_terms.rowid "
+            f"WHERE memory_terms MATCH ? AND {where} AND m.valid_until IS NULL LIMIT 1",
+            (f'{{names}} : "{term}"', *params),
+        ).fetchone()
+        if row is not None:
+            found.append(term)
+            if len(found) == MAX_NAMES:
+                break
+    return found
+
+
+def names_expression(names: Sequence[str]) -> str:
+    """Return the FTS5 expression matching a memory about any of ``names``."""
+    return "{names} : (" + " OR ".join(f'"{name}"' for name in names) + ")"
+
+
+def rowids_about(db: sqlite3.Connection, names: Sequence[str]) -> frozenset[int]:
+    """Return the rowids of the memories about any of ``names`` (any scope: filter later)."""
+    rows = db.execute(
+        "SELECT rowid FROM memory_terms WHERE memory_terms MATCH ?", (names_expression(names),)
+    )
+    return frozenset(int(row[0]) for row in rows)
+
+
+def without_names(text: str, names: Sequence[str]) -> str:
+    """Return ``text`` without the words that are ``names`` (and a possessive ``'s``).
+
+    Latin names are whole words; a CJK name (a bigram or a character) is cut where it
+    stands. The text is returned as it is when nothing else would be left.
+    """
+    wanted = set(names)
+    pieces: list[str] = []
+    last = 0
+    dropped = False
+    for match in WORD.finditer(text):
+        folded = fold(match.group())
+        gap = text[last : match.start()]
+        possessive = dropped and folded == "s" and gap in ("'", "’")
+        if possessive:
+            dropped = False
+        elif folded in wanted:
+            pieces.append(" ")
+            dropped = True
+        else:
+            pieces += [gap, match.group()]
+            dropped = False
+        last = match.end()
+    stripped = "".join([*pieces, text[last:]])
+    for name in wanted:
+        if not name.isascii():
+            stripped = stripped.replace(name, " ")
+    stripped = re.sub(r"\s+", " ", stripped).strip()
+    return stripped if WORD.search(stripped) else text

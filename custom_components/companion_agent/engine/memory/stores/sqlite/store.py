@@ -12,7 +12,7 @@ keywords alone.
 A state (``kind="state"`` with a topic) is always added through the state channel: the
 current state on the same scope and topic retires (kept, with ``valid_until`` and
 ``superseded_by``). ``forget`` of a person or persona also forgets their graph. Each scope
-is kept within ``MemoryBounds`` (see ``bounds`` and ``sqlite_pruning``).
+is kept within ``MemoryBounds`` (see ``bounds`` and ``deletes_sql``).
 
 Forget wins: ``forget`` keeps its tombstone in the same transaction as its deletes, and
 ``add`` leaves out, in its own transaction, every memory a tombstone refuses (dated at or
@@ -46,16 +46,15 @@ from ...models import (
 )
 from ..bounds import MemoryBounds, PruneSchedule
 from ..inputs import MAX_BATCH, checked_memories, clean_scope
-from . import forgotten_sql, records_sql, states_sql, vectors_sql
+from . import deletes_sql, records_sql
 from .backfill import VectorBackfill
-from .forgotten_sql import forget_where
+from .deletes_sql import forget_where, prune_records
 from .graph import EmbeddedGraph
 from .prepared import EMBED_CHUNK, prepare, with_vectors
-from .pruning import prune_records
 from .ranking import RANKINGS, Ranking, SearchSettings
 from .schema import open_database
 from .search import StoreSearch
-from .vectors import VectorCache, pack
+from .vectors import VectorCache, pack, store_vectors, unembedded
 
 LOGGER = logging.getLogger(__name__)
 
@@ -186,7 +185,7 @@ class EmbeddedStore(memory_models.MemoryStore):
             kept = [
                 memory
                 for memory in prepared
-                if not forgotten_sql.refused(db, memory.scope, memory.at, memory.keys)
+                if not deletes_sql.refused(db, memory.scope, memory.at, memory.keys)
             ]
             inserted = [records_sql.insert(db, memory, now) for memory in kept]
             rowids = [rowid for rowid, _ in inserted]
@@ -214,7 +213,7 @@ class EmbeddedStore(memory_models.MemoryStore):
         retired all the same).
         """
         return await self._worker.transaction(
-            lambda db: states_sql.rollback(db, record_id, environment, self._vectors)
+            lambda db: records_sql.rollback(db, record_id, environment, self._vectors)
         )
 
     async def search(self, query: MemoryQuery) -> list[MemoryHit]:
@@ -224,7 +223,7 @@ class EmbeddedStore(memory_models.MemoryStore):
     async def current_states(self, scopes: Sequence[MemoryScope]) -> list[MemoryRecord]:
         """Return the current state conclusions of ``scopes``, newest first (bounded)."""
         cleaned = [clean_scope(scope) for scope in scopes]
-        return await self._worker.run(lambda db: states_sql.current_states(db, cleaned))
+        return await self._worker.run(lambda db: records_sql.current_states(db, cleaned))
 
     async def get(self, record_id: str, environment: str = "production") -> MemoryRecord | None:
         """Return the record ``record_id`` of ``environment``, current or not."""
@@ -247,7 +246,7 @@ class EmbeddedStore(memory_models.MemoryStore):
         """
         forget_where(what)
         return await self._worker.transaction(
-            lambda db: forgotten_sql.forget(db, what, self._vectors)
+            lambda db: deletes_sql.forget(db, what, self._vectors)
         )
 
     async def backfill_vectors(self, limit: int = EMBED_CHUNK) -> int:
@@ -263,7 +262,7 @@ class EmbeddedStore(memory_models.MemoryStore):
             return 0
         model = self.embedder.model_id
         batch = max(1, min(limit, EMBED_CHUNK))
-        missing = await self._worker.run(lambda db: vectors_sql.unembedded(db, model, batch))
+        missing = await self._worker.run(lambda db: unembedded(db, model, batch))
         if not missing:
             return 0
         try:
@@ -276,7 +275,7 @@ class EmbeddedStore(memory_models.MemoryStore):
             vectors = [await self._embed_one(text) for _, _, text, _ in missing]
         packed = [None if vector is None else pack(vector) for vector in vectors]
         await self._worker.transaction(
-            lambda db: vectors_sql.store_vectors(db, missing, packed, model, self._vectors)
+            lambda db: store_vectors(db, missing, packed, model, self._vectors)
         )
         return len(missing)
 

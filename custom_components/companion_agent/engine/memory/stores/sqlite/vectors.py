@@ -1,30 +1,59 @@
-"""Vectors: float32 BLOBs in SQLite, cosine similarity over a bounded in-memory cache.
+"""The records' vectors: float32 BLOBs in SQLite, cosine similarity over a bounded cache, hubness.
 
-Each record's vector is stored as little-endian float32 bytes next to the name of the
-model that made it: vectors of another model (or dimension) are never compared. Searching
-reads no BLOB: the store's worker thread keeps one matrix per scope (rows L2-normalised),
-loaded the first time the scope is searched; a new record's vector joins it, a record
-that retires or goes drops the scope's matrix (read again at the next search); the cache
-holds at most ``MAX_CACHED_VECTORS`` rows and evicts the least recently used scope. Each row
-knows the row of the question said just before it in its conversation, so a search can
-also rank a record by that question (``before``: an answer is found by its question), and
-its cosine can be lessened by the record's hubness (``hubs``: how near it lies to everything).
-numpy does the arithmetic when it is installed (Home Assistant's images ship it); without
-it a pure-Python loop gives the same ranking by cosine, slower (about 0.1 s at 10 k
-vectors), and leaves hubness out.
+**Stored.** Each record's vector is stored as little-endian float32 bytes in its
+``memories`` row next to the name of the model that made it (``vector_model``): vectors of
+another model (or dimension) are never compared. A record whose text the embedding server
+refused is marked ``refused:<model>`` so the backfill does not ask again. A vector is
+stored only on the row it was made for (its rowid and its id), so one embedded while the
+record was forgotten or replaced never lands on another. The SQL blocks: run it on the
+store's worker thread only.
+
+**Searched.** Searching reads no BLOB: the store's worker thread keeps one matrix per scope
+(rows L2-normalised), loaded the first time the scope is searched; a new record's vector
+joins it, a record that retires or goes drops the scope's matrix (read again at the next
+search); the cache holds at most ``MAX_CACHED_VECTORS`` rows and evicts the least recently
+used scope. Each row knows the row of the question said just before it in its
+conversation, so a search can also rank a record by that question (``before``: an answer
+is found by its question), and its cosine can be lessened by the record's hubness. numpy
+does the arithmetic when it is installed (Home Assistant's images ship it); without it a
+pure-Python loop gives the same ranking by cosine, slower (about 0.1 s at 10 k vectors),
+and leaves hubness out.
+
+**Hubness**: how near a record's vector lies to the rest of its scope, taken off its
+cosine. Among sentence vectors some records lie near many others and rank high for
+questions they do not answer (hubs; Radovanović et al., 2010): small talk, greetings that
+name someone ("Hi Mia, what are you up to?" for "What is Mia allergic to?"), in a chat the
+bare "?" turns. CSLS (Conneau et al., 2018) scores a pair by its cosine less each side's
+mean cosine to its nearest neighbours; a search ranks records for one question, so only the
+record's side changes the order: a vector ranking scores ``cosine − weight × hubness``, a
+record's hubness being the mean cosine of its nearest records in its scope. What is
+distinct rises over what is repeated; a record far from every other (an emoji among
+sentences) is not lessened at all.
+
+Measured against every record that costs n² (2 s at 10 k records), so it is measured
+against an evenly spaced sample of at most ``REFERENCE`` records of the scope, with the
+number of neighbours scaled to the sample (``NEIGHBOURS`` of the whole scope, at least
+one): exact up to ``REFERENCE`` records, ~50 ms at 10 k. A scope's hubness is computed at
+its first search that asks for it; records added since are measured against the same
+sample until the scope has grown by a quarter (or past a sample that held every record),
+then the whole scope is measured again. A scope of fewer than ``MIN_RECORDS`` has none:
+there a record's nearest records are most of the scope, and their mean says what the
+scope is made of (its languages, its subjects), not how far a record reaches. numpy only:
+without it vectors rank by cosine alone.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+import sqlite3
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import hubs as hub_measure
+from ...retrieval.keywords import asks
 
 try:
     import numpy as np
@@ -74,7 +103,7 @@ class _ScopeMatrix:
     """Rows added since, joined to ``rows`` at the next search."""
     arrays: Any = None
     """numpy arrays of ``kinds``, ``times`` and ``before``, made at the first search."""
-    hubs: hub_measure.Hubs | None = None
+    hubs: Hubs | None = None
     """Each row's hubness, measured at the first search that weighs it (numpy only)."""
 
 
@@ -168,7 +197,7 @@ class VectorCache:
             if np is not None and isinstance(cached.rows, np.ndarray):
                 rows: object = np.concatenate([cached.rows, added.rows])
                 if measured is not None:
-                    measured = hub_measure.extend(np, measured, rows)
+                    measured = extend_hubs(np, measured, rows)
             else:
                 assert isinstance(cached.rows, list)
                 assert isinstance(added.rows, list)
@@ -247,7 +276,7 @@ def _top(
         scores = np.einsum("ij,j->i", matrix.rows, np.frombuffer(probe.tobytes(), np.float32))
         if hubness > 0:
             if matrix.hubs is None:
-                matrix.hubs = hub_measure.measure(np, matrix.rows)
+                matrix.hubs = measure_hubs(np, matrix.rows)
             scores -= np.float32(hubness) * matrix.hubs.values
         if before:
             previous = matrix.arrays[2]
@@ -290,3 +319,146 @@ def _mask(
     if among is not None:
         mask &= np.isin(np.asarray(matrix.rowids), np.fromiter(among, np.int64, len(among)))
     return mask
+
+
+# Hubness: how near a record's vector lies to the rest of its scope.
+NEIGHBOURS = 20
+"""How many of a record's nearest records of its scope its hubness is the mean cosine of."""
+REFERENCE = 256
+"""At most this many records of a scope, evenly spaced, are what hubness is measured by."""
+MIN_RECORDS = 10 * NEIGHBOURS
+"""A scope of fewer records has no hubness (a record's neighbours would be most of it)."""
+REMEASURE = 1.25
+"""A scope grown by this factor since its sample was drawn is measured again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hubs:
+    """A scope's sample of reference rows and each of its rows' hubness."""
+
+    reference: Any
+    """The reference rows (a numpy float32 matrix, r × dim)."""
+    neighbours: int
+    """How many nearest reference rows a row's hubness is the mean of."""
+    values: Any
+    """Each row's hubness (numpy float32, one per row of the scope's matrix)."""
+    measured: int
+    """How many rows the scope had when the sample was drawn."""
+
+
+def measure_hubs(np: Any, rows: Any) -> Hubs:
+    """Return the hubness of every row of ``rows`` (normalised, n × dim) within them."""
+    count = len(rows)
+    picks = np.unique(np.linspace(0, count - 1, min(count, REFERENCE)).round().astype(np.int64))
+    reference = rows[picks]
+    neighbours = max(1, min(len(picks) - 1, round(NEIGHBOURS * len(picks) / count)))
+    values = np.zeros(count, np.float32)
+    if count >= MIN_RECORDS:
+        similar = rows @ reference.T  # once a matrix, not each search: BLAS is fine here
+        similar[picks, np.arange(len(picks))] = -np.inf  # a row is not its own neighbour
+        values = _mean_of_top(np, similar, neighbours)
+    return Hubs(reference=reference, neighbours=neighbours, values=values, measured=count)
+
+
+def extend_hubs(np: Any, hubs: Hubs, rows: Any) -> Hubs:
+    """Return ``hubs`` for ``rows``: the rows it measured, then new ones (normalised)."""
+    count = len(rows)
+    if count > hubs.measured * REMEASURE or (
+        count > hubs.measured and len(hubs.reference) == hubs.measured
+    ):
+        return measure_hubs(np, rows)
+    added = _mean_of_top(np, rows[len(hubs.values) :] @ hubs.reference.T, hubs.neighbours)
+    values = np.concatenate([hubs.values, added])
+    return Hubs(hubs.reference, hubs.neighbours, values, hubs.measured)
+
+
+def _mean_of_top(np: Any, similar: Any, neighbours: int) -> Any:
+    """Return the mean of each row's ``neighbours`` largest values."""
+    if neighbours == 1:
+        return similar.max(axis=1).astype(np.float32)
+    width = similar.shape[1]
+    top = np.partition(similar, width - neighbours, axis=1)[:, width - neighbours :]
+    return top.mean(axis=1).astype(np.float32)
+
+
+# The records' vectors in SQL.
+EPOCH_SECONDS = "(julianday(valid_from) - 2440587.5) * 86400.0"
+REFUSED = "refused:"
+"""Prefix of ``vector_model`` on a record whose text the embedding server refused."""
+
+
+def vector_rows(
+    db: sqlite3.Connection, scope: tuple[str, str, str], model: str, *, history: bool = False
+) -> Iterator[VectorRow]:
+    """Yield ``(rowid, kind, vector, said at, asked before)`` of a scope's ``model`` records.
+
+    Oldest first; ``said at`` is seconds since the epoch, ``asked before`` the rowid of the
+    detail said just before a detail in its conversation (its ``source``) when that one
+    asks something (None otherwise; see ``records_sql.said_before``). ``history`` yields
+    retired records too.
+    """
+    agent, environment, owner = scope
+    current = "" if history else "AND valid_until IS NULL"
+    rows = db.execute(
+        f"SELECT rowid, kind, vector, {EPOCH_SECONDS}, before, before_text FROM (SELECT "
+        "rowid, kind, vector, vector_model, valid_from, valid_until, CASE WHEN kind = "
+        "'detail' AND source != '' THEN LAG(rowid) OVER said END AS before, LAG(text) OVER "
+        "said AS before_text FROM memories WHERE agent_id = ? AND environment = ? AND "
+        "owner = ? WINDOW said AS (PARTITION BY kind, source ORDER BY rowid)) "
+        f"WHERE vector_model = ? AND vector IS NOT NULL {current} ORDER BY rowid",
+        (agent, environment, owner, model),
+    )
+    for rowid, kind, vector, moment, before, before_text in rows:
+        asked = before is not None and asks(str(before_text))
+        yield (rowid, kind, vector, moment, before if asked else None)
+
+
+def unembedded(
+    db: sqlite3.Connection, model: str, limit: int
+) -> list[tuple[int, str, str, tuple[str, str, str]]]:
+    """Return ``(rowid, id, text, scope key)`` of current records without a ``model`` vector.
+
+    Newest first; records whose text the server refused for ``model`` are left out.
+    """
+    rows = db.execute(
+        "SELECT rowid, id, text, agent_id, environment, owner FROM memories "
+        "WHERE valid_until IS NULL AND (vector_model IS NULL OR "
+        "(vector_model != ? AND vector_model != ?)) ORDER BY rowid DESC LIMIT ?",
+        (model, REFUSED + model, limit),
+    )
+    return [(int(r[0]), str(r[1]), str(r[2]), (str(r[3]), str(r[4]), str(r[5]))) for r in rows]
+
+
+def store_vectors(
+    db: sqlite3.Connection,
+    rows: Sequence[tuple[int, str, str, tuple[str, str, str]]],
+    vectors: Sequence[bytes | None],
+    model: str,
+    cache: VectorCache,
+) -> int:
+    """Store the vectors of the ``unembedded`` rows still there; return how many.
+
+    A vector of None marks a text the server refused (``mark_refused``). A record forgotten
+    (or replaced) while its text was being embedded is matched by its id too, never by a
+    rowid a new record may have taken since. The scopes' cached matrices go.
+    """
+    stored = 0
+    for (rowid, record_id, _, scope), vector in zip(rows, vectors, strict=True):
+        if vector is None:
+            mark_refused(db, rowid, model, record_id)
+            continue
+        stored += db.execute(
+            "UPDATE memories SET vector = ?, vector_model = ? "
+            "WHERE rowid = ? AND id = ? AND valid_until IS NULL",
+            (vector, model, rowid, record_id),
+        ).rowcount
+        cache.invalidate(scope)
+    return stored
+
+
+def mark_refused(db: sqlite3.Connection, rowid: int, model: str, record_id: str) -> None:
+    """Mark a record whose text the embedding server refused, so it is not asked again."""
+    db.execute(
+        "UPDATE memories SET vector = NULL, vector_model = ? WHERE rowid = ? AND id = ?",
+        (REFUSED + model, rowid, record_id),
+    )
