@@ -29,7 +29,7 @@ from custom_components.companion_agent.engine.proactive import (
     SpeakingLimit,
     bad_speaker,
 )
-from custom_components.companion_agent.engine.proactive.policy import VALENCE
+from custom_components.companion_agent.engine.proactive.speaking_first import VALENCE
 
 LOGGER = logging.getLogger(__name__)
 TAG = re.compile(r"\[([A-Za-z_]{1,24})\]")

@@ -15,7 +15,7 @@ import pytest
 from custom_components.companion_agent.engine.errors import SpeechTranscribeError
 from custom_components.companion_agent.engine.speech import WyomingSTT, WyomingTTS
 from custom_components.companion_agent.engine.speech import wyoming_tts as tts_module
-from custom_components.companion_agent.engine.speech.timeline import chunk_seconds
+from custom_components.companion_agent.engine.speech.audio_timeline import chunk_seconds
 from custom_components.companion_agent.engine.speech.wyoming_connection import (
     MalformedEventError,
     OversizedEventError,

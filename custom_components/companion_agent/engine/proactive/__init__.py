@@ -1,7 +1,7 @@
 """Speaking first: mood, quiet hours, presence and rate limits, and what the host must supply."""
 
 from .host import Presence, PresenceProbe, StateChange, StateListener, StateWatcher
-from .policy import (
+from .speaking_first import (
     Decision,
     MoodScore,
     ProactivePolicy,

@@ -10,11 +10,11 @@ from .audio_length import (
     sentences_heard,
     spoken_seconds,
 )
+from .audio_timeline import AudioTimeline, SentenceMarks, chunk_seconds
 from .containers import MP3, WAV, Container, encoded, mp3_available
 from .embedded import EmbeddedPiper, LoadedPiperVoice, PiperVoiceFolder, check_piper
 from .info import AsrInfo, AsrModel, SatelliteInfo, SatelliteWakeWord, TtsInfo, TtsVoice
 from .synthesizer import AudioChunk, Synthesizer
-from .timeline import AudioTimeline, SentenceMarks, chunk_seconds
 from .turn_speech import SpeechTurns, Synthesis, TurnSpeech
 from .voice_folder import VoiceFile, list_voice_files
 from .wyoming_stt import Transcription, WyomingSTT

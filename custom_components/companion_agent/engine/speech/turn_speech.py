@@ -57,8 +57,8 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 
+from .audio_timeline import AudioTimeline
 from .synthesizer import AudioChunk
-from .timeline import AudioTimeline
 
 LOGGER = logging.getLogger(__name__)
 

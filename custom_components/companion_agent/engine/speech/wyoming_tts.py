@@ -26,9 +26,9 @@ from wyoming.tts import Synthesize, SynthesizeVoice
 
 from ..errors import SpeechError, SpeechVoiceNotFoundError
 from ..retry import RetryPolicy
+from .audio_timeline import chunk_seconds
 from .info import TtsInfo, parse_tts_info
 from .synthesizer import AudioChunk
-from .timeline import chunk_seconds
 from .wyoming_connection import MAX_PAYLOAD, WyomingConnection, open_wyoming
 
 LOGGER = logging.getLogger(__name__)
