@@ -1,5 +1,7 @@
-"""Repair issues: plugins or profiles not loaded, a persona without its profile's rules,
-history set aside, TTS voice gone; fixes.
+"""The repair issues a user must fix, and their fix flows.
+
+The issues: plugins or profiles not loaded, a persona without its profile's rules, history
+set aside, a TTS voice gone.
 
 The server check (``health.py``) and the pipeline check (``pipelines.py``) raise their own
 issues; both mark them with the entry's id, so they go when the entry is disabled or removed.

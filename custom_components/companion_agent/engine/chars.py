@@ -1,5 +1,4 @@
-"""Character classes (wide CJK script, which script a letter is in, grapheme clusters) and the
-text cleaner.
+"""Character classes and the text cleaner: wide CJK script, scripts, grapheme clusters.
 
 The one place that knows Unicode ranges; the pipeline, the yes/no matcher, the prompt's
 context block and the HA glue all ask here. ``clean_text`` is the one way text from outside
