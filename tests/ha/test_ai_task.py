@@ -32,13 +32,10 @@ from custom_components.companion_agent.const import (
     DEFAULT_AI_TASK_NAME,
     SUBENTRY_AI_TASK,
 )
-from tests.ha.demo_camera import CAMERA, demo_camera
-from tests.ha.entries import SetupCompanion, ai_task, async_load, companion_entry, persona
+from tests.ha.common import CAMERA, SetupCompanion, ai_task, async_load, companion_entry, persona
 from tests.support.chat_requests import messages
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-
-__all__ = ["demo_camera"]
 
 SNAPSHOT = {
     "media_content_id": f"media-source://camera/{CAMERA}",

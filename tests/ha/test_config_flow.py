@@ -21,7 +21,7 @@ from custom_components.companion_agent.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
-from tests.ha.entries import companion_entry, persona
+from tests.ha.common import companion_entry, persona
 from tests.support.llm_server import LLMServer
 
 

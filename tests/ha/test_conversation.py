@@ -16,8 +16,14 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.filters import props
 
 from custom_components.companion_agent.const import DOMAIN
-from tests.ha.entries import SetupCompanion, async_load, companion_entry, persona
-from tests.ha.history_files import stored_conversations, stored_turns
+from tests.ha.common import (
+    SetupCompanion,
+    async_load,
+    companion_entry,
+    persona,
+    stored_conversations,
+    stored_turns,
+)
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 

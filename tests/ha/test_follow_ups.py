@@ -17,11 +17,9 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import chat_session, llm
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from tests.ha.assist_turns import speech
-from tests.ha.entries import SetupCompanion, SetupPersonas, entity_id, persona
+from tests.ha.common import SetupCompanion, SetupPersonas, entity_id, persona, speech, write_profile
 from tests.ha.test_guard import UNLOCK, build_house, demo_devices, state
 from tests.ha.test_playback import add_satellite, converse
-from tests.ha.user_files import write_profile
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 

@@ -24,7 +24,7 @@ from syrupy.filters import props
 from custom_components.companion_agent.const import CONF_CONFIRM_TTL, DOMAIN
 from custom_components.companion_agent.engine.audit.log import read_audit
 from custom_components.companion_agent.engine.engine import AUDIT_FILE
-from tests.ha.entries import SetupCompanion, async_load, entity_id, persona
+from tests.ha.common import SetupCompanion, async_load, entity_id, persona
 from tests.support.chat_requests import user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

@@ -25,16 +25,12 @@ from homeassistant.setup import async_setup_component
 from PIL import Image
 
 from custom_components.companion_agent.engine.vision import ImageBounds
-from tests.ha.assist_turns import ask, speech
-from tests.ha.demo_camera import CAMERA, demo_camera
-from tests.ha.entries import SetupCompanion, agents_by_title, ai_task, persona
+from tests.ha.common import CAMERA, SetupCompanion, agents_by_title, ai_task, ask, persona, speech
 from tests.ha.test_ai_task import generate, task_entity
 from tests.ha.test_model_roles import TIMEOUT, asked
 from tests.ha.test_vision import image_parts, offered
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
-
-__all__ = ["demo_camera"]
 
 BOUNDS = ImageBounds()
 WIDE = (3000, 2000)

@@ -20,15 +20,20 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 from custom_components.companion_agent.const import DOMAIN, STORAGE_FOLDER
 from custom_components.companion_agent.engine.memory.backends import MEMORY_FILE
 from custom_components.companion_agent.engine.memory.outbox.outbox import MemoryOutbox
-from tests.ha.assist_turns import ask
-from tests.ha.entries import (
+from tests.ha.common import (
     SetupPersonas,
+    add_person,
     agents_by_title,
+    ask,
     async_load,
+    call,
     companion_entry,
+    memory_of,
     persona,
+    row,
+    rows,
+    settled,
 )
-from tests.ha.memories import add_person, call, memory_of, row, rows, settled
 from tests.support.chat_requests import all_messages, last_user_message
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

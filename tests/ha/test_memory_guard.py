@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from homeassistant.core import HomeAssistant
 
-from tests.ha.entries import SetupCompanion, entity_id
-from tests.ha.memories import call
+from tests.ha.common import SetupCompanion, call, entity_id
 from tests.ha.test_guard import (  # noqa: F401 - demo_devices is an autouse fixture
     UNLOCK,
     build_house,

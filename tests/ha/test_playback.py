@@ -25,11 +25,16 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry, async_
 
 from custom_components.companion_agent.engine.speech.audio_length import spoken_seconds
 from custom_components.companion_agent.voice.playback import WATCH_TIMEOUT
-from tests.ha.assist_turns import speech
-from tests.ha.entries import SetupPersonas
-from tests.ha.gates import GATES, Gate
-from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.user_files import write_plugin, write_profile
+from tests.ha.common import (
+    GATES,
+    Gate,
+    SetupPersonas,
+    assistant_text,
+    speech,
+    stored_turns,
+    write_plugin,
+    write_profile,
+)
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
@@ -45,7 +50,7 @@ LISTENER_CODE = '''
     """A user hook plugin that notes each on_after_playback."""
 
     from custom_components.companion_agent.engine.plugins import HookPlugin, TurnContext
-    from tests.ha.gates import GATES
+    from tests.ha.common import GATES
 
 
     class ListenerPlugin(HookPlugin):

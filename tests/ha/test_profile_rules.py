@@ -28,9 +28,8 @@ from custom_components.companion_agent.const import (
     SERVICE_RELOAD,
     SUBENTRY_CONVERSATION,
 )
-from tests.ha.entries import SetupCompanion, async_load, persona
+from tests.ha.common import SetupCompanion, async_load, persona, write_profile
 from tests.ha.test_guard import demo_devices, say, state, tool_results  # noqa: F401
-from tests.ha.user_files import write_profile
 from tests.support.chat_requests import user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

@@ -22,9 +22,8 @@ from wyoming.event import Event
 from custom_components.companion_agent.engine.speech import SPEECH_MARKS, SentenceMarks
 from custom_components.companion_agent.engine.speech.satellite.speaker import LEAD_SECONDS
 from custom_components.companion_agent.voice import satellite_connection
-from tests.ha.entries import entity_id
-from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.satellite_setup import OnSatellite, wait_state
+from tests.ha.common import assistant_text, entity_id, stored_turns
+from tests.ha.common.satellites import OnSatellite, wait_state
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 from tests.support.satellite_script import ScriptedSatellite

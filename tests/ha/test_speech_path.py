@@ -19,15 +19,18 @@ from homeassistant.helpers import issue_registry as ir
 
 from custom_components.companion_agent.const import DOMAIN, ISSUE_COMPAT_RUNS
 from custom_components.companion_agent.voice.mp3 import async_mp3_ready
-from tests.ha.ha_satellite import create_pipeline, setup_ha_voice
-from tests.ha.pipeline_runs import emulate_runs_kept_elsewhere, start_text_run
-from tests.ha.voice_pipeline import STREAM_OPENED, Voice, voice
+from tests.ha.common.pipelines import (
+    STREAM_OPENED,
+    Voice,
+    create_pipeline,
+    emulate_runs_kept_elsewhere,
+    start_text_run,
+)
+from tests.ha.common.satellites import setup_ha_voice
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.mp3 import mp3_frames
 from tests.support.wyoming_proxy import WyomingProxy
-
-__all__ = ["voice"]  # the fixture
 
 TIMEOUT = 10.0
 SHORT = "OK [happy]."

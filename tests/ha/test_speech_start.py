@@ -20,13 +20,10 @@ from homeassistant.components.tts.entity import TTSAudioRequest
 from homeassistant.core import HomeAssistant
 
 from custom_components.companion_agent.engine.speech import TurnSpeech
-from tests.ha.pipeline_runs import start_text_run
-from tests.ha.voice_pipeline import STREAM_OPENED, Voice, voice
+from tests.ha.common.pipelines import STREAM_OPENED, Voice, start_text_run
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.wyoming_proxy import WyomingProxy
-
-__all__ = ["voice"]  # the fixture
 
 TIMEOUT = 10.0
 FIRST = "Good morning."

@@ -24,7 +24,7 @@ from custom_components.companion_agent.const import (
     SUBENTRY_STT,
 )
 from custom_components.companion_agent.stt import CompanionSttEntity
-from tests.ha.entries import SetupCompanion, speech_to_text, stt_entity
+from tests.ha.common import SetupCompanion, speech_to_text, stt_entity
 from tests.ha.test_tts import closed_port
 from tests.support.asr_server import TEXT, Behaviour, ScriptedAsrServer
 from tests.support.whisper import WhisperPeer

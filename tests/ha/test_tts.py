@@ -30,7 +30,7 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.repairs import async_report_missing_voice
 from custom_components.companion_agent.tts import CompanionTtsEntity
-from tests.ha.entries import VOICE, SetupCompanion, tts_entity, wyoming_voice
+from tests.ha.common import VOICE, SetupCompanion, tts_entity, wyoming_voice
 from tests.support.piper import PiperPeer
 from tests.support.wyoming_events import wire_form
 from tests.support.wyoming_proxy import WyomingProxy

@@ -29,7 +29,7 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.engine.speech import LoadedPiperVoice
 from custom_components.companion_agent.tts import SAMPLE_OPTIONS, CompanionTtsEntity
-from tests.ha.entries import SetupCompanion, embedded_voice, tts_entity
+from tests.ha.common import SetupCompanion, embedded_voice, tts_entity
 from tests.ha.test_tts import (
     CLEAN,
     MESSY,

@@ -22,7 +22,7 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.repairs import async_report_missing_voice
 from custom_components.companion_agent.tts import SAMPLE_OPTIONS, CompanionTtsEntity
-from tests.ha.entries import VOICE, SetupCompanion
+from tests.ha.common import VOICE, SetupCompanion
 from tests.ha.test_tts import (
     ADVERTISED_NOT_INSTALLED,
     choose,

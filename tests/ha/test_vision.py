@@ -17,14 +17,17 @@ from homeassistant.components.homeassistant.exposed_entities import async_expose
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 
-from tests.ha.assist_turns import ask, speech
-from tests.ha.demo_camera import CAMERA, demo_camera
-from tests.ha.entries import SetupCompanion, agents_by_title, persona
-from tests.ha.history_files import stored_turns
+from tests.ha.common import (
+    CAMERA,
+    SetupCompanion,
+    agents_by_title,
+    ask,
+    persona,
+    speech,
+    stored_turns,
+)
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-
-__all__ = ["demo_camera"]
 
 LOOK = json.dumps({"camera": CAMERA, "question": "who is at the door?"})
 DEMO_SNAPSHOTS = {

@@ -30,7 +30,7 @@ from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from wyoming.audio import AudioChunk, AudioChunkConverter
 
-from tests.ha.entries import (
+from tests.ha.common import (
     SetupCompanion,
     async_load,
     entity_id,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from homeassistant.core import HomeAssistant
 
-from tests.ha.entries import SetupCompanion
+from tests.ha.common import SetupCompanion
 from tests.ha.test_guard import build_house, demo_devices, say, state, tool_results
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

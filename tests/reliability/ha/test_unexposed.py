@@ -6,7 +6,7 @@ from homeassistant.components import conversation
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.core import HomeAssistant
 
-from tests.ha.entries import SetupCompanion
+from tests.ha.common import SetupCompanion
 from tests.ha.test_guard import build_house, demo_devices, say
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

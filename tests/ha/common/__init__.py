@@ -1,22 +1,45 @@
-"""Our config entry for tests, with any of its sub-entry kinds, and its entities once loaded.
+"""What the tests under tests/ha share: our entry, turns through Assist, and what they leave.
 
-One builder per sub-entry kind (``const.SUBENTRY_*``): a persona (conversation), a voice
-(a Wyoming server or embedded Piper), a speech-to-text model, a Wyoming satellite and an AI
-task. Each has the defaults most tests want and takes what a test changes;
-``companion_entry`` puts them in one entry.
+HA keeps a component's shared test set-up in ``conftest.py`` (fixtures) and ``common.py``
+(helpers); this package is our ``common``. Here are the plain helpers most tests use:
+
+- our config entry: one builder per sub-entry kind (``const.SUBENTRY_*``: a persona, a voice
+  on a Wyoming server or embedded Piper, a speech-to-text model, a Wyoming satellite, an AI
+  task), each with the defaults most tests want; ``companion_entry`` puts them in one entry;
+  its entities once loaded;
+- turns through HA's conversation API, as the Assist pipeline runs them, and their answers;
+- the conversation history the integration writes (one SQLite file, ``exchanges.db``), read
+  as an outsider would, with ``sqlite3``;
+- the user's own plugin and profile files under HA's config folder, and the gates those
+  test plugins wait on, so a test decides when a hook or tool goes on;
+- memory: people, an entry's memory, the integration's services.
+
+Helpers of one larger concept have a module each beside this one: ``card`` (the card's
+WebSocket client), ``pipelines`` (Assist pipelines and text runs), ``releases`` (HA's LLM
+tools of later releases, emulated), ``satellites`` (HA's satellite and ours on a pipeline),
+``speakers`` (devices a companion speaks first on, and ``start_chat``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sqlite3
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import Protocol
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from textwrap import dedent
+from typing import Protocol, cast
 
+from homeassistant.components import conversation
 from homeassistant.components.stt.const import DATA_COMPONENT as STT_COMPONENT
 from homeassistant.components.tts.const import DATA_COMPONENT as TTS_COMPONENT
 from homeassistant.config_entries import ConfigSubentryData
 from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_LLM_HASS_API, CONF_PORT
-from homeassistant.core import HomeAssistant
+from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import entity_registry as er
+from homeassistant.util.json import JsonObjectType
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.config_flow import CompanionConfigFlow
@@ -31,18 +54,25 @@ from custom_components.companion_agent.const import (
     CONF_VOICE,
     DOMAIN,
     ENGINE_EMBEDDED,
+    STORAGE_FOLDER,
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
     SUBENTRY_SATELLITE,
     SUBENTRY_STT,
     SUBENTRY_TTS,
 )
+from custom_components.companion_agent.engine.memory.companion import CompanionMemory
 from custom_components.companion_agent.stt import CompanionSttEntity
 from custom_components.companion_agent.tts import CompanionTtsEntity
 
 MODEL = "test-model"
 VOICE = "en_US-joe-medium"
 """The voice the Piper peer in .peers/piper speaks."""
+CAMERA = "camera.demo_camera"
+"""HA's demo camera, which the ``demo_camera`` fixture exposes to Assist."""
+
+type StoredTurn = dict[str, object]
+type Row = dict[str, str | None]
 
 
 class SetupCompanion(Protocol):
@@ -211,3 +241,145 @@ def agents_by_title(hass: HomeAssistant, entry: MockConfigEntry) -> dict[str, st
 def _subentry(kind: str, title: str, data: Mapping[str, object]) -> ConfigSubentryData:
     """Return one sub-entry's stored form."""
     return ConfigSubentryData(data=dict(data), subentry_type=kind, title=title, unique_id=None)
+
+
+async def ask(
+    hass: HomeAssistant,
+    agent_id: str,
+    text: str,
+    conversation_id: str | None = None,
+    *,
+    user_id: str | None = None,
+    language: str = "en",
+) -> conversation.ConversationResult:
+    """Run one turn as ``user_id`` (None: a satellite with nobody signed in)."""
+    return await conversation.async_converse(
+        hass, text, conversation_id, Context(user_id=user_id), language=language, agent_id=agent_id
+    )
+
+
+def speech(result: conversation.ConversationResult) -> str:
+    """Return what the answer says."""
+    return str(result.response.speech["plain"]["speech"])
+
+
+def _rows(hass: HomeAssistant, columns: str) -> list[tuple[object, ...]]:
+    """Return the exchange store's rows (none when there is no file yet)."""
+    path = Path(hass.config.path(DOMAIN)) / "exchanges.db"
+    if not path.exists():
+        return []
+    with closing(sqlite3.connect(path)) as db:
+        return db.execute(f"SELECT {columns} FROM exchanges ORDER BY time, rowid").fetchall()
+
+
+def stored_turns(hass: HomeAssistant) -> list[StoredTurn]:
+    """Return every stored turn of every persona, read from disk, oldest first."""
+    return [json.loads(str(raw)) for (raw,) in _rows(hass, "turn")]
+
+
+def stored_conversations(hass: HomeAssistant) -> set[tuple[str, str]]:
+    """Return the ``(persona, conversation key)`` of every conversation on disk."""
+    return {(str(persona), str(key)) for persona, key in _rows(hass, "persona, conversation")}
+
+
+def assistant_text(turn: StoredTurn) -> str:
+    """Return what a stored turn's assistant messages say."""
+    messages = turn["messages"]
+    assert isinstance(messages, list)
+    return "".join(str(m["content"]) for m in messages if m["role"] == "assistant")
+
+
+def user_folder(hass: HomeAssistant) -> Path:
+    """Return the user's plugin and profile folder under HA's config folder."""
+    return Path(hass.config.path(STORAGE_FOLDER))
+
+
+def write_plugin(hass: HomeAssistant, plugin_id: str, manifest: str, code: str) -> Path:
+    """Write ``<config>/companion_agent/plugins/<id>/`` and return its plugin.toml."""
+    folder = user_folder(hass) / "plugins" / plugin_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "plugin.py").write_text(dedent(code), encoding="utf-8")
+    path = folder / "plugin.toml"
+    path.write_text(dedent(manifest), encoding="utf-8")
+    return path
+
+
+def write_profile(hass: HomeAssistant, profile_id: str, text: str) -> Path:
+    """Write ``<config>/companion_agent/profiles/<id>.toml`` and return it."""
+    folder = user_folder(hass) / "profiles"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{profile_id}.toml"
+    path.write_text(dedent(text), encoding="utf-8")
+    return path
+
+
+@dataclass(slots=True)
+class Gate:
+    """Events one plugin sets or waits for, and the order in which things happened."""
+
+    reached: asyncio.Event = field(default_factory=asyncio.Event)
+    opened: asyncio.Event = field(default_factory=asyncio.Event)
+    passed: asyncio.Event = field(default_factory=asyncio.Event)
+    cut: asyncio.Event = field(default_factory=asyncio.Event)
+    log: list[str] = field(default_factory=list)
+
+    async def pass_through(self, what: str) -> None:
+        """Say the gate was reached, wait until it opens, and note a cut or a pass."""
+        self.log.append(f"{what} reached")
+        self.reached.set()
+        try:
+            await self.opened.wait()
+        except asyncio.CancelledError:
+            self.log.append(f"{what} cut")
+            self.cut.set()
+            raise
+        self.log.append(f"{what} passed")
+        self.passed.set()
+
+
+GATES: dict[str, Gate] = {}
+"""Each test plugin's gate, by plugin id.
+
+A user plugin written by a test imports ``GATES`` and calls ``Gate.pass_through`` in the hook
+or tool the test wants to hold; the test awaits ``reached``, acts, then sets ``opened``.
+"""
+
+
+async def add_person(hass: HomeAssistant, name: str) -> tuple[str, str]:
+    """Create an HA user and a person entity for it; return (user id, person entity id)."""
+    user = await hass.auth.async_create_user(name)
+    slug = name.lower()
+    hass.states.async_set(f"person.{slug}", "home", {"user_id": user.id, "friendly_name": name})
+    return user.id, f"person.{slug}"
+
+
+def memory_of(entry: MockConfigEntry) -> CompanionMemory:
+    """Return the entry's memory (it must be on)."""
+    memory = cast(CompanionMemory | None, entry.runtime_data.engine.memory)
+    assert memory is not None
+    return memory
+
+
+async def settled(entry: MockConfigEntry) -> None:
+    """Wait until the entry's memory wrote everything it queued."""
+    assert await memory_of(entry).settle(5)
+
+
+async def call(
+    hass: HomeAssistant, service: str, data: dict[str, object], *, response: bool = True
+) -> JsonObjectType:
+    """Call one of the integration's services and return its response."""
+    result = await hass.services.async_call(
+        DOMAIN, service, data, blocking=True, return_response=response
+    )
+    return dict(result or {})
+
+
+def rows(response: JsonObjectType, key: str = "memories") -> list[Row]:
+    """Return the memory records a service answered."""
+    return cast(list[Row], response[key])
+
+
+def row(response: JsonObjectType, key: str) -> Row:
+    """Return the one memory record a service answered under ``key``."""
+    return cast(Row, response[key])
