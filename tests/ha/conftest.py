@@ -29,6 +29,7 @@ from tests.ha.common import (
     companion_entry,
     persona,
 )
+from tests.ha.common.house import DEMO_PLATFORMS
 from tests.ha.common.pipelines import Voice, async_voice
 from tests.ha.common.releases import ToolAnnotations, ToolResult
 from tests.ha.common.satellites import OnSatellite, setup_satellite_companion, wait_state
@@ -173,6 +174,22 @@ async def voice(
 ) -> Voice:
     """Set up Assist, an entry with a persona and a voice (via the proxy), and a pipeline."""
     return await async_voice(hass, setup_companion, proxy, monkeypatch)
+
+
+@pytest.fixture
+def demo_devices() -> Iterator[None]:
+    """Load only the demo lock, light and cover; let the lock unlock at once, not in 2 s.
+
+    A module opts in with usefixtures; ``tests/ha/common/house.py`` builds the house on them.
+    """
+    with (
+        patch("homeassistant.components.demo.lock.LOCK_UNLOCK_DELAY", 0),
+        patch(
+            "homeassistant.components.demo.COMPONENTS_WITH_CONFIG_ENTRY_DEMO_PLATFORM",
+            DEMO_PLATFORMS,
+        ),
+    ):
+        yield
 
 
 @pytest.fixture

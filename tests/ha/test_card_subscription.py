@@ -21,12 +21,12 @@ from tests.ha.common import SetupCompanion, ask, call
 from tests.ha.common.card import (
     CARD_PROFILE,
     PROMPT_MARKERS,
-    UNLOCK,
     Card,
     card_house,
     user_token,
     write_face,
 )
+from tests.ha.common.house import UNLOCK
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 

@@ -18,7 +18,7 @@ from custom_components.companion_agent.compat import (
     stream_response_chars,
 )
 from custom_components.companion_agent.conversation import CompanionConversationEntity
-from tests.ha.test_conversation import agent_entity_id
+from tests.ha.common import agent_entity_id
 
 
 async def test_the_stream_rule_is_hass_own_number(

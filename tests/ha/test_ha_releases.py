@@ -22,6 +22,15 @@ from custom_components.companion_agent.agent.chat_stream import tool_result_delt
 from custom_components.companion_agent.engine.events import ToolCallEvent
 from custom_components.companion_agent.ha_tools import ToolHints, tool_identity
 from tests.ha.common import SetupCompanion, async_load, persona, write_profile
+from tests.ha.common.house import (
+    EXPOSED,
+    UNLOCK,
+    audit,
+    flush_audit,
+    say,
+    state,
+    tool_results,
+)
 from tests.ha.common.releases import (
     READ_ONLY,
     FixedTool,
@@ -30,21 +39,11 @@ from tests.ha.common.releases import (
     ToolAnnotations,
     ToolResult,
 )
-from tests.ha.test_guard import (
-    EXPOSED,
-    UNLOCK,
-    audit,
-    demo_devices,
-    flush_audit,
-    say,
-    state,
-    tool_results,
-)
 from tests.support.chat_requests import messages
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
-__all__ = ["demo_devices"]
+pytestmark = pytest.mark.usefixtures("demo_devices")
 
 LOCK = '{"name": "Front Door", "domain": ["lock"]}'
 WIPE = FixedTool("mystery__wipe_all", lambda args: {"wiped": True}, ToolAnnotations())

@@ -35,7 +35,8 @@ from custom_components.companion_agent.const import (
 from custom_components.companion_agent.engine.audit.log import read_audit
 from custom_components.companion_agent.engine.engine import AUDIT_FILE
 from tests.ha.common import SetupCompanion, ask, async_load, entity_id, persona
-from tests.ha.common.card import UNLOCK, Card, user_token
+from tests.ha.common.card import Card, user_token
+from tests.ha.common.house import UNLOCK
 from tests.support.chat_requests import user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

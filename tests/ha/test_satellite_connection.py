@@ -19,12 +19,9 @@ from wyoming.event import Event
 
 from custom_components.companion_agent.voice import satellite_connection
 from custom_components.companion_agent.voice.satellite_run import MAX_LISTEN_SECONDS
-from tests.ha.common.satellites import OnSatellite, wait_state
+from tests.ha.common.satellites import ANSWER, SILENCE, OnSatellite, wait_state
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-
-SILENCE = bytes(16000)  # half a second at 16 kHz
-ANSWER = "The kitchen light is on now."
 
 
 @pytest.mark.parametrize(

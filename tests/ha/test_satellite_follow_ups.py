@@ -18,8 +18,15 @@ from homeassistant.helpers import llm
 
 from custom_components.companion_agent.voice import satellite_runs
 from tests.ha.common import SetupCompanion, persona, write_profile
-from tests.ha.common.satellites import OnSatellite, setup_satellite_companion, wait_state
-from tests.ha.test_satellite import ANSWER, LONG_ANSWER, SILENCE, audio_chunks
+from tests.ha.common.satellites import (
+    ANSWER,
+    LONG_ANSWER,
+    SILENCE,
+    OnSatellite,
+    audio_chunks,
+    setup_satellite_companion,
+    wait_state,
+)
 from tests.support.asr_server import TEXT, ScriptedAsrServer
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

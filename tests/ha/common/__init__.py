@@ -6,24 +6,28 @@ HA keeps a component's shared test set-up in ``conftest.py`` (fixtures) and ``co
 - our config entry: one builder per sub-entry kind (``const.SUBENTRY_*``: a persona, a voice
   on a Wyoming server or embedded Piper, a speech-to-text model, a Wyoming satellite, an AI
   task), each with the defaults most tests want; ``companion_entry`` puts them in one entry;
-  its entities once loaded;
-- turns through HA's conversation API, as the Assist pipeline runs them, and their answers;
+  its entities once loaded; a step through a sub-entry flow's menu; a port nobody listens on;
+- turns through HA's conversation API, as the Assist pipeline or a satellite's pipeline runs
+  them, and their answers;
 - the conversation history the integration writes (one SQLite file, ``exchanges.db``), read
   as an outsider would, with ``sqlite3``;
 - the user's own plugin and profile files under HA's config folder, and the gates those
   test plugins wait on, so a test decides when a hook or tool goes on;
-- memory: people, an entry's memory, the integration's services.
+- memory: people, an entry's memory; the integration's services and HA's AI task service.
 
 Helpers of one larger concept have a module each beside this one: ``card`` (the card's
-WebSocket client), ``pipelines`` (Assist pipelines and text runs), ``releases`` (HA's LLM
-tools of later releases, emulated), ``satellites`` (HA's satellite and ours on a pipeline),
-``speakers`` (devices a companion speaks first on, and ``start_chat``).
+WebSocket client), ``house`` (HA's demo lock, light and cover, acted on through Assist),
+``pipelines`` (Assist pipelines and text runs), ``releases`` (HA's LLM tools of later
+releases, emulated), ``satellites`` (HA's satellite and ours on a pipeline), ``speakers``
+(devices a companion speaks first on, and ``start_chat``), ``speech`` (our TTS stream and
+STT's audio).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sqlite3
 from collections.abc import Awaitable, Mapping, Sequence
 from contextlib import closing
@@ -33,11 +37,15 @@ from textwrap import dedent
 from typing import Protocol, cast
 
 from homeassistant.components import conversation
+from homeassistant.components.assist_satellite.entity import AssistSatelliteState
 from homeassistant.components.stt.const import DATA_COMPONENT as STT_COMPONENT
 from homeassistant.components.tts.const import DATA_COMPONENT as TTS_COMPONENT
-from homeassistant.config_entries import ConfigSubentryData
+from homeassistant.config_entries import ConfigSubentryData, SubentryFlowResult
 from homeassistant.const import CONF_API_KEY, CONF_HOST, CONF_LLM_HASS_API, CONF_PORT
 from homeassistant.core import Context, HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
+from homeassistant.helpers import chat_session
+from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers import entity_registry as er
 from homeassistant.util.json import JsonObjectType
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -71,6 +79,7 @@ VOICE = "en_US-joe-medium"
 CAMERA = "camera.demo_camera"
 """HA's demo camera, which the ``demo_camera`` fixture exposes to Assist."""
 
+type Delta = dict[str, object]
 type StoredTurn = dict[str, object]
 type Row = dict[str, str | None]
 
@@ -228,6 +237,43 @@ def stt_entity(hass: HomeAssistant, entry: MockConfigEntry) -> CompanionSttEntit
     return entity
 
 
+def agent_entity_id(hass: HomeAssistant, entry: MockConfigEntry) -> str:
+    """Return the conversation entity of the entry's only persona (beside its sensors and list)."""
+    entities = er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
+    assert sorted(e.domain for e in entities) == [
+        "conversation",
+        "sensor",
+        "sensor",
+        "sensor",
+        "todo",
+    ]
+    return next(e.entity_id for e in entities if e.domain == "conversation")
+
+
+def task_entity(hass: HomeAssistant, entry: MockConfigEntry) -> str:
+    """Return the entry's AI task entity."""
+    (found,) = [
+        e.entity_id
+        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
+        if e.domain == "ai_task"
+    ]
+    return found
+
+
+def add_satellite(hass: HomeAssistant) -> tuple[str, str]:
+    """Register a satellite entity on a device of its own; return its device and entity ids."""
+    owner = MockConfigEntry(domain="test_satellite")
+    owner.add_to_hass(hass)
+    device = dr.async_get(hass).async_get_or_create(
+        config_entry_id=owner.entry_id, identifiers={("test_satellite", "kitchen")}
+    )
+    entity = er.async_get(hass).async_get_or_create(
+        "assist_satellite", "test_satellite", "kitchen", device_id=device.id
+    )
+    hass.states.async_set(entity.entity_id, AssistSatelliteState.IDLE)
+    return device.id, entity.entity_id
+
+
 def agents_by_title(hass: HomeAssistant, entry: MockConfigEntry) -> dict[str, str]:
     """Return the conversation entity id of each persona, by the sub-entry's title."""
     titles = {sub.subentry_id: sub.title for sub in entry.subentries.values()}
@@ -236,6 +282,22 @@ def agents_by_title(hass: HomeAssistant, entry: MockConfigEntry) -> dict[str, st
         for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
         if e.domain == "conversation" and e.config_subentry_id is not None
     }
+
+
+async def choose(hass: HomeAssistant, menu: SubentryFlowResult, option: str) -> SubentryFlowResult:
+    """Pick ``option`` in a subentry flow's menu and return the next step."""
+    assert menu["type"] is FlowResultType.MENU
+    return await hass.config_entries.subentries.async_configure(
+        menu["flow_id"], {"next_step_id": option}
+    )
+
+
+def closed_port() -> int:
+    """Return a loopback port nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
 
 
 def _subentry(kind: str, title: str, data: Mapping[str, object]) -> ConfigSubentryData:
@@ -255,6 +317,45 @@ async def ask(
     """Run one turn as ``user_id`` (None: a satellite with nobody signed in)."""
     return await conversation.async_converse(
         hass, text, conversation_id, Context(user_id=user_id), language=language, agent_id=agent_id
+    )
+
+
+async def converse(
+    hass: HomeAssistant, agent_id: str, text: str, deltas: list[Delta]
+) -> tuple[conversation.ConversationResult, list[conversation.Content]]:
+    """Run one turn as the Assist pipeline does, with a delta listener attached."""
+    with (
+        chat_session.async_get_chat_session(hass) as session,
+        conversation.async_get_chat_log(
+            hass, session, chat_log_delta_listener=lambda _log, delta: deltas.append(delta)
+        ) as chat_log,
+    ):
+        result = await conversation.async_converse(
+            hass, text, session.conversation_id, Context(), language="en", agent_id=agent_id
+        )
+        return result, list(chat_log.content)
+
+
+def start_satellite_turn(
+    hass: HomeAssistant,
+    agent_id: str,
+    text: str,
+    *,
+    device_id: str | None = None,
+    satellite_id: str | None = None,
+) -> asyncio.Task[conversation.ConversationResult]:
+    """Start one turn the way a satellite's pipeline does."""
+    return hass.async_create_task(
+        conversation.async_converse(
+            hass,
+            text,
+            None,
+            Context(),
+            language="en",
+            agent_id=agent_id,
+            device_id=device_id,
+            satellite_id=satellite_id,
+        )
     )
 
 
@@ -383,3 +484,16 @@ def rows(response: JsonObjectType, key: str = "memories") -> list[Row]:
 def row(response: JsonObjectType, key: str) -> Row:
     """Return the one memory record a service answered under ``key``."""
     return cast(Row, response[key])
+
+
+async def generate(hass: HomeAssistant, entity_id: str, **data: object) -> object:
+    """Call ``ai_task.generate_data`` as an automation would; return its data."""
+    response = await hass.services.async_call(
+        "ai_task",
+        "generate_data",
+        {"task_name": "Front door", "entity_id": entity_id, **data},
+        blocking=True,
+        return_response=True,
+    )
+    assert response is not None
+    return response["data"]

@@ -35,7 +35,6 @@ CARD_PROFILE = """
 """
 PROMPT_MARKERS = ("SECRET-PERSONA-PROMPT", "SECRET-OUTPUT-RULES", "Stay in the persona")
 CLIENT_ID = "https://card.test/"
-UNLOCK = '{"name": "Front Door", "domain": ["lock"]}'
 WAIT = 5.0
 
 

@@ -5,7 +5,8 @@ preferred pipeline of its parts, so the satellite's *Assistant* select (``prefer
 it: STT (whisper, or a scripted ASR server), our persona, our piper voice.
 ``setup_ha_satellite`` adds HA's Wyoming integration for a ``RealTimeSatellite``, points its
 *Assistant* select at a pipeline and waits until HA is connected; ``setup_ha_voice`` adds
-HA's own Wyoming TTS on a Piper.
+HA's own Wyoming TTS on a Piper. ``traffic`` and ``audio_chunks`` read what the companion's
+satellite was sent.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from homeassistant.core import HomeAssistant, State
 from homeassistant.helpers import entity_registry as er
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
+from wyoming.event import Event
 
 from tests.ha.common import (
     VOICE,
@@ -44,6 +46,15 @@ from tests.support.satellite_script import ScriptedSatellite
 STATE_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 20.0
 POLL = 0.02
+SILENCE = bytes(16000)  # half a second at 16 kHz
+ANSWER = "The kitchen light is on now."
+LONG_ANSWER = (
+    "The weather stays fine all week. "
+    "On Monday it will be sunny and warm in the whole valley. "
+    "On Tuesday a light breeze comes up in the afternoon. "
+    "On Wednesday the clouds return, but it stays dry."
+)
+PIPER_RATE = 22050
 
 
 @dataclass
@@ -158,3 +169,31 @@ async def wait_until(done: Callable[[], bool], within: float = CONNECT_TIMEOUT) 
             return
         await asyncio.sleep(POLL)
     raise AssertionError(f"not done within {within} s")
+
+
+def traffic(events: list[Event]) -> list[dict[str, object]]:
+    """Return the events in a snapshot's form: each run of audio chunks as one line."""
+    out: list[dict[str, object]] = []
+    for event in events:
+        if event.type == "audio-chunk":
+            if out and out[-1]["type"] == "audio-chunk…":
+                continue
+            out.append(
+                {
+                    "type": "audio-chunk…",
+                    "data": {k: event.data[k] for k in ("rate", "width", "channels")},
+                }
+            )
+        else:
+            out.append(
+                {
+                    "type": event.type,
+                    "data": {k: v for k, v in event.data.items() if k != "timestamp"},
+                }
+            )
+    return out
+
+
+async def audio_chunks(satellite: ScriptedSatellite, seconds: float) -> None:
+    """Wait until the satellite has been sent ``seconds`` of answer audio."""
+    await satellite.wait_event("audio-chunk", max(1, round(seconds / 0.05)))
