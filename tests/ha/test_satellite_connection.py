@@ -50,9 +50,13 @@ async def test_a_satellite_that_sends_no_wyoming_is_dropped_and_reconnected_fake
     satellite = on_satellite.satellite
     await satellite.send_raw(garbage)
     await satellite.wait_connected(2)
+    assert satellite.connections == 2  # dropped, then connected again
+
     llm_server.script(Reply.text(ANSWER))
     await satellite.ask(SILENCE)
     await satellite.wait_event("audio-stop")
+    (told,) = [e for e in satellite.received.events if e.type == "synthesize"]
+    assert told.data["text"] == ANSWER  # the new connection answers
 
 
 async def test_bad_events_are_ignored_and_the_satellite_still_works_fake_stt(

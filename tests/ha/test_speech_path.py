@@ -78,23 +78,17 @@ async def read_all(audio: AsyncIterator[bytes]) -> bytes:
     return b"".join([part async for part in audio])
 
 
-async def a_dialog_reply_is_our_mp3(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    voice: Voice,
-    conversions: list[tuple[str | None, str | None]],
-) -> None:
-    """Run a text turn through the pipeline as the dialog does; its audio is our MP3, as is."""
+async def dialog_reply(
+    hass: HomeAssistant, llm_server: LLMServer, voice: Voice
+) -> tuple[str, bytes]:
+    """Run a text turn through the pipeline as the dialog does; return its format and audio."""
     llm_server.script(Reply.text(LONG, chunk_size=9))
     flight = start_text_run(hass, voice.pipeline, "Tea?", timeout=TIMEOUT, audio_output=None)
     data = await read_all(flight.audio())
     await flight.done()
-
     assert flight.run is not None
     assert flight.run.tts_stream is not None
-    assert flight.run.tts_stream.extension == "mp3"  # the default, as HA's own
-    assert len(mp3_frames(data)) > 100  # several seconds of MP3 frames, end to end
-    assert conversions == []  # HA never started ffmpeg
+    return flight.run.tts_stream.extension, data
 
 
 async def test_a_caller_that_names_no_format_gets_our_mp3_without_ha_converting(
@@ -103,7 +97,12 @@ async def test_a_caller_that_names_no_format_gets_our_mp3_without_ha_converting(
     voice: Voice,
     conversions: list[tuple[str | None, str | None]],
 ) -> None:
-    await a_dialog_reply_is_our_mp3(hass, llm_server, voice, conversions)
+    """The dialog names no format: it gets the MP3 our voice makes, HA's ffmpeg never runs."""
+    extension, data = await dialog_reply(hass, llm_server, voice)
+
+    assert extension == "mp3"  # the default, as HA's own
+    assert len(mp3_frames(data)) > 100  # several seconds of MP3 frames, end to end
+    assert conversions == []  # HA never started ffmpeg
 
 
 async def test_a_stream_asked_while_the_mp3_check_runs_waits_for_it(
@@ -115,7 +114,11 @@ async def test_a_stream_asked_while_the_mp3_check_runs_waits_for_it(
 ) -> None:
     """Just after setup (lameenc still being checked) a dialog's reply is our MP3 all the same."""
     hass.loop.call_later(0.5, mp3_held.set)
-    await a_dialog_reply_is_our_mp3(hass, llm_server, voice, conversions)
+    extension, data = await dialog_reply(hass, llm_server, voice)
+
+    assert extension == "mp3"
+    assert len(mp3_frames(data)) > 100
+    assert conversions == []
 
 
 async def test_a_satellite_format_is_converted_by_ha_from_our_wav(
