@@ -109,7 +109,9 @@ async def test_text_streams_token_by_token(
     assert "tools" not in llm_server.requests[0]
 
 
-async def test_one_tool_round_trip(llm_server: LLMServer, chat_model: OpenAIChatModel) -> None:
+async def test_a_tool_call_runs_once_and_its_result_goes_back_before_the_answer(
+    llm_server: LLMServer, chat_model: OpenAIChatModel
+) -> None:
     """A tool call runs once, its result goes back, and the answer streams."""
     rec = Recorder()
     llm_server.script(

@@ -441,5 +441,6 @@ async def test_a_turn_cancelled_while_the_tool_runs_says_no_line(
         ("[think]", False),
     ],
 )
-def test_what_closes_a_sentence(text: str, closes: bool) -> None:
+def test_text_closes_a_sentence_at_an_end_mark_or_a_line_break(text: str, closes: bool) -> None:
+    """Empty text, a line break, or a terminator before closing quotes and emphasis close one."""
     assert closes_sentence(text) is closes

@@ -67,7 +67,9 @@ async def test_entities_are_found_through_their_platforms(
         ("2027.1.0b0", 0.0),
     ],
 )
-def test_emulated_release_converter_hold(release: str, held: float) -> None:
+def test_emulated_releases_hold_back_what_their_tts_converter_holds(
+    release: str, held: float
+) -> None:
     """What HA's TTS converter holds back, by release (the README's reading of core's tts).
 
     2026.2 – 2026.8: ffmpeg probes a WAV stream (about 5 s); 2026.9 – 2026.10: with

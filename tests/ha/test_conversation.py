@@ -30,7 +30,9 @@ from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
 
-async def test_setup_and_unload(hass: HomeAssistant, setup_entry: MockConfigEntry) -> None:
+async def test_the_entry_loads_one_agent_per_persona_and_unloads_cleanly(
+    hass: HomeAssistant, setup_entry: MockConfigEntry
+) -> None:
     """The entry loads one agent per persona and unloads cleanly."""
     assert setup_entry.state is ConfigEntryState.LOADED
     entity_id = agent_entity_id(hass, setup_entry)
@@ -49,7 +51,7 @@ async def test_setup_loads_when_server_is_down(hass: HomeAssistant, socket_enabl
     assert entry.state is ConfigEntryState.LOADED
 
 
-async def test_streamed_turn_with_a_tool(
+async def test_a_streamed_turn_speaks_its_text_and_logs_the_tool_call_once(
     hass: HomeAssistant,
     setup_entry: MockConfigEntry,
     llm_server: LLMServer,

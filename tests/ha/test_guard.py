@@ -122,7 +122,7 @@ async def test_unlock_waits_then_yes_runs_it_once(
     assert runs[0]["state_after"] == {"lock.front_door": "unlocked"}
 
 
-async def test_no_cancels(
+async def test_no_cancels_the_held_unlock_and_the_model_hears_it(
     hass: HomeAssistant, house: MockConfigEntry, llm_server: LLMServer
 ) -> None:
     """ "No" cancels the held unlock; the model hears it was cancelled."""

@@ -233,7 +233,7 @@ async def test_a_profile_mark_on_the_bare_name_holds_the_prefixed_tool(
     assert state(hass, "light.bed_light") == "off"
 
 
-def test_identity_of_each_release_shape(emulate_2026_10: None) -> None:
+def test_bare_prefixed_annotated_and_merged_names_give_one_identity(emulate_2026_10: None) -> None:
     """Bare, prefixed, annotated and merged-API names all give one identity."""
 
     class Named(llm.Tool):

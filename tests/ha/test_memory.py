@@ -45,7 +45,7 @@ async def two_personas(setup_personas: SetupPersonas) -> tuple[MockConfigEntry, 
     return await setup_personas({"Ada": "default", "Bea": "default"})
 
 
-async def test_isolation_by_persona_person_and_household(
+async def test_a_persons_memories_reach_only_their_turns_with_that_persona(
     hass: HomeAssistant,
     two_personas: tuple[MockConfigEntry, dict[str, str]],
     llm_server: LLMServer,
@@ -88,7 +88,7 @@ async def test_window_crosses_conversation_ids(
     assert "Miso" not in all_messages(llm_server)
 
 
-async def test_supersede_history_rollback_export_and_forget(
+async def test_the_memory_services_supersede_export_roll_back_and_forget(
     hass: HomeAssistant,
     two_personas: tuple[MockConfigEntry, dict[str, str]],
 ) -> None:

@@ -33,7 +33,9 @@ PIXELS = (
         ("これからは敬語で話して", "敬語で話して"),
     ],
 )
-def test_lasting_instructions_in_several_languages(text: str, said: str) -> None:
+def test_a_lasting_instruction_is_found_in_several_languages_and_kept_whole(
+    text: str, said: str
+) -> None:
     """The cue is found, the sentence is kept whole, the topic is what it says after the cue.
 
     How to call the person is one attribute; anything else is a note of its own statement.
@@ -49,7 +51,7 @@ def test_lasting_instructions_in_several_languages(text: str, said: str) -> None
     "text",
     ["I remember that day", "我以后再说", "Turn on the light", "remember", "From now on"],
 )
-def test_no_lasting_instruction(text: str) -> None:
+def test_memories_promises_commands_and_a_bare_cue_are_no_lasting_instructions(text: str) -> None:
     """Memories of the past, a later promise, a command or a bare cue are not instructions."""
     assert lasting_instruction(text) is None
 

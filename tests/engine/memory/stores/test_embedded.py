@@ -62,7 +62,9 @@ async def add(store: EmbeddedStore, *texts: str, scope: MemoryScope = HOME) -> N
     await store.add([NewMemory(scope=scope, text=text) for text in texts])
 
 
-async def test_one_and_two_character_chinese_queries(store: EmbeddedStore) -> None:
+async def test_one_and_two_character_chinese_queries_find_their_memories_and_no_others(
+    store: EmbeddedStore,
+) -> None:
     """Test that 猫 and 咖啡 find their memories, and 咖啡 does not find 咖喱."""
     await add(store, "我的猫叫小白", "我喜欢狗", "我每天早上喝咖啡", "晚饭吃咖喱饭")
     assert await found(store, "猫") == ["我的猫叫小白"]
@@ -79,7 +81,9 @@ async def test_english_words_fold_case_width_and_endings(store: EmbeddedStore) -
     assert await found(store, "Café") == []
 
 
-async def test_mixed_chinese_and_english(store: EmbeddedStore) -> None:
+async def test_a_memory_mixing_chinese_and_english_is_found_by_either_part(
+    store: EmbeddedStore,
+) -> None:
     """Test that a memory mixing scripts is found by either part."""
     await add(store, "Anna在Starbucks买了一杯latte", "Ben去了超市")
     assert await found(store, "starbucks") == ["Anna在Starbucks买了一杯latte"]
