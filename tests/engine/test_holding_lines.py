@@ -86,7 +86,7 @@ CAMERA_CALL = ("call_1", "camera", '{"name": "front-door camera"}')
 
 @pytest.fixture
 def talk(tmp_path: Path) -> Conversations:
-    """Return real conversation files under a temporary folder."""
+    """Return a real exchange store (one SQLite file) under a temporary folder."""
     return Conversations(tmp_path / "conversations")
 
 

@@ -29,7 +29,7 @@ NOTE = "(Answer in Simplified Chinese (zh-CN).)"
 
 @pytest.fixture
 def talk(tmp_path: Path) -> Conversations:
-    """Return real conversation files."""
+    """Return a real exchange store (one SQLite file) under a temporary folder."""
     return Conversations(tmp_path / "conversations")
 
 

@@ -59,7 +59,7 @@ def test_memories_promises_commands_and_a_bare_cue_are_no_lasting_instructions(t
 async def test_images_never_enter_the_window_or_extraction(
     memory: CompanionMemory, llm_server: LLMServer
 ) -> None:
-    """An inline image is replaced before the window file and the memory model see it."""
+    """An inline image is replaced before the recent window and the memory model see it."""
     window = memory.window(SCOPE)
     view = memory.exchanges.conversation(SCOPE.agent_id, "c", owner=SCOPE.owner, windowed=True)
     await view.append(StoredTurn(user=f"Look: {PIXELS} and ![cat](http://x/cat.png)"))
