@@ -11,10 +11,10 @@ import asyncio
 from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.typing import WebSocketGenerator
 
+from tests.ha.common.audio import FIRST, SECOND, THIRD, pcm
 from tests.ha.common.card import Card
 from tests.ha.common.pipelines import Voice, start_text_run
 from tests.ha.common.speakers import LOUNGE, TIMEOUT, Companion, Devices, start_chat
-from tests.ha.common.speech import FIRST, SECOND, THIRD, pcm
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.wyoming_proxy import WyomingProxy

@@ -20,8 +20,8 @@ from homeassistant.components.tts.entity import TTSAudioRequest
 from homeassistant.core import HomeAssistant
 
 from custom_components.companion_agent.engine.speech import TurnSpeech
+from tests.ha.common.audio import FIRST, SECOND, THIRD, pcm
 from tests.ha.common.pipelines import STREAM_OPENED, Voice, start_text_run
-from tests.ha.common.speech import FIRST, SECOND, THIRD, pcm
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.wyoming_proxy import WyomingProxy

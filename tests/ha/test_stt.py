@@ -25,7 +25,7 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.stt import CompanionSttEntity
 from tests.ha.common import SetupCompanion, closed_port, speech_to_text, stt_entity
-from tests.ha.common.speech import metadata
+from tests.ha.common.audio import metadata
 from tests.support.asr_server import TEXT, Behaviour, ScriptedAsrServer
 from tests.support.whisper import WhisperPeer
 from tests.support.wyoming_events import wire_form

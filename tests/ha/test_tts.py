@@ -27,7 +27,7 @@ from custom_components.companion_agent.const import (
 from custom_components.companion_agent.repairs import async_report_missing_voice
 from custom_components.companion_agent.tts import CompanionTtsEntity
 from tests.ha.common import VOICE, SetupCompanion, choose, closed_port
-from tests.ha.common.speech import (
+from tests.ha.common.audio import (
     ADVERTISED_NOT_INSTALLED,
     CLEAN,
     MESSY,

@@ -39,7 +39,7 @@ from tests.ha.common import (
     stt_entity,
     wyoming_voice,
 )
-from tests.ha.common.speech import metadata
+from tests.ha.common.audio import metadata
 from tests.support.chat_requests import user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

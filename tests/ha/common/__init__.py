@@ -15,12 +15,12 @@ HA keeps a component's shared test set-up in ``conftest.py`` (fixtures) and ``co
   test plugins wait on, so a test decides when a hook or tool goes on;
 - memory: people, an entry's memory; the integration's services and HA's AI task service.
 
-Helpers of one larger concept have a module each beside this one: ``card`` (the card's
-WebSocket client), ``house`` (HA's demo lock, light and cover, acted on through Assist),
-``pipelines`` (Assist pipelines and text runs), ``releases`` (HA's LLM tools of later
-releases, emulated), ``satellites`` (HA's satellite and ours on a pipeline), ``speakers``
-(devices a companion speaks first on, and ``start_chat``), ``speech`` (our TTS stream and
-STT's audio).
+Helpers of one larger concept have a module each beside this one: ``audio`` (our TTS stream
+and STT's audio), ``card`` (the card's WebSocket client), ``house`` (HA's demo lock, light and
+cover, acted on through Assist), ``pipelines`` (Assist pipelines and text runs), ``releases``
+(HA's LLM tools of later releases, emulated), ``satellites`` (HA's satellite and ours on a
+pipeline), ``speakers`` (devices a companion speaks first on, and ``start_chat``). None is
+named after a helper here: a submodule, once imported, would hide it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Our speech entities through a real HA, for tests: a voice's stream and WAV, STT's audio.
+"""The audio of our speech entities through a real HA, for tests: TTS streams and WAV, STT input.
 
 ``setup_voice`` sets up an entry whose only sub-entry is a Wyoming voice; ``stream`` streams a
 text through its TTS entity in pieces, as a model's reply arrives, and ``wav_format`` and
