@@ -12,12 +12,12 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
 
 from custom_components.companion_agent.const import CONF_BASE_URL, CONF_MODEL, DOMAIN
-from tests.ha import zip_boot
+from tests.support import ha_boot_program
 
 
 async def start_home_assistant(config_dir: str) -> HomeAssistant:
-    """Start a Home Assistant core in this process (``tests/ha/zip_boot.py``'s start)."""
-    return await zip_boot.start_home_assistant(config_dir)
+    """Start a Home Assistant core in this process, as ``tests/support/ha_boot_program.py`` does."""
+    return await ha_boot_program.start_home_assistant(config_dir)
 
 
 async def configure(hass: HomeAssistant, url: str, api_key: str, model: str) -> str:

@@ -53,8 +53,8 @@ from benchmarks.voice_peers import piper_alone
 from custom_components.companion_agent.const import CONF_TURNS_PER_MINUTE
 from custom_components.companion_agent.engine.speech import AudioChunk, WyomingTTS
 from custom_components.companion_agent.voice.satellite.connection import SatelliteConnection
-from tests.ha.entries import async_load, companion_entry
-from tests.ha.satellite_setup import setup_satellite_companion, wait_state
+from tests.ha.common import async_load, companion_entry
+from tests.ha.common.satellites import setup_satellite_companion, wait_state
 from tests.support.ffmpeg import ffmpeg_on_path
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer

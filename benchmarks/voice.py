@@ -50,7 +50,7 @@ from benchmarks.ha_core import start_home_assistant
 from benchmarks.voice_home import PLAYER, TOOL, Home, close, first_bytes, set_up
 from benchmarks.voice_peers import launch_piper, piper_alone, said, wait_for_piper
 from custom_components.companion_agent.const import DOMAIN
-from tests.ha.pipeline_runs import start_text_run
+from tests.ha.common.pipelines import start_text_run
 from tests.support.asr_server import ScriptedAsrServer
 from tests.support.ffmpeg import ffmpeg_on_path
 from tests.support.llm_script import Reply

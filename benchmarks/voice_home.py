@@ -49,9 +49,9 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.runtime import CompanionRuntime
-from tests.ha.entries import speech_to_text, wyoming_voice
-from tests.ha.ha_satellite import create_pipeline, setup_ha_satellite, setup_ha_voice
-from tests.ha.voice_pipeline import keep_turns
+from tests.ha.common import speech_to_text, wyoming_voice
+from tests.ha.common.pipelines import create_pipeline, keep_turns
+from tests.ha.common.satellites import setup_ha_satellite, setup_ha_voice
 from tests.support.asr_server import ScriptedAsrServer
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer

@@ -86,7 +86,7 @@ CAMERA_CALL = ("call_1", "camera", '{"name": "front-door camera"}')
 
 @pytest.fixture
 def talk(tmp_path: Path) -> Conversations:
-    """Return real conversation files under a temporary folder."""
+    """Return a real exchange store (one SQLite file) under a temporary folder."""
     return Conversations(tmp_path / "conversations")
 
 
@@ -441,5 +441,6 @@ async def test_a_turn_cancelled_while_the_tool_runs_says_no_line(
         ("[think]", False),
     ],
 )
-def test_what_closes_a_sentence(text: str, closes: bool) -> None:
+def test_text_closes_a_sentence_at_an_end_mark_or_a_line_break(text: str, closes: bool) -> None:
+    """Empty text, a line break, or a terminator before closing quotes and emphasis close one."""
     assert closes_sentence(text) is closes

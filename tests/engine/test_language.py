@@ -29,7 +29,7 @@ NOTE = "(Answer in Simplified Chinese (zh-CN).)"
 
 @pytest.fixture
 def talk(tmp_path: Path) -> Conversations:
-    """Return real conversation files."""
+    """Return a real exchange store (one SQLite file) under a temporary folder."""
     return Conversations(tmp_path / "conversations")
 
 
@@ -116,7 +116,7 @@ async def test_what_is_asked_again_and_what_is_not(
     assert len(llm_server.requests) == len(replies)
 
 
-def test_scripts_of_languages_and_text() -> None:
+def test_language_tags_map_to_scripts_and_text_is_weighed_by_its_letters() -> None:
     """Language tags map to scripts; text is weighed by its letters, tags left out."""
     assert language_scripts("zh-Hans") == {"han"}
     assert language_scripts("ja") == {"han", "kana"}

@@ -45,7 +45,7 @@ async def test_reasoning_content_is_thinking_not_text(
     assert [i for i in items if isinstance(i, str)] == ["Hello!"]
 
 
-async def test_think_tags_split_across_chunks(
+async def test_a_think_block_split_mid_tag_is_kept_out_of_the_text(
     llm_server: LLMServer, chat_model: OpenAIChatModel
 ) -> None:
     """A ``<think>`` block split mid-tag is still kept out of the text."""
@@ -124,6 +124,8 @@ async def test_unreachable_server_is_a_connection_error(socket_enabled: None) ->
     await model.aclose()
 
 
-async def test_list_models(llm_server: LLMServer, chat_model: OpenAIChatModel) -> None:
+async def test_the_models_the_server_offers_are_listed(
+    llm_server: LLMServer, chat_model: OpenAIChatModel
+) -> None:
     """The models the server offers are listed."""
     assert await chat_model.list_models() == ["test-model"]

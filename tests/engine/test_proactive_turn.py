@@ -1,6 +1,7 @@
 """A turn the home begins: its instruction is framed as the home's, stored and shown as such.
 
-Runs through the real openai SDK against the local streaming server, with real JSON files.
+Runs through the real openai SDK against the local streaming server, with a real exchange
+store (one SQLite file).
 """
 
 from __future__ import annotations

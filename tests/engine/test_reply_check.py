@@ -37,7 +37,7 @@ RAMBLE = (
 
 @pytest.fixture
 def talk(tmp_path: Path) -> Conversations:
-    """Return real conversation files under a temporary folder."""
+    """Return a real exchange store (one SQLite file) under a temporary folder."""
     return Conversations(tmp_path / "conversations")
 
 

@@ -1,7 +1,7 @@
 """What a small local model gets wrong, through whole turns: calls as text, loops, secrets.
 
-The real SDK against the scripted server, the real guard with its audit file, real
-conversation files. A call written as text runs through the same guard as any call; its
+The real SDK against the scripted server, the real guard with its audit file, a real
+exchange store. A call written as text runs through the same guard as any call; its
 text is never shown or spoken; arguments a contract marks secret reach the tool and
 nothing else; thinking is shown (scrubbed) and never spoken.
 """
@@ -58,7 +58,7 @@ class House:
 
 @pytest.fixture
 def talk(tmp_path: Path) -> Conversations:
-    """Return real conversation files."""
+    """Return a real exchange store (one SQLite file) under a temporary folder."""
     return Conversations(tmp_path / "conversations")
 
 
@@ -115,7 +115,7 @@ async def test_a_written_call_to_a_risky_tool_waits_for_the_person(
 
     ``digits`` is secret only because the contract says so (``x-secret``), not by its name.
 
-    Not in the items (thinking, text, events), the conversation file, the audit file or
+    Not in the items (thinking, text, events), the exchange store, the audit file or
     the log at any level; the person's yes runs the tool with the real code.
     """
     house = House()

@@ -1,7 +1,7 @@
 """The turn handle: cancel, deadline, played, and what is stored whatever ends a turn.
 
 Every turn runs through the real openai SDK against the local streaming server and stores
-its history in real JSON files.
+its history in a real exchange store (one SQLite file).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ STREAMING = replace(PROFILE, claims=ChangeClaims(enabled=False))
 
 @pytest.fixture
 def talk(tmp_path: Path) -> Conversations:
-    """Return real conversation files under a temporary folder."""
+    """Return a real exchange store (one SQLite file) under a temporary folder."""
     return Conversations(tmp_path / "conversations")
 
 

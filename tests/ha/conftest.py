@@ -1,19 +1,27 @@
-"""Fixtures for tests that run a real Home Assistant through the harness."""
+"""Fixtures for tests that run a real Home Assistant through the harness.
+
+The helpers these fixtures and the tests share are in ``tests/ha/common/``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
+from homeassistant.components import demo
 from homeassistant.components.assist_satellite import AssistSatelliteEntityFeature
+from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.config_entries import ConfigEntryState, ConfigSubentryData
+from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from tests.ha.entries import (
+from tests.ha.common import (
+    CAMERA,
     SetupCompanion,
     SetupPersonas,
     agents_by_title,
@@ -21,9 +29,11 @@ from tests.ha.entries import (
     companion_entry,
     persona,
 )
-from tests.ha.satellite_setup import OnSatellite, setup_satellite_companion, wait_state
-from tests.ha.speakers import SpeakerPlayer, SpeakingSatellite, setup_speakers
-from tests.ha.start_chat import (
+from tests.ha.common.house import DEMO_PLATFORMS
+from tests.ha.common.pipelines import Voice, async_voice
+from tests.ha.common.releases import ToolAnnotations, ToolResult
+from tests.ha.common.satellites import OnSatellite, setup_satellite_companion, wait_state
+from tests.ha.common.speakers import (
     ATTIC,
     CONVERSE,
     HALL,
@@ -31,7 +41,10 @@ from tests.ha.start_chat import (
     LOUNGE,
     Companion,
     Devices,
+    SpeakerPlayer,
+    SpeakingSatellite,
     async_setup_speaking_companion,
+    setup_speakers,
 )
 from tests.support.asr_server import ScriptedAsrServer
 from tests.support.llm_server import LLMServer
@@ -150,3 +163,68 @@ async def on_satellite(
     yield OnSatellite(entry=entry, entity_id=entity, satellite=satellite, asr=asr)
     if entry.state is ConfigEntryState.LOADED:
         assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+@pytest.fixture
+async def voice(
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    proxy: WyomingProxy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Voice:
+    """Set up Assist, an entry with a persona and a voice (via the proxy), and a pipeline."""
+    return await async_voice(hass, setup_companion, proxy, monkeypatch)
+
+
+@pytest.fixture
+def demo_devices() -> Iterator[None]:
+    """Load only the demo lock, light and cover; let the lock unlock at once, not in 2 s.
+
+    A module opts in with usefixtures; ``tests/ha/common/house.py`` builds the house on them.
+    """
+    with (
+        patch("homeassistant.components.demo.lock.LOCK_UNLOCK_DELAY", 0),
+        patch(
+            "homeassistant.components.demo.COMPONENTS_WITH_CONFIG_ENTRY_DEMO_PLATFORM",
+            DEMO_PLATFORMS,
+        ),
+    ):
+        yield
+
+
+@pytest.fixture
+def demo_lock() -> Iterator[None]:
+    """Load only HA's demo lock, which unlocks at once (a module opts in with usefixtures)."""
+    with (
+        patch("homeassistant.components.demo.lock.LOCK_UNLOCK_DELAY", 0),
+        patch(
+            "homeassistant.components.demo.COMPONENTS_WITH_CONFIG_ENTRY_DEMO_PLATFORM",
+            [Platform.LOCK],
+        ),
+    ):
+        yield
+
+
+@pytest.fixture
+async def demo_camera(hass: HomeAssistant) -> AsyncIterator[str]:
+    """Set up HA's demo camera and expose it to Assist; return its entity id.
+
+    The demo integration loads its camera platform only (as HA's own camera tests do); its
+    snapshots are the demo's JPEG files, as HA serves them.
+    """
+    assert await async_setup_component(hass, "homeassistant", {})
+    with patch(f"{demo.__name__}.COMPONENTS_WITH_CONFIG_ENTRY_DEMO_PLATFORM", [Platform.CAMERA]):
+        entry = MockConfigEntry(domain="demo")
+        entry.add_to_hass(hass)
+        assert await hass.config_entries.async_setup(entry.entry_id)
+        await hass.async_block_till_done()
+        assert hass.states.get(CAMERA) is not None
+        async_expose_entity(hass, "conversation", CAMERA, True)
+        yield CAMERA
+
+
+@pytest.fixture
+def emulate_2026_10(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give HA's ``helpers.llm`` the 2026.10 ``ToolResult`` and ``ToolAnnotations``."""
+    monkeypatch.setattr(llm, "ToolResult", ToolResult, raising=False)
+    monkeypatch.setattr(llm, "ToolAnnotations", ToolAnnotations, raising=False)

@@ -32,41 +32,24 @@ from custom_components.companion_agent.const import (
     DEFAULT_AI_TASK_NAME,
     SUBENTRY_AI_TASK,
 )
-from tests.ha.demo_camera import CAMERA, demo_camera
-from tests.ha.entries import SetupCompanion, ai_task, async_load, companion_entry, persona
+from tests.ha.common import (
+    CAMERA,
+    SetupCompanion,
+    ai_task,
+    async_load,
+    companion_entry,
+    generate,
+    persona,
+    task_entity,
+)
 from tests.support.chat_requests import messages
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-
-__all__ = ["demo_camera"]
 
 SNAPSHOT = {
     "media_content_id": f"media-source://camera/{CAMERA}",
     "media_content_type": "image/jpeg",
 }
-
-
-def task_entity(hass: HomeAssistant, entry: MockConfigEntry) -> str:
-    """Return the entry's AI task entity."""
-    (found,) = [
-        e.entity_id
-        for e in er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-        if e.domain == "ai_task"
-    ]
-    return found
-
-
-async def generate(hass: HomeAssistant, entity_id: str, **data: object) -> object:
-    """Call ``ai_task.generate_data`` as an automation would; return its data."""
-    response = await hass.services.async_call(
-        "ai_task",
-        "generate_data",
-        {"task_name": "Front door", "entity_id": entity_id, **data},
-        blocking=True,
-        return_response=True,
-    )
-    assert response is not None
-    return response["data"]
 
 
 async def test_a_task_without_attachments_answers_in_text_with_a_trace(

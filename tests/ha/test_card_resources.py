@@ -9,7 +9,7 @@ from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.companion_agent.frontend.resources import CARD_FILE, CARD_URL, card_version
-from tests.ha.entries import SetupCompanion, persona
+from tests.ha.common import SetupCompanion, persona
 
 
 async def test_the_card_is_served_and_added_to_every_dashboard_once(

@@ -17,23 +17,20 @@ from pytest_homeassistant_custom_component.typing import (
 from custom_components.companion_agent.const import DOMAIN
 from custom_components.companion_agent.frontend.events import TurnStarted
 from custom_components.companion_agent.frontend.hub import MAX_QUEUED, async_publish
-from tests.ha.assist_turns import ask
-from tests.ha.card_sessions import (
+from tests.ha.common import SetupCompanion, ask, call
+from tests.ha.common.card import (
     CARD_PROFILE,
     PROMPT_MARKERS,
-    UNLOCK,
     Card,
     card_house,
-    demo_lock,
     user_token,
     write_face,
 )
-from tests.ha.entries import SetupCompanion
-from tests.ha.memories import call
+from tests.ha.common.house import UNLOCK
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
-lock_only = pytest.fixture(autouse=True)(demo_lock)
+pytestmark = pytest.mark.usefixtures("demo_lock")
 
 
 @pytest.fixture

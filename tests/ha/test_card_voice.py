@@ -11,16 +11,14 @@ import asyncio
 from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.typing import WebSocketGenerator
 
-from tests.ha.card_sessions import Card
-from tests.ha.pipeline_runs import start_text_run
-from tests.ha.start_chat import LOUNGE, TIMEOUT, Companion, Devices, start_chat
-from tests.ha.test_speech_start import FIRST, SECOND, THIRD, pcm
-from tests.ha.voice_pipeline import Voice, voice
+from tests.ha.common.audio import FIRST, SECOND, THIRD, pcm
+from tests.ha.common.card import Card
+from tests.ha.common.pipelines import Voice, start_text_run
+from tests.ha.common.speakers import LOUNGE, TIMEOUT, Companion, Devices, start_chat
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.wyoming_proxy import WyomingProxy
 
-__all__ = ["voice"]  # a fixture, imported to be found
 BYTES_PER_SECOND = 22050 * 2  # en_US-joe-medium: 22.05 kHz, 16-bit mono
 
 

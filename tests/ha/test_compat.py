@@ -18,7 +18,7 @@ from custom_components.companion_agent.compat import (
     stream_response_chars,
 )
 from custom_components.companion_agent.conversation import CompanionConversationEntity
-from tests.ha.test_conversation import agent_entity_id
+from tests.ha.common import agent_entity_id
 
 
 async def test_the_stream_rule_is_hass_own_number(
@@ -67,7 +67,9 @@ async def test_entities_are_found_through_their_platforms(
         ("2027.1.0b0", 0.0),
     ],
 )
-def test_emulated_release_converter_hold(release: str, held: float) -> None:
+def test_emulated_releases_hold_back_what_their_tts_converter_holds(
+    release: str, held: float
+) -> None:
     """What HA's TTS converter holds back, by release (the README's reading of core's tts).
 
     2026.2 – 2026.8: ffmpeg probes a WAV stream (about 5 s); 2026.9 – 2026.10: with

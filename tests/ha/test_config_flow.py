@@ -21,7 +21,7 @@ from custom_components.companion_agent.const import (
     SUBENTRY_AI_TASK,
     SUBENTRY_CONVERSATION,
 )
-from tests.ha.entries import companion_entry, persona
+from tests.ha.common import companion_entry, persona
 from tests.support.llm_server import LLMServer
 
 
@@ -52,7 +52,9 @@ async def test_user_flow_creates_entry_with_a_persona(
     await hass.async_block_till_done()
 
 
-async def test_unreachable_server(hass: HomeAssistant, socket_enabled: None) -> None:
+async def test_a_server_nothing_listens_on_cannot_connect(
+    hass: HomeAssistant, socket_enabled: None
+) -> None:
     """Nothing listening on the URL: cannot_connect."""
     async with LLMServer() as server:
         url = server.url
@@ -64,7 +66,9 @@ async def test_unreachable_server(hass: HomeAssistant, socket_enabled: None) -> 
     assert result["errors"] == {"base": "cannot_connect"}
 
 
-async def test_wrong_key(hass: HomeAssistant, socket_enabled: None) -> None:
+async def test_a_key_the_server_rejects_is_invalid_auth_until_a_right_one(
+    hass: HomeAssistant, socket_enabled: None
+) -> None:
     """A key the server rejects: invalid_auth, then a right key succeeds."""
     async with LLMServer(api_key="secret") as server:
         flow_id = await start(hass)
@@ -81,7 +85,9 @@ async def test_wrong_key(hass: HomeAssistant, socket_enabled: None) -> None:
         await hass.config_entries.async_unload(result["result"].entry_id)
 
 
-async def test_unknown_model(hass: HomeAssistant, llm_server: LLMServer) -> None:
+async def test_a_model_the_server_does_not_list_is_not_found_on_the_model_field(
+    hass: HomeAssistant, llm_server: LLMServer
+) -> None:
     """A model the server does not list: model_not_found on the model field."""
     flow_id = await start(hass)
     result = await hass.config_entries.flow.async_configure(
@@ -131,7 +137,9 @@ async def test_reauth_stores_the_new_key(hass: HomeAssistant, socket_enabled: No
         await hass.config_entries.async_unload(entry.entry_id)
 
 
-async def test_persona_subentry_flow(hass: HomeAssistant, setup_entry: MockConfigEntry) -> None:
+async def test_a_second_persona_can_be_added_and_then_changed(
+    hass: HomeAssistant, setup_entry: MockConfigEntry
+) -> None:
     """A second persona can be added and then changed."""
     result = await hass.config_entries.subentries.async_init(
         (setup_entry.entry_id, SUBENTRY_CONVERSATION),

@@ -9,51 +9,30 @@ from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigEntryState
 from homeassistant.core import Context, HomeAssistant, callback
-from homeassistant.helpers import chat_session
 from homeassistant.helpers import entity_registry as er
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 from syrupy.filters import props
 
 from custom_components.companion_agent.const import DOMAIN
-from tests.ha.entries import SetupCompanion, async_load, companion_entry, persona
-from tests.ha.history_files import stored_conversations, stored_turns
+from tests.ha.common import (
+    Delta,
+    SetupCompanion,
+    agent_entity_id,
+    async_load,
+    companion_entry,
+    converse,
+    persona,
+    stored_conversations,
+    stored_turns,
+)
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
-type Delta = dict[str, object]
 
-
-def agent_entity_id(hass: HomeAssistant, entry: MockConfigEntry) -> str:
-    """Return the conversation entity of the entry's only persona."""
-    entities = er.async_entries_for_config_entry(er.async_get(hass), entry.entry_id)
-    assert sorted(e.domain for e in entities) == [
-        "conversation",
-        "sensor",
-        "sensor",
-        "sensor",
-        "todo",
-    ]
-    return next(e.entity_id for e in entities if e.domain == "conversation")
-
-
-async def converse(
-    hass: HomeAssistant, agent_id: str, text: str, deltas: list[Delta]
-) -> tuple[conversation.ConversationResult, list[conversation.Content]]:
-    """Run one turn as the Assist pipeline does, with a delta listener attached."""
-    with (
-        chat_session.async_get_chat_session(hass) as session,
-        conversation.async_get_chat_log(
-            hass, session, chat_log_delta_listener=lambda _log, delta: deltas.append(delta)
-        ) as chat_log,
-    ):
-        result = await conversation.async_converse(
-            hass, text, session.conversation_id, Context(), language="en", agent_id=agent_id
-        )
-        return result, list(chat_log.content)
-
-
-async def test_setup_and_unload(hass: HomeAssistant, setup_entry: MockConfigEntry) -> None:
+async def test_the_entry_loads_one_agent_per_persona_and_unloads_cleanly(
+    hass: HomeAssistant, setup_entry: MockConfigEntry
+) -> None:
     """The entry loads one agent per persona and unloads cleanly."""
     assert setup_entry.state is ConfigEntryState.LOADED
     entity_id = agent_entity_id(hass, setup_entry)
@@ -72,7 +51,7 @@ async def test_setup_loads_when_server_is_down(hass: HomeAssistant, socket_enabl
     assert entry.state is ConfigEntryState.LOADED
 
 
-async def test_streamed_turn_with_a_tool(
+async def test_a_streamed_turn_speaks_its_text_and_logs_the_tool_call_once(
     hass: HomeAssistant,
     setup_entry: MockConfigEntry,
     llm_server: LLMServer,

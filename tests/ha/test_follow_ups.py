@@ -17,15 +17,19 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import chat_session, llm
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from tests.ha.assist_turns import speech
-from tests.ha.entries import SetupCompanion, SetupPersonas, entity_id, persona
-from tests.ha.test_guard import UNLOCK, build_house, demo_devices, state
-from tests.ha.test_playback import add_satellite, converse
-from tests.ha.user_files import write_profile
+from tests.ha.common import (
+    SetupCompanion,
+    SetupPersonas,
+    add_satellite,
+    entity_id,
+    persona,
+    speech,
+    start_satellite_turn,
+    write_profile,
+)
+from tests.ha.common.house import UNLOCK, build_house, state
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-
-__all__ = ["demo_devices"]  # the demo lock's fixture, used by name below
 
 TIMEOUT = 10.0
 QUIET = "[output]\nfollow_ups = false\n"
@@ -132,11 +136,11 @@ async def test_a_question_the_person_spoke_over_does_not_continue(
     asking = Reply.held("Do you want the long story?", " Or the short one?", until=rest)
     llm_server.script(asking, Reply.text("Which one?"))
 
-    first = converse(hass, agent, "Tell me a story.", satellite_id=satellite)
+    first = start_satellite_turn(hass, agent, "Tell me a story.", satellite_id=satellite)
     while not llm_server.requests:  # noqa: ASYNC110 - the server offers no event to wait on
         await asyncio.sleep(0.01)
     second = await asyncio.wait_for(
-        converse(hass, agent, "A short one.", satellite_id=satellite), TIMEOUT
+        start_satellite_turn(hass, agent, "A short one.", satellite_id=satellite), TIMEOUT
     )
     interrupted = await asyncio.wait_for(first, TIMEOUT)
     rest.set()

@@ -4,60 +4,34 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Mapping
-from pathlib import Path
-from unittest.mock import patch
+from collections.abc import Mapping
 
 import pytest
 from homeassistant.components import conversation
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
-from homeassistant.const import Platform
 from homeassistant.core import Context, HomeAssistant, callback
 from homeassistant.exceptions import ServiceValidationError
-from homeassistant.helpers import chat_session, llm
 from homeassistant.helpers import entity_registry as er
-from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from syrupy.assertion import SnapshotAssertion
 from syrupy.filters import props
 
 from custom_components.companion_agent.const import CONF_CONFIRM_TTL, DOMAIN
-from custom_components.companion_agent.engine.audit import read_audit
-from custom_components.companion_agent.engine.engine import AUDIT_FILE
-from tests.ha.entries import SetupCompanion, async_load, entity_id, persona
+from tests.ha.common import SetupCompanion, async_load
+from tests.ha.common.house import (
+    UNLOCK,
+    audit,
+    build_house,
+    flush_audit,
+    say,
+    state,
+    tool_results,
+)
 from tests.support.chat_requests import user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
-DEMO_PLATFORMS = [Platform.LOCK, Platform.LIGHT, Platform.COVER]
-EXPOSED = ("lock.front_door", "light.bed_light", "cover.garage_door", "cover.kitchen_window")
-UNLOCK = '{"name": "Front Door", "domain": ["lock"]}'
-
-
-@pytest.fixture(autouse=True)
-def demo_devices() -> Iterator[None]:
-    """Load only the demo lock, light and cover; let the lock unlock at once, not in 2 s."""
-    with (
-        patch("homeassistant.components.demo.lock.LOCK_UNLOCK_DELAY", 0),
-        patch(
-            "homeassistant.components.demo.COMPONENTS_WITH_CONFIG_ENTRY_DEMO_PLATFORM",
-            DEMO_PLATFORMS,
-        ),
-    ):
-        yield
-
-
-async def build_house(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    options: dict[str, object] | None = None,
-) -> MockConfigEntry:
-    """Set up HA's demo lock, light and cover, expose a few, and the companion with Assist."""
-    assert await async_setup_component(hass, "conversation", {})
-    await async_load(hass, MockConfigEntry(domain="demo"))
-    for exposed in EXPOSED:
-        async_expose_entity(hass, conversation.DOMAIN, exposed, True)
-    return await setup_companion(persona(llm_apis=[llm.LLM_API_ASSIST]), options=options)
+pytestmark = pytest.mark.usefixtures("demo_devices")
 
 
 @pytest.fixture
@@ -70,53 +44,6 @@ async def add_shopping_list(hass: HomeAssistant) -> None:
     """Set up HA's shopping list and expose its to-do entity to Assist."""
     await async_load(hass, MockConfigEntry(domain="shopping_list"))
     async_expose_entity(hass, conversation.DOMAIN, "todo.shopping_list", True)
-
-
-async def say(
-    hass: HomeAssistant,
-    entry: MockConfigEntry,
-    text: str,
-    conversation_id: str | None = None,
-    context: Context | None = None,
-) -> tuple[conversation.ConversationResult, list[conversation.Content]]:
-    """Send one utterance in a conversation; return the result and the whole ChatLog."""
-    with chat_session.async_get_chat_session(hass, conversation_id) as session:
-        result = await conversation.async_converse(
-            hass,
-            text,
-            session.conversation_id,
-            context or Context(),
-            language="en",
-            agent_id=entity_id(hass, entry, "conversation"),
-        )
-        with conversation.async_get_chat_log(hass, session) as chat_log:
-            return result, list(chat_log.content)
-
-
-def tool_results(content: list[conversation.Content]) -> list[tuple[str, object]]:
-    """Return (tool name, status) of each tool result in the ChatLog."""
-    return [
-        (c.tool_name, c.tool_result.get("status"))
-        for c in content
-        if isinstance(c, conversation.ToolResultContent)
-    ]
-
-
-def state(hass: HomeAssistant, entity_id: str) -> str:
-    """Return an entity's state."""
-    current = hass.states.get(entity_id)
-    assert current is not None
-    return current.state
-
-
-def audit(hass: HomeAssistant) -> list[Mapping[str, object]]:
-    """Return the audit log's records."""
-    return list(read_audit(Path(hass.config.path(DOMAIN, AUDIT_FILE))))
-
-
-async def flush_audit(entry: MockConfigEntry) -> None:
-    """Wait for the audit writer."""
-    await entry.runtime_data.engine.flush()
 
 
 async def ask_to_unlock(
@@ -195,7 +122,7 @@ async def test_unlock_waits_then_yes_runs_it_once(
     assert runs[0]["state_after"] == {"lock.front_door": "unlocked"}
 
 
-async def test_no_cancels(
+async def test_no_cancels_the_held_unlock_and_the_model_hears_it(
     hass: HomeAssistant, house: MockConfigEntry, llm_server: LLMServer
 ) -> None:
     """ "No" cancels the held unlock; the model hears it was cancelled."""

@@ -1,7 +1,7 @@
-"""The guard and the tools on HA 2026.9 and 2026.10, emulated on 2026.2.3 (``release_tools``).
+"""The guard and the tools on HA 2026.9 and 2026.10, emulated on 2026.2.3 (``common/releases.py``).
 
 Every test here is an emulation of a release that cannot be installed here; the shapes and
-their sources are in ``tests/ha/release_tools.py``. The house is HA's demo lock, light and
+their sources are in ``tests/ha/common/releases.py``. The house is HA's demo lock, light and
 cover, exposed to Assist, as in ``test_guard``.
 """
 
@@ -21,32 +21,29 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from custom_components.companion_agent.agent.chat_stream import tool_result_delta
 from custom_components.companion_agent.agent.ha_tools import ToolHints, tool_identity
 from custom_components.companion_agent.engine.events import ToolCallEvent
-from tests.ha.entries import SetupCompanion, async_load, persona
-from tests.ha.release_tools import (
+from tests.ha.common import SetupCompanion, async_load, persona, write_profile
+from tests.ha.common.house import (
+    EXPOSED,
+    UNLOCK,
+    audit,
+    flush_audit,
+    say,
+    state,
+    tool_results,
+)
+from tests.ha.common.releases import (
     READ_ONLY,
     FixedTool,
     Release,
     ReleaseAPI,
     ToolAnnotations,
     ToolResult,
-    emulate_2026_10,
 )
-from tests.ha.test_guard import (
-    EXPOSED,
-    UNLOCK,
-    audit,
-    demo_devices,
-    flush_audit,
-    say,
-    state,
-    tool_results,
-)
-from tests.ha.user_files import write_profile
 from tests.support.chat_requests import messages
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
-__all__ = ["demo_devices", "emulate_2026_10"]
+pytestmark = pytest.mark.usefixtures("demo_devices")
 
 LOCK = '{"name": "Front Door", "domain": ["lock"]}'
 WIPE = FixedTool("mystery__wipe_all", lambda args: {"wiped": True}, ToolAnnotations())
@@ -236,7 +233,7 @@ async def test_a_profile_mark_on_the_bare_name_holds_the_prefixed_tool(
     assert state(hass, "light.bed_light") == "off"
 
 
-def test_identity_of_each_release_shape(emulate_2026_10: None) -> None:
+def test_bare_prefixed_annotated_and_merged_names_give_one_identity(emulate_2026_10: None) -> None:
     """Bare, prefixed, annotated and merged-API names all give one identity."""
 
     class Named(llm.Tool):

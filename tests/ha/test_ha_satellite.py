@@ -22,16 +22,17 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from custom_components.companion_agent.const import DOMAIN, ISSUE_COMPAT_RUNS
 from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.runtime import CompanionRuntime
-from tests.ha.entries import SetupCompanion, entity_id, persona, speech_to_text, wyoming_voice
-from tests.ha.ha_satellite import (
-    create_pipeline,
-    setup_ha_satellite,
-    setup_ha_voice,
-    wait_until,
+from tests.ha.common import (
+    SetupCompanion,
+    assistant_text,
+    entity_id,
+    persona,
+    speech_to_text,
+    stored_turns,
+    wyoming_voice,
 )
-from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.pipeline_runs import emulate_runs_kept_elsewhere
-from tests.ha.voice_pipeline import keep_turns
+from tests.ha.common.pipelines import create_pipeline, emulate_runs_kept_elsewhere, keep_turns
+from tests.ha.common.satellites import setup_ha_satellite, setup_ha_voice, wait_until
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer

@@ -17,7 +17,7 @@ from tests.support.chat_requests import system_text, tool_names
 from tests.support.llm_server import LLMServer
 
 ROOT = Path(__file__).resolve().parents[2]
-BOOT = Path(__file__).with_name("zip_boot.py")
+BOOT = Path(__file__).parents[1] / "support" / "ha_boot_program.py"
 RUN_TIMEOUT = 60.0
 
 

@@ -34,14 +34,14 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.engine.audit import read_audit
 from custom_components.companion_agent.engine.engine import AUDIT_FILE
-from tests.ha.assist_turns import ask
-from tests.ha.card_sessions import UNLOCK, Card, demo_lock, user_token
-from tests.ha.entries import SetupCompanion, async_load, entity_id, persona
+from tests.ha.common import SetupCompanion, ask, async_load, entity_id, persona
+from tests.ha.common.card import Card, user_token
+from tests.ha.common.house import UNLOCK
 from tests.support.chat_requests import user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
-lock_only = pytest.fixture(autouse=True)(demo_lock)
+pytestmark = pytest.mark.usefixtures("demo_lock")
 
 INTERRUPTED = '"status":"interrupted"'
 NOT_PERFORMED = '"performed":false'

@@ -24,10 +24,15 @@ from homeassistant.util.json import JsonObjectType
 
 from custom_components.companion_agent.agent.ha_tools import HassTurnTools
 from custom_components.companion_agent.engine.json_types import JSONObject
-from tests.ha.entries import SetupCompanion
-from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.pipeline_runs import SATELLITE_OUT, WAV_OUT, TextRun, start_text_run
-from tests.ha.voice_pipeline import Voice, async_voice
+from tests.ha.common import SetupCompanion, assistant_text, stored_turns
+from tests.ha.common.pipelines import (
+    SATELLITE_OUT,
+    WAV_OUT,
+    TextRun,
+    Voice,
+    async_voice,
+    start_text_run,
+)
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.wyoming_proxy import WyomingProxy

@@ -6,7 +6,7 @@ from homeassistant.core import HomeAssistant
 
 from custom_components.companion_agent.const import CONF_ASLEEP_ENTITY
 from custom_components.companion_agent.engine.proactive import Presence
-from tests.ha.entries import SetupCompanion
+from tests.ha.common import SetupCompanion
 
 
 async def test_presence_follows_zone_home_people_and_the_asleep_option(

@@ -25,17 +25,22 @@ from homeassistant.setup import async_setup_component
 from PIL import Image
 
 from custom_components.companion_agent.engine.vision import ImageBounds
-from tests.ha.assist_turns import ask, speech
-from tests.ha.demo_camera import CAMERA, demo_camera
-from tests.ha.entries import SetupCompanion, agents_by_title, ai_task, persona
-from tests.ha.test_ai_task import generate, task_entity
-from tests.ha.test_model_roles import TIMEOUT, asked
-from tests.ha.test_vision import image_parts, offered
+from tests.ha.common import (
+    CAMERA,
+    SetupCompanion,
+    agents_by_title,
+    ai_task,
+    ask,
+    generate,
+    persona,
+    speech,
+    task_entity,
+)
+from tests.support.chat_requests import asked, image_parts, tool_names
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 
-__all__ = ["demo_camera"]
-
+TIMEOUT = 10.0
 BOUNDS = ImageBounds()
 WIDE = (3000, 2000)
 """Six megapixels, four times the bounds' 1.5."""
@@ -139,7 +144,7 @@ async def test_a_camera_not_exposed_is_never_looked_through_even_when_named(
     result = await ask(hass, agents_by_title(hass, entry)["Ada"], "Who is at the back door?")
     assert speech(result) == "I cannot see that camera."
     first, second = llm_server.requests
-    assert "camera" in offered(first)
+    assert "camera" in tool_names(first)
     described = json.dumps(first["tools"])
     assert CAMERA in described
     assert hidden not in described
@@ -170,7 +175,7 @@ async def test_a_camera_hidden_while_the_model_decides_is_not_looked_through(
     result = await asyncio.wait_for(turn, TIMEOUT)
     assert speech(result).endswith("That camera is private now.")
     first, second = llm_server.requests
-    assert "camera" in offered(first)
+    assert "camera" in tool_names(first)
     (tool_result,) = tool_results(second)
     assert "not a camera exposed to Assist" in json.loads(tool_result["content"])["message"]
     assert not image_parts(second)

@@ -23,10 +23,8 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent import llm as companion_llm
 from custom_components.companion_agent.const import DOMAIN
-from tests.ha.memories import add_person, call, row
-from tests.ha.release_tools import ToolAnnotations, ToolResult, emulate_2026_10
-
-__all__ = ["emulate_2026_10"]
+from tests.ha.common import add_person, call, row
+from tests.ha.common.releases import ToolAnnotations, ToolResult
 
 
 @dataclass(slots=True)

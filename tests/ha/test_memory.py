@@ -20,15 +20,20 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 from custom_components.companion_agent.const import DOMAIN, STORAGE_FOLDER
 from custom_components.companion_agent.engine.memory.backends import MEMORY_FILE
 from custom_components.companion_agent.engine.memory.outbox.outbox import MemoryOutbox
-from tests.ha.assist_turns import ask
-from tests.ha.entries import (
+from tests.ha.common import (
     SetupPersonas,
+    add_person,
     agents_by_title,
+    ask,
     async_load,
+    call,
     companion_entry,
+    memory_of,
     persona,
+    row,
+    rows,
+    settled,
 )
-from tests.ha.memories import add_person, call, memory_of, row, rows, settled
 from tests.support.chat_requests import all_messages, last_user_message
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -40,7 +45,7 @@ async def two_personas(setup_personas: SetupPersonas) -> tuple[MockConfigEntry, 
     return await setup_personas({"Ada": "default", "Bea": "default"})
 
 
-async def test_isolation_by_persona_person_and_household(
+async def test_a_persons_memories_reach_only_their_turns_with_that_persona(
     hass: HomeAssistant,
     two_personas: tuple[MockConfigEntry, dict[str, str]],
     llm_server: LLMServer,
@@ -83,7 +88,7 @@ async def test_window_crosses_conversation_ids(
     assert "Miso" not in all_messages(llm_server)
 
 
-async def test_supersede_history_rollback_export_and_forget(
+async def test_the_memory_services_supersede_export_roll_back_and_forget(
     hass: HomeAssistant,
     two_personas: tuple[MockConfigEntry, dict[str, str]],
 ) -> None:

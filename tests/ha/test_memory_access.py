@@ -11,7 +11,7 @@ from homeassistant.util.json import JsonObjectType
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.const import DOMAIN
-from tests.ha.memories import add_person, call, row, rows
+from tests.ha.common import add_person, call, row, rows
 
 
 async def as_user(

@@ -15,9 +15,16 @@ from custom_components.companion_agent.engine.memory.stores.mem0 import worker a
 from custom_components.companion_agent.engine.memory.stores.mem0.store import Mem0Store
 from custom_components.companion_agent.engine.memory.stores.neo4j.graph import Neo4jGraph
 from custom_components.companion_agent.engine.retry import RetryPolicy
-from tests.ha.assist_turns import ask
-from tests.ha.entries import SetupCompanion, agents_by_title, persona
-from tests.ha.memories import call, memory_of, rows, settled
+from tests.ha.common import (
+    SetupCompanion,
+    agents_by_title,
+    ask,
+    call,
+    memory_of,
+    persona,
+    rows,
+    settled,
+)
 from tests.support.chat_requests import last_user_message
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

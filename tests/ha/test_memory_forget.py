@@ -19,10 +19,19 @@ from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.engine.memory import MemoryScope
-from tests.ha.assist_turns import ask
-from tests.ha.entries import SetupCompanion, agents_by_title, persona
-from tests.ha.history_files import stored_conversations, stored_turns
-from tests.ha.memories import add_person, call, memory_of, rows, settled
+from tests.ha.common import (
+    SetupCompanion,
+    add_person,
+    agents_by_title,
+    ask,
+    call,
+    memory_of,
+    persona,
+    rows,
+    settled,
+    stored_conversations,
+    stored_turns,
+)
 from tests.support.chat_requests import all_messages, last_user_message
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer

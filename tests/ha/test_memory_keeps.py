@@ -24,9 +24,19 @@ from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.engine.memory import MemoryScope, NewMemory
-from tests.ha.assist_turns import ask
-from tests.ha.entries import SetupCompanion, agents_by_title, entity_id, persona
-from tests.ha.memories import Row, add_person, call, memory_of, rows, settled
+from tests.ha.common import (
+    Row,
+    SetupCompanion,
+    add_person,
+    agents_by_title,
+    ask,
+    call,
+    entity_id,
+    memory_of,
+    persona,
+    rows,
+    settled,
+)
 from tests.support.chat_requests import last_user_message
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

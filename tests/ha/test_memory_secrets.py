@@ -19,7 +19,7 @@ from custom_components.companion_agent.engine.memory.embeddings import Embedding
 from custom_components.companion_agent.engine.memory.stores.mem0.setup import Mem0Settings
 from custom_components.companion_agent.engine.memory.stores.neo4j.graph import Neo4jSettings
 from custom_components.companion_agent.engine.redaction import scrub_text
-from tests.ha.entries import async_load, companion_entry, persona
+from tests.ha.common import async_load, companion_entry, persona
 from tests.support.llm_server import LLMServer
 
 SECRETS = ("hunter2", "qdrant-key-7f3a", "embed-key-91c2", "neo-pw-5e6d")

@@ -12,8 +12,7 @@ from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.engine.memory.stores.mem0.store import Mem0Store
-from tests.ha.entries import entity_id
-from tests.ha.memories import add_person, call, memory_of, rows
+from tests.ha.common import add_person, call, entity_id, memory_of, rows
 from tests.support.llm_server import LLMServer
 
 

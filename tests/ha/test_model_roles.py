@@ -26,8 +26,8 @@ from custom_components.companion_agent.const import (
     SUBENTRY_CONVERSATION,
 )
 from custom_components.companion_agent.diagnostics import async_get_config_entry_diagnostics
-from tests.ha.assist_turns import ask, speech
-from tests.ha.entries import SetupCompanion, agents_by_title, persona
+from tests.ha.common import SetupCompanion, agents_by_title, ask, persona, speech
+from tests.support.chat_requests import asked
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
 
@@ -39,12 +39,6 @@ async def own_server(socket_enabled: None) -> AsyncIterator[LLMServer]:
     """Run a second model server that wants its own key and offers two models."""
     async with LLMServer(api_key="role-key", models=("big-70b", "eyes-7b")) as server:
         yield server
-
-
-async def asked(server: LLMServer) -> None:
-    """Return once the server has had a chat request."""
-    while not server.requests:  # noqa: ASYNC110 - the server has no event to wait on
-        await asyncio.sleep(0.01)
 
 
 async def add_persona(

@@ -18,19 +18,16 @@ from dataclasses import replace
 import pytest
 from homeassistant.core import HomeAssistant
 
-from tests.ha.entries import SetupCompanion
-from tests.ha.pipeline_runs import TextRun, start_text_run
-from tests.ha.satellite_setup import setup_satellite_companion, wait_state
-from tests.ha.start_chat import LOUNGE, Companion, Devices, start_chat
-from tests.ha.voice_pipeline import Voice, voice
+from tests.ha.common import SetupCompanion
+from tests.ha.common.pipelines import TextRun, Voice, start_text_run
+from tests.ha.common.satellites import setup_satellite_companion, wait_state
+from tests.ha.common.speakers import LOUNGE, Companion, Devices, start_chat
 from tests.support.asr_server import ScriptedAsrServer
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
 from tests.support.satellite_script import ScriptedSatellite
 from tests.support.wyoming_proxy import WyomingProxy
-
-__all__ = ["voice"]  # the fixture
 
 TIMEOUT = 20.0
 FOUR = (
@@ -49,10 +46,13 @@ async def fetched_twice(flight: TextRun) -> tuple[bytes, bytes]:
     return head + b"".join([part async for part in first]), second
 
 
-async def a_dialog_reply_reaches_piper_once(
+async def dialog_reply(
     hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy, voice: Voice
-) -> None:
-    """Run the dialog's text run of a four-sentence reply, its first sentence made ahead."""
+) -> tuple[bytes, bytes]:
+    """Run the dialog's text run of a four-sentence reply, its first sentence made ahead.
+
+    Return the run's audio as the browser read it, twice, once Piper has finished.
+    """
     released = asyncio.Event()
     llm_server.script(Reply.held(f"{FOUR[0]} The", " " + " ".join(FOUR[1:])[4:], until=released))
     flight = start_text_run(hass, voice.pipeline, "The garden?", timeout=TIMEOUT, audio_output=None)
@@ -61,17 +61,19 @@ async def a_dialog_reply_reaches_piper_once(
     one, two = await fetched_twice(flight)
     await flight.done()
     await asyncio.wait_for(proxy.wait_idle(), TIMEOUT)
-
-    assert proxy.texts == list(FOUR)  # four requests, one per sentence
-    assert one == two
-    assert len(one) > 20_000  # seconds of MP3, not an empty stream
-    assert voice.runtime.engine.speech.running_ahead == 0
+    return one, two
 
 
 async def test_the_dialog_path_asks_piper_once_per_sentence(
     hass: HomeAssistant, llm_server: LLMServer, proxy: WyomingProxy, voice: Voice
 ) -> None:
-    await a_dialog_reply_reaches_piper_once(hass, llm_server, proxy, voice)
+    """The dialog's run, its stream read twice: four sentences are four requests to Piper."""
+    one, two = await dialog_reply(hass, llm_server, proxy, voice)
+
+    assert proxy.texts == list(FOUR)  # four requests, one per sentence
+    assert one == two
+    assert len(one) > 20_000  # seconds of MP3, not an empty stream
+    assert voice.runtime.engine.speech.running_ahead == 0
 
 
 @contextmanager
@@ -95,7 +97,12 @@ async def test_emulated_ha_whose_tts_task_lacks_the_agents_mark_still_asks_piper
     stream is then found by what HA hands it first: the reply so far, as the agent wrote it.
     """
     monkeypatch.setattr("custom_components.companion_agent.conversation.speaking_turn", unmarked)
-    await a_dialog_reply_reaches_piper_once(hass, llm_server, proxy, voice)
+    one, two = await dialog_reply(hass, llm_server, proxy, voice)
+
+    assert proxy.texts == list(FOUR)  # four requests, one per sentence
+    assert one == two
+    assert len(one) > 20_000  # seconds of MP3, not an empty stream
+    assert voice.runtime.engine.speech.running_ahead == 0
 
 
 async def test_the_media_player_path_asks_piper_once_per_sentence(

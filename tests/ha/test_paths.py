@@ -24,13 +24,10 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.engine.llm import adapter
 from custom_components.companion_agent.engine.speech import turn_speech, wyoming_connection
-from tests.ha.pipeline_runs import start_text_run
-from tests.ha.voice_pipeline import Voice, voice
+from tests.ha.common.pipelines import Voice, start_text_run
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.mp3 import mp3_frames
-
-__all__ = ["voice"]  # the fixture
 
 PACKAGE = Path(adapter.__file__).resolve().parents[2]
 PULLING_STAGES = ("engine/pipeline/", "engine/turn/reply_check.py")

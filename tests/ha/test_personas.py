@@ -16,10 +16,16 @@ from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 
 from custom_components.companion_agent.const import DOMAIN, SERVICE_RELOAD
-from tests.ha.assist_turns import ask, speech
-from tests.ha.entries import SetupPersonas
-from tests.ha.gates import GATES, Gate
-from tests.ha.user_files import user_folder, write_plugin, write_profile
+from tests.ha.common import (
+    GATES,
+    Gate,
+    SetupPersonas,
+    ask,
+    speech,
+    user_folder,
+    write_plugin,
+    write_profile,
+)
 from tests.support.chat_requests import messages, system_text, tool_names, user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
@@ -79,7 +85,7 @@ GATED_HOOK_CODE = '''
     """A user hook plugin that waits at a test gate in {method}."""
 
     from custom_components.companion_agent.engine.plugins import HookPlugin, TurnContext
-    from tests.ha.gates import GATES
+    from tests.ha.common import GATES
 
 
     class GatedPlugin(HookPlugin):
@@ -104,7 +110,7 @@ HOLDER_CODE = '''
     from custom_components.companion_agent.engine.plugins import ToolPlugin
     from custom_components.companion_agent.engine.tools.contract import ToolSpec
     from custom_components.companion_agent.engine.tools.registry import Tool
-    from tests.ha.gates import GATES
+    from tests.ha.common import GATES
 
 
     class HolderPlugin(ToolPlugin):

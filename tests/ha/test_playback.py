@@ -19,17 +19,23 @@ from homeassistant.const import EVENT_STATE_CHANGED
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import chat_session
 from homeassistant.helpers import device_registry as dr
-from homeassistant.helpers import entity_registry as er
 from homeassistant.util import dt as dt_util
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.companion_agent.engine.speech.audio_length import spoken_seconds
 from custom_components.companion_agent.voice.playback import WATCH_TIMEOUT
-from tests.ha.assist_turns import speech
-from tests.ha.entries import SetupPersonas
-from tests.ha.gates import GATES, Gate
-from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.user_files import write_plugin, write_profile
+from tests.ha.common import (
+    GATES,
+    Gate,
+    SetupPersonas,
+    add_satellite,
+    assistant_text,
+    speech,
+    start_satellite_turn,
+    stored_turns,
+    write_plugin,
+    write_profile,
+)
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
@@ -45,7 +51,7 @@ LISTENER_CODE = '''
     """A user hook plugin that notes each on_after_playback."""
 
     from custom_components.companion_agent.engine.plugins import HookPlugin, TurnContext
-    from tests.ha.gates import GATES
+    from tests.ha.common import GATES
 
 
     class ListenerPlugin(HookPlugin):
@@ -58,20 +64,6 @@ LISTENER_CODE = '''
             GATES["listener"].log.append(f"played: {assistant_text}")
             GATES["listener"].passed.set()
 '''
-
-
-def add_satellite(hass: HomeAssistant) -> tuple[str, str]:
-    """Register a satellite entity on a device of its own; return its device and entity ids."""
-    owner = MockConfigEntry(domain="test_satellite")
-    owner.add_to_hass(hass)
-    device = dr.async_get(hass).async_get_or_create(
-        config_entry_id=owner.entry_id, identifiers={("test_satellite", "kitchen")}
-    )
-    entity = er.async_get(hass).async_get_or_create(
-        "assist_satellite", "test_satellite", "kitchen", device_id=device.id
-    )
-    hass.states.async_set(entity.entity_id, AssistSatelliteState.IDLE)
-    return device.id, entity.entity_id
 
 
 class Listener(NamedTuple):
@@ -92,29 +84,6 @@ async def listener(hass: HomeAssistant, setup_personas: SetupPersonas) -> Listen
     return Listener(entry, agents["Heard"], gate)
 
 
-def converse(
-    hass: HomeAssistant,
-    agent_id: str,
-    text: str,
-    *,
-    device_id: str | None = None,
-    satellite_id: str | None = None,
-) -> asyncio.Task[conversation.ConversationResult]:
-    """Start one turn the way a satellite's pipeline does."""
-    return hass.async_create_task(
-        conversation.async_converse(
-            hass,
-            text,
-            None,
-            Context(),
-            language="en",
-            agent_id=agent_id,
-            device_id=device_id,
-            satellite_id=satellite_id,
-        )
-    )
-
-
 async def test_answer_played_on_the_satellite_runs_the_playback_hook_once(
     hass: HomeAssistant, llm_server: LLMServer, listener: Listener
 ) -> None:
@@ -125,7 +94,9 @@ async def test_answer_played_on_the_satellite_runs_the_playback_hook_once(
     llm_server.script(Reply.text("The oven is on."))
 
     hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
-    result = await asyncio.wait_for(converse(hass, agent_id, "Oven?", device_id=device_id), TIMEOUT)
+    result = await asyncio.wait_for(
+        start_satellite_turn(hass, agent_id, "Oven?", device_id=device_id), TIMEOUT
+    )
     assert speech(result) == "The oven is on."
     assert satellite in watcher.watching
     await hass.async_block_till_done()
@@ -155,7 +126,9 @@ async def test_listening_again_after_a_finished_answer_is_a_follow_up_not_a_barg
     llm_server.script(Reply.text("Which room?"))
 
     hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
-    await asyncio.wait_for(converse(hass, agent_id, "Lights on", device_id=device_id), TIMEOUT)
+    await asyncio.wait_for(
+        start_satellite_turn(hass, agent_id, "Lights on", device_id=device_id), TIMEOUT
+    )
     hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
     freezer.tick(spoken_seconds("Which room?"))  # a calm voice has said it all
     hass.states.async_set(satellite, AssistSatelliteState.LISTENING)
@@ -181,7 +154,9 @@ async def spoken_over_after(
     watcher = entry.runtime_data.playback
     llm_server.script(Reply.text(LONG_ANSWER))
     hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
-    await asyncio.wait_for(converse(hass, agent_id, "Walk?", device_id=device_id), TIMEOUT)
+    await asyncio.wait_for(
+        start_satellite_turn(hass, agent_id, "Walk?", device_id=device_id), TIMEOUT
+    )
     if length is not None:
         watcher.async_report_duration(watcher.watching[satellite], length)
     hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
@@ -247,7 +222,9 @@ async def test_idle_without_responding_is_not_played(
     llm_server.script(Reply.text("Done."))
 
     hass.states.async_set(satellite, AssistSatelliteState.PROCESSING)
-    await asyncio.wait_for(converse(hass, agent_id, "Go.", satellite_id=satellite), TIMEOUT)
+    await asyncio.wait_for(
+        start_satellite_turn(hass, agent_id, "Go.", satellite_id=satellite), TIMEOUT
+    )
     assert satellite in entry.runtime_data.playback.watching
     hass.states.async_set(satellite, AssistSatelliteState.IDLE)
     await hass.async_block_till_done(wait_background_tasks=True)
@@ -323,8 +300,10 @@ async def test_turn_without_a_satellite_is_not_watched(
     )
     llm_server.script(Reply.text("Hi."), Reply.text("Hi again."))
 
-    await asyncio.wait_for(converse(hass, agent_id, "Hello."), TIMEOUT)
-    await asyncio.wait_for(converse(hass, agent_id, "Hello.", device_id=phone.id), TIMEOUT)
+    await asyncio.wait_for(start_satellite_turn(hass, agent_id, "Hello."), TIMEOUT)
+    await asyncio.wait_for(
+        start_satellite_turn(hass, agent_id, "Hello.", device_id=phone.id), TIMEOUT
+    )
 
     assert dict(entry.runtime_data.playback.watching) == {}
     assert await hass.config_entries.async_unload(entry.entry_id)
@@ -340,9 +319,13 @@ async def test_a_new_turn_replaces_the_watched_one_and_unload_unsubscribes(
     watcher = entry.runtime_data.playback
     llm_server.script(Reply.text("One."), Reply.text("Two."))
 
-    await asyncio.wait_for(converse(hass, agent_id, "1", satellite_id=satellite), TIMEOUT)
+    await asyncio.wait_for(
+        start_satellite_turn(hass, agent_id, "1", satellite_id=satellite), TIMEOUT
+    )
     first = watcher.watching[satellite]
-    await asyncio.wait_for(converse(hass, agent_id, "2", satellite_id=satellite), TIMEOUT)
+    await asyncio.wait_for(
+        start_satellite_turn(hass, agent_id, "2", satellite_id=satellite), TIMEOUT
+    )
     assert list(watcher.watching) == [satellite]
     assert watcher.watching[satellite] != first
     assert hass.bus.async_listeners().get(EVENT_STATE_CHANGED, 0) > baseline
@@ -365,7 +348,9 @@ async def test_watched_turn_is_dropped_after_the_timeout(
     llm_server.script(Reply.text("Still here."))
     baseline = hass.bus.async_listeners().get(EVENT_STATE_CHANGED, 0)
 
-    await asyncio.wait_for(converse(hass, agent_id, "Hi.", satellite_id=satellite), TIMEOUT)
+    await asyncio.wait_for(
+        start_satellite_turn(hass, agent_id, "Hi.", satellite_id=satellite), TIMEOUT
+    )
     hass.states.async_set(satellite, AssistSatelliteState.RESPONDING)
     async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=WATCH_TIMEOUT - 1))
     await hass.async_block_till_done()
@@ -392,11 +377,11 @@ async def test_a_new_turn_on_the_satellite_cancels_the_one_still_running(
     held = Reply.held("This answer ", long[12:], until=rest)
     llm_server.script(held, Reply.text("Yes?"))
 
-    first = converse(hass, agent_id, "Tell me everything.", satellite_id=satellite)
+    first = start_satellite_turn(hass, agent_id, "Tell me everything.", satellite_id=satellite)
     while not llm_server.requests:  # noqa: ASYNC110 - the server offers no event to wait on
         await asyncio.sleep(0.01)
     second = await asyncio.wait_for(
-        converse(hass, agent_id, "Stop.", satellite_id=satellite), TIMEOUT
+        start_satellite_turn(hass, agent_id, "Stop.", satellite_id=satellite), TIMEOUT
     )
     await asyncio.wait_for(first, TIMEOUT)  # ends at once, not after the whole answer
     await entry.runtime_data.engine.flush()

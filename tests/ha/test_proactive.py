@@ -1,6 +1,6 @@
 """``companion_agent.start_chat`` to real satellites, its errors, the triggers and the blueprint.
 
-The devices are real HA entities in a test platform (``tests/ha/speakers.py``) that read the
+The devices are real HA entities in a test platform (``tests/ha/common/speakers.py``) that read the
 TTS stream behind the URL they are given; the voice is the real wyoming-piper behind a proxy
 that records each sentence; the model is the scripted local server.
 """
@@ -24,22 +24,26 @@ from homeassistant.exceptions import HomeAssistantError, ServiceValidationError
 from homeassistant.setup import async_setup_component
 
 from custom_components.companion_agent.const import DOMAIN
-from tests.ha.assist_turns import speech
-from tests.ha.entries import VOICE, SetupCompanion
-from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.speakers import SpeakingSatellite
-from tests.ha.start_chat import (
+from tests.ha.common import (
+    VOICE,
+    SetupCompanion,
+    assistant_text,
+    speech,
+    stored_turns,
+    write_profile,
+)
+from tests.ha.common.speakers import (
     HALL,
     KITCHEN,
     LOUNGE,
     TIMEOUT,
     Companion,
     Devices,
+    SpeakingSatellite,
     SpokeEvents,
     async_setup_speaking_companion,
     start_chat,
 )
-from tests.ha.user_files import write_profile
 from tests.support.chat_requests import messages, user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

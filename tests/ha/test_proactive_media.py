@@ -11,7 +11,15 @@ from pytest_homeassistant_custom_component.common import async_fire_time_changed
 
 from custom_components.companion_agent.engine.speech.audio_length import spoken_seconds
 from custom_components.companion_agent.voice.playback import FALLBACK_MARGIN
-from tests.ha.start_chat import ATTIC, LOUNGE, TIMEOUT, Companion, Devices, SpokeEvents, start_chat
+from tests.ha.common.speakers import (
+    ATTIC,
+    LOUNGE,
+    TIMEOUT,
+    Companion,
+    Devices,
+    SpokeEvents,
+    start_chat,
+)
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import pytest
 from homeassistant import config_entries
 from homeassistant.components import conversation
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
@@ -28,12 +29,13 @@ from custom_components.companion_agent.const import (
     SERVICE_RELOAD,
     SUBENTRY_CONVERSATION,
 )
-from tests.ha.entries import SetupCompanion, async_load, persona
-from tests.ha.test_guard import demo_devices, say, state, tool_results  # noqa: F401
-from tests.ha.user_files import write_profile
+from tests.ha.common import SetupCompanion, async_load, persona, write_profile
+from tests.ha.common.house import say, state, tool_results
 from tests.support.chat_requests import user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
+
+pytestmark = pytest.mark.usefixtures("demo_devices")
 
 BEDTIME = """
     name = "Bedtime"

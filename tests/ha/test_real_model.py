@@ -19,7 +19,7 @@ from homeassistant.helpers import chat_session, llm
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from tests.ha.entries import async_load, companion_entry, entity_id, persona
+from tests.ha.common import async_load, companion_entry, entity_id, persona
 from tests.support.llama import LlamaPeer
 
 EXPOSED = ("lock.front_door", "light.bed_light", "cover.garage_door", "light.ceiling_lights")

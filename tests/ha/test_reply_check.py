@@ -8,8 +8,7 @@ from homeassistant.helpers import chat_session
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.companion_agent.diagnostics import async_get_config_entry_diagnostics
-from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.test_conversation import agent_entity_id
+from tests.ha.common import agent_entity_id, assistant_text, stored_turns
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 

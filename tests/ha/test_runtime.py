@@ -9,7 +9,7 @@ from homeassistant.core import HomeAssistant
 
 from custom_components.companion_agent.agent.guard_rules import DEFAULT_RULES
 from custom_components.companion_agent.proactive.speak import SPEAKER_ENTITY
-from tests.ha.entries import SetupCompanion
+from tests.ha.common import SetupCompanion
 
 
 async def test_the_runtime_is_one_frozen_engine_with_its_watchers(

@@ -17,46 +17,25 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers import entity_registry as er
 from syrupy.assertion import SnapshotAssertion
-from wyoming.event import Event
 
 from custom_components.companion_agent.engine.speech.satellite import RunRequested
 from custom_components.companion_agent.engine.speech.satellite.speaker import LEAD_SECONDS
 from custom_components.companion_agent.voice.satellite import connection as satellite_connection
 from custom_components.companion_agent.voice.satellite.run import SatelliteRun
 from custom_components.companion_agent.voice.speaking import speaking_run
-from tests.ha.entries import entity_id
-from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.satellite_setup import OnSatellite, wait_state
+from tests.ha.common import assistant_text, entity_id, stored_turns
+from tests.ha.common.satellites import (
+    ANSWER,
+    LONG_ANSWER,
+    PIPER_RATE,
+    SILENCE,
+    OnSatellite,
+    audio_chunks,
+    traffic,
+    wait_state,
+)
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
-from tests.support.satellite_script import ScriptedSatellite
-
-SILENCE = bytes(16000)  # half a second at 16 kHz
-ANSWER = "The kitchen light is on now."
-PIPER_RATE = 22050
-
-
-def traffic(events: list[Event]) -> list[dict[str, object]]:
-    """Return the events in a snapshot's form: each run of audio chunks as one line."""
-    out: list[dict[str, object]] = []
-    for event in events:
-        if event.type == "audio-chunk":
-            if out and out[-1]["type"] == "audio-chunk…":
-                continue
-            out.append(
-                {
-                    "type": "audio-chunk…",
-                    "data": {k: event.data[k] for k in ("rate", "width", "channels")},
-                }
-            )
-        else:
-            out.append(
-                {
-                    "type": event.type,
-                    "data": {k: v for k, v in event.data.items() if k != "timestamp"},
-                }
-            )
-    return out
 
 
 async def test_the_satellite_is_connected_and_asked_to_run(
@@ -114,19 +93,6 @@ async def test_a_run_streams_the_answer_as_pcm_at_real_time_fake_stt(
     (turn,) = stored_turns(hass)
     assert turn["outcome"] == "complete"
     assert assistant_text(turn) == ANSWER
-
-
-LONG_ANSWER = (
-    "The weather stays fine all week. "
-    "On Monday it will be sunny and warm in the whole valley. "
-    "On Tuesday a light breeze comes up in the afternoon. "
-    "On Wednesday the clouds return, but it stays dry."
-)
-
-
-async def audio_chunks(satellite: ScriptedSatellite, seconds: float) -> None:
-    """Wait until the satellite has been sent ``seconds`` of answer audio."""
-    await satellite.wait_event("audio-chunk", max(1, round(seconds / 0.05)))
 
 
 async def test_played_from_the_satellite_ends_playback_fake_stt(

@@ -24,9 +24,8 @@ from homeassistant.helpers import issue_registry as ir
 from syrupy.assertion import SnapshotAssertion
 
 from custom_components.companion_agent.const import DOMAIN, ISSUE_COMPAT_CHIME
-from tests.ha.satellite_setup import OnSatellite, wait_state
-from tests.ha.start_chat import start_chat
-from tests.ha.test_satellite import ANSWER, PIPER_RATE, SILENCE, traffic
+from tests.ha.common.satellites import ANSWER, PIPER_RATE, SILENCE, OnSatellite, traffic, wait_state
+from tests.ha.common.speakers import start_chat
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.satellite_script import ScriptedSatellite

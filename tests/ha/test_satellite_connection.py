@@ -19,12 +19,9 @@ from wyoming.event import Event
 
 from custom_components.companion_agent.voice.satellite import connection as satellite_connection
 from custom_components.companion_agent.voice.satellite.run import MAX_LISTEN_SECONDS
-from tests.ha.satellite_setup import OnSatellite, wait_state
+from tests.ha.common.satellites import ANSWER, SILENCE, OnSatellite, wait_state
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-
-SILENCE = bytes(16000)  # half a second at 16 kHz
-ANSWER = "The kitchen light is on now."
 
 
 @pytest.mark.parametrize(
@@ -53,9 +50,13 @@ async def test_a_satellite_that_sends_no_wyoming_is_dropped_and_reconnected_fake
     satellite = on_satellite.satellite
     await satellite.send_raw(garbage)
     await satellite.wait_connected(2)
+    assert satellite.connections == 2  # dropped, then connected again
+
     llm_server.script(Reply.text(ANSWER))
     await satellite.ask(SILENCE)
     await satellite.wait_event("audio-stop")
+    (told,) = [e for e in satellite.received.events if e.type == "synthesize"]
+    assert told.data["text"] == ANSWER  # the new connection answers
 
 
 async def test_bad_events_are_ignored_and_the_satellite_still_works_fake_stt(

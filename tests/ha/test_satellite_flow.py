@@ -21,8 +21,7 @@ from custom_components.companion_agent.const import (
     DOMAIN,
     SUBENTRY_SATELLITE,
 )
-from tests.ha.entries import SetupCompanion, persona, satellite
-from tests.ha.test_tts import closed_port
+from tests.ha.common import SetupCompanion, closed_port, persona, satellite
 from tests.support.asr_server import ScriptedAsrServer
 from tests.support.satellite_script import ScriptedSatellite
 

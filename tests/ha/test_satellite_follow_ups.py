@@ -17,10 +17,16 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 
 from custom_components.companion_agent.voice.satellite import runs as satellite_runs
-from tests.ha.entries import SetupCompanion, persona
-from tests.ha.satellite_setup import OnSatellite, setup_satellite_companion, wait_state
-from tests.ha.test_satellite import ANSWER, LONG_ANSWER, SILENCE, audio_chunks
-from tests.ha.user_files import write_profile
+from tests.ha.common import SetupCompanion, persona, write_profile
+from tests.ha.common.satellites import (
+    ANSWER,
+    LONG_ANSWER,
+    SILENCE,
+    OnSatellite,
+    audio_chunks,
+    setup_satellite_companion,
+    wait_state,
+)
 from tests.support.asr_server import TEXT, ScriptedAsrServer
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

@@ -20,10 +20,9 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from wyoming.audio import AudioChunk, AudioChunkConverter
 
 from custom_components.companion_agent.engine.speech import WyomingSTT
-from tests.ha.entries import SetupCompanion, async_load, persona
-from tests.ha.history_files import assistant_text, stored_turns
-from tests.ha.satellite_setup import setup_satellite_companion, wait_state
-from tests.ha.test_guard import EXPOSED, UNLOCK, audit, demo_devices, state
+from tests.ha.common import SetupCompanion, assistant_text, async_load, persona, stored_turns
+from tests.ha.common.house import EXPOSED, UNLOCK, audit, state
+from tests.ha.common.satellites import setup_satellite_companion, wait_state
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
@@ -38,8 +37,6 @@ from tests.support.whisper import (
     spoken,
     words,
 )
-
-__all__ = ["demo_devices"]  # the demo lock's fixture, used by name below
 
 QUESTION = "What will the weather be like today?"
 ANSWER = "It will be sunny and warm all day."

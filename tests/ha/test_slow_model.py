@@ -22,9 +22,7 @@ from custom_components.companion_agent.const import (
     CONF_BUSY_TIMEOUT,
     CONF_FIRST_TOKEN_TIMEOUT,
 )
-from tests.ha.assist_turns import ask, speech
-from tests.ha.entries import SetupCompanion, agents_by_title, persona
-from tests.ha.history_files import stored_turns
+from tests.ha.common import SetupCompanion, agents_by_title, ask, persona, speech, stored_turns
 from tests.support.lines import spoken_lines
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer, SilentServer

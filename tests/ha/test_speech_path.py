@@ -19,15 +19,18 @@ from homeassistant.helpers import issue_registry as ir
 
 from custom_components.companion_agent.const import DOMAIN, ISSUE_COMPAT_RUNS
 from custom_components.companion_agent.tts import async_mp3_ready
-from tests.ha.ha_satellite import create_pipeline, setup_ha_voice
-from tests.ha.pipeline_runs import emulate_runs_kept_elsewhere, start_text_run
-from tests.ha.voice_pipeline import STREAM_OPENED, Voice, voice
+from tests.ha.common.pipelines import (
+    STREAM_OPENED,
+    Voice,
+    create_pipeline,
+    emulate_runs_kept_elsewhere,
+    start_text_run,
+)
+from tests.ha.common.satellites import setup_ha_voice
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.mp3 import mp3_frames
 from tests.support.wyoming_proxy import WyomingProxy
-
-__all__ = ["voice"]  # the fixture
 
 TIMEOUT = 10.0
 SHORT = "OK [happy]."
@@ -75,23 +78,17 @@ async def read_all(audio: AsyncIterator[bytes]) -> bytes:
     return b"".join([part async for part in audio])
 
 
-async def a_dialog_reply_is_our_mp3(
-    hass: HomeAssistant,
-    llm_server: LLMServer,
-    voice: Voice,
-    conversions: list[tuple[str | None, str | None]],
-) -> None:
-    """Run a text turn through the pipeline as the dialog does; its audio is our MP3, as is."""
+async def dialog_reply(
+    hass: HomeAssistant, llm_server: LLMServer, voice: Voice
+) -> tuple[str, bytes]:
+    """Run a text turn through the pipeline as the dialog does; return its format and audio."""
     llm_server.script(Reply.text(LONG, chunk_size=9))
     flight = start_text_run(hass, voice.pipeline, "Tea?", timeout=TIMEOUT, audio_output=None)
     data = await read_all(flight.audio())
     await flight.done()
-
     assert flight.run is not None
     assert flight.run.tts_stream is not None
-    assert flight.run.tts_stream.extension == "mp3"  # the default, as HA's own
-    assert len(mp3_frames(data)) > 100  # several seconds of MP3 frames, end to end
-    assert conversions == []  # HA never started ffmpeg
+    return flight.run.tts_stream.extension, data
 
 
 async def test_a_caller_that_names_no_format_gets_our_mp3_without_ha_converting(
@@ -100,7 +97,12 @@ async def test_a_caller_that_names_no_format_gets_our_mp3_without_ha_converting(
     voice: Voice,
     conversions: list[tuple[str | None, str | None]],
 ) -> None:
-    await a_dialog_reply_is_our_mp3(hass, llm_server, voice, conversions)
+    """The dialog names no format: it gets the MP3 our voice makes, HA's ffmpeg never runs."""
+    extension, data = await dialog_reply(hass, llm_server, voice)
+
+    assert extension == "mp3"  # the default, as HA's own
+    assert len(mp3_frames(data)) > 100  # several seconds of MP3 frames, end to end
+    assert conversions == []  # HA never started ffmpeg
 
 
 async def test_a_stream_asked_while_the_mp3_check_runs_waits_for_it(
@@ -112,7 +114,11 @@ async def test_a_stream_asked_while_the_mp3_check_runs_waits_for_it(
 ) -> None:
     """Just after setup (lameenc still being checked) a dialog's reply is our MP3 all the same."""
     hass.loop.call_later(0.5, mp3_held.set)
-    await a_dialog_reply_is_our_mp3(hass, llm_server, voice, conversions)
+    extension, data = await dialog_reply(hass, llm_server, voice)
+
+    assert extension == "mp3"
+    assert len(mp3_frames(data)) > 100
+    assert conversions == []
 
 
 async def test_a_satellite_format_is_converted_by_ha_from_our_wav(

@@ -20,25 +20,13 @@ from homeassistant.components.tts.entity import TTSAudioRequest
 from homeassistant.core import HomeAssistant
 
 from custom_components.companion_agent.engine.speech import TurnSpeech
-from tests.ha.pipeline_runs import start_text_run
-from tests.ha.voice_pipeline import STREAM_OPENED, Voice, voice
+from tests.ha.common.audio import FIRST, SECOND, THIRD, pcm
+from tests.ha.common.pipelines import STREAM_OPENED, Voice, start_text_run
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.wyoming_proxy import WyomingProxy
 
-__all__ = ["voice"]  # the fixture
-
 TIMEOUT = 10.0
-FIRST = "Good morning."
-SECOND = "The kettle is on and the tea will be ready in a minute or two."
-THIRD = "Biscuits are in the blue tin."
-
-
-def pcm(parts: list[bytes]) -> bytes:
-    """Return the PCM of a streamed WAV: everything after its 44-byte header."""
-    data = b"".join(parts)
-    assert len(parts[0]) == 44
-    return data[44:]
 
 
 async def test_the_first_sentence_goes_to_piper_before_ha_opens_the_stream(

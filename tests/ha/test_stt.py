@@ -24,23 +24,11 @@ from custom_components.companion_agent.const import (
     SUBENTRY_STT,
 )
 from custom_components.companion_agent.stt import CompanionSttEntity
-from tests.ha.entries import SetupCompanion, speech_to_text, stt_entity
-from tests.ha.test_tts import closed_port
+from tests.ha.common import SetupCompanion, closed_port, speech_to_text, stt_entity
+from tests.ha.common.audio import metadata
 from tests.support.asr_server import TEXT, Behaviour, ScriptedAsrServer
 from tests.support.whisper import WhisperPeer
 from tests.support.wyoming_events import wire_form
-
-
-def metadata(language: str = "en") -> stt.SpeechMetadata:
-    """Return what the Assist pipeline says about its audio: 16 kHz 16-bit mono PCM."""
-    return stt.SpeechMetadata(
-        language=language,
-        format=stt.AudioFormats.WAV,
-        codec=stt.AudioCodecs.PCM,
-        bit_rate=stt.AudioBitRates.BITRATE_16,
-        sample_rate=stt.AudioSampleRates.SAMPLERATE_16000,
-        channel=stt.AudioChannels.CHANNEL_MONO,
-    )
 
 
 async def silence(chunks: int = 10) -> AsyncIterator[bytes]:

@@ -19,10 +19,7 @@ from homeassistant.core import HomeAssistant
 
 from custom_components.companion_agent.const import STORAGE_FOLDER
 from custom_components.companion_agent.engine.engine import AUDIT_FILE
-from tests.ha.assist_turns import speech
-from tests.ha.entries import SetupPersonas
-from tests.ha.test_conversation import converse
-from tests.ha.user_files import write_plugin, write_profile
+from tests.ha.common import SetupPersonas, converse, speech, write_plugin, write_profile
 from tests.support.llm_script import ReasoningChunk, Reply, TextChunk, ToolCallChunk
 from tests.support.llm_server import LLMServer
 

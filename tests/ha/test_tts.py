@@ -1,10 +1,7 @@
 """The TTS sub-entry and entity through a real HA, speaking with the real wyoming-piper."""
 
 import asyncio
-import io
 import json
-import socket
-import wave
 from collections.abc import AsyncGenerator
 
 import pytest
@@ -12,7 +9,6 @@ from homeassistant import config_entries
 from homeassistant.components import tts
 from homeassistant.components.tts.const import DATA_COMPONENT
 from homeassistant.components.tts.entity import TTSAudioRequest
-from homeassistant.config_entries import SubentryFlowResult
 from homeassistant.const import CONF_HOST, CONF_PORT
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
@@ -30,34 +26,20 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.repairs import async_report_missing_voice
 from custom_components.companion_agent.tts import CompanionTtsEntity
-from tests.ha.entries import VOICE, SetupCompanion, tts_entity, wyoming_voice
+from tests.ha.common import VOICE, SetupCompanion, choose, closed_port
+from tests.ha.common.audio import (
+    ADVERTISED_NOT_INSTALLED,
+    CLEAN,
+    MESSY,
+    STREAMING_FRAMES,
+    chunks,
+    setup_voice,
+    stream,
+    wav_format,
+)
 from tests.support.piper import PiperPeer
 from tests.support.wyoming_events import wire_form
 from tests.support.wyoming_proxy import WyomingProxy
-
-ADVERTISED_NOT_INSTALLED = "en_US-lessac-medium"
-MESSY = (
-    "## Hello **there**! 🎉 I found [the docs](https://example.com/docs) and "
-    "https://example.com/x too. [joy] See you soon 😊."
-)
-CLEAN = ["Hello there!", "I found the docs and link too.", "See you soon."]
-STREAMING_FRAMES = 0xFFFFFFFF // 2
-"""What a WAV reader counts in a streaming header (sizes 0xFFFFFFFF, as ffmpeg writes them)."""
-
-
-def closed_port() -> int:
-    """Return a loopback port nothing listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
-async def setup_voice(
-    hass: HomeAssistant, setup_companion: SetupCompanion, host: str, port: int, voice: str = VOICE
-) -> CompanionTtsEntity:
-    """Set up an entry whose only sub-entry is a Wyoming voice; return its entity."""
-    return tts_entity(hass, await setup_companion(wyoming_voice(host, port, voice)))
 
 
 @pytest.fixture
@@ -66,40 +48,6 @@ async def piper_tts(
 ) -> CompanionTtsEntity:
     """Set up Piper's voice behind the recording proxy; return its entity."""
     return await setup_voice(hass, setup_companion, proxy.host, proxy.port)
-
-
-async def choose(hass: HomeAssistant, menu: SubentryFlowResult, option: str) -> SubentryFlowResult:
-    """Pick ``option`` in a subentry flow's menu and return the next step."""
-    assert menu["type"] is FlowResultType.MENU
-    return await hass.config_entries.subentries.async_configure(
-        menu["flow_id"], {"next_step_id": option}
-    )
-
-
-async def chunks(text: str, size: int = 7) -> AsyncGenerator[str]:
-    """Yield ``text`` in pieces of ``size`` characters, as a model's stream would."""
-    for start in range(0, len(text), size):
-        yield text[start : start + size]
-
-
-def wav_format(data: bytes) -> tuple[int, int, int, int]:
-    """Return the rate, sample width, channels and frame count a WAV header states."""
-    with wave.open(io.BytesIO(data), "rb") as reader:
-        return (
-            reader.getframerate(),
-            reader.getsampwidth(),
-            reader.getnchannels(),
-            reader.getnframes(),
-        )
-
-
-async def stream(entity: CompanionTtsEntity, text: str) -> list[bytes]:
-    """Return everything the entity's stream yields for ``text`` streamed in pieces."""
-    response = await entity.async_stream_tts_audio(
-        TTSAudioRequest(language="en_US", options={}, message_gen=chunks(text))
-    )
-    assert response.extension == "wav"
-    return [part async for part in response.data_gen]
 
 
 async def test_the_subentry_flow_asks_for_the_server_then_a_voice(

@@ -16,7 +16,7 @@ from homeassistant.components import tts
 from homeassistant.core import HomeAssistant
 
 from custom_components.companion_agent.engine.speech import wyoming_tts
-from tests.ha.entries import SetupCompanion, tts_entity, wyoming_voice
+from tests.ha.common import SetupCompanion, tts_entity, wyoming_voice
 from tests.support.hostile_wyoming import VOICE, HostileServer, Mode
 from tests.support.rss import MB, RssPeak
 

@@ -29,16 +29,8 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.engine.speech import LoadedPiperVoice
 from custom_components.companion_agent.tts import SAMPLE_OPTIONS, CompanionTtsEntity
-from tests.ha.entries import SetupCompanion, embedded_voice, tts_entity
-from tests.ha.test_tts import (
-    CLEAN,
-    MESSY,
-    STREAMING_FRAMES,
-    choose,
-    chunks,
-    stream,
-    wav_format,
-)
+from tests.ha.common import SetupCompanion, choose, embedded_voice, tts_entity
+from tests.ha.common.audio import CLEAN, MESSY, STREAMING_FRAMES, chunks, stream, wav_format
 from tests.support.piper_voice import JOE, JOE_DATA, install_voice
 
 OTHER = "en_US-other-medium"  # the joe voice under a second name

@@ -22,15 +22,8 @@ from custom_components.companion_agent.const import (
 )
 from custom_components.companion_agent.repairs import async_report_missing_voice
 from custom_components.companion_agent.tts import SAMPLE_OPTIONS, CompanionTtsEntity
-from tests.ha.entries import VOICE, SetupCompanion
-from tests.ha.test_tts import (
-    ADVERTISED_NOT_INSTALLED,
-    choose,
-    closed_port,
-    setup_voice,
-    stream,
-    wav_format,
-)
+from tests.ha.common import VOICE, SetupCompanion, choose, closed_port
+from tests.ha.common.audio import ADVERTISED_NOT_INSTALLED, setup_voice, stream, wav_format
 from tests.support.piper import PiperPeer
 from tests.support.piper_voice import install_voice
 from tests.support.wyoming_proxy import WyomingProxy

@@ -17,40 +17,23 @@ from homeassistant.components.homeassistant.exposed_entities import async_expose
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 
-from tests.ha.assist_turns import ask, speech
-from tests.ha.demo_camera import CAMERA, demo_camera
-from tests.ha.entries import SetupCompanion, agents_by_title, persona
-from tests.ha.history_files import stored_turns
+from tests.ha.common import (
+    CAMERA,
+    SetupCompanion,
+    agents_by_title,
+    ask,
+    persona,
+    speech,
+    stored_turns,
+)
+from tests.support.chat_requests import image_parts, tool_names
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-
-__all__ = ["demo_camera"]
 
 LOOK = json.dumps({"camera": CAMERA, "question": "who is at the door?"})
 DEMO_SNAPSHOTS = {
     (Path(demo.__file__).parent / f"demo_{index}.jpg").read_bytes() for index in range(4)
 }
-
-
-def image_parts(request: dict[str, object]) -> list[bytes]:
-    """Return the images (decoded) a request's messages carry."""
-    messages = request["messages"]
-    assert isinstance(messages, list)
-    found = []
-    for message in messages:
-        for part in message["content"] if isinstance(message["content"], list) else ():
-            if part["type"] == "image_url":
-                head, _, data = part["image_url"]["url"].partition(",")
-                assert head == "data:image/jpeg;base64"
-                found.append(base64.b64decode(data))
-    return found
-
-
-def offered(request: dict[str, object]) -> list[str]:
-    """Return the names of the tools a request offers."""
-    tools = request.get("tools") or []
-    assert isinstance(tools, list)
-    return [tool["function"]["name"] for tool in tools]
 
 
 async def test_a_chat_model_that_sees_looks_through_the_demo_camera(
@@ -67,7 +50,7 @@ async def test_a_chat_model_that_sees_looks_through_the_demo_camera(
     result = await ask(hass, agent, "Who is at the door?")
     assert speech(result) == "Nobody is at the door."
     first, second = llm_server.requests
-    assert "camera" in offered(first)
+    assert "camera" in tool_names(first)
     (sent,) = image_parts(second)
     assert sent in DEMO_SNAPSHOTS  # within the bounds: the camera's own bytes, unchanged
     await hass.config_entries.async_unload(entry.entry_id)
@@ -127,4 +110,4 @@ async def test_only_cameras_exposed_to_assist_are_offered(
     await ask(hass, agents["Ada"], "Who is at the door?")
     async_expose_entity(hass, "conversation", CAMERA, True)
     await ask(hass, agents["Bo"], "Who is at the door?")
-    assert ["camera" in offered(request) for request in llm_server.requests] == [False, False]
+    assert ["camera" in tool_names(request) for request in llm_server.requests] == [False, False]

@@ -30,7 +30,7 @@ from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from wyoming.audio import AudioChunk, AudioChunkConverter
 
-from tests.ha.entries import (
+from tests.ha.common import (
     SetupCompanion,
     async_load,
     entity_id,
@@ -39,7 +39,7 @@ from tests.ha.entries import (
     stt_entity,
     wyoming_voice,
 )
-from tests.ha.test_stt import metadata
+from tests.ha.common.audio import metadata
 from tests.support.chat_requests import user_text
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer

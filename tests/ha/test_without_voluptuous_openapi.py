@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from homeassistant.core import HomeAssistant
 
-from tests.ha.entries import SetupCompanion
-from tests.ha.test_guard import build_house, demo_devices, say, state, tool_results
+from tests.ha.common import SetupCompanion
+from tests.ha.common.house import build_house, say, state, tool_results
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
-__all__ = ["demo_devices"]
+pytestmark = pytest.mark.usefixtures("demo_devices")
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """

@@ -34,7 +34,7 @@ SCHEMA: JSONObject = {
 
 @pytest.fixture
 def talk(tmp_path: Path) -> Conversations:
-    """Return real conversation files."""
+    """Return a real exchange store (one SQLite file) under a temporary folder."""
     return Conversations(tmp_path / "conversations")
 
 

@@ -1,6 +1,6 @@
 """A model server that ends, stalls or breaks off: cut, first-token and gap deadlines.
 
-The real openai SDK against the local streaming server; real conversation files.
+The real openai SDK against the local streaming server; a real exchange store.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ async def quick_model(llm_server: LLMServer) -> AsyncIterator[OpenAIChatModel]:
 
 @pytest.fixture
 def talk(tmp_path: Path) -> Conversations:
-    """Return real conversation files."""
+    """Return a real exchange store (one SQLite file) under a temporary folder."""
     return Conversations(tmp_path / "conversations")
 
 

@@ -1,6 +1,9 @@
-"""What a chat request to the local model server carried: its messages, prompt and tools."""
+"""What a chat request to the local model server carried: its messages, prompt, tools, images."""
 
 from __future__ import annotations
+
+import asyncio
+import base64
 
 from tests.support.llm_server import LLMServer
 
@@ -39,6 +42,18 @@ def tool_names(body: Body) -> set[str]:
     return names
 
 
+def image_parts(body: Body) -> list[bytes]:
+    """Return the images (decoded) a request's messages carry."""
+    found = []
+    for message in messages(body):
+        for part in message["content"] if isinstance(message["content"], list) else ():
+            if part["type"] == "image_url":
+                head, _, data = part["image_url"]["url"].partition(",")
+                assert head == "data:image/jpeg;base64"
+                found.append(base64.b64decode(data))
+    return found
+
+
 def last_user_message(server: LLMServer) -> str:
     """Return the user message the last chat request added."""
     return user_text(server.requests[-1])
@@ -47,3 +62,9 @@ def last_user_message(server: LLMServer) -> str:
 def all_messages(server: LLMServer) -> str:
     """Return every message of the last chat request as one string."""
     return str(server.requests[-1]["messages"])
+
+
+async def asked(server: LLMServer) -> None:
+    """Return once the server has had a chat request."""
+    while not server.requests:  # noqa: ASYNC110 - the server has no event to wait on
+        await asyncio.sleep(0.01)

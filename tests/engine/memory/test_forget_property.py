@@ -115,8 +115,8 @@ def write_of(memory: CompanionMemory, write: Write, n: int) -> Callable[[], Awai
     return made
 
 
-async def scenario(writes: list[Write], forget_at: int, forget_delay: float) -> None:
-    """Run one interleaving and check the property."""
+async def scenario(writes: list[Write], forget_at: int, forget_delay: float) -> Readable:
+    """Run one interleaving; once everything settled, return what can still be read."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         async with LLMServer() as server:
@@ -131,7 +131,7 @@ async def scenario(writes: list[Write], forget_at: int, forget_delay: float) -> 
             try:
                 await interleave(memory, writes, forget_at, forget_delay)
                 assert await memory.wait_idle(10)
-                await check(memory, store, writes)
+                return await readable(memory, store)
             finally:
                 await memory.close(grace=1.0)
                 await memory.exchanges.close()
@@ -161,25 +161,36 @@ async def interleave(
         await asyncio.sleep(0)
 
 
-async def check(memory: CompanionMemory, store: EmbeddedStore, writes: list[Write]) -> None:
-    """Assert that nothing of Alice's dated at or before the forget is readable; Bob's is."""
+@dataclass(frozen=True, slots=True)
+class Readable:
+    """What can be read once everything settled: Alice's with its dates, the outbox, Bob's."""
+
+    forgot_at: datetime
+    """When the forget was said (its tombstone's moment)."""
+    alices: list[tuple[object, datetime | None]]
+    """Each record, current state and graph fact of Alice's still readable, and its date."""
+    alices_turns: list[float]
+    """When each turn still in Alice's recent window began (a timestamp)."""
+    outbox: list[object]
+    bobs: set[str]
+    """The text of each record of Bob's."""
+
+
+async def readable(memory: CompanionMemory, store: EmbeddedStore) -> Readable:
+    """Return what of Alice's and Bob's can still be read, and when the forget was said."""
     (tombstone,) = memory.ledger.tombstones
-    moment = tombstone.at
-    for record in await every_record(store, [ALICE]):
-        assert record.valid_from > moment, record
-    for record in await store.current_states([ALICE]):
-        assert record.valid_from > moment, record
     graph = await store.graph.export([ALICE])
-    for item in (*graph.entities, *graph.relations):
-        assert item.at is not None, item
-        assert item.at > moment, item
-    for turn in await memory.window(ALICE).turns():
-        assert turn.began > moment.timestamp(), turn
-    assert await memory.outbox.entries() == []
-    bobs = {record.text for record in await every_record(store, [BOB])}
-    for n, write in enumerate(writes):
-        if write.kind == "remember" and not write.alice:
-            assert f"note {n}" in bobs
+    return Readable(
+        forgot_at=tombstone.at,
+        alices=[
+            *((record, record.valid_from) for record in await every_record(store, [ALICE])),
+            *((record, record.valid_from) for record in await store.current_states([ALICE])),
+            *((item, item.at) for item in (*graph.entities, *graph.relations)),
+        ],
+        alices_turns=[turn.began for turn in await memory.window(ALICE).turns()],
+        outbox=list(await memory.outbox.entries()),
+        bobs={record.text for record in await every_record(store, [BOB])},
+    )
 
 
 @settings(
@@ -197,7 +208,13 @@ def test_nothing_dated_before_a_forget_is_readable_after_it(
 ) -> None:
     """Any interleaving of writes, extractions and one forget: the forget wins over the older."""
     # A loop of its own, not set as the thread's: later tests still find theirs.
-    asyncio.run(
+    seen = asyncio.run(
         scenario(writes, min(forget_at, len(writes)), forget_delay),
         loop_factory=asyncio.new_event_loop,
     )
+    dated_before = [(item, at) for item, at in seen.alices if at is None or at <= seen.forgot_at]
+    assert dated_before == []
+    assert [began for began in seen.alices_turns if began <= seen.forgot_at.timestamp()] == []
+    assert seen.outbox == []
+    bobs_notes = {f"note {n}" for n, w in enumerate(writes) if w.kind == "remember" and not w.alice}
+    assert bobs_notes <= seen.bobs

@@ -33,7 +33,9 @@ PIXELS = (
         ("これからは敬語で話して", "敬語で話して"),
     ],
 )
-def test_lasting_instructions_in_several_languages(text: str, said: str) -> None:
+def test_a_lasting_instruction_is_found_in_several_languages_and_kept_whole(
+    text: str, said: str
+) -> None:
     """The cue is found, the sentence is kept whole, the topic is what it says after the cue.
 
     How to call the person is one attribute; anything else is a note of its own statement.
@@ -49,7 +51,7 @@ def test_lasting_instructions_in_several_languages(text: str, said: str) -> None
     "text",
     ["I remember that day", "我以后再说", "Turn on the light", "remember", "From now on"],
 )
-def test_no_lasting_instruction(text: str) -> None:
+def test_memories_promises_commands_and_a_bare_cue_are_no_lasting_instructions(text: str) -> None:
     """Memories of the past, a later promise, a command or a bare cue are not instructions."""
     assert lasting_instruction(text) is None
 
@@ -57,7 +59,7 @@ def test_no_lasting_instruction(text: str) -> None:
 async def test_images_never_enter_the_window_or_extraction(
     memory: CompanionMemory, llm_server: LLMServer
 ) -> None:
-    """An inline image is replaced before the window file and the memory model see it."""
+    """An inline image is replaced before the recent window and the memory model see it."""
     window = memory.window(SCOPE)
     view = memory.exchanges.conversation(SCOPE.agent_id, "c", owner=SCOPE.owner, windowed=True)
     await view.append(StoredTurn(user=f"Look: {PIXELS} and ![cat](http://x/cat.png)"))

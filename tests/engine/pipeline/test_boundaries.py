@@ -118,7 +118,7 @@ CASES: list[tuple[str, list[str]]] = [
 
 
 @pytest.mark.parametrize(("text", "expected"), CASES)
-def test_boundaries_under_every_chunking(text: str, expected: list[str]) -> None:
+def test_each_case_splits_the_same_however_it_is_chunked(text: str, expected: list[str]) -> None:
     """Each case splits as expected whether it arrives whole, by character or in pieces."""
     for chunks in chunkings(text):
         assert divide(chunks) == expected, chunks

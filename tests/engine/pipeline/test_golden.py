@@ -72,7 +72,7 @@ def test_corpus_covers_every_language() -> None:
 
 
 @pytest.mark.parametrize("case", load(), ids=lambda case: case["id"])
-def test_golden_reply(case: Case) -> None:
+def test_a_recorded_reply_gives_its_sentences_however_it_is_chunked(case: Case) -> None:
     """The reply gives exactly the recorded sentences however it is chunked.
 
     The display deltas show what the sentences show, and keep all of the model's text.

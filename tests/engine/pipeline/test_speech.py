@@ -39,7 +39,9 @@ from .drive import chunkings, run, sentences
         ("Temp is 21°C.", "Temp is 21°C."),
     ],
 )
-def test_speakable_text(text: str, spoken: str) -> None:
+def test_speech_text_has_no_markdown_emoji_urls_asterisks_or_brackets(
+    text: str, spoken: str
+) -> None:
     """TTS text has no markdown, emoji, URLs, asterisks or brackets."""
     assert speakable(text) == spoken
 

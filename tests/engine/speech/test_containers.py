@@ -14,6 +14,7 @@ from custom_components.companion_agent.engine.errors import AudioFormatError
 from custom_components.companion_agent.engine.speech import AudioChunk
 from custom_components.companion_agent.engine.speech.containers import (
     MP3,
+    MP3_PIECE,
     WAV,
     as_16_bit,
     encoded,
@@ -59,9 +60,11 @@ async def test_mp3_comes_out_frame_by_frame_as_the_audio_comes() -> None:
 
 
 async def test_a_whole_sentence_in_one_chunk_is_encoded_in_pieces() -> None:
-    parts = [part async for part in encoded(chunks(TONE * 3, size=len(TONE) * 3), MP3)]
-    assert len(parts) > 3
-    mp3_frames(b"".join(parts))
+    """Three seconds in one chunk come out piece by piece: one part a piece, then LAME's tail."""
+    sentence = TONE * 3
+    parts = [part async for part in encoded(chunks(sentence, size=len(sentence)), MP3)]
+    assert len(parts) == math.ceil(len(sentence) / MP3_PIECE) + 1
+    assert 114 <= len(mp3_frames(b"".join(parts))) <= 126  # three seconds, frames end to end
 
 
 async def test_a_chunk_in_another_format_is_dropped(caplog: pytest.LogCaptureFixture) -> None:

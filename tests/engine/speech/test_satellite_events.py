@@ -46,17 +46,27 @@ def test_a_run_request_is_read_with_its_speaker_format() -> None:
 
 
 @pytest.mark.parametrize(
-    "data",
+    ("data", "reason"),
     [
-        {"start_stage": "tts", "end_stage": "tts"},  # no audio to run on
-        {"start_stage": "asr", "end_stage": "wake"},  # backwards
-        {"start_stage": "asr"},
-        {"start_stage": ["asr"], "end_stage": "tts"},
+        pytest.param(
+            {"start_stage": "tts", "end_stage": "tts"},
+            "cannot run from 'tts' to 'tts'",
+            id="no audio to run on",
+        ),
+        pytest.param(
+            {"start_stage": "asr", "end_stage": "wake"}, "'wake' comes before 'asr'", id="backwards"
+        ),
+        pytest.param({"start_stage": "asr"}, "cannot run from 'asr' to None", id="no end"),
+        pytest.param(
+            {"start_stage": ["asr"], "end_stage": "tts"},
+            "cannot run from ['asr'] to 'tts'",
+            id="a stage that is no name",
+        ),
     ],
 )
-def test_a_run_that_cannot_run_on_audio_is_ignored(data: dict[str, object]) -> None:
+def test_a_run_that_cannot_run_on_audio_is_ignored(data: dict[str, object], reason: str) -> None:
     """Only runs that start at the wake word or speech, and end after, are taken."""
-    assert isinstance(read(Event("run-pipeline", data)), said.Ignored)
+    assert read(Event("run-pipeline", data)) == said.Ignored(type="run-pipeline", reason=reason)
 
 
 def test_a_bad_speaker_format_leaves_the_audio_its_own() -> None:
@@ -74,11 +84,14 @@ def test_microphone_audio_comes_out_at_16_khz_mono() -> None:
     audio = events.read(stereo)
     assert isinstance(audio, said.MicAudio)
     assert abs(len(audio.pcm) - 32000) <= 8
-    assert isinstance(
-        events.read(Event("audio-chunk", {"rate": 0, "width": 2, "channels": 1})), said.Ignored
+    unplayable = Event("audio-chunk", {"rate": 0, "width": 2, "channels": 1})
+    assert events.read(unplayable) == said.Ignored(
+        type="audio-chunk", reason="unplayable PCM: 0 Hz, 2 bytes, 1 ch"
     )
     odd = Event("audio-chunk", {"rate": 16000, "width": 2, "channels": 1}, payload=b"\0")
-    assert isinstance(events.read(odd), said.Ignored)
+    assert events.read(odd) == said.Ignored(
+        type="audio-chunk", reason="audio that is not whole frames"
+    )
 
 
 def test_the_other_events_are_read_or_ignored() -> None:
@@ -89,9 +102,7 @@ def test_the_other_events_are_read_or_ignored() -> None:
     assert read(Event("ping", {"text": "x"})) == said.PingAsked(text="x")
     assert read(Event("pong")) == said.PongHeard()
     assert read(Event("info", {"tts": []})) == said.Described(info=None)
-    ignored = read(Event("x" * 500))
-    assert isinstance(ignored, said.Ignored)
-    assert len(ignored.type) == 100
+    assert read(Event("x" * 500)) == said.Ignored(type="x" * 100, reason="not for us")
 
 
 def test_a_satellites_info_is_read_tolerantly_and_cut() -> None:

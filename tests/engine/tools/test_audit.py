@@ -119,7 +119,7 @@ async def test_secrets_are_redacted_at_any_depth(tmp_path: Path) -> None:
     assert args["prompt_tokens"] == 5
 
 
-def test_secret_key_names() -> None:
+def test_secret_names_are_recognised_in_every_case_and_ordinary_ones_are_not() -> None:
     """Secret names in snake, camel and header case are recognised; ordinary ones are not."""
     for key in ("api_key", "apiKey", "X-Api-Key", "password", "client_secret", "refresh_token"):
         assert is_secret_key(key), key

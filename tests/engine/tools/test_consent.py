@@ -78,7 +78,9 @@ CASES: list[tuple[str, str, Consent]] = [
 
 
 @pytest.mark.parametrize(("text", "language", "expected"), CASES)
-def test_match_consent(text: str, language: str, expected: Consent) -> None:
+def test_each_utterance_gets_its_documented_verdict(
+    text: str, language: str, expected: Consent
+) -> None:
     """Each utterance gets the documented verdict."""
     assert match_consent(text, language) == expected
 

@@ -55,7 +55,9 @@ async def test_allowed_call_runs_and_is_audited_with_state(rig: Rig) -> None:
         ("light_turn_on", "light.kitchen", False),
     ],
 )
-async def test_default_policy(rig: Rig, tool: str, entity_id: str, held: bool) -> None:
+async def test_by_default_locks_alarms_and_garage_covers_wait_and_the_rest_runs(
+    rig: Rig, tool: str, entity_id: str, held: bool
+) -> None:
     """Locks opening, alarms disarming and garage covers wait; the rest runs."""
     outcome = await rig.guard.execute(call(tool, json.dumps({"entity_id": entity_id})), CTX)
     assert (outcome.kind == "pending") is held

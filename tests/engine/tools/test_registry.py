@@ -122,7 +122,7 @@ async def test_unknown_fields_are_rejected_and_allowed_ones_named() -> None:
     assert handler.calls == 0
 
 
-async def test_missing_required_and_non_object_arguments() -> None:
+async def test_missing_required_fields_and_non_object_json_are_validation_errors() -> None:
     """Missing required fields and non-object JSON are validation errors."""
     handler = Counting()
     tools = registry(light(handler))

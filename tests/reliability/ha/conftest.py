@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from tests.ha.conftest import auto_setup, setup_companion, setup_entry
+from tests.ha.conftest import auto_setup, demo_devices, setup_companion, setup_entry
 
-__all__ = ["auto_setup", "setup_companion", "setup_entry"]
+__all__ = ["auto_setup", "demo_devices", "setup_companion", "setup_entry"]

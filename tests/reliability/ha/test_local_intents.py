@@ -23,8 +23,7 @@ from pytest_homeassistant_custom_component.typing import (
 )
 
 from custom_components.companion_agent.const import DOMAIN, ISSUE_COMPAT_PIPELINE_CHANGES
-from tests.ha.entries import async_load, companion_entry, persona
-from tests.ha.test_conversation import agent_entity_id
+from tests.ha.common import agent_entity_id, async_load, companion_entry, persona
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 

@@ -26,8 +26,7 @@ from custom_components.companion_agent.const import (
     CONF_MODEL,
     DOMAIN,
 )
-from tests.ha.entries import async_load, companion_entry, persona
-from tests.ha.test_conversation import agent_entity_id, converse
+from tests.ha.common import agent_entity_id, async_load, companion_entry, converse, persona
 from tests.reliability.ha.switchable_port import SwitchablePort
 from tests.support.lines import ENGLISH
 from tests.support.llm_script import Reply

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
 from homeassistant.components import conversation
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.core import HomeAssistant
 
-from tests.ha.entries import SetupCompanion
-from tests.ha.test_guard import build_house, demo_devices, say
+from tests.ha.common import SetupCompanion
+from tests.ha.common.house import build_house, say
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
-__all__ = ["demo_devices"]
+pytestmark = pytest.mark.usefixtures("demo_devices")
 
 
 async def test_a_call_on_an_unexposed_light_changes_nothing(

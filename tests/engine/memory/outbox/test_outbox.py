@@ -125,7 +125,9 @@ async def test_follow_ups_replace_their_entry(tmp_path: Path) -> None:
     await outbox.close()
 
 
-async def test_bounded(tmp_path: Path) -> None:
+async def test_past_its_bound_the_outbox_refuses_new_entries_and_counts_them(
+    tmp_path: Path,
+) -> None:
     """Past its bound the outbox refuses new entries and counts them."""
     outbox = quick(tmp_path / "outbox.db", max_entries=2)
     assert await outbox.put("note", {"text": "1"})

@@ -229,7 +229,9 @@ async def test_forget_a_person_keeps_the_household_and_others(memory_store: Memo
     ]
 
 
-async def test_forget_a_persona_and_an_environment(memory_store: MemoryStore) -> None:
+async def test_forgetting_a_persona_takes_only_that_persona_in_the_environment_named(
+    memory_store: MemoryStore,
+) -> None:
     """Test that forgetting a persona takes only that persona, in the environment named."""
     test_scope = MemoryScope.for_turn("nova", "anna", environment="test")
     await memory_store.add(
@@ -312,7 +314,9 @@ async def test_forget_names_one_thing(memory_store: MemoryStore, what: Forget) -
         await memory_store.forget(what)
 
 
-async def test_forget_one_person_of_one_persona(memory_store: MemoryStore) -> None:
+async def test_a_person_and_a_persona_together_forget_that_persons_memories_of_it_only(
+    memory_store: MemoryStore,
+) -> None:
     """Test that a person and a persona together forget that person's memories of it only."""
     elsewhere = MemoryScope(agent_id="other", owner=ANNA.owner, environment=ANNA.environment)
     await memory_store.add([NewMemory(scope=ANNA, text="Anna likes chess")])

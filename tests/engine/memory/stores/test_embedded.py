@@ -62,7 +62,9 @@ async def add(store: EmbeddedStore, *texts: str, scope: MemoryScope = HOME) -> N
     await store.add([NewMemory(scope=scope, text=text) for text in texts])
 
 
-async def test_one_and_two_character_chinese_queries(store: EmbeddedStore) -> None:
+async def test_one_and_two_character_chinese_queries_find_their_memories_and_no_others(
+    store: EmbeddedStore,
+) -> None:
     """Test that 猫 and 咖啡 find their memories, and 咖啡 does not find 咖喱."""
     await add(store, "我的猫叫小白", "我喜欢狗", "我每天早上喝咖啡", "晚饭吃咖喱饭")
     assert await found(store, "猫") == ["我的猫叫小白"]
@@ -79,7 +81,9 @@ async def test_english_words_fold_case_width_and_endings(store: EmbeddedStore) -
     assert await found(store, "Café") == []
 
 
-async def test_mixed_chinese_and_english(store: EmbeddedStore) -> None:
+async def test_a_memory_mixing_chinese_and_english_is_found_by_either_part(
+    store: EmbeddedStore,
+) -> None:
     """Test that a memory mixing scripts is found by either part."""
     await add(store, "Anna在Starbucks买了一杯latte", "Ben去了超市")
     assert await found(store, "starbucks") == ["Anna在Starbucks买了一杯latte"]
@@ -90,11 +94,25 @@ async def test_mixed_chinese_and_english(store: EmbeddedStore) -> None:
     assert await found(store, "一杯") == ["Anna在Starbucks买了一杯latte"]
 
 
-@pytest.mark.parametrize("query", ['cat" OR *', "NEAR(cat dog)", "AND", "-cat", "^cat:x"])
-async def test_fts_syntax_in_a_query_is_only_words(store: EmbeddedStore, query: str) -> None:
+BOTH = ["Dogs and cats", "Our cat sleeps a lot"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        pytest.param('cat" OR *', BOTH, id="a quote, OR and a star"),
+        pytest.param("NEAR(cat dog)", BOTH, id="NEAR"),
+        pytest.param("AND", ["Dogs and cats"], id="AND alone: the word and"),
+        pytest.param("-cat", BOTH, id="a minus is no NOT"),
+        pytest.param("^cat:x", BOTH, id="a caret and a column filter"),
+    ],
+)
+async def test_fts_syntax_in_a_query_is_only_words(
+    store: EmbeddedStore, query: str, expected: list[str]
+) -> None:
     """Test that FTS5 operators in a query are searched as words, never parsed."""
     await add(store, "Our cat sleeps a lot", "Dogs and cats")
-    assert isinstance(await found(store, query), list)
+    assert sorted(await found(store, query)) == expected
 
 
 async def test_the_better_match_ranks_first(store: EmbeddedStore) -> None:

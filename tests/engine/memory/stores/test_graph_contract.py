@@ -93,7 +93,9 @@ async def test_neighbourhood_is_bounded(graph_store: GraphStore) -> None:
     assert await graph_store.neighbourhood([HOME], ["nobody"]) == []
 
 
-async def test_forget_a_persons_graph(graph_store: GraphStore) -> None:
+async def test_forgetting_a_person_removes_their_relations_and_leaves_the_households(
+    graph_store: GraphStore,
+) -> None:
     """Test that forgetting Anna removes her relations and leaves the household's."""
     await graph_store.merge(ANNA, CHAIN)
     await graph_store.merge(

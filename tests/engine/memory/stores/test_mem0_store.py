@@ -111,7 +111,9 @@ async def test_a_collection_of_another_vector_size_is_refused(
 
 async def test_check_passes_on_a_local_folder(store: Mem0Store) -> None:
     """Test that check imports mem0, reaches the embedder and makes the folder."""
-    assert (await store.check()).ok
+    check = await store.check()
+    assert (check.backend, check.problem, check.detail) == ("mem0", None, "")
+    assert (store.settings.folder / "qdrant").is_dir()
 
 
 async def test_check_says_cannot_connect_to_a_qdrant_server_that_is_not_there(

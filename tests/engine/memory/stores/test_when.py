@@ -57,7 +57,7 @@ def test_a_date_that_cannot_be_read_one_way_names_no_day(text: str) -> None:
     assert span is None or (span.end - span.start).days > 1
 
 
-def test_a_month_a_year_and_relative_spans() -> None:
+def test_a_month_is_the_last_one_a_year_the_year_and_last_week_the_week_before() -> None:
     """ "in June" is last June, "in 2023" the year, "last week" the week before this one."""
     assert asked_about("Where did we go in June?", NOW) == TimeSpan(
         datetime(2023, 6, 1, tzinfo=UTC), datetime(2023, 7, 1, tzinfo=UTC)

@@ -50,7 +50,7 @@ async def start_home_assistant(config_dir: str) -> HomeAssistant:
     http = {"http": {"server_host": ["127.0.0.1"], "server_port": free_port()}}
     for domain, config in (("homeassistant", {}), ("http", http), ("conversation", {})):
         if not await async_setup_component(hass, domain, config):
-            raise SystemExit(f"zip_boot: HA could not set up {domain}")
+            raise SystemExit(f"ha_boot_program: HA could not set up {domain}")
     return hass
 
 
@@ -68,7 +68,7 @@ async def add_baoqiao(hass: HomeAssistant, url: str) -> tuple[str, str]:
         flow["flow_id"], {CONF_BASE_URL: url, "api_key": "", CONF_MODEL: "test-model"}
     )
     if result["type"] != "create_entry":
-        raise SystemExit(f"zip_boot: config flow failed: {result}")
+        raise SystemExit(f"ha_boot_program: config flow failed: {result}")
     entry_id = result["result"].entry_id
     await hass.async_block_till_done()
     sub = await hass.config_entries.subentries.async_init(
@@ -78,7 +78,7 @@ async def add_baoqiao(hass: HomeAssistant, url: str) -> tuple[str, str]:
         sub["flow_id"], {CONF_NAME: "宝巧", CONF_PROFILE: "baoqiao"}
     )
     if done["type"] != "create_entry":
-        raise SystemExit(f"zip_boot: persona flow failed: {done}")
+        raise SystemExit(f"ha_boot_program: persona flow failed: {done}")
     await hass.async_block_till_done()
     entry = hass.config_entries.async_get_entry(entry_id)
     assert entry is not None

@@ -14,7 +14,7 @@ real tools of this HA's Assist API, and registered as an LLM API of its own:
   ``destructive``, ``idempotent``, ``open_world``, defaulting to the least safe case).
 
 ``ToolResult`` and ``ToolAnnotations`` are set on HA's ``helpers.llm`` module for the test
-(``emulate_2026_10``), as 2026.10 has them there.
+(the ``emulate_2026_10`` fixture), as 2026.10 has them there.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import pytest
 import voluptuous as vol
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
@@ -51,13 +50,6 @@ class ToolAnnotations:
 
 
 READ_ONLY = ToolAnnotations(read_only=True, destructive=False, idempotent=True, open_world=False)
-
-
-@pytest.fixture
-def emulate_2026_10(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Give HA's ``helpers.llm`` the 2026.10 ``ToolResult`` and ``ToolAnnotations``."""
-    monkeypatch.setattr(llm, "ToolResult", ToolResult, raising=False)
-    monkeypatch.setattr(llm, "ToolAnnotations", ToolAnnotations, raising=False)
 
 
 def integration_of(tool: llm.Tool) -> str:

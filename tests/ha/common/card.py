@@ -1,16 +1,17 @@
-"""Helpers for the companion card's tests through a real HA: a house, users, card clients."""
+"""The companion card through a real HA, for tests: its house, its users and its WebSocket client.
+
+The card's house is HA's demo lock (the ``demo_lock`` fixture loads only it) and one persona
+with the card profile; ``Card`` reads one subscription over HA's real WebSocket API.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
-from unittest.mock import patch
 
 from homeassistant.components import conversation
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
-from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
@@ -20,8 +21,7 @@ from pytest_homeassistant_custom_component.typing import (
     WebSocketGenerator,
 )
 
-from tests.ha.entries import SetupCompanion, agents_by_title, persona
-from tests.ha.user_files import write_profile
+from tests.ha.common import SetupCompanion, agents_by_title, persona, write_profile
 
 CARD_PROFILE = """
     name = "Card"
@@ -35,20 +35,7 @@ CARD_PROFILE = """
 """
 PROMPT_MARKERS = ("SECRET-PERSONA-PROMPT", "SECRET-OUTPUT-RULES", "Stay in the persona")
 CLIENT_ID = "https://card.test/"
-UNLOCK = '{"name": "Front Door", "domain": ["lock"]}'
 WAIT = 5.0
-
-
-def demo_lock() -> Iterator[None]:
-    """Load only HA's demo lock, which unlocks at once."""
-    with (
-        patch("homeassistant.components.demo.lock.LOCK_UNLOCK_DELAY", 0),
-        patch(
-            "homeassistant.components.demo.COMPONENTS_WITH_CONFIG_ENTRY_DEMO_PLATFORM",
-            [Platform.LOCK],
-        ),
-    ):
-        yield
 
 
 async def card_house(
