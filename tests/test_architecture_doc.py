@@ -3,22 +3,20 @@
 The drawings are made from the import graph by ``script/architecture`` (the same reader as
 the module-graph tests); a module moved without drawing them again fails here. The closing
 table's "now" column is counted afresh: the production modules and cycles exactly, the
-lines to the thousand, the paths as the path tests read them.
+lines to the thousand (``tests/ha/test_paths.py`` checks the rows of the paths).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
-import re
 import sys
 from pathlib import Path
 from types import ModuleType
 
-from tests.ha import test_paths as paths
+from tests.support.architecture_table import DOCUMENT, table_row
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENT = ROOT / "docs" / "architecture.md"
 
 
 @functools.cache
@@ -35,14 +33,6 @@ def architecture() -> ModuleType:
     return module
 
 
-def table_row(label: str) -> tuple[str, str]:
-    """Return the before and now cells of the closing table's row that starts with ``label``."""
-    text = DOCUMENT.read_text(encoding="utf-8")
-    found = re.search(rf"^\| {re.escape(label)} \| ([^|]+) \| ([^|]+) \|$", text, re.MULTILINE)
-    assert found is not None, f"no row {label!r} in {DOCUMENT.name}"
-    return found.group(1).strip(), found.group(2).strip()
-
-
 def test_the_drawings_are_those_the_code_makes_today() -> None:
     """Both drawings in the document are what the script draws from today's imports."""
     script = architecture()
@@ -57,15 +47,6 @@ def test_the_figures_now_are_counted_from_the_code() -> None:
     assert table_row("production modules")[1] == str(found.modules)
     assert table_row("lines")[1] == f"{round(found.lines / 1000)} k"
     assert table_row("import cycles")[1] == str(found.cycles) == "0"
-
-
-def test_the_paths_are_those_the_path_tests_read() -> None:
-    """The table's paths now are the files ``tests/ha/test_paths.py`` finds on the stack."""
-    assert table_row("files on a turn's path to the model")[1] == str(len(paths.TURN_PATH))
-    speech = set(paths.SPEECH_TO_PIPER) | set(paths.AUDIO_TO_HA)
-    assert table_row("files on the speech path (a sentence to Piper, its audio to HA)")[1] == str(
-        len(speech)
-    )
 
 
 def test_a_drawing_shows_a_circle_between_parts_with_dashed_arrows() -> None:

@@ -159,3 +159,42 @@ def test_the_check_tells_a_test_that_asserts_from_one_that_leaves_it_to_a_helper
         "test_calls_a_raises_of_its_own",
         "test_leaves_it_in_a_class",
     ]
+
+
+def imported_test_modules(tree: ast.Module) -> list[str]:
+    """Return the test modules (``test_*``) an import names: shared code belongs elsewhere."""
+    named: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            modules = [node.module or "", *(f"{node.module or ''}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            continue
+        named.extend(m for m in modules if m.rpartition(".")[2].startswith("test_"))
+    return named
+
+
+def test_no_module_imports_a_test_module() -> None:
+    """Shared set-up sits in conftest.py or a common module, never in another test module."""
+    found = {
+        path.relative_to(TESTS).as_posix(): imported
+        for path in sorted(TESTS.rglob("*.py"))
+        if (imported := imported_test_modules(ast.parse(path.read_text(encoding="utf-8"))))
+    }
+    assert found == {}
+
+
+def test_the_check_finds_a_test_module_however_it_is_imported() -> None:
+    """``from tests.x.test_y import z``, ``from tests.x import test_y`` and ``import`` are found."""
+    tree = ast.parse(
+        "from tests.engine.test_engine import ask\n"
+        "from tests.ha import test_paths\n"
+        "import tests.engine.test_images\n"
+        "from tests.ha.common import converse\n"
+    )
+    assert imported_test_modules(tree) == [
+        "tests.engine.test_engine",
+        "tests.ha.test_paths",
+        "tests.engine.test_images",
+    ]

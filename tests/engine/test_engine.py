@@ -10,13 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import AsyncIterator
 from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
-import httpx
 import pytest
 
 from custom_components.companion_agent.engine.engine import (
@@ -26,63 +23,19 @@ from custom_components.companion_agent.engine.engine import (
     Engine,
     EngineSettings,
     MemoryProblem,
-    TurnLimits,
 )
 from custom_components.companion_agent.engine.errors import LLMConnectionError, LLMError
-from custom_components.companion_agent.engine.events import TextDelta, TurnResult
 from custom_components.companion_agent.engine.guard.confirmations import read_kept
 from custom_components.companion_agent.engine.guard.policy import PolicyRule
-from custom_components.companion_agent.engine.llm import LLMSettings
 from custom_components.companion_agent.engine.memory.backends import MemoryConfig
-from custom_components.companion_agent.engine.plugins import HostServices, builtin_roots
-from custom_components.companion_agent.engine.retry import NO_RETRY
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
-from custom_components.companion_agent.engine.turn.handle import Turn
 from custom_components.companion_agent.engine.turn.history import file_name
-from custom_components.companion_agent.engine.turn.request import Persona, TurnRequest
+from tests.engine.common import ask, finish
 from tests.engine.plugins.samples import write_profile
 from tests.support.chat_requests import user_text
-from tests.support.lines import ENGLISH
 from tests.support.llm_script import Reply, TextChunk
 from tests.support.llm_server import LLMServer
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    """Return the HTTP client a host shares with the engine."""
-    async with httpx.AsyncClient() as client:
-        yield client
-
-
-@pytest.fixture
-def settings(tmp_path: Path, llm_server: LLMServer, http: httpx.AsyncClient) -> EngineSettings:
-    """Return settings for an engine on the local server, its files under ``tmp_path``."""
-    return EngineSettings(
-        model=LLMSettings(base_url=llm_server.url, model="test-model", retry=NO_RETRY),
-        http=http,
-        data_dir=tmp_path / "data",
-        library_roots=(*builtin_roots(), tmp_path / "user"),
-        host=HostServices(data_root=tmp_path / "plugins", time_zone=ZoneInfo("UTC"), http=http),
-        limits=TurnLimits(turns_per_minute=0),
-    )
-
-
-def ask(
-    persona: Persona, text: str, conversation_id: str = "conv-1", **fields: object
-) -> TurnRequest:
-    """Return a person's request to the persona ``p1``."""
-    context = ToolContext(
-        conversation_id=conversation_id, user_id="alice", trace_id=f"t-{text}", agent_id="p1"
-    )
-    request = TurnRequest(persona=persona, text=text, context=context, lines=ENGLISH)
-    return replace(request, **fields)  # type: ignore[arg-type]
-
-
-async def finish(turn: Turn) -> tuple[str, TurnResult]:
-    """Take every item; return the text shown and the result."""
-    text = "".join([i.text async for i in turn.items() if isinstance(i, TextDelta)])
-    return text, await turn.result
 
 
 def stored(engine: Engine, conversation_id: str) -> list[str]:

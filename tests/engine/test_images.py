@@ -27,14 +27,7 @@ from custom_components.companion_agent.engine.vision import (
     image_size,
     image_type,
 )
-
-
-def picture(width: int, height: int, kind: str = "JPEG") -> bytes:
-    """Return a real image of ``width`` x ``height`` in ``kind`` (a gradient, not blank)."""
-    image = Image.linear_gradient("L").resize((width, height)).convert("RGB")
-    out = io.BytesIO()
-    image.save(out, kind)
-    return out.getvalue()
+from tests.engine.common import picture
 
 
 @pytest.mark.parametrize(

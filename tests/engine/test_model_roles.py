@@ -26,12 +26,10 @@ from custom_components.companion_agent.engine.llm.roles import (
     persona_models,
 )
 from custom_components.companion_agent.engine.memory.backends import MemoryConfig
+from tests.engine.common import ask, finish
 from tests.engine.plugins.samples import write_profile
-from tests.engine.test_engine import ask, finish, http, settings
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-
-__all__ = ["http", "settings"]
 
 HOST = LLMSettings(base_url="http://host:11434/v1", model="host-7b", api_key="host-key")
 

@@ -22,13 +22,9 @@ from custom_components.companion_agent.engine.engine import (
 from custom_components.companion_agent.engine.errors import TaskError
 from custom_components.companion_agent.engine.json_types import JSONObject
 from custom_components.companion_agent.engine.vision import ImagePart
-from tests.engine.test_engine import http, settings
-from tests.engine.test_images import picture
-from tests.engine.test_vision import parts
+from tests.engine.common import parts, picture
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-
-__all__ = ["http", "settings"]
 
 COUNT: JSONObject = {
     "type": "object",

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from custom_components.companion_agent.engine.engine import (
     Engine,
@@ -36,13 +35,10 @@ from custom_components.companion_agent.engine.vision import (
     VisionSummarizer,
     camera_tool,
 )
+from tests.engine.common import ask, finish, messages_of, parts, picture
 from tests.engine.plugins.samples import write_profile
-from tests.engine.test_engine import ask, finish, http, settings
-from tests.engine.test_images import picture
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
-
-__all__ = ["http", "settings"]
 
 DOOR = "camera.front_door"
 LOOK = json.dumps({"camera": DOOR, "question": "who is at the door?"})
@@ -65,19 +61,6 @@ class FrontDoor:
         self.taken += 1
         await asyncio.sleep(self.delay)
         return ImagePart(mime_type="image/jpeg", data=self.image, source=camera_id)
-
-
-def messages_of(request: dict[str, object]) -> list[dict[str, Any]]:
-    """Return the messages a request sent."""
-    messages = request["messages"]
-    assert isinstance(messages, list)
-    return messages
-
-
-def parts(request: dict[str, object]) -> list[dict[str, object]]:
-    """Return every content part of a request's messages (text-only messages have none)."""
-    messages = messages_of(request)
-    return [part for m in messages if isinstance(m["content"], list) for part in m["content"]]
 
 
 async def look(tool: Tool | None) -> ToolOutcome:

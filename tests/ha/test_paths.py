@@ -25,6 +25,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from custom_components.companion_agent.engine.llm import adapter
 from custom_components.companion_agent.engine.speech import turn_speech, wyoming_connection
 from tests.ha.common.pipelines import Voice, start_text_run
+from tests.support.architecture_table import table_row
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.mp3 import mp3_frames
@@ -173,3 +174,11 @@ async def test_a_sentence_reaches_piper_and_its_audio_has_stream_through_six_fil
     assert written == [SPEECH_TO_PIPER]
     assert heard == [AUDIO_TO_HA]
     assert len(set(SPEECH_TO_PIPER) | set(AUDIO_TO_HA)) == 6
+
+
+def test_the_architecture_table_counts_these_paths() -> None:
+    """The closing table of docs/architecture.md gives the paths these tests read."""
+    assert table_row("files on a turn's path to the model")[1] == str(len(TURN_PATH))
+    speech = set(SPEECH_TO_PIPER) | set(AUDIO_TO_HA)
+    row = "files on the speech path (a sentence to Piper, its audio to HA)"
+    assert table_row(row)[1] == str(len(speech))

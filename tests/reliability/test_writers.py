@@ -15,7 +15,7 @@ from custom_components.companion_agent.engine.messages import AssistantMessage
 from custom_components.companion_agent.engine.turn.exchanges import ExchangeStore, LegacyFolders
 from custom_components.companion_agent.engine.turn.history import file_name
 from custom_components.companion_agent.engine.turn.stored import StoredTurn
-from tests.engine.tools.test_audit import record
+from tests.engine.tools.conftest import record
 from tests.support.exchanges import open_exchanges
 
 

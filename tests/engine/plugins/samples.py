@@ -1,9 +1,17 @@
-"""Plugin folders written into temporary roots: one sample per plugin type."""
+"""Plugin folders written into temporary roots (one sample per plugin type), and a test clock."""
 
 from __future__ import annotations
 
 import textwrap
+from datetime import datetime
 from pathlib import Path
+
+from custom_components.companion_agent.engine.plugins import (
+    HostServices,
+    PluginSet,
+    builtin_roots,
+    load_library,
+)
 
 ENGINE = "custom_components.companion_agent.engine"
 
@@ -143,3 +151,25 @@ def write_profile(root: Path, name: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text), encoding="utf-8")
     return path
+
+
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self, now: datetime) -> None:
+        """Start at ``now``."""
+        self.now = now
+
+    def __call__(self) -> datetime:
+        """Return the current test time."""
+        return self.now
+
+
+def activate(root: Path, host: HostServices, profile_text: str) -> PluginSet:
+    """Load the shipped plugins plus a test profile from ``root`` and build its plugins."""
+    write_profile(root, "test", profile_text)
+    library = load_library([*builtin_roots(), root])
+    profile = library.profiles.get("test")
+    assert profile is not None
+    assert library.problems == ()
+    return library.activate(profile, host)

@@ -18,37 +18,13 @@ from custom_components.companion_agent.engine.plugins import (
     HostServices,
     PluginSet,
     TurnContext,
-    builtin_roots,
-    load_library,
 )
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolOutcome
 from custom_components.companion_agent.engine.tools.registry import ToolRegistry
 
-from .samples import write_profile
+from .samples import Clock, activate
 
 TOOLS = ToolContext(conversation_id="conv-1")
-
-
-class Clock:
-    """A clock the test moves."""
-
-    def __init__(self, now: datetime) -> None:
-        """Start at ``now``."""
-        self.now = now
-
-    def __call__(self) -> datetime:
-        """Return the current test time."""
-        return self.now
-
-
-def activate(root: Path, host: HostServices, profile_text: str) -> PluginSet:
-    """Load the shipped plugins plus a test profile from ``root`` and build its plugins."""
-    write_profile(root, "test", profile_text)
-    library = load_library([*builtin_roots(), root])
-    profile = library.profiles.get("test")
-    assert profile is not None
-    assert library.problems == ()
-    return library.activate(profile, host)
 
 
 async def call(plugins: PluginSet, name: str, args: dict[str, object]) -> ToolOutcome:

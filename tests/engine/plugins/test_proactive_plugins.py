@@ -29,7 +29,7 @@ from custom_components.companion_agent.engine.proactive import (
     StateListener,
 )
 
-from .test_builtin_plugins import Clock, activate
+from .samples import Clock, activate
 
 # 2026-02-03 12:00 in Shanghai (the fixture's home time zone).
 NOON = datetime(2026, 2, 3, 4, 0, tzinfo=UTC)

@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from custom_components.companion_agent.agent.guard_rules import DEFAULT_RULES
-from custom_components.companion_agent.engine.audit import AuditLog, AuditSinks, read_audit
+from custom_components.companion_agent.engine.audit import (
+    AuditLog,
+    AuditRecord,
+    AuditSinks,
+    read_audit,
+)
 from custom_components.companion_agent.engine.guard.confirmations import Confirmations
 from custom_components.companion_agent.engine.guard.executor import GuardedExecutor
 from custom_components.companion_agent.engine.guard.policy import GuardPolicy, Target
@@ -227,3 +232,26 @@ async def rig(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Rig]:
         events=events,
     )
     await audit.close()
+
+
+def record(
+    n: int,
+    *,
+    arguments: str = '{"entity_id": "light.kitchen"}',
+    detail: str | None = None,
+    state_before: JSONObject | None = None,
+) -> AuditRecord:
+    """Build a plain record numbered ``n``."""
+    return AuditRecord(
+        time=1_767_225_600.0 + n,
+        trace_id=f"trace-{n}",
+        user_id="alice",
+        conversation_id="conv-1",
+        tool_id="light_turn_on",
+        call_id=f"call_{n}",
+        arguments=arguments,
+        decision="allow",
+        outcome="success",
+        detail=detail,
+        state_before=state_before,
+    )

@@ -11,7 +11,6 @@ import pytest
 from custom_components.companion_agent.engine import audit as audit_module
 from custom_components.companion_agent.engine.audit import (
     AuditLog,
-    AuditRecord,
     read_audit,
 )
 from custom_components.companion_agent.engine.json_types import JSONObject, JSONValue
@@ -19,30 +18,7 @@ from custom_components.companion_agent.engine.redaction import is_secret_key, re
 from custom_components.companion_agent.engine.tools.contract import ToolContext, ToolSpec
 from custom_components.companion_agent.engine.tools.registry import Tool
 
-from .conftest import CTX, Rig, call, obj
-
-
-def record(
-    n: int,
-    *,
-    arguments: str = '{"entity_id": "light.kitchen"}',
-    detail: str | None = None,
-    state_before: JSONObject | None = None,
-) -> AuditRecord:
-    """Build a plain record numbered ``n``."""
-    return AuditRecord(
-        time=1_767_225_600.0 + n,
-        trace_id=f"trace-{n}",
-        user_id="alice",
-        conversation_id="conv-1",
-        tool_id="light_turn_on",
-        call_id=f"call_{n}",
-        arguments=arguments,
-        decision="allow",
-        outcome="success",
-        detail=detail,
-        state_before=state_before,
-    )
+from .conftest import CTX, Rig, call, obj, record
 
 
 async def test_audit_survives_a_restart_and_only_appends(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ from homeassistant.config_entries import SOURCE_REAUTH, ConfigEntryDisabler, Con
 from homeassistant.const import CONF_API_KEY, STATE_UNAVAILABLE
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
-from homeassistant.helpers import llm
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
@@ -26,18 +25,14 @@ from custom_components.companion_agent.const import (
     CONF_MODEL,
     DOMAIN,
 )
-from tests.ha.common import agent_entity_id, async_load, companion_entry, converse, persona
+from tests.ha.common import agent_entity_id, async_load, converse
+from tests.reliability.ha.common import entry_for
 from tests.reliability.ha.switchable_port import SwitchablePort
 from tests.support.lines import ENGLISH
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 
 LOGGER_NAME = "custom_components.companion_agent"
-
-
-def entry_for(url: str, *, api_key: str = "") -> MockConfigEntry:
-    """Return an entry for the server at ``url`` with one persona that may control the house."""
-    return companion_entry(url, persona(llm_apis=[llm.LLM_API_ASSIST]), api_key=api_key)
 
 
 async def set_up(hass: HomeAssistant, url: str) -> MockConfigEntry:

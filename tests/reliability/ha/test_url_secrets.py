@@ -15,7 +15,7 @@ from pytest_homeassistant_custom_component.components.diagnostics import (
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.companion_agent.engine.redaction import redact_url
-from tests.reliability.ha.test_server_down import entry_for
+from tests.reliability.ha.common import entry_for
 from tests.support.llm_server import LLMServer
 
 SECRETS = ("hunter2", "sk-abcdefghijklmnopqrstuv")
