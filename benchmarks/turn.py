@@ -33,7 +33,34 @@ from custom_components.companion_agent.engine.turn.runner import TurnRunner
 from tests.support.turns import Conversations, persona, start
 
 TARGET_P95_MS = 50.0
-WORDS = "The kitchen light is on, the heating is at twenty degrees and the door is locked. "
+WORDS = [
+    "kitchen",
+    "light",
+    "heating",
+    "twenty",
+    "degrees",
+    "door",
+    "locked",
+    "window",
+    "garden",
+    "hallway",
+    "lamp",
+    "bedroom",
+    "fan",
+    "kettle",
+    "oven",
+    "music",
+    "blinds",
+    "garage",
+    "porch",
+    "camera",
+    "alarm",
+    "sensor",
+    "battery",
+    "evening",
+    "morning",
+]
+SENTENCE_WORDS = 12
 
 
 class EndlessModel:
@@ -47,9 +74,10 @@ class EndlessModel:
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
     ) -> AsyncIterator[LLMItem]:
         """Yield a word every millisecond; note the moment the consumer closes the stream."""
+        chance = random.Random(11)
         try:
-            while True:
-                for word in WORDS.split(" "):
+            while True:  # sentences of words drawn at random: nothing a loop check would stop
+                for word in [*chance.sample(WORDS, SENTENCE_WORDS - 1), f"{chance.choice(WORDS)}."]:
                     await asyncio.sleep(0.001)
                     yield f"{word} "
         finally:
@@ -79,7 +107,9 @@ async def bench(turns: int, folder: Path) -> bool:
                 cancelled = time.perf_counter()
                 turn.cancel("the person spoke")
         items_ms.append((time.perf_counter() - cancelled) * 1000)
-        await turn.result
+        result = await turn.result
+        if not cancelled or result.outcome == "complete":  # it ended itself: nothing measured
+            raise SystemExit(f"turn {n} ended by itself ({result.speech_cut}), not by the cancel")
         assert model.closed_at is not None
         model_ms.append((model.closed_at - cancelled) * 1000)
     print(f"{turns} turns cancelled after 1-40 items (endless in-process model, real files)")
