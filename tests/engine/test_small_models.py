@@ -35,7 +35,8 @@ from tests.support.llm_server import LLMServer
 from tests.support.tool_specs import ALARM, WEATHER
 from tests.support.turns import Conversations, persona, run
 
-CODE = "4321"
+CODE = "739182"
+"""Six digits: no port of the local server (five digits at most) can hold it in a log line."""
 
 
 class House:
