@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.import_graph import EVERY_IMPORT, cycles, import_graph  # noqa: E402
+from tests.support.import_graph import EVERY_IMPORT, cycles, import_graph, module_of  # noqa: E402
 
 PACKAGE = "custom_components/companion_agent"
 DOTTED = PACKAGE.replace("/", ".")
@@ -77,24 +77,25 @@ def node_of(module: str, part: str) -> str | None:
     return module[len(part) + 1 :].split(".", 1)[0]
 
 
+def drawn_in_node(module: str, part: str, into: Mapping[str, str]) -> str | None:
+    """Return the node ``module`` is drawn in: ``into``'s for its prefixes, else under ``part``."""
+    for prefix, node in into.items():
+        if module == prefix or module.startswith(f"{prefix}."):
+            return node
+    return node_of(module, part)
+
+
 def folded(graph: Graph, part: str, into: Mapping[str, str]) -> dict[str, set[str]]:
     """Return the graph between the nodes of ``part`` (``into``: other prefixes, one node)."""
     nodes: dict[str, set[str]] = {}
 
-    def named(module: str) -> str | None:
-        """Return the node ``module`` is drawn in, or None when it is not drawn."""
-        for prefix, node in into.items():
-            if module == prefix or module.startswith(f"{prefix}."):
-                return node
-        return node_of(module, part)
-
     for module, targets in graph.items():
-        source = named(module)
+        source = drawn_in_node(module, part, into)
         if source is None or source in into.values():
             continue
         arrows = nodes.setdefault(source, set())
         for target in targets:
-            node = named(target)
+            node = drawn_in_node(target, part, into)
             if node is not None and node != source:
                 arrows.add(node)
                 nodes.setdefault(node, set())
@@ -175,10 +176,7 @@ def sizes(root: Path, part: str, into: Mapping[str, str]) -> dict[str, tuple[int
     out: dict[str, tuple[int, int]] = {}
     folder = root / PACKAGE
     for path in folder.rglob("*.py"):
-        module = f"{DOTTED}.{path.relative_to(folder).with_suffix('').as_posix()}"
-        module = module.replace("/", ".").removesuffix(".__init__")
-        node = next((n for p, n in into.items() if module.startswith(p)), None)
-        node = node or node_of(module, part)
+        node = drawn_in_node(module_of(path, root), part, into)
         if node is None:
             continue
         modules, lines = out.get(node, (0, 0))
