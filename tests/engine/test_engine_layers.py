@@ -35,9 +35,9 @@ ENGINE_FLOORS: Floors = (
     ),
     # 2: tool contracts, the registry, results, once-per-turn
     ("tools",),
-    # 3: the audit of tool calls, the model adapter, output stages, speech, speaking first,
-    # eyes (the camera tool, images)
-    ("audit", "llm", "pipeline", "speech", "proactive", "vision"),
+    # 3: the audit of tool calls, the model adapter, output stages, speech, who speaks (voices),
+    # speaking first, eyes (the camera tool, images)
+    ("audit", "llm", "pipeline", "speech", "voices", "proactive", "vision"),
     # 4: the guard in front of the tools; plugin types, profiles and hooks
     ("guard", "plugins"),
     # 5: a turn: the handle, the tool loop, prompt assembly, the stored exchanges
