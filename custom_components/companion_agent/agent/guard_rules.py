@@ -2,7 +2,9 @@
 
 The engine knows only that a rule matches a tool, a domain or an entity; which actions are
 risky in a home is HA knowledge, and lives here. A target whose action the resolver could
-not tell (``action`` None) is treated as the risky one: the guard fails closed.
+not tell (``action`` None) is treated as the risky one: the guard fails closed. Unlocking,
+disarming and moving a garage door, gate or door also wait for an enrolled adult's voice
+(``voice``), unless the persona switches that off (``PersonaRules.voice_approval``).
 """
 
 from __future__ import annotations
@@ -44,18 +46,21 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = (
         domain="lock",
         when=_action_in({"unlock", "open"}),
         reason="unlocking or opening a lock",
+        voice=True,
     ),
     PolicyRule(
         policy="confirm",
         domain="alarm_control_panel",
         when=_action_in({"alarm_disarm", "disarm"}),
         reason="disarming an alarm",
+        voice=True,
     ),
     PolicyRule(
         policy="confirm",
         domain="cover",
         when=_device_class_in({"garage", "gate", "door"}),
         reason="moving a garage door, gate or door",
+        voice=True,
     ),
     PolicyRule(
         policy="confirm",

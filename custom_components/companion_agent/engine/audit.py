@@ -83,6 +83,10 @@ class AuditRecord:
     state_after: JSONObject | None = None
     secret: frozenset[str] = frozenset()
     """Argument names the tool's contract marks secret: always masked."""
+    approved_by: str | None = None
+    """Who approved a held call: a user id, or ``household`` (a voice that matched nobody)."""
+    by_voice: bool = False
+    """The approval was spoken (a recognised voice), not typed or pressed."""
 
     @classmethod
     def for_call(
@@ -99,6 +103,8 @@ class AuditRecord:
         tool_ms: float = 0.0,
         token: str | None = None,
         state: StateSnapshots = (None, None),
+        approved_by: str | None = None,
+        by_voice: bool = False,
     ) -> Self:
         """Build the record of one call: by its tool outcome, or by a bare outcome word."""
         if not isinstance(outcome, str):
@@ -126,6 +132,8 @@ class AuditRecord:
             state_before=state[0],
             state_after=state[1],
             secret=request.secret,
+            approved_by=approved_by,
+            by_voice=by_voice,
         )
 
     def to_json(self) -> JSONObject:
@@ -161,6 +169,9 @@ class AuditRecord:
             out["state_before"] = redact(self.state_before)
         if self.state_after is not None:
             out["state_after"] = redact(self.state_after)
+        if self.approved_by is not None:
+            out["approved_by"] = self.approved_by
+            out["by_voice"] = self.by_voice
         return out
 
     def to_line(self) -> str:

@@ -13,7 +13,7 @@ marks the host kept of its profile, else holds every action for a yes (``Persona
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -36,6 +36,8 @@ class PersonaSetup:
     roles: RoleChoices = field(default_factory=RoleChoices)
     kept: Mapping[str, PolicyLevel] | None = None
     """The last good ``[policy]`` marks of its profile that the host kept; None: none."""
+    voice_approval: bool = True
+    """Held calls of rules that ask for an adult's voice wait for one (``PersonaRules``)."""
 
 
 class Personas:
@@ -63,6 +65,7 @@ class Personas:
     ) -> tuple[Profile, PersonaRules, PersonaModels, str]:
         """Resolve a persona's profile, rules and models; bind its memory models to its key."""
         profile, rules = persona_profile(library.profiles, setup)
+        rules = replace(rules, voice_approval=setup.voice_approval)
         models = persona_models(self.background.base, setup.roles, profile.models)
         return profile, rules, models, self.background.bind(persona_id, models)
 

@@ -31,7 +31,7 @@ from ..tools.contract import (
 from ..tools.idempotency import IdempotencyCache, idempotency_key
 from ..tools.registry import RunReport, Tool, ToolRegistry, failure
 from .confirmations.held_calls import Confirmations
-from .confirmations.tokens import ConfirmationToken
+from .confirmations.tokens import Approval, ConfirmationToken
 from .policy import (
     GuardPolicy,
     NoTargets,
@@ -78,8 +78,13 @@ class Guard:
         *,
         resolver: TargetResolver | None = None,
         state: StateProbe | None = None,
+        voice_approval: bool = True,
     ) -> GuardedExecutor:
-        """Return one turn's guarded executor: the host's rules, then the persona's."""
+        """Return one turn's guarded executor: the host's rules, then the persona's.
+
+        ``voice_approval`` False (the persona's setting): no held call waits for an adult's
+        voice, whatever the rules say.
+        """
         return GuardedExecutor(
             registry,
             policy=GuardPolicy(rules=self.rules).extended(rules),
@@ -87,6 +92,7 @@ class Guard:
             audit=self.audit,
             resolver=resolver,
             state=state,
+            voice_approval=voice_approval,
         )
 
 
@@ -109,8 +115,14 @@ class GuardedExecutor:
         resolver: TargetResolver | None = None,
         state: StateProbe | None = None,
         host_timeout: float = DEFAULT_HOST_TIMEOUT,
+        voice_approval: bool = False,
     ) -> None:
-        """Wire the parts; every one but the registry has a working default."""
+        """Wire the parts; every one but the registry has a working default.
+
+        ``voice_approval`` True: a call held under a rule that asks for an adult's voice
+        (``PolicyRule.voice``) waits for one (``ConfirmationToken.needs_voice``). Off by
+        default here: ``Guard.executor`` passes the persona's setting.
+        """
         self.registry = registry
         self._policy = GuardPolicy() if policy is None else policy
         self.confirmations = Confirmations() if confirmations is None else confirmations
@@ -119,6 +131,7 @@ class GuardedExecutor:
         self._resolver: TargetResolver = NoTargets() if resolver is None else resolver
         self._state = state
         self._host_timeout = host_timeout
+        self._voice_approval = voice_approval
 
     def specs(self) -> Sequence[ToolSpec]:
         """Return the tools the model may call."""
@@ -171,8 +184,10 @@ class GuardedExecutor:
         )
 
         async def run(token: ConfirmationToken, ctx: ToolContext) -> ToolOutcome:
-            """Run the held call once the person has approved it."""
-            return await self._run(replace(bound, ctx=ctx), "approved", token=token.ref)
+            """Run the held call once the person has approved it; audit who approved."""
+            return await self._run(
+                replace(bound, ctx=ctx), "approved", token=token.ref, approval=token.approval
+            )
 
         action: JSONObject = {
             "tool": call.tool.tool_id,
@@ -183,7 +198,13 @@ class GuardedExecutor:
         }
         names = tuple(name for target in call.targets for name in target.names())
         return self.confirmations.hold(
-            bound.request, call.ctx, action, run, names=names, reasons=verdict.reasons
+            bound.request,
+            call.ctx,
+            action,
+            run,
+            names=names,
+            reasons=verdict.reasons,
+            needs_voice=verdict.voice and self._voice_approval,
         )
 
     async def _run(
@@ -193,6 +214,7 @@ class GuardedExecutor:
         *,
         reasons: tuple[str, ...] = (),
         token: str | None = None,
+        approval: Approval | None = None,
     ) -> ToolOutcome:
         """Run a decided call once per idempotency key; audit it with the targets' state.
 
@@ -228,6 +250,8 @@ class GuardedExecutor:
                 tool_ms=0.0 if report is None else report.tool_ms,
                 token=token,
                 state=(before, after),
+                approved_by=None if approval is None else approval.approved_by,
+                by_voice=approval is not None and approval.by_voice,
             )
         )
         return _repeated(outcome) if reused else outcome

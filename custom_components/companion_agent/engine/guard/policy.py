@@ -106,6 +106,9 @@ class PolicyRule:
     when: TargetCondition | None = None
     reason: str = ""
     actions_only: bool = False
+    voice: bool = False
+    """A call this rule holds waits for an enrolled adult's voice (or the host's word that
+    the signed-in person may approve): a child's or an unknown voice cannot say yes to it."""
 
     @classmethod
     def for_tool(cls, tool: str, policy: Policy) -> PolicyRule:
@@ -175,6 +178,8 @@ class Verdict:
 
     policy: Policy
     reasons: tuple[str, ...] = ()
+    voice: bool = False
+    """A rule that holds the call asks for an adult's voice (``PolicyRule.voice``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,10 +204,12 @@ class GuardPolicy:
         """Return the strictest policy among the tool's own and every matching rule.
 
         A rule naming a tool matches it by its id or any of its ``aliases``; ``read_only``
-        says the tool only reads.
+        says the tool only reads. A held call asks for an adult's voice when any matching
+        rule that holds it says so.
         """
         policy = own
         reasons: list[str] = [f"tool {tool_id} is {own}"] if own != "allow" else []
+        voice = False
         for rule in self.rules:
             if not _applies(rule, tool_id, targets, aliases, read_only):
                 continue
@@ -211,7 +218,8 @@ class GuardPolicy:
                 reasons = []
             if rule.policy == policy and rule.policy != "allow":
                 reasons.append(rule.reason or rule.policy)
-        return Verdict(policy=policy, reasons=tuple(reasons))
+            voice = voice or (rule.voice and rule.policy == "confirm")
+        return Verdict(policy=policy, reasons=tuple(reasons), voice=voice and policy == "confirm")
 
 
 def _applies(

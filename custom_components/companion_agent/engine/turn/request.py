@@ -21,6 +21,7 @@ from ..plugins import Hook, PluginSet, Profile, UnreadProfile
 from ..tools.contract import Policy, ToolContext
 from ..tools.registry import Tool
 from ..vision import CameraSource
+from ..voices import Speaker
 from .loop import SpokenLines
 from .stored import Initiator
 
@@ -45,6 +46,9 @@ class PersonaRules:
     marks: Mapping[str, Policy] = field(default_factory=lambda: MappingProxyType({}))
     origin: RulesOrigin = "profile"
     unread: UnreadProfile | None = None
+    voice_approval: bool = True
+    """A call held under a rule that asks for an adult's voice (locks, alarms, garage doors)
+    waits for one; False (the persona's setting): such a call is confirmed as any other."""
 
     def guard_rules(self) -> list[PolicyRule]:
         """Return the rules the guard adds to the host's for this persona's turns."""
@@ -137,3 +141,7 @@ class TurnRequest:
     """The cameras the turn may look through (the ``camera`` tool), if the persona can see."""
     on_model_call: CallListener | None = None
     """Told each model call's tokens and timings: the host's trace of the turn."""
+    speaker: Speaker | None = None
+    """Who the host says speaks (a recognised voice, a signed-in person, the household);
+    None: it says nothing (a proactive turn, a host without voices). Only a speaker the
+    host says may approve runs a held call that waits for an adult's voice."""

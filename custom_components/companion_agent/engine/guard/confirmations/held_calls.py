@@ -10,6 +10,16 @@ listener, and queued (``notices.py``: all that the model hears of held calls) fo
 turn of its person in its conversation; ``before_turn`` is all a turn asks. ``close``
 ends every waiting call out loud; ``kept`` and ``restore`` carry what nobody has heard yet
 (and which tokens were interrupted) from one engine to the next.
+
+**A voice's yes.** A call held under a rule that asks for an adult's voice
+(``ConfirmationToken.needs_voice``) runs only on the word of someone the host says may
+approve it (``Speaker.may_approve``: an enrolled adult's voice, or a signed-in person not
+enrolled as a child; ``adult`` for a dashboard). Any spoken turn in its conversation may
+answer it, whoever it was held for: a yes from a voice that may not approve is refused
+(the turn says so, the call keeps waiting, and a later adult's yes runs it once); a no
+from any voice declines it, the safe direction. A typed turn answers only its own
+person's calls, as every call is answered; a turn the host says nothing about (no
+``Speaker``) may decline such a call but never approve it.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from ...errors import ConfirmationRefusedError
 from ...json_types import JSONObject
 from ...messages import ToolCallRequest
 from ...tools.contract import ToolContext, ToolFailure, ToolOutcome, ToolPending
+from ...voices import Speaker
 from .consent import Consent, match_consent
 from .notices import (
     UNRUN_REASONS,
@@ -39,7 +50,9 @@ from .notices import (
 )
 from .tokens import (
     DEFAULT_TTL,
+    HOUSEHOLD_APPROVER,
     REFUSALS,
+    Approval,
     ConfirmationResult,
     ConfirmationToken,
     HeldRun,
@@ -64,6 +77,8 @@ class ConsentReply:
 
     verdict: Consent
     results: tuple[ConfirmationResult, ...] = ()
+    refused: tuple[ConfirmationToken, ...] = ()
+    """The calls a yes could not run: they wait for an enrolled adult's voice (still live)."""
 
 
 class Confirmations:
@@ -92,13 +107,17 @@ class Confirmations:
         *,
         names: tuple[str, ...] = (),
         reasons: tuple[str, ...] = (),
+        needs_voice: bool = False,
     ) -> ToolPending:
         """Hold a call: issue (or reuse) its token, audit it, tell the host, tell the model.
 
         ``request.arguments`` must be canonical JSON; the same call held twice for the same
         user and conversation shares one token, so one "yes" never runs it twice.
+        ``needs_voice``: only an enrolled adult may approve it (the module's doc).
         """
-        token = self.tokens.issue(request=request, ctx=ctx, action=action, names=names, run=run)
+        token = self.tokens.issue(
+            request=request, ctx=ctx, action=action, names=names, run=run, needs_voice=needs_voice
+        )
         outcome = pending_outcome(token, action)
         self._record(token, "confirm", outcome, ctx, reasons=reasons)
         self._notify(token, "requested")
@@ -113,18 +132,24 @@ class Confirmations:
         conversation_id: str | None = None,
         arguments: JSONObject | None = None,
         trace_id: str | None = None,
+        adult: bool = True,
+        approval: Approval | None = None,
     ) -> ConfirmationResult:
         """Run or decline a held call; raise ``ConfirmationRefusedError`` when refused.
 
         Refused: unknown, already used (a replay), expired, another user, another
         conversation (when one is given), or ``arguments`` given that are not the bound
-        ones. A refusal for the wrong user, conversation or arguments leaves the token
-        waiting for its owner.
+        ones; a yes to a call that needs an adult's voice when ``adult`` is False
+        (``not_adult``). A refusal for the wrong user, conversation or arguments, or for
+        ``not_adult``, leaves the token waiting. ``approval`` says who approved (the
+        audit's); by default ``user_id``, not by voice.
         """
         reason = self.tokens.refusal(
             token_id, user_id=user_id, conversation_id=conversation_id, arguments=arguments
         )
         token = self.tokens.get(token_id)
+        if reason is None and token is not None and approve and token.needs_voice and not adult:
+            reason = "not_adult"
         if reason is not None or token is None:
             self._refused(
                 token_id,
@@ -141,7 +166,9 @@ class Confirmations:
             self._record(token, "denied", "cancelled", ctx, outcome_of=declined)
             self._notice(token, "cancelled", declined)
             return ConfirmationResult(status="cancelled", token=token, outcome=declined)
-        outcome = await token.run(token, ctx)
+        if approval is None:
+            approval = Approval(approved_by=user_id or HOUSEHOLD_APPROVER)
+        outcome = await token.run(replace(token, approval=approval), ctx)
         self._notice(token, "executed" if outcome.kind == "success" else "failed", outcome)
         return ConfirmationResult(status="executed", token=token, outcome=outcome)
 
@@ -153,42 +180,62 @@ class Confirmations:
         user_id: str | None,
         conversation_id: str,
         trace_id: str | None = None,
+        speaker: Speaker | None = None,
     ) -> ConsentReply | None:
         """Match the person's words against their held calls, before any model runs.
 
         None: nothing waits for this user here. ``other``: not a clear yes or no; the calls
         keep waiting. ``yes`` / ``no``: every call waiting for this user in this
-        conversation was run or declined.
+        conversation was run or declined; a spoken turn (``speaker.heard``) answers every
+        call there that needs an adult's voice too, and a yes that ``speaker`` may not give
+        leaves such a call waiting, in ``refused`` (the module's doc).
         """
-        waiting = [t for t in self.pending_for(conversation_id) if t.user_id == user_id]
+        waiting = [t for t in self.pending_for(conversation_id) if _answers(t, user_id, speaker)]
         if not waiting:
             return None
         names = [name for token in waiting for name in token.names]
         verdict = match_consent(text, language, extra_words=names)
         if verdict == "other":
             return ConsentReply(verdict="other")
+        heard = speaker is not None and speaker.heard
+        approval = Approval(
+            approved_by=(speaker.user_id if speaker is not None else user_id) or HOUSEHOLD_APPROVER,
+            by_voice=heard,
+        )
         results: list[ConfirmationResult] = []
+        refused: list[ConfirmationToken] = []
         for token in waiting:
             try:
                 result = await self.resolve(
                     token.token_id,
                     approve=verdict == "yes",
-                    user_id=user_id,
+                    user_id=token.user_id if heard and token.needs_voice else user_id,
                     conversation_id=conversation_id,
                     trace_id=trace_id,
+                    adult=speaker is not None and speaker.may_approve,
+                    approval=approval,
                 )
-            except ConfirmationRefusedError:
+            except ConfirmationRefusedError as err:
+                if err.reason == "not_adult":
+                    refused.append(token)
                 continue
             results.append(result)
-        return ConsentReply(verdict=verdict, results=tuple(results))
+        return ConsentReply(verdict=verdict, results=tuple(results), refused=tuple(refused))
 
     async def before_turn(
-        self, text: str, ctx: ToolContext, *, answerable: bool = True
+        self,
+        text: str,
+        ctx: ToolContext,
+        *,
+        answerable: bool = True,
+        speaker: Speaker | None = None,
     ) -> TurnConfirmations:
         """Answer the person's held calls with their words, then take what the model must hear.
 
         ``answerable`` False (the home's own instruction starts the turn) answers nothing:
-        only the person can. The notices are taken either way.
+        only the person can. The notices are taken either way, unless a yes that ``speaker``
+        (who the host says speaks; None: it says nothing) may not give was refused
+        (``voice_refused``): that turn asks no model, so they wait for the next.
         """
         reply = None
         if answerable:
@@ -198,8 +245,11 @@ class Confirmations:
                 user_id=ctx.user_id,
                 conversation_id=ctx.conversation_id,
                 trace_id=ctx.trace_id,
+                speaker=speaker,
             )
         answered = () if reply is None else reply.results
+        if reply is not None and reply.refused:  # no model runs: the notices wait
+            return replace(turn_confirmations(answered, []), voice_refused=True)
         notices = self.take_notices(ctx.conversation_id, ctx.user_id)
         return turn_confirmations(answered, notices)
 
@@ -324,3 +374,14 @@ class Confirmations:
             self._listener(token, status)
         except Exception:
             LOGGER.warning("Confirmation listener failed", exc_info=True)
+
+
+def _answers(token: ConfirmationToken, user_id: str | None, speaker: Speaker | None) -> bool:
+    """Say whether a turn of ``user_id`` (spoken by ``speaker``) may answer ``token``.
+
+    Its own person always may; any spoken voice in its conversation may answer a call that
+    needs an adult's voice (a yes still needs one that may approve).
+    """
+    if token.user_id == user_id:
+        return True
+    return token.needs_voice and speaker is not None and speaker.heard

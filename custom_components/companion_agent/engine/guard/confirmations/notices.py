@@ -91,6 +91,9 @@ class TurnConfirmations:
 
     events: tuple[ToolCallEvent, ...] = ()
     notices: tuple[ContextSnippet, ...] = ()
+    voice_refused: bool = False
+    """The person's yes was refused: the call waits for an enrolled adult's voice. The turn
+    says so (``SpokenLines.voice_refused``) without asking the model."""
 
 
 class NoticeQueue:

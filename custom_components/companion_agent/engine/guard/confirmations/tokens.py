@@ -13,7 +13,7 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ...json_types import JSONObject
@@ -27,7 +27,14 @@ REMEMBER_CLOSED = 3600.0
 MAX_CLOSED = 1024
 
 type RefusalReason = Literal[
-    "unknown", "used", "expired", "interrupted", "wrong_user", "wrong_conversation", "tampered"
+    "unknown",
+    "used",
+    "expired",
+    "interrupted",
+    "wrong_user",
+    "wrong_conversation",
+    "tampered",
+    "not_adult",
 ]
 type HeldRun = Callable[[ConfirmationToken, ToolContext], Awaitable[ToolOutcome]]
 
@@ -39,6 +46,7 @@ REFUSALS: dict[RefusalReason, str] = {
     "wrong_user": "this confirmation belongs to another user",
     "wrong_conversation": "this confirmation belongs to another conversation",
     "tampered": "the arguments do not match the action awaiting confirmation",
+    "not_adult": "only an enrolled adult can approve this action",
 }
 
 
@@ -47,12 +55,26 @@ def token_ref(token_id: str) -> str:
     return hashlib.sha256(token_id.encode()).hexdigest()[:16]
 
 
+HOUSEHOLD_APPROVER = "household"
+"""Who approved a held call in a voice that matched nobody (the audit's ``approved_by``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Approval:
+    """Who said yes to a held call (a user id, or the household) and whether it was spoken."""
+
+    approved_by: str
+    by_voice: bool = False
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfirmationToken:
     """A held call: what it would do, for whom, where, until when, and how to run it.
 
     ``request.arguments`` is the canonical JSON of the validated arguments; ``run`` is the
     call's own runner, bound when the call was held, so any approval path can run it.
+    ``needs_voice``, decided when it was held, says only an enrolled adult may approve it:
+    a spoken yes in an adult's voice, or the host's word that the person approving may.
     """
 
     token_id: str = field(repr=False)
@@ -63,6 +85,9 @@ class ConfirmationToken:
     created_at: float
     expires_at: float
     run: HeldRun = field(repr=False, compare=False)
+    needs_voice: bool = False
+    approval: Approval | None = None
+    """Who approved it: set only on the copy handed to its runner, for the audit."""
 
     @property
     def ref(self) -> str:
@@ -135,13 +160,18 @@ class TokenStore:
         action: JSONObject,
         names: tuple[str, ...],
         run: HeldRun,
+        needs_voice: bool = False,
     ) -> ConfirmationToken:
-        """Return the live token of this call for this user and conversation, or a new one."""
+        """Return the live token of this call for this user and conversation, or a new one.
+
+        A live token of the same call keeps what it asked for; one held again that asks for
+        an adult's voice now asks for it too.
+        """
         owner = (ctx.user_id, ctx.conversation_id)
         mine = [token for token in self.live() if _owner(token) == owner]
-        for token in mine:
-            if (token.request.name, token.request.arguments) == (request.name, request.arguments):
-                return token
+        for live in mine:
+            if (live.request.name, live.request.arguments) == (request.name, request.arguments):
+                return self._asking_voice(live) if needs_voice else live
         while len(mine) >= self._max_per_owner:
             self.expire(mine.pop(0))
         while len(self._pending) >= self._max_pending:
@@ -156,6 +186,7 @@ class TokenStore:
             created_at=now,
             expires_at=now + self.ttl,
             run=run,
+            needs_voice=needs_voice,
         )
         self._pending[token.token_id] = token
         try:
@@ -236,6 +267,14 @@ class TokenStore:
         self._closed[closed.ref] = (self._clock() - closed.age, closed.reason)
         self._closed.move_to_end(closed.ref)
         self._forget_old()
+
+    def _asking_voice(self, token: ConfirmationToken) -> ConfirmationToken:
+        """Return the live token, now waiting for an adult's voice (its timer unchanged)."""
+        if token.needs_voice:
+            return token
+        token = replace(token, needs_voice=True)
+        self._pending[token.token_id] = token
+        return token
 
     def _timer(self, token_id: str) -> None:
         """Expire a token when its timer fires (it may be gone already)."""
