@@ -23,6 +23,9 @@ def spoken_lines(language: str = "en") -> SpokenLines:
         deadline=found["spoken_deadline"]["message"],
         busy=found["spoken_busy"]["message"],
         slow=found["spoken_slow"]["message"],
+        voice_refused=found["spoken_voice_refused"]["message"],
+        disowned=found["spoken_disowned"]["message"],
+        nothing_disowned=found["spoken_nothing_disowned"]["message"],
     )
 
 

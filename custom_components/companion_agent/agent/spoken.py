@@ -15,7 +15,17 @@ from ..engine.turn.request import SpokenLines
 
 SHIPPED_LANGUAGES = ("en", "zh-Hans")
 FALLBACK_LANGUAGE = "en"
-KEYS = ("unreachable", "cut", "rounds", "deadline", "busy", "slow")
+KEYS = (
+    "unreachable",
+    "cut",
+    "rounds",
+    "deadline",
+    "busy",
+    "slow",
+    "voice_refused",
+    "disowned",
+    "nothing_disowned",
+)
 
 
 async def async_spoken_lines(hass: HomeAssistant, language: str) -> SpokenLines:

@@ -21,6 +21,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
+from datetime import UTC, datetime
 
 from .audit import AuditLog, AuditSinks
 from .errors import CompanionError
@@ -40,12 +41,15 @@ from .memory.backends import MemoryProblem, open_memory, unreachable
 from .memory.companion import CompanionMemory
 from .memory.hook import MemoryHook
 from .memory.models import Forget
+from .messages import AssistantMessage
 from .personas import FALLBACK_PROFILE, Personas, PersonaSetup
 from .pipeline import speech_config, spoken_sentences
 from .plugins import Library, LoadProblem, PolicyLevel, load_library
 from .settings import EngineSettings
 from .speech.turn_speech import SpeechTurns, TurnSpeech
 from .tasks import TaskRequest, TaskResult, TaskRunner, TaskTools
+from .tools.contract import ToolContext
+from .turn.disown import Disowned, is_disowning
 from .turn.exchanges import ExchangeStore, LegacyFolders, owner_of
 from .turn.follow_ups import FollowUps
 from .turn.handle import Turn
@@ -59,6 +63,7 @@ __all__ = [
     "ConfirmationResult",
     "ConfirmationStatus",
     "ConfirmationToken",
+    "Disowned",
     "Engine",
     "EngineSettings",
     "MemoryProblem",
@@ -184,15 +189,22 @@ class Engine:
         roles: RoleChoices | None = None,
         *,
         kept: Mapping[str, PolicyLevel] | None = None,
+        voice_approval: bool = True,
     ) -> Persona:
         """Build a persona snapshot: its profile, rules, plugins and models.
 
         Each role's model is ``roles``' choice, else the profile's, else the host's. A
         profile that cannot be read gives way to the default one; its rules are then
         ``kept``, the last good marks the host kept of it, else every action waits for a
-        yes (``personas.py``).
+        yes (``personas.py``). ``voice_approval`` False: no held call of this persona
+        waits for an adult's voice (``PersonaRules.voice_approval``).
         """
-        setup = PersonaSetup(profile_id=profile_id, roles=roles or RoleChoices(), kept=kept)
+        setup = PersonaSetup(
+            profile_id=profile_id,
+            roles=roles or RoleChoices(),
+            kept=kept,
+            voice_approval=voice_approval,
+        )
         return self._personas.build(self._library, self.settings.host, persona_id, setup)
 
     def start_turn(self, request: TurnRequest) -> Turn:
@@ -202,25 +214,36 @@ class Engine:
         person something, that conversation). A person's turn also reads and feeds memory:
         its rolling window is the history it is sent (unless it follows up a conversation
         the companion started), and it remembers the exchange; a proactive turn does not.
+        "That wasn't me" (``disown``) is answered without a model and remembered by nobody.
         """
         ctx = request.context
         now = asyncio.get_running_loop().time()
         history_id = self._follow_ups.history_id(ctx.conversation_id, request.satellite_id, now)
         memory = self._memory
-        remembered = memory is not None and request.initiator == "person"
+        remembered = (
+            memory is not None and request.initiator == "person" and not is_disowning(request.text)
+        )
         windowed = remembered and history_id == ctx.conversation_id
         history = self._exchanges.conversation(
             ctx.agent_id, history_id, owner=owner_of(ctx.user_id), windowed=windowed
         )
+        model = request.persona.memory_key or request.persona.profile.models.memory
+
+        async def disown(turn_ctx: ToolContext) -> Disowned:
+            """Take back the last exchange of this conversation stored as the person's."""
+            return await self.disown(turn_ctx.agent_id, history_id, turn_ctx.user_id, model=model)
+
         if memory is None or not remembered:
-            turn = self._runner.start(request, history)
+            turn = self._runner.start(request, history, disown=disown)
         else:
             scope = memory.scope(ctx.agent_id, ctx.user_id)
-            model = request.persona.memory_key or request.persona.profile.models.memory
             window = memory.window(scope, model) if windowed else None
             hook = MemoryHook(memory, scope, model, statement=ctx.trace_id)
             turn = self._runner.start(
-                replace(request, host_hooks=(*request.host_hooks, hook)), history, window
+                replace(request, host_hooks=(*request.host_hooks, hook)),
+                history,
+                window,
+                disown=disown,
             )
         speech = self._speech.follow(
             TurnSpeech(turn.trace_id, turn.guessed_speech, waiting=turn.waiting_for_tools)
@@ -228,6 +251,38 @@ class Engine:
         turn.on_cancel(lambda _reason: speech.stop())
         turn.on_finished(lambda result: self._speech.ended(turn.trace_id, result.spoken))
         return turn
+
+    async def disown(
+        self,
+        persona_id: str,
+        conversation_id: str,
+        user_id: str | None,
+        *,
+        model: str | None = None,
+    ) -> Disowned:
+        """ "That wasn't me": give the household the last exchange stored as ``user_id``'s.
+
+        The conversation's newest exchange of the person (their own "that wasn't me" and
+        proactive turns passed over) becomes the household's, in its window too, and what
+        it fed into their memory moves to the household's (``CompanionMemory.disown``;
+        ``model`` extracts it again when its extraction had not run yet). Nobody named
+        (``user_id`` None), or nothing of theirs: nothing moves.
+        """
+        if not user_id:
+            return Disowned()
+        turn = await self._exchanges.disown(persona_id, conversation_id, user_id)
+        if turn is None:
+            return Disowned()
+        moved = 0
+        if (memory := self._memory) is not None and turn.trace_id:
+            said = "".join(m.content for m in turn.messages if isinstance(m, AssistantMessage))
+            at = datetime.fromtimestamp(turn.began or turn.time, UTC)
+            scope = memory.scope(persona_id, user_id)
+            moved = await memory.disown(
+                scope, turn.trace_id, said=(turn.user, said), model=model, at=at
+            )
+        LOGGER.info("An exchange of %s was disowned and is now the household's", persona_id)
+        return Disowned(trace_id=turn.trace_id, memories=moved)
 
     async def generate(self, request: TaskRequest) -> TaskResult:
         """Answer an AI task (``tasks.py``); raise ``TaskError`` when it gets no usable answer."""
@@ -250,10 +305,18 @@ class Engine:
         return self._confirmations.tokens.live()
 
     async def confirm(
-        self, token_id: str, *, approve: bool, user_id: str | None
+        self, token_id: str, *, approve: bool, user_id: str | None, adult: bool = True
     ) -> ConfirmationResult:
-        """Approve or deny a held call from outside a conversation (a dashboard, a phone)."""
-        return await self._confirmations.resolve(token_id, approve=approve, user_id=user_id)
+        """Approve or deny a held call from outside a conversation (a dashboard, a phone).
+
+        ``adult`` False (the host knows the person approving is enrolled as a child): a
+        call that needs an adult's voice (``ConfirmationToken.needs_voice``) is refused
+        (``ConfirmationRefusedError``, reason ``not_adult``) and keeps waiting; a no still
+        declines it.
+        """
+        return await self._confirmations.resolve(
+            token_id, approve=approve, user_id=user_id, adult=adult
+        )
 
     async def diagnostics(self) -> dict[str, object]:
         """Return what support needs to see: what is loaded, counted, held and open."""

@@ -40,7 +40,17 @@ MAX_TEXT_CHARS = 20000
 """The longest text answer a task returns; a longer one is an error, never cut short."""
 MAX_TASK_ROUNDS = 5
 STRUCTURE_PROMPT = "Now give the result in the requested structure."
-QUIET = SpokenLines(unreachable="", cut="", rounds="", deadline="", busy="", slow="")
+QUIET = SpokenLines(
+    unreachable="",
+    cut="",
+    rounds="",
+    deadline="",
+    busy="",
+    slow="",
+    voice_refused="",
+    disowned="",
+    nothing_disowned="",
+)
 """A task has nobody to speak to: how a round failed is raised, not said."""
 TASK_PROMPT = (
     "You carry out tasks for a Home Assistant automation. Do what the instructions ask and "

@@ -35,6 +35,15 @@ what it alone said goes from the graph (an entity or relation another statement 
 stays), and the turn itself goes from the exchange store (which refuses it if it is stored
 later).
 
+**"That wasn't me"** (``disown``): what one exchange fed into a person's memory, taken
+for theirs by a voice that was someone else's, goes to the household's. No store can move
+a record between scopes, so its records are read, forgotten in the person's scope by their
+statement (a tombstone refuses whatever its extraction still writes there) and written
+again in the household's, as they were, dated when they were said. When none was written
+yet (its extraction still waits in the outbox), the exchange is queued for extraction in
+the household's scope instead. Its graph facts go from the person's graph and are not
+carried over (only that extraction derives the household's).
+
 **Reads for the services** (conclusions, one record, an export page, rollback) are one store
 (and graph) call each, bounded by ``CALL_TIMEOUT``.
 
@@ -50,11 +59,11 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from ..chars import clean_text, strip_format
 from ..errors import MemoryInputError
-from ..turn.exchanges import ExchangeStore
+from ..turn.exchanges import HOUSEHOLD, ExchangeStore
 from .models import (
     MAX_PAGE,
     ExportPage,
@@ -85,6 +94,10 @@ WRITE_TIMEOUT = 1.0
 MAX_NAMES = 200
 MAX_NAMED_SCOPES = 64
 MAX_INSTRUCTION_CHARS = 500
+SAID_SLACK = timedelta(minutes=1)
+"""How much earlier than its statement a record may be dated and still be looked for."""
+MAX_DISOWN_PAGES = 20
+"""The most export pages of a person's records read to find what one exchange fed."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -299,6 +312,48 @@ class CompanionMemory:
             del self._names[scope]
         return removed
 
+    async def disown(
+        self,
+        scope: MemoryScope,
+        statement: str,
+        *,
+        said: tuple[str, str],
+        model: str | None,
+        at: datetime,
+    ) -> int:
+        """Move what the exchange ``statement`` fed into a person's ``scope`` to the household's.
+
+        ``said`` is the exchange (the person's words, what they were shown), ``at`` when it
+        was said. Return how many records moved (the way: the module's doc).
+        """
+        if scope.owner == HOUSEHOLD or not statement:
+            return 0
+        found = await self._statement_records(scope, statement, at)
+        await self.forget(
+            Forget(
+                statement=statement,
+                owner=scope.owner,
+                agent_id=scope.agent_id,
+                environment=scope.environment,
+            )
+        )
+        household = scope.household
+        if not found:
+            origin = Provenance(via="turn", statement=statement)
+            entry = exchange_entry(
+                household, *said, source="", model=model, at=at, provenance=origin
+            )
+            await self.outbox.put("exchange", entry)
+            return 0
+        for record in found:
+            memory = NewMemory(
+                scope=household, text=record.text, kind=record.kind, topic=record.topic,
+                source=record.source, at=record.valid_from,
+                provenance=replace(record.provenance, person=None),
+            )  # fmt: skip
+            await self.writer.write_or_queue(memory, CALL_TIMEOUT)
+        return len(found)
+
     async def rollback(self, record_id: str) -> MemoryRecord | None:
         """Retire a conclusion and bring back the one it superseded."""
         async with asyncio.timeout(CALL_TIMEOUT):
@@ -408,6 +463,32 @@ class CompanionMemory:
             )
         return removed
 
+    async def _statement_records(
+        self, scope: MemoryScope, statement: str, at: datetime
+    ) -> list[MemoryRecord]:
+        """Return the current records of exactly ``scope`` derived from ``statement``.
+
+        Pages are read newest first, until one reaches records stored before ``at`` (when
+        the statement was said), ``MAX_DISOWN_PAGES`` at most.
+        """
+        found: list[MemoryRecord] = []
+        before = at - SAID_SLACK
+        for page_number in range(MAX_DISOWN_PAGES):
+            async with asyncio.timeout(CALL_TIMEOUT):
+                page = await self.store.export([scope], offset=page_number * MAX_PAGE)
+            found += [
+                record
+                for record in page.records
+                if record.scope == scope
+                and record.provenance.statement == statement
+                and record.current
+                and record.kind != "summary"
+            ]
+            older = any(_aware(record.created_at) < before for record in page.records)
+            if len(page.records) < MAX_PAGE or older:
+                break
+        return found
+
     def _seen_names(self, scope: MemoryScope, names: tuple[str, ...]) -> None:
         """Remember entity names extraction found, to look for them in later turns."""
         known = self._names.pop(scope, [])
@@ -415,3 +496,8 @@ class CompanionMemory:
         self._names[scope] = known
         while len(self._names) > MAX_NAMED_SCOPES:
             self._names.popitem(last=False)
+
+
+def _aware(moment: datetime) -> datetime:
+    """Return ``moment`` with a time zone (a naive one is UTC)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment

@@ -128,6 +128,43 @@ class ExchangeFile:
 
         return await self._call(write, write=True)
 
+    async def reassign(
+        self,
+        persona: str,
+        conversation: str,
+        owner: str,
+        to: str,
+        skip: Callable[[StoredTurn], bool],
+    ) -> StoredTurn | None:
+        """Give the conversation's newest turn of ``owner`` (but those ``skip`` passes) to ``to``.
+
+        It keeps its place in a window (now ``to``'s). Return the turn, or None when the
+        conversation holds none of ``owner``'s (among its last ``MAX_TURNS``).
+        """
+
+        def write(db: sqlite3.Connection) -> StoredTurn | None:
+            """Find the row and change its owner, in one transaction."""
+            rows = db.execute(
+                "SELECT rowid, owner, windowed, turn FROM exchanges WHERE persona = ? AND "
+                f"conversation = ? {_NEWEST}",
+                (persona, conversation, self._max_turns),
+            ).fetchall()
+            for rowid, held_by, windowed, raw in rows:
+                if held_by != owner:
+                    continue
+                try:
+                    turn = parse_turn(json.loads(raw))
+                except (ValueError, TypeError, KeyError, AttributeError):
+                    continue
+                if skip(turn):
+                    continue
+                db.execute("UPDATE exchanges SET owner = ? WHERE rowid = ?", (to, rowid))
+                self._bound(db, persona, conversation, to if windowed else None)
+                return turn
+            return None
+
+        return await self._call(write, write=True)
+
     async def forget(self, persona: str | None, owner: str | None, at: float) -> int:
         """Keep a tombstone and delete the exchanges of a persona and/or owner begun by ``at``."""
         parts = [f"{name} = ?" for name, value in (("persona", persona), ("owner", owner)) if value]

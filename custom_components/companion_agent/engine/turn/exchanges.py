@@ -23,6 +23,7 @@ from pathlib import Path
 from ..errors import CompanionError, CorruptionReporter
 from ..events import TurnOutcome
 from ..messages import ChatMessage
+from .disown import is_disowning
 from .exchange_file import MAX_TURNS, MAX_WINDOW_TURNS, ExchangeFile
 from .exchange_legacy import LegacyFolders
 from .history import DEFAULT_RETENTION, as_messages, file_name
@@ -92,6 +93,22 @@ class ExchangeStore:
         key = file_name(owner) if owner else None
         moment = time.time() if at is None else at
         return await self._file.forget(persona_id, key, moment)
+
+    async def disown(
+        self, persona_id: str, conversation_id: str, user_id: str
+    ) -> StoredTurn | None:
+        """Give the household the conversation's last exchange stored as ``user_id``'s.
+
+        Proactive turns and the person's own "that wasn't me" (``disown.is_disowning``) are
+        passed over. Return the exchange, or None when there is none of theirs to give.
+        """
+        return await self._file.reassign(
+            persona_id,
+            file_name(conversation_id),
+            file_name(owner_of(user_id)),
+            file_name(HOUSEHOLD),
+            lambda turn: turn.initiator != "person" or is_disowning(turn.user),
+        )
 
     async def forget_turn(self, persona_id: str, trace_id: str, at: float | None = None) -> int:
         """Delete a persona's turn ``trace_id`` (the statement of a forgotten memory); keep it so.

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..events import TurnResult
 from ..pipeline import join_speech
 from ..plugins import TurnContext
+from .disown import Disown
 from .history import ConversationHistory, HistoryView, store_in
 from .loop import TurnRecord
 from .request import Persona, TurnRequest
@@ -34,6 +35,9 @@ class TurnJob:
     sink: TurnSink
     began: float
     """When the person spoke (``time.time()``)."""
+    disown: Disown | None = None
+    """Takes back the last exchange stored as the person's ("that wasn't me"); None: the
+    host keeps no such thing, and there is nothing to take back."""
 
     @property
     def persona(self) -> Persona:

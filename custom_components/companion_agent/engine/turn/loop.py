@@ -69,6 +69,12 @@ class SpokenLines:
     """Too many turns a minute (the person's pace, not the model's)."""
     slow: str
     """The model server took the request but sent nothing in time (busy, loading)."""
+    voice_refused: str
+    """A yes to a held call that waits for an enrolled adult's voice, from one that may not."""
+    disowned: str
+    """"That wasn't me": the last exchange taken as the person's is now the household's."""
+    nothing_disowned: str
+    """"That wasn't me", with nothing of the person's in the conversation to take back."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -1,6 +1,9 @@
 """``TurnRunner.start``: one companion turn, from the person's words to the stored exchange.
 
-In order: a waiting confirmation may be answered (before any model runs), hooks add
+In order: "that wasn't me" takes the last exchange stored as the person's back
+(``disown.py``) and says so, without a model; a waiting confirmation may be answered
+(before any model runs; a yes that needs an adult's voice and lacks one is refused out
+loud, again without a model), hooks add
 reference text, the prompt is built from the stored history, the tool loop streams through
 the output pipeline into the turn's items. One deadline covers all of it. Whatever ends
 the turn (the answer, a cancel, an error, the deadline), the ``finally`` stores what the
@@ -24,6 +27,7 @@ from ..events import SentenceOutput, TextDelta, TurnOutcome
 from ..guard.executor import Guard
 from ..llm import ChatModel
 from ..llm.adapter import ObservedModel
+from ..messages import AssistantMessage
 from ..pipeline import (
     PipelineConfig,
     build_pipeline,
@@ -35,6 +39,7 @@ from ..plugins import Profile, TurnContext
 from ..tools.holding import HoldingLines, language_chain
 from ..tools.registry import Tool, ToolRegistry
 from ..vision import VisionSummarizer, camera_tool
+from .disown import Disown, Disowned, is_disowning
 from .handle import Turn
 from .history import ConversationHistory, HistoryView, amend_in
 from .job import TurnJob, after_playback, end_unstarted, store_turn, turn_context, turn_result
@@ -86,12 +91,15 @@ class TurnRunner:
         request: TurnRequest,
         history: ConversationHistory,
         window: HistoryView | None = None,
+        *,
+        disown: Disown | None = None,
     ) -> Turn:
         """Start a turn in a task of its own and return its handle at once.
 
         The turn reads ``history`` (or the recent ``window``, when given: memory tier 1)
         and is stored once, in ``history`` (a view of the exchange store that puts it in the
         window too). The person's words are made valid text here, at the boundary.
+        ``disown`` answers "that wasn't me" (None: nothing is kept to take back).
         """
         text = valid_text(request.text)
         request = replace(request, text=cut_text(text, self.limits.max_input_chars))
@@ -114,6 +122,7 @@ class TurnRunner:
             input_chars=len(text),
             sink=sink,
             began=time.time(),
+            disown=disown,
         )
         task = self._track(self._drive(job), name=f"turn {trace_id}")
         task.add_done_callback(lambda _task: end_unstarted(sink))
@@ -222,16 +231,28 @@ class TurnRunner:
         )
         rules = persona.applied_rules
         executor = self.guard.executor(
-            registry, rules.guard_rules(), resolver=request.host_targets, state=request.host_state
+            registry,
+            rules.guard_rules(),
+            resolver=request.host_targets,
+            state=request.host_state,
+            voice_approval=rules.voice_approval,
         )
         proactive = request.initiator == "proactive"
+        if not proactive and is_disowning(request.text):
+            disowned = Disowned() if job.disown is None else await job.disown(ctx)
+            lines = request.lines
+            _answer(job, record, lines.disowned if disowned.moved else lines.nothing_disowned)
+            return turn_ctx
         confirmations = await self.guard.confirmations.before_turn(
-            request.text, ctx, answerable=not proactive
+            request.text, ctx, answerable=not proactive, speaker=request.speaker
         )
         cut = cut_notice(job.input_chars, request.text)
         for event in confirmations.events:
             record.events.append(event)
             job.sink.put(event)
+        if confirmations.voice_refused:
+            _answer(job, record, request.lines.voice_refused)
+            return turn_ctx
         history = await job.history.load()
         turn_ctx = replace(turn_ctx, first_turn=not history)
         if job.window is not None:
@@ -330,6 +351,12 @@ def holding_lines(profile: Profile, language: str, registry: ToolRegistry) -> Ho
         languages=language_chain(language, profile.language),
         hints=MappingProxyType(registry.holding_hints()),
     )
+
+
+def _answer(job: TurnJob, record: TurnRecord, line: str) -> None:
+    """Answer the turn with a host line alone, no model asked: say it and keep it as said."""
+    record.messages.append(AssistantMessage(content=line))
+    _say(job.sink, line, job.sink.shown)
 
 
 def _say(sink: TurnSink, text: str, shown: str) -> None:
