@@ -233,9 +233,10 @@ class Confirmations:
         """Answer the person's held calls with their words, then take what the model must hear.
 
         ``answerable`` False (the home's own instruction starts the turn) answers nothing:
-        only the person can. The notices are taken either way, unless a yes that ``speaker``
-        (who the host says speaks; None: it says nothing) may not give was refused
-        (``voice_refused``): that turn asks no model, so they wait for the next.
+        only the person can. The notices are taken either way (those of the people whose
+        calls a voice just answered too, so the model hears what it did), unless a yes
+        that ``speaker`` (who the host says speaks; None: it says nothing) may not give
+        was refused (``voice_refused``): that turn asks no model, so they wait for the next.
         """
         reply = None
         if answerable:
@@ -250,7 +251,8 @@ class Confirmations:
         answered = () if reply is None else reply.results
         if reply is not None and reply.refused:  # no model runs: the notices wait
             return replace(turn_confirmations(answered, []), voice_refused=True)
-        notices = self.take_notices(ctx.conversation_id, ctx.user_id)
+        owners = dict.fromkeys([ctx.user_id, *(result.token.user_id for result in answered)])
+        notices = [n for owner in owners for n in self.take_notices(ctx.conversation_id, owner)]
         return turn_confirmations(answered, notices)
 
     def peek(self, token_id: str) -> ConfirmationToken | None:
