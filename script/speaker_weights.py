@@ -125,13 +125,18 @@ def read_legacy(data: bytes) -> dict[str, npt.NDArray[Any]]:
     malformed file.
     """
     file = io.BytesIO(data)
-    if _safe_load(file) != LEGACY_MAGIC:
-        raise ValueError("not a legacy torch file (no magic number)")
-    _safe_load(file)  # protocol version
-    _safe_load(file)  # system info
     storages: dict[str, tuple[str, int]] = {}
-    root = _RestrictedUnpickler(file, storages).load()
-    keys = _safe_load(file)
+    try:
+        if _safe_load(file) != LEGACY_MAGIC:
+            raise ValueError("not a legacy torch file (no magic number)")
+        _safe_load(file)  # protocol version
+        _safe_load(file)  # system info
+        root = _RestrictedUnpickler(file, storages).load()
+        keys = _safe_load(file)
+    except RefusedPickleError:
+        raise
+    except (pickle.UnpicklingError, EOFError, IndexError, KeyError) as err:
+        raise ValueError(f"not a legacy torch file ({err})") from err
     if not isinstance(root, dict) or not isinstance(keys, list):
         raise TypeError("the checkpoint is not a dict with a storage list")
     buffers: dict[str, npt.NDArray[Any]] = {}

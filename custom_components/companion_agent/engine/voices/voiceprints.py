@@ -29,6 +29,7 @@ use from several threads at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -132,7 +133,11 @@ class VoiceprintStore:
     """
 
     def __init__(self, path: Path) -> None:
-        """Read the household's voices from ``path`` (missing: none enrolled yet)."""
+        """Read the household's voices from ``path`` (missing: none enrolled yet).
+
+        VoiceprintFileError if the file is there and cannot be read (no permission, say): it
+        is left as it is, never overwritten by an empty store.
+        """
         self.path = path
         self.damaged: Path | None = None
         self._lock = threading.Lock()
@@ -140,7 +145,11 @@ class VoiceprintStore:
             entries = _read(path)
         except FileNotFoundError:
             entries = ()
-        except (DamagedFileError, OSError, UnicodeDecodeError) as err:
+        except OSError as err:
+            raise VoiceprintFileError(
+                f"the voiceprints cannot be read ({err.strerror or err})", path=path
+            ) from err
+        except (DamagedFileError, UnicodeDecodeError) as err:
             self.damaged = _move_aside(path, err) or path
             entries = ()
         self._entries: tuple[_Entry, ...] = entries
@@ -240,7 +249,8 @@ class VoiceprintStore:
                 os.fsync(file.fileno())
             os.replace(partial, self.path)
         except OSError as err:
-            partial.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
             raise VoiceprintFileError(
                 f"the voiceprints cannot be written ({err.strerror or err})", path=self.path
             ) from err
@@ -264,9 +274,8 @@ def _mean(samples: Sequence[Embedding]) -> Embedding:
 
 def _dump(entry: _Entry) -> JSONObject:
     """Return one person as the file stores them."""
-    samples: list[JSONValue] = [
-        [round(float(x), 6) for x in sample.vector] for sample in entry.samples
-    ]
+    # Each number's shortest text that reads back as the same float32: exact, and short.
+    samples: list[JSONValue] = [[float(str(x)) for x in sample.vector] for sample in entry.samples]
     return {
         "user_id": entry.voice.user_id,
         "name": entry.voice.name,
