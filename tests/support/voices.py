@@ -1,7 +1,7 @@
 """The test voices script/peers makes in .peers/voices: the same sentences in several voices.
 
 ``.peers/voices/<speaker>/<NN>.wav`` holds 16 kHz mono 16-bit recordings of household
-sentences (Festival's voices and Piper's joe); ``.peers/voices-real`` may hold people's.
+sentences (Festival's voices and Piper's joe).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from custom_components.companion_agent.engine.voices import Embedding
 
 ROOT = Path(__file__).resolve().parents[2]
 VOICES = ROOT / ".peers" / "voices"
-REAL_VOICES = ROOT / ".peers" / "voices-real"
 
 type Voices = dict[str, list[Embedding]]
 """Each speaker's utterances' embeddings, in order."""
