@@ -43,6 +43,8 @@ def test_an_utterance_gives_the_same_unit_embedding_every_time(encoder: SpeakerE
     assert first.vector.shape == (EMBEDDING_DIM,)
     assert np.array_equal(first.vector, again.vector)
     assert np.array_equal(first.vector, other.vector)
+    assert first == again
+    assert len({first, again, other}) == 1
     assert abs(float(np.linalg.norm(first.vector)) - 1.0) < 1e-5
 
 
@@ -144,3 +146,26 @@ def test_missing_damaged_or_foreign_weights_are_a_voice_model_error(tmp_path: Pa
         with pytest.raises(VoiceModelError, match=why) as caught:
             SpeakerEncoder.load(path)
         assert caught.value.path == path
+
+
+def test_hostile_audio_gives_a_unit_embedding_or_none(encoder: SpeakerEncoder) -> None:
+    """Full-scale noise, a clipped square wave and a minute of speech never break it."""
+    rng = np.random.default_rng(3)
+    noise = rng.integers(-32768, 32767, 16000 * 3, dtype=np.int16).tobytes()
+    square = np.tile(np.array([32767] * 20 + [-32768] * 20, np.int16), 1200).tobytes()
+    pcm, _ = pcm_of(utterances("joe")[0])
+    minute = pcm * (16000 * 60 * 2 // len(pcm) + 1)
+    for audio in (noise, square, minute):
+        embedding = encoder.embed(audio)
+        assert embedding is not None
+        assert abs(float(np.linalg.norm(embedding.vector)) - 1.0) < 1e-5
+
+
+def test_speech_at_48_khz_is_heard_as_the_same_voice(encoder: SpeakerEncoder) -> None:
+    """The same utterance held three times as long per sample, at 48 kHz, is that voice."""
+    pcm, _ = pcm_of(utterances("krb")[3])
+    wide = encoder.embed(pcm)
+    tripled = encoder.embed(np.repeat(np.frombuffer(pcm, "<i2"), 3).tobytes(), rate=48000)
+    assert wide is not None
+    assert tripled is not None
+    assert wide.cosine(tripled) > 0.95

@@ -77,14 +77,23 @@ WEIGHT_SHAPES: Final[dict[str, tuple[int, ...]]] = {
 _INT16_FULL = 32768.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Embedding:
     """One voice, as 256 numbers of unit length; its repr never shows them.
 
-    Two embeddings of the same voice have a cosine near 1, of different voices lower.
+    Two embeddings of the same voice have a cosine near 1, of different voices lower; two
+    are equal when their numbers are.
     """
 
     vector: Vector
+
+    def __eq__(self, other: object) -> bool:
+        """Say whether ``other`` is an embedding with the very same numbers."""
+        return isinstance(other, Embedding) and np.array_equal(self.vector, other.vector)
+
+    def __hash__(self) -> int:
+        """Hash the numbers, so equal embeddings hash alike."""
+        return hash(self.vector.tobytes())
 
     @classmethod
     def of(cls, values: npt.ArrayLike) -> Self:
