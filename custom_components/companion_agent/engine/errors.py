@@ -162,6 +162,24 @@ class VoiceFileError(CompanionError):
         self.path = Path(path)
 
 
+class VoiceModelError(CompanionError):
+    """The speaker encoder's weights at ``path`` are missing, damaged or of the wrong shape."""
+
+    def __init__(self, message: str, *, path: str | PathLike[str]) -> None:
+        """Name the weights file and what is wrong with it."""
+        super().__init__(f"{path}: {message}")
+        self.path = Path(path)
+
+
+class VoiceprintFileError(CompanionError):
+    """The household's voiceprint file at ``path`` could not be written."""
+
+    def __init__(self, message: str, *, path: str | PathLike[str]) -> None:
+        """Name the voiceprint file and what failed."""
+        super().__init__(f"{path}: {message}")
+        self.path = Path(path)
+
+
 class SpeechEngineMissingError(CompanionError):
     """The in-process speech engine (piper-tts) cannot be imported on this machine."""
 

@@ -1,0 +1,1 @@
+"""Tests of who speaks: the speaker encoder and the household's voiceprints, on real voices."""
