@@ -66,8 +66,10 @@ from .runtime import (
     persona_ids,
 )
 from .services import async_setup_services
+from .voice.enrolment import async_forget_removed_users
 from .voice.pipelines import async_watch_pipelines
 from .voice.playback import PlaybackWatcher
+from .voice.voiceprints import VOICEPRINTS_FILE, HouseholdVoices
 
 PLATFORMS: tuple[Platform, ...] = (
     Platform.AI_TASK,
@@ -128,9 +130,16 @@ async def async_setup_entry(hass: HomeAssistant, entry: CompanionConfigEntry) ->
     rules = LastGoodRules(hass, entry.entry_id)
     await rules.async_load(persona_ids(entry))
     engine = Engine(await _async_engine_settings(hass, entry, health))
+    voices = HouseholdVoices(hass, entry.entry_id)
+    await voices.async_load()
     entry.runtime_data = CompanionRuntime(
-        engine=engine, health=health, playback=PlaybackWatcher(hass, engine.speech), rules=rules
+        engine=engine,
+        health=health,
+        playback=PlaybackWatcher(hass, engine.speech),
+        rules=rules,
+        voices=voices,
     )
+    entry.async_on_unload(async_forget_removed_users(hass, voices))
     entry.async_on_unload(entry.runtime_data.playback.async_stop)
     async_memory_started(hass, entry, await engine.start())
     async_sync_load_problems(hass, engine.problems)
@@ -186,7 +195,8 @@ async def async_remove_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
     """Remove what the entry's personas remembered, its issues, and the integration's last.
 
     Removing the entry is explicit: every persona's memories (in every backend), exchanges
-    and queued writes go, the entry's outbox file and its personas' last good rules; its held
+    and queued writes go, the entry's outbox file, its voiceprints and its personas' last
+    good rules; its held
     calls ended (out loud) as it unloaded, and what their people had not heard yet goes with it.
     """
     async_clear_entry_issues(hass, entry.entry_id)
@@ -196,6 +206,8 @@ async def async_remove_entry(hass: HomeAssistant, entry: CompanionConfigEntry) -
     engine = Engine(await _async_engine_settings(hass, entry, None))
     await async_remove_personas(hass, entry, engine, persona_ids(entry), started=False)
     await hass.async_add_executor_job(partial(_held_notices(hass, entry).unlink, missing_ok=True))
+    voiceprints = Path(hass.config.path(STORAGE_FOLDER, f"{entry.entry_id}.{VOICEPRINTS_FILE}"))
+    await hass.async_add_executor_job(partial(voiceprints.unlink, missing_ok=True))
 
 
 def _held_notices(hass: HomeAssistant, entry: CompanionConfigEntry) -> Path:

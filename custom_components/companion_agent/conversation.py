@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Literal
 
 from homeassistant.components import conversation
@@ -37,14 +38,17 @@ from .const import (
 from .engine.events import SentenceOutput
 from .engine.plugins import Hook, ProactiveRequest
 from .engine.tools.contract import ToolContext
+from .engine.turn.disown import is_disowning
 from .engine.turn.follow_ups import expects_answer
 from .engine.turn.request import Initiator, Persona, TurnRequest
+from .engine.voices import Speaker
 from .frontend.timeline import async_follow_turn
 from .proactive.briefing import HomeBriefing
 from .proactive.speak import async_speak_for_trigger
 from .runtime import CompanionConfigEntry, add_per_subentry, subentry_device
 from .tts import async_pipeline_voice, async_speak_ahead
-from .voice.speaking import satellite_of, speaking_turn
+from .voice.enrolment import async_enrolment_step
+from .voice.speaking import async_turn_speaker, satellite_of, speaking_turn
 from .voice.spoken_over import async_abandoned
 
 PLUGIN_CLOSE_GRACE = 30.0
@@ -182,7 +186,15 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         user_input: conversation.ConversationInput,
         chat_log: conversation.ChatLog,
     ) -> conversation.ConversationResult:
-        """Run one turn through the engine and stream it into the ChatLog."""
+        """Run one turn through the engine and stream it into the ChatLog.
+
+        The turn is the person's who typed it (signed in), else the person whose enrolled
+        voice spoke it, else the household's (``voice/speaking.py``: ``async_turn_speaker``).
+        An utterance heard at a satellite that is enrolling someone's voice is a sample of
+        it, answered without a turn (``voice/enrolment.py``).
+        """
+        if (enrolling := await self._async_enrolment(user_input, chat_log)) is not None:
+            return enrolling
         persona = self.persona
         try:
             await chat_log.async_provide_llm_data(
@@ -195,7 +207,8 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             return err.as_conversation_result()
         runtime = self.entry.runtime_data
         system = chat_log.content[0]
-        user_id = user_input.context.user_id
+        speaker, persona = await self._async_speaker(user_input, chat_log, persona)
+        user_id = speaker.user_id if speaker is not None else user_input.context.user_id
         request = await async_turn_request(
             self.hass,
             persona,
@@ -210,12 +223,14 @@ class CompanionConversationEntity(conversation.ConversationEntity):
             hass_tools=HassTurnTools(self.hass, chat_log.llm_api),
             hooks=(HomeBriefing(self.hass, user_id),),
             chat_log=chat_log,
+            speaker=speaker,
         )
         LOGGER.debug(
-            "Turn %s: persona %s, profile %s",
+            "Turn %s: persona %s, profile %s, %s",
             request.context.trace_id,
             self.subentry.title,
             persona.profile.id,
+            _who(speaker),
         )
         turn = runtime.engine.start_turn(request)
         runtime.playback.async_watch(turn, user_input.satellite_id, user_input.device_id)
@@ -225,7 +240,13 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         persona_id = self.subentry.subentry_id
         voice_id = voice[0].entity_id if voice is not None else None
         items = async_follow_turn(
-            self.hass, persona_id, user_input, turn, voice=voice_id, emotions=emotions
+            self.hass,
+            persona_id,
+            user_input,
+            turn,
+            voice=voice_id,
+            emotions=emotions,
+            speaker=speaker,
         )
         turn_speech = runtime.engine.speech.get(turn.trace_id)
         stream = ChatLogStream(
@@ -274,6 +295,41 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         )
         return result
 
+    async def _async_enrolment(
+        self, user_input: conversation.ConversationInput, chat_log: conversation.ChatLog
+    ) -> conversation.ConversationResult | None:
+        """Answer an utterance heard at a satellite that is enrolling a voice; None: it is not."""
+        step = await async_enrolment_step(self.hass, user_input.satellite_id)
+        if step is None:
+            return None
+        chat_log.async_add_assistant_content_without_tools(
+            conversation.AssistantContent(agent_id=self.entity_id, content=step.line)
+        )
+        result = conversation.async_get_result_from_chat_log(user_input, chat_log)
+        result.continue_conversation = step.listens
+        return result
+
+    async def _async_speaker(
+        self,
+        user_input: conversation.ConversationInput,
+        chat_log: conversation.ChatLog,
+        persona: Persona,
+    ) -> tuple[Speaker | None, Persona]:
+        """Return who speaks the turn, and the persona as it applies to them.
+
+        "That wasn't me" speaks for whom the conversation's last turn was recognised as.
+        Until an adult's voice is enrolled there is none to wait for: a yes in the
+        conversation approves, as before (the persona's voice rule is off for the turn).
+        """
+        voices = self.entry.runtime_data.voices
+        speaker = await async_turn_speaker(self.hass, voices, user_input.context.user_id)
+        noted = voices.recognised(chat_log.conversation_id, speaker)
+        if is_disowning(user_input.text):
+            speaker = noted
+        if not voices.has_adult:
+            persona = replace(persona, rules=replace(persona.applied_rules, voice_approval=False))
+        return speaker, persona
+
     @callback
     def _async_sentence(self, sentence: SentenceOutput, request: TurnRequest) -> None:
         """Fire an event per action tag and update the persona's emotion sensor."""
@@ -313,12 +369,14 @@ async def async_turn_request(
     hooks: Sequence[Hook] = (),
     initiator: Initiator = "person",
     chat_log: conversation.ChatLog | None = None,
+    speaker: Speaker | None = None,
 ) -> TurnRequest:
     """Return the request for one turn of ``persona`` (the subentry ``persona_id``).
 
     ``hass_tools`` gives the turn HA's tools and the guard its targets and states, and the
     cameras exposed to Assist; without it the turn acts on and sees nothing in the house.
-    ``chat_log``'s trace gets each model call's tokens and timings.
+    ``chat_log``'s trace gets each model call's tokens and timings. ``speaker`` says who
+    speaks it (``user_id`` is then theirs): whose "yes" may approve what waits for a voice.
     """
     return TurnRequest(
         persona=persona,
@@ -343,6 +401,7 @@ async def async_turn_request(
         if hass_tools is not None and hass_tools.api is not None
         else None,
         on_model_call=None if chat_log is None else trace_to(chat_log),
+        speaker=speaker,
     )
 
 
@@ -359,6 +418,17 @@ def async_may_ask_back(hass: HomeAssistant, agent_id: str) -> bool:
     if isinstance(entity, CompanionConversationEntity) and entity.hass is hass:
         return entity.follow_ups
     return True
+
+
+def _who(speaker: Speaker | None) -> str:
+    """Return how the log names a turn's speaker: never a name, a score is enough."""
+    if speaker is None:
+        return "speaker not known"
+    if not speaker.heard:
+        return "typed by a signed-in user"
+    if speaker.user_id is None:
+        return "voice not recognised (household)"
+    return f"voice recognised ({speaker.role}, {speaker.score or 0:.2f})"
 
 
 def _last_reply(chat_log: conversation.ChatLog) -> str:

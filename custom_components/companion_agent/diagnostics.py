@@ -49,7 +49,11 @@ async def async_get_config_entry_diagnostics(
         return settings
     runtime = entry.runtime_data
     server["reachable"] = runtime.health.reachable
-    return {**settings, **await runtime.engine.diagnostics()}
+    return {
+        **settings,
+        **await runtime.engine.diagnostics(),
+        "voices": runtime.voices.diagnostics(),
+    }
 
 
 def _urls_masked(value: Any) -> Any:

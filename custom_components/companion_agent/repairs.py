@@ -106,6 +106,29 @@ def async_report_bad_memory_file(hass: HomeAssistant, path: Path, moved: Path) -
 
 
 @callback
+def async_report_bad_voiceprints(hass: HomeAssistant, path: Path, moved: Path) -> None:
+    """Say that the voiceprint file was unreadable and was moved aside: voices enrol again."""
+    _async_report_moved_file(hass, "voiceprints", "voiceprints_moved", path, moved)
+
+
+@callback
+def async_report_unreadable_voiceprints(
+    hass: HomeAssistant, entry_id: str, path: Path, error: str
+) -> None:
+    """Say that the voiceprint file cannot be read (its permissions): no voice is recognised."""
+    ir.async_create_issue(
+        hass,
+        DOMAIN,
+        f"voiceprints_unreadable_{entry_id}",
+        is_fixable=False,
+        severity=ir.IssueSeverity.WARNING,
+        translation_key="voiceprints_unreadable",
+        translation_placeholders={"path": str(path), "error": error},
+        data={"entry_id": entry_id},
+    )
+
+
+@callback
 def _async_report_moved_file(
     hass: HomeAssistant, prefix: str, key: str, path: Path, moved: Path
 ) -> None:

@@ -33,17 +33,20 @@ from .engine.plugins import builtin_roots
 from .engine.turn.request import Initiator, Persona, TurnRequest
 from .voice.playback import PlaybackWatcher
 from .voice.speaking import SpeakingTurns
+from .voice.voiceprints import HouseholdVoices
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompanionRuntime:
     """What a loaded entry shares with its platforms: its engine, the HA-side watchers, the
-    last good rules of its personas' profiles, and its satellites' speaking turns."""
+    last good rules of its personas' profiles, its household's voices, and its satellites'
+    speaking turns."""
 
     engine: Engine
     health: ServerHealth
     playback: PlaybackWatcher
     rules: LastGoodRules
+    voices: HouseholdVoices
     speaking: SpeakingTurns = field(default_factory=SpeakingTurns)
 
 

@@ -9,11 +9,14 @@ From HA 2026.5 an STT entity says how it wants its audio (``audio_processing``, 
 (the Wyoming server does not end speech itself) and takes HA's auto gain, but not its
 noise suppression: Whisper was trained on noisy speech, and suppression's artefacts cost
 it more words than the noise does.
+
+With voices enrolled it also says who spoke (``voice/voiceprints.py``), from the same audio.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable
+import asyncio
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
 from homeassistant.components import stt
@@ -28,6 +31,8 @@ from .const import CONF_LANGUAGES, CONF_MODEL, DOMAIN, LOGGER, SUBENTRY_STT
 from .engine.errors import SpeechError
 from .engine.speech import WyomingSTT
 from .runtime import CompanionConfigEntry, add_per_subentry
+from .voice.speaking import heard_voice
+from .voice.voiceprints import IDENTIFY_TIMEOUT, UNHEARD, HeardAudio, HeardVoice
 
 
 async def async_setup_entry(
@@ -110,22 +115,71 @@ class CompanionSttEntity(stt.SpeechToTextEntity):
     async def async_process_audio_stream(
         self, metadata: stt.SpeechMetadata, stream: AsyncIterable[bytes]
     ) -> stt.SpeechResult:
-        """Send the audio to the server as it comes and return what it heard."""
+        """Send the audio to the server as it comes and return what it heard.
+
+        With voices enrolled, the audio is kept too, and the speaker's voice is matched as
+        soon as it ends, while the server transcribes; who spoke is noted for this run's
+        conversation stage (``heard_voice``). A voice not matched in time is the household's.
+        """
         client = WyomingSTT(self._host, self._port, model=self._model)
+        voices = self.entry.runtime_data.voices
+        listen = voices.listening and _is_plain_pcm(metadata)
+        heard = HeardAudio()
+        matching: list[asyncio.Task[HeardVoice]] = []
+
+        async def kept(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+            """Yield the audio on, keep it, and start matching its voice once it ends."""
+            async for chunk in chunks:
+                heard.add(chunk)
+                yield chunk
+            matching.append(
+                self.hass.async_create_task(
+                    voices.async_hear(heard.pcm()), f"{DOMAIN} match a voice", eager_start=True
+                )
+            )
+
         try:
             transcription = await client.transcribe(
-                stream,
+                kept(stream) if listen else stream,
                 rate=int(metadata.sample_rate),
                 width=int(metadata.bit_rate) // 8,
                 channels=int(metadata.channel),
                 language=self._server_language(metadata.language),
             )
         except SpeechError as err:
+            for task in matching:
+                task.cancel()
             LOGGER.warning("Speech to text failed: %s", err)
             return stt.SpeechResult(None, stt.SpeechResultState.ERROR)
+        if listen:
+            heard_voice(await _matched(matching))
         return stt.SpeechResult(transcription.text.strip(), stt.SpeechResultState.SUCCESS)
 
     def _server_language(self, language: str) -> str | None:
         """Return the model's language closest to ``language``; None lets the server choose."""
         matches = language_util.matches(language, self._languages, country=self.hass.config.country)
         return matches[0] if matches else None
+
+
+def _is_plain_pcm(metadata: stt.SpeechMetadata) -> bool:
+    """Say whether the audio is what the speaker encoder hears: 16 kHz, 16-bit mono PCM."""
+    return (
+        metadata.codec == stt.AudioCodecs.PCM
+        and metadata.sample_rate == stt.AudioSampleRates.SAMPLERATE_16000
+        and metadata.bit_rate == stt.AudioBitRates.BITRATE_16
+        and metadata.channel == stt.AudioChannels.CHANNEL_MONO
+    )
+
+
+async def _matched(matching: list[asyncio.Task[HeardVoice]]) -> HeardVoice:
+    """Return who spoke, as matched once the audio ended; the household if not in time."""
+    if not matching:  # the server answered before the audio ended
+        return UNHEARD
+    try:
+        async with asyncio.timeout(IDENTIFY_TIMEOUT):
+            return await matching[0]
+    except TimeoutError:
+        LOGGER.debug(
+            "Matching a voice took over %.0f s; the turn is the household's", IDENTIFY_TIMEOUT
+        )
+        return UNHEARD

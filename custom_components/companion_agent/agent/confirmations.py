@@ -19,7 +19,7 @@ from ..engine.errors import ConfirmationRefusedError
 from ..engine.json_types import JSONObject
 from ..frontend.events import ConfirmationChanged
 from ..frontend.hub import async_publish
-from ..runtime import loaded_entries
+from ..runtime import loaded, loaded_entries
 
 
 @callback
@@ -95,9 +95,9 @@ async def _acting_user(
 async def _async_adult(hass: HomeAssistant, user_id: str | None) -> bool:
     """Say whether ``user_id`` may approve a call that waits for an adult's voice.
 
-    Only a person enrolled as a child may not; no enrolment is read here yet, so everyone may.
+    Only a person whose voice is enrolled as a child's (in any loaded entry) may not.
     """
-    return True
+    return not any(entry.runtime_data.voices.role_of(user_id) == "child" for entry in loaded(hass))
 
 
 def _response(result: ConfirmationResult) -> JSONObject:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.core import HomeAssistant
 
-from ..const import CONF_PROFILE, DEFAULT_PROFILE, SUBENTRY_CONVERSATION
+from ..const import CONF_PROFILE, CONF_VOICE_APPROVAL, DEFAULT_PROFILE, SUBENTRY_CONVERSATION
 from ..engine.engine import PersonaSetup
 from ..engine.turn.request import Persona
 from ..repairs import async_sync_load_problems, async_sync_persona_rules
@@ -28,7 +28,9 @@ async def async_build_persona(
     engine, persona_id = runtime.engine, subentry.subentry_id
     setup = persona_setup(subentry)
     kept = runtime.rules.get(persona_id, setup.profile_id)
-    persona = engine.persona(persona_id, setup.profile_id, setup.roles, kept=kept)
+    persona = engine.persona(
+        persona_id, setup.profile_id, setup.roles, kept=kept, voice_approval=setup.voice_approval
+    )
     rules = persona.applied_rules
     async_sync_load_problems(hass, engine.problems)
     async_sync_persona_rules(hass, entry.entry_id, persona_id, subentry.title, rules)
@@ -47,8 +49,9 @@ def persona_setups(entry: CompanionConfigEntry) -> Mapping[str, PersonaSetup]:
 
 
 def persona_setup(subentry: ConfigSubentry) -> PersonaSetup:
-    """Return a persona sub-entry's profile and model roles."""
+    """Return a persona sub-entry's profile, model roles, and whether unlocks wait for a voice."""
     return PersonaSetup(
         profile_id=str(subentry.data.get(CONF_PROFILE, DEFAULT_PROFILE)),
         roles=role_choices(subentry.data),
+        voice_approval=subentry.data.get(CONF_VOICE_APPROVAL, True) is not False,
     )

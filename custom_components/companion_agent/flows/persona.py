@@ -9,6 +9,7 @@ from homeassistant.const import CONF_LLM_HASS_API, CONF_NAME
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 from homeassistant.helpers.selector import (
+    BooleanSelector,
     SelectOptionDict,
     SelectSelector,
     SelectSelectorConfig,
@@ -18,6 +19,7 @@ from homeassistant.helpers.selector import (
 from ..const import (
     CONF_PROFILE,
     CONF_PROMPT,
+    CONF_VOICE_APPROVAL,
     DEFAULT_CONVERSATION_NAME,
     DEFAULT_PROFILE,
     ROLE_SECTIONS,
@@ -63,7 +65,8 @@ class PersonaSubentryFlow(RolesSubentryFlow):
 
 
 def persona_schema(hass: HomeAssistant, entry: CompanionConfigEntry, is_new: bool) -> vol.Schema:
-    """Return the persona form: name (new only), profile, extra prompt, HA LLM APIs."""
+    """Return the persona form: name (new only), profile, extra prompt, HA LLM APIs, and
+    whether an unlock waits for an enrolled adult's voice."""
     apis = [SelectOptionDict(label=api.name, value=api.id) for api in llm.async_get_apis(hass)]
     profiles = [
         SelectOptionDict(label=profile.name, value=profile.id)
@@ -79,4 +82,5 @@ def persona_schema(hass: HomeAssistant, entry: CompanionConfigEntry, is_new: boo
     fields[vol.Optional(CONF_LLM_HASS_API)] = SelectSelector(
         SelectSelectorConfig(options=apis, multiple=True)
     )
+    fields[vol.Optional(CONF_VOICE_APPROVAL, default=True)] = BooleanSelector()
     return vol.Schema({**fields, **role_sections(ROLE_SECTIONS)})

@@ -30,6 +30,11 @@ What Home Assistant hands each stage of a spoken turn, and how each finds its sp
   the text HA hands it first (``SpeechTurns.writing``, ``.spoken``), else speaks that text
   as any other. No HA internals are read for it.
 
+Who spoke is the third thing no handle carries: speech to text is handed the audio and its
+format only, the agent the text. Assist awaits its speech to text and then its intent stage
+in the run's one task, so our speech to text notes the voice it matched in ``Speaking``
+(``heard_voice``) and the agent reads it there (``async_turn_speaker``).
+
 ``assist_pipeline`` is imported only once it is set up: its audio requirements may be missing
 where Assist is not in use.
 """
@@ -51,7 +56,9 @@ from homeassistant.helpers import entity_registry as er
 from ..compat import async_get_entity, async_pipeline_runs
 from ..const import LOGGER
 from ..engine.speech import SentenceMarks
+from ..engine.voices import Speaker
 from .satellite.run import SatelliteRun
+from .voiceprints import HeardVoice, HouseholdVoices
 
 ASSIST_PIPELINE = "assist_pipeline"
 PREFERRED = "preferred"
@@ -100,6 +107,8 @@ class Speaking:
     """The companion's satellite's run whose pipeline this is; set in the run's own task."""
     trace_id: str | None = None
     """The turn our agent speaks; set while it writes into the ChatLog or a stream's message."""
+    heard: HeardVoice | None = None
+    """Who spoke the utterance this run transcribed; set by our speech to text when it ends."""
 
     @property
     def marks(self) -> SentenceMarks | None:
@@ -125,6 +134,42 @@ def speaking_run(run: SatelliteRun) -> Iterator[None]:
         yield
     finally:
         _SPEAKING.reset(token)
+
+
+def heard_voice(heard: HeardVoice) -> None:
+    """Note who spoke the utterance of the current run, for its conversation stage to read.
+
+    Our speech to text calls it at its end, in the coroutine Assist's run awaits: the run's
+    intent stage, awaited next in the same task, sees it; other runs never do.
+    """
+    _SPEAKING.set(replace(speaking(), heard=heard))
+
+
+async def async_turn_speaker(
+    hass: HomeAssistant, voices: HouseholdVoices, user_id: str | None
+) -> Speaker | None:
+    """Return who speaks the current turn: signed in, heard, or None when nothing says.
+
+    A signed-in user (the turn's context names them) speaks as themself, and may approve
+    unless their voice was enrolled as a child's. Else the voice this run's speech to text
+    matched (``heard_voice``); else, on our satellite whose pipeline transcribes elsewhere,
+    the voice its run kept; else nothing says who (a text turn without a user).
+    """
+    if user_id is not None:
+        user = await hass.auth.async_get_user(user_id)
+        role = voices.role_of(user_id)
+        return Speaker(
+            heard=False,
+            user_id=user_id,
+            name=user.name if user is not None else None,
+            role=role,
+            may_approve=user is not None and not user.system_generated and role != "child",
+        )
+    current = speaking()
+    heard = current.heard
+    if heard is None and current.run is not None and voices.listening:
+        heard = await voices.async_hear(current.run.voice.pcm())
+    return heard.speaker if heard is not None else None
 
 
 @contextmanager

@@ -10,6 +10,8 @@ run only.
 
 A run hears microphone audio while it listens: until speech to text ends (or the run
 does), at most ``MAX_LISTEN_SECONDS`` of it, with at most ``MAX_QUEUED_CHUNKS`` waiting.
+It keeps what it heard after the wake word (``voice``): when the pipeline's speech
+to text is not the companion's, the agent matches the speaker's voice from it.
 
 A run of a satellite that woke itself holds the satellite's stream (``holding``): its
 ``transcript`` is not sent at the end of speech to text, so the satellite goes on
@@ -46,6 +48,7 @@ from ...engine.speech.satellite import (
     mirror_pipeline_event,
     release_event,
 )
+from ..voiceprints import HeardAudio
 from .voice import AudioSource
 
 MAX_QUEUED_CHUNKS = 400
@@ -105,6 +108,8 @@ class SatelliteRun:
         self._heard = 0.0
         self._dropped = 0
         self._tts_token: str | None = None
+        self.voice = HeardAudio()
+        """What the person said from speech to text's start (for who said it), bounded."""
         self.marks = SentenceMarks()
         """Where each sentence of its answer begins, when the companion's voice speaks it."""
         self.listening = True
@@ -126,6 +131,7 @@ class SatelliteRun:
             LOGGER.debug("Satellite run %d: over %.0f s of audio", self.number, self._heard)
             self.stop_listening()
             return
+        self.voice.add(pcm)
         try:
             self._audio.put_nowait(pcm)
         except asyncio.QueueFull:
@@ -156,6 +162,8 @@ class SatelliteRun:
                 output = data.get("tts_output")
                 if isinstance(output, dict) and isinstance(output.get("token"), str):
                     self._tts_token = output["token"]
+            case PipelineEventType.WAKE_WORD_END:
+                self.voice = HeardAudio()  # what came before was the wake word's
             case PipelineEventType.STT_END:
                 self.stop_listening()
                 if self.holding:  # it would stop streaming: told once the reply is known
