@@ -1,4 +1,4 @@
-"""Services: reload plugins and profiles; confirm or deny a held action; speak first; memory."""
+"""Services: reload the library; confirm a held action; speak first; memory; enrolled voices."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from .agent.confirmations import async_confirm_action
 from .const import (
     DOMAIN,
     SERVICE_CONFIRM_ACTION,
+    SERVICE_ENROLL_VOICE,
+    SERVICE_FORGET_VOICE,
     SERVICE_RELOAD,
     SERVICE_START_CHAT,
     signal_library_reloaded,
@@ -25,6 +27,7 @@ from .memory.services import async_setup_memory_services
 from .proactive.speak import async_handle_start_chat
 from .repairs import async_sync_load_problems
 from .runtime import loaded_entries
+from .voice.enrolment import MAX_FILES, async_enroll_voice, async_forget_voice
 
 
 @callback
@@ -75,3 +78,35 @@ def async_setup_services(hass: HomeAssistant) -> None:
         supports_response=SupportsResponse.OPTIONAL,
     )
     async_setup_memory_services(hass)
+
+    async def enroll_voice(call: ServiceCall) -> ServiceResponse:
+        """Enrol a person's voice from audio files or at a satellite."""
+        return await async_enroll_voice(hass, call)
+
+    async def forget_voice(call: ServiceCall) -> ServiceResponse:
+        """Remove a person's enrolled voice."""
+        return await async_forget_voice(hass, call)
+
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_ENROLL_VOICE,
+        enroll_voice,
+        schema=vol.Schema(
+            {
+                vol.Required("person"): cv.entity_domain("person"),
+                vol.Optional("role", default="adult"): vol.In(("adult", "child")),
+                vol.Optional("satellite"): cv.entity_domain("assist_satellite"),
+                vol.Optional("audio"): vol.All(
+                    cv.ensure_list, [cv.string], vol.Length(max=MAX_FILES)
+                ),
+            }
+        ),
+        supports_response=SupportsResponse.OPTIONAL,
+    )
+    hass.services.async_register(
+        DOMAIN,
+        SERVICE_FORGET_VOICE,
+        forget_voice,
+        schema=vol.Schema({vol.Required("person"): cv.entity_domain("person")}),
+        supports_response=SupportsResponse.OPTIONAL,
+    )

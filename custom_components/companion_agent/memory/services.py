@@ -9,7 +9,8 @@ person a memory belongs to the household. Every write says where it came from: t
 and an HA administrator may act on every person's memories. A signed-in user who is not an
 administrator acts only on their own memories and on the household's shared ones:
 remembering, exporting, forgetting or rolling back another person's memories raises
-``Unauthorized``, as does forgetting a whole persona.
+``Unauthorized``, as does forgetting a whole persona. Forgetting a person removes their
+enrolled voice too (``voiceprint_removed`` says whether there was one), memory or not.
 
 **What export answers**: records and graph facts as data, newest first, one page at a time
 (``offset``, ``limit``: 100 by default, at most 500): the memories (replaced conclusions
@@ -62,6 +63,7 @@ from ..engine.memory import (
     dump_provenance,
 )
 from ..runtime import CompanionConfigEntry, loaded_entries
+from ..voice.enrolment import async_remove_voice
 
 DEFAULT_PAGE = 100
 MAX_OFFSET = 1_000_000
@@ -166,6 +168,10 @@ async def _async_forget(hass: HomeAssistant, call: ServiceCall) -> ServiceRespon
     elif "person" in given:
         owner = _owner(hass, call.data["person"])
         check_owner(call, limit, owner)
+        # Forgetting a person forgets their voice too, memory or not.
+        voice = await async_remove_voice(hass, owner.removeprefix("user:"))
+        if not _with_memory(hass):
+            return {"forgotten": 0, "voiceprint_removed": voice}
     removed = 0
     for entry, memory in await _entries_for(hass, call, limit):
         environment = memory.settings.environment
@@ -183,7 +189,14 @@ async def _async_forget(hass: HomeAssistant, call: ServiceCall) -> ServiceRespon
         except Exception as err:
             raise _unavailable(err) from err
         async_dispatcher_send(hass, signal_memory_changed(entry.entry_id))
+    if "person" in given:
+        return {"forgotten": removed, "voiceprint_removed": voice}
     return {"forgotten": removed}
+
+
+def _with_memory(hass: HomeAssistant) -> bool:
+    """Say whether any loaded entry has memory."""
+    return any(entry.runtime_data.engine.memory is not None for entry in loaded_entries(hass))
 
 
 def _known_persona(hass: HomeAssistant, persona: str) -> tuple[CompanionConfigEntry, str] | None:
