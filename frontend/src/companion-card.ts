@@ -227,6 +227,9 @@ export class CompanionCard extends LitElement {
           <div class="who">
             <span class="name">${name}</span>
             <span class="state">${this.t(state)} · ${emotionName(this.language, emotion)}</span>
+            ${model.turn?.recognised
+              ? html`<span class="heard">${this.t("recognised", { person: model.turn.recognised })}</span>`
+              : nothing}
           </div>
         </div>
         ${this._error ? html`<p class="error" role="alert">${this._error}</p>` : nothing}

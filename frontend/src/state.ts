@@ -40,7 +40,7 @@ export interface CardModel {
   userId?: string;
   emotion: string;
   subtitle?: Subtitle;
-  turn?: { traceId: string; endedAt?: number; outcome?: TurnOutcome };
+  turn?: { traceId: string; endedAt?: number; outcome?: TurnOutcome; recognised?: string };
   tools: ToolCall[];
   held: ConfirmationEvent[];
   memories: MemoryItem[];
@@ -78,7 +78,11 @@ export function applyEvent(model: CardModel, event: CardEvent, now: number): Car
         memories: event.items.slice(0, MAX_MEMORIES),
       };
     case "turn_started":
-      return { ...model, turn: { traceId: event.trace_id }, tools: [] };
+      return {
+        ...model,
+        turn: { traceId: event.trace_id, recognised: event.recognised ?? undefined },
+        tools: [],
+      };
     case "sentence": {
       const subtitle: Subtitle = {
         traceId: event.trace_id,
@@ -103,7 +107,15 @@ export function applyEvent(model: CardModel, event: CardEvent, now: number): Car
     }
     case "turn_ended":
       if (model.turn && model.turn.traceId !== event.trace_id) return model;
-      return { ...model, turn: { traceId: event.trace_id, endedAt: now, outcome: event.outcome } };
+      return {
+        ...model,
+        turn: {
+          traceId: event.trace_id,
+          endedAt: now,
+          outcome: event.outcome,
+          recognised: model.turn?.recognised,
+        },
+      };
     case "confirmation": {
       const others = model.held.filter((held) => held.id !== event.id);
       if (event.status !== "requested" || !event.token) return { ...model, held: others };

@@ -53,7 +53,7 @@ export type CardEvent =
       user: { id: string; name: string; is_admin: boolean };
     }
   | { kind: "memories"; available: boolean; items: MemoryItem[] }
-  | { kind: "turn_started"; trace_id: string }
+  | { kind: "turn_started"; trace_id: string; recognised?: string | null }
   | {
       kind: "sentence";
       trace_id: string;

@@ -34,6 +34,15 @@ describe("companion-card", () => {
     ]);
   });
 
+  it("says whose voice the turn was recognised as, in the viewer's language", async () => {
+    const hass = fakeHass();
+    const card = await mountCard(hass);
+    hass.push(SNAPSHOT);
+    hass.push({ kind: "turn_started", trace_id: "t1", recognised: "Ada" });
+    await settle(card);
+    expect(shadow(card).querySelector(".heard")?.textContent).toBe("heard Ada");
+  });
+
   it("draws the face per state and emotion as the turn goes", async () => {
     const hass = fakeHass();
     const card = await mountCard(hass);
@@ -44,6 +53,7 @@ describe("companion-card", () => {
     await settle(card);
     expect(face(card).state).toBe("state-thinking");
     expect(shadow(card).querySelector(".dots")).not.toBeNull();
+    expect(shadow(card).querySelector(".heard")).toBeNull();
     hass.push({
       kind: "sentence",
       trace_id: "t1",

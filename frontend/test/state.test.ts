@@ -12,6 +12,15 @@ describe("state", () => {
     expect(speakingTime("Hi")).toBe(1200);
   });
 
+  it("keeps whose voice a turn was recognised as until the next turn", () => {
+    let model = applyEvent(emptyModel(), { kind: "turn_started", trace_id: "t", recognised: "Ada" }, 0);
+    expect(model.turn?.recognised).toBe("Ada");
+    model = applyEvent(model, { kind: "turn_ended", trace_id: "t", outcome: "complete" }, 10);
+    expect(model.turn?.recognised).toBe("Ada");
+    model = applyEvent(model, { kind: "turn_started", trace_id: "u", recognised: null }, 20);
+    expect(model.turn?.recognised).toBeUndefined();
+  });
+
   it("keeps the last tool calls of the turn, each once", () => {
     let model = applyEvent(emptyModel(), { kind: "turn_started", trace_id: "t" }, 0);
     for (let i = 0; i < MAX_TOOLS + 3; i++) {

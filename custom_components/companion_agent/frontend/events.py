@@ -35,10 +35,12 @@ class TurnStarted:
     persona_id: str
     user_id: str | None
     trace_id: str
+    recognised: str | None = None
+    """The name of the person whose voice was recognised; None: typed, or not recognised."""
 
     def payload(self) -> JSONObject:
-        """Return what the card receives."""
-        return {"kind": self.kind, "trace_id": self.trace_id}
+        """Return what the card receives: who was recognised (a name, never a voiceprint)."""
+        return {"kind": self.kind, "trace_id": self.trace_id, "recognised": self.recognised}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -41,6 +41,7 @@ from homeassistant.helpers.event import async_track_state_change_event
 from ..const import DOMAIN
 from ..engine.events import OutputItem, SentenceOutput, ToolCallEvent, TurnResult
 from ..engine.turn.handle import Turn
+from ..engine.voices import Speaker
 from ..voice.sentence_timing import SpokenReport, signal_spoken, speech_key
 from .events import CardEvent, EmotionShown, SentenceSpoken, ToolCallShown, TurnEnded, TurnStarted
 from .hub import async_publish
@@ -72,6 +73,8 @@ class TurnAudience:
     voice: str | None = None
     """Our TTS entity that speaks the turn; None: sentences go out as written."""
     satellite: str | None = None
+    recognised: str | None = None
+    """Whose voice the turn was recognised as (their name); None: typed, or nobody's."""
 
 
 class TurnTimeline:
@@ -92,7 +95,12 @@ class TurnTimeline:
         self._taken = False
         """Whether the host has taken every item: the end goes out after the last of them."""
         self._publish(
-            TurnStarted(persona_id=self._persona, user_id=self._user, trace_id=turn.trace_id)
+            TurnStarted(
+                persona_id=self._persona,
+                user_id=self._user,
+                trace_id=turn.trace_id,
+                recognised=audience.recognised,
+            )
         )
         if audience.voice is not None:
             self._unsubscribe.append(
@@ -292,17 +300,22 @@ def async_follow_turn(
     *,
     voice: str | None,
     emotions: frozenset[str],
+    speaker: Speaker | None = None,
 ) -> AsyncIterator[OutputItem]:
     """Return the turn's items, followed for the persona's cards on their way.
 
     ``voice``: our TTS entity the turn's pipeline speaks with (``tts.async_pipeline_voice``).
+    ``speaker``: who speaks it. A turn spoken aloud was heard by the room: recognised or
+    not, it stays the household's on the cards, which show whose voice it was recognised as.
     """
+    heard = speaker is not None and speaker.heard and speaker.user_id is not None
     audience = TurnAudience(
         persona_id=persona_id,
         user_id=user_input.context.user_id,
         emotions=emotions,
         voice=voice,
         satellite=user_input.satellite_id,
+        recognised=speaker.name if heard and speaker is not None else None,
     )
     return TurnTimeline(hass, audience, turn).items(turn.items())
 
