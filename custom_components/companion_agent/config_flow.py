@@ -15,6 +15,7 @@ from homeassistant.config_entries import (
 )
 from homeassistant.const import CONF_API_KEY
 from homeassistant.core import HomeAssistant, callback
+from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.selector import (
     EntitySelector,
     EntitySelectorConfig,
@@ -57,6 +58,7 @@ from .flows.stt import SttSubentryFlow
 from .flows.tts import TtsSubentryFlow
 from .memory.options import memory_schema
 from .runtime import build_model
+from .voice.enrolment import async_voice_option, voice_schema
 
 SERVER_SCHEMA = vol.Schema(
     {
@@ -206,13 +208,42 @@ class CompanionConfigFlow(SatelliteDiscoveryFlow, domain=DOMAIN):
 
 
 class CompanionOptionsFlow(OptionsFlow):
-    """Tune how the companion acts: waits, retention, the model's first word, the pace, memory."""
+    """Tune how the companion acts (waits, retention, the first word, the pace, memory); voices."""
 
     def __init__(self) -> None:
         """Nothing chosen yet."""
         self._options: dict[str, Any] = {}
 
     async def async_step_init(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Offer the settings (then memory), or a person's voice."""
+        return self.async_show_menu(step_id="init", menu_options=["settings", "voice"])
+
+    async def async_step_voice(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Enrol a person's voice (at a satellite, or from WAV files), or forget it.
+
+        The same checks as the ``enroll_voice`` and ``forget_voice`` actions, as the signed-in
+        administrator; the outcome is said as the flow ends (the options are unchanged).
+        """
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            try:
+                user_id = self.context.get("user_id")
+                reason, placeholders = await async_voice_option(
+                    self.hass, user_input, user_id if isinstance(user_id, str) else None
+                )
+            except HomeAssistantError as err:
+                errors["base"] = err.translation_key or "voice_failed"
+            else:
+                return self.async_abort(reason=reason, description_placeholders=placeholders)
+        return self.async_show_form(
+            step_id="voice",
+            data_schema=self.add_suggested_values_to_schema(voice_schema(), user_input or {}),
+            errors=errors,
+        )
+
+    async def async_step_settings(
+        self, user_input: dict[str, Any] | None = None
+    ) -> ConfigFlowResult:
         """Show the tunables, then the memory step."""
         if user_input is not None:
             self._options = user_input
@@ -249,7 +280,7 @@ class CompanionOptionsFlow(OptionsFlow):
             }
         )
         return self.async_show_form(
-            step_id="init",
+            step_id="settings",
             data_schema=self.add_suggested_values_to_schema(schema, self.config_entry.options),
         )
 

@@ -158,7 +158,7 @@ async def test_a_second_persona_can_be_added_and_then_changed(
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()
     butler = next(s for s in setup_entry.subentries.values() if s.title == "Butler")
-    assert butler.data == {CONF_PROFILE: "butler", CONF_PROMPT: "Be dry."}
+    assert butler.data == {CONF_PROFILE: "butler", CONF_PROMPT: "Be dry.", "voice_approval": True}
     flow = await setup_entry.start_subentry_reconfigure_flow(hass, butler.subentry_id)
     done = await hass.config_entries.subentries.async_configure(
         flow["flow_id"], {CONF_PROFILE: "butler", CONF_PROMPT: "Be drier."}
@@ -173,7 +173,12 @@ async def test_options_flow_sets_waits_retention_and_pace(
 ) -> None:
     """Confirmation wait, retention, first-token wait and pace are options, applied on reload."""
     result = await hass.config_entries.options.async_init(setup_entry.entry_id)
-    assert result["step_id"] == "init"
+    assert result["type"] is FlowResultType.MENU
+    assert result["menu_options"] == ["settings", "voice"]
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {"next_step_id": "settings"}
+    )
+    assert result["step_id"] == "settings"
     result = await hass.config_entries.options.async_configure(
         result["flow_id"],
         {

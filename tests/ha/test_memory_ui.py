@@ -23,8 +23,11 @@ async def todo_component(hass: HomeAssistant) -> None:
 
 
 async def open_memory_step(hass: HomeAssistant, entry: MockConfigEntry) -> ConfigFlowResult:
-    """Open the options flow and pass its first step unchanged; return the memory step."""
-    flow = await hass.config_entries.options.async_init(entry.entry_id)
+    """Open the options flow's settings and pass them unchanged; return the memory step."""
+    menu = await hass.config_entries.options.async_init(entry.entry_id)
+    flow = await hass.config_entries.options.async_configure(
+        menu["flow_id"], {"next_step_id": "settings"}
+    )
     return await hass.config_entries.options.async_configure(
         flow["flow_id"],
         {"confirm_ttl": 60, "retention_days": 30, "first_token_timeout": 8, "turns_per_minute": 20},

@@ -10,7 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
+from homeassistant.config_entries import ConfigFlowResult
 from homeassistant.core import Context, HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
 from homeassistant.helpers import issue_registry as ir
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -255,3 +257,32 @@ async def test_a_missing_speaker_model_leaves_voices_unheard_with_one_repair_iss
     issues = [i for (d, i) in ir.async_get(hass).issues if d == DOMAIN and i == ISSUE_VOICE_MODEL]
     assert issues == [ISSUE_VOICE_MODEL]
     assert (await async_get_config_entry_diagnostics(hass, entry))["voices"]["encoder"] == "failed"
+
+
+async def test_the_options_enrol_and_forget_a_voice_with_the_actions_checks(
+    hass: HomeAssistant, entry: MockConfigEntry, allowed: Path
+) -> None:
+    """Options → a person's voice: files enrol; a path HA may not read is a form error; forget."""
+    ada_id, ada = await add_person(hass, "Ada")
+    outside = write_wav(Path(hass.config.path("outside.wav")), festival_say(SENTENCES[0], "slt"))
+
+    async def voice_step(data: dict[str, object]) -> ConfigFlowResult:
+        """Open the options' voice step and submit ``data``."""
+        menu = await hass.config_entries.options.async_init(entry.entry_id)
+        form = await hass.config_entries.options.async_configure(
+            menu["flow_id"], {"next_step_id": "voice"}
+        )
+        assert form["step_id"] == "voice"
+        return await hass.config_entries.options.async_configure(form["flow_id"], data)
+
+    refused = await voice_step({"person": ada, "audio": [str(outside)]})
+    assert refused["errors"] == {"base": "enrol_path_not_allowed"}
+    done = await voice_step({"person": ada, "role": "adult", "audio": recordings(allowed, "slt")})
+    assert (done["type"], done["reason"]) == (FlowResultType.ABORT, "voice_enrolled")
+    assert done["description_placeholders"] == {"samples": "3"}
+    assert enrolled(entry) == {ada_id: "adult"}
+    forgotten = await voice_step({"person": ada, "forget": True})
+
+    assert forgotten["reason"] == "voice_forgotten"
+    assert enrolled(entry) == {}
+    assert entry.options == {}  # the options themselves are unchanged

@@ -22,17 +22,19 @@ from __future__ import annotations
 
 import time
 import wave
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import voluptuous as vol
 from homeassistant.auth import EVENT_USER_REMOVED
 from homeassistant.components.assist_satellite import AssistSatelliteEntityFeature
 from homeassistant.const import ATTR_ENTITY_ID, ATTR_SUPPORTED_FEATURES
 from homeassistant.core import (
     CALLBACK_TYPE,
+    Context,
     Event,
     HomeAssistant,
     ServiceCall,
@@ -40,6 +42,15 @@ from homeassistant.core import (
     callback,
 )
 from homeassistant.exceptions import HomeAssistantError, ServiceValidationError, Unauthorized
+from homeassistant.helpers.selector import (
+    BooleanSelector,
+    EntitySelector,
+    EntitySelectorConfig,
+    SelectSelector,
+    SelectSelectorConfig,
+    TextSelector,
+    TextSelectorConfig,
+)
 from homeassistant.helpers.translation import async_get_translations
 from homeassistant.util.hass_dict import HassKey
 from homeassistant.util.language import matches
@@ -364,3 +375,43 @@ async def _async_texts(hass: HomeAssistant, language: str) -> dict[str, str]:
     found = await async_get_translations(hass, language, "exceptions", [DOMAIN])
     prefix = f"component.{DOMAIN}.exceptions.spoken_"
     return {key: found.get(f"{prefix}{key}.message", "") for key in ENROLMENT_KEYS}
+
+
+def voice_schema() -> vol.Schema:
+    """Return the options form for a person's voice: who, how, and from what."""
+    return vol.Schema(
+        {
+            vol.Required("person"): EntitySelector(EntitySelectorConfig(domain="person")),
+            vol.Required("role", default="adult"): SelectSelector(
+                SelectSelectorConfig(options=["adult", "child"], translation_key="voice_role")
+            ),
+            vol.Optional("satellite"): EntitySelector(EntitySelectorConfig(domain=SATELLITE)),
+            vol.Optional("audio"): TextSelector(TextSelectorConfig(multiple=True)),
+            vol.Required("forget", default=False): BooleanSelector(),
+        }
+    )
+
+
+async def async_voice_option(
+    hass: HomeAssistant, data: Mapping[str, Any], user_id: str | None
+) -> tuple[str, dict[str, str]]:
+    """Do what the options form asks as ``user_id``; return how the flow ends, and its words.
+
+    Raise ``HomeAssistantError`` (translated) as the actions do.
+    """
+    context = Context(user_id=user_id)
+    person = str(data["person"])
+    if data.get("forget"):
+        call = ServiceCall(hass, DOMAIN, "forget_voice", {"person": person}, context)
+        removed = await async_forget_voice(hass, call)
+        return ("voice_forgotten" if removed and removed["removed"] else "voice_not_enrolled"), {}
+    fields = {"person": person, "role": data.get("role", "adult")}
+    if data.get("satellite"):
+        fields["satellite"] = data["satellite"]
+    if audio := [a for a in data.get("audio") or [] if str(a).strip()]:
+        fields["audio"] = audio
+    call = ServiceCall(hass, DOMAIN, "enroll_voice", fields, context)
+    answer = await async_enroll_voice(hass, call) or {}
+    if answer.get("status") == "listening":
+        return "voice_listening", {}
+    return "voice_enrolled", {"samples": str(answer.get("samples", 0))}
