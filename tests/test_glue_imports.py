@@ -20,6 +20,7 @@ ALLOWED = {
     "engine.turn.handle": "the Turn a host holds",
     "engine.turn.request": "TurnRequest, its Persona, the spoken lines",
     "engine.turn.follow_ups": "whether a finished turn waits for the person's answer",
+    "engine.turn.disown": "whether words take the last turn back (who spoke it is the host's)",
     "engine.events": "the typed items a turn streams",
     "engine.errors": "CompanionError and its kinds, mapped to HA errors",
     "engine.json_types": "JSON values crossing into HA",
@@ -32,6 +33,7 @@ ALLOWED = {
     "engine.pipeline": "the output pipeline a TTS entity runs on HA's text",
     "engine.memory": "memory and its records, for the memory services and list",
     "engine.vision": "the cameras a host supplies, and the bounds and checks of images",
+    "engine.voices": "who speaks a turn: the speaker encoder and voiceprints behind STT, enrolment",
     # What only the host supplies.
     "engine.tools.contract": "the contract of the host's tools (HA's LLM API)",
     "engine.tools.registry": "the host's tools",
