@@ -8,29 +8,18 @@ lines to the thousand (``tests/ha/test_paths.py`` checks the rows of the paths).
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 from tests.support.architecture_table import DOCUMENT, table_row
+from tests.support.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@functools.cache
 def architecture() -> ModuleType:
-    """Load ``script/architecture.py``, the script that draws and counts the package."""
-    spec = importlib.util.spec_from_file_location(
-        "architecture", ROOT / "script" / "architecture.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    """Return ``script/architecture.py`` as a module."""
+    return load_script("architecture")
 
 
 def test_the_drawings_are_those_the_code_makes_today() -> None:

@@ -7,8 +7,6 @@ modules so ``pickle`` names the same globals torch does, then reads them without
 from __future__ import annotations
 
 import collections
-import functools
-import importlib.util
 import io
 import os
 import pickle
@@ -23,21 +21,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.support.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@functools.cache
 def speaker_weights() -> ModuleType:
-    """Load ``script/speaker_weights.py``, the script that converts the weights."""
-    spec = importlib.util.spec_from_file_location(
-        "speaker_weights", ROOT / "script" / "speaker_weights.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    """Return ``script/speaker_weights.py`` as a module."""
+    return load_script("speaker_weights")
 
 
 class FloatStorage:
