@@ -25,9 +25,12 @@ briefing names ("The person speaking is <name>."). Figures, against targets:
 - guests: the share of never-enrolled voices' turns carrying anyone's fact or name (0 %);
 - wait: from the end of the audio (the last piece the pipeline took) to the transcript
   (``stt-end``), to the agent's start (``intent-start``) and to the model's request, with
-  voices enrolled and, for the same recordings, with none; the identification runs while
-  Whisper transcribes, so the median difference per recording must stay within
-  ``ADDED_TARGET_MS`` (a shared machine's noise).
+  voices enrolled and, for the same recordings, with none (before enrolment, and again after
+  ``forget_voice``); the identification runs while Whisper transcribes, so the median
+  difference per recording, its median and its p95, must stay within ``ADDED_TARGET_MS``
+  (a shared machine's noise).
+  The voice match alone (embedding and identifying, timed around the entry's
+  ``HouseholdVoices.async_hear``) and the machine's load average are printed beside it.
 
 Whisper's hearing of each voice is printed too (sentences heard word for word), as a guide
 to which other voices are intelligible enough to enrol.
@@ -42,6 +45,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import statistics
 import subprocess
 import sys
@@ -84,6 +88,7 @@ from custom_components.companion_agent.voice.voiceprints import HeardVoice
 from tests.ha.common import add_person, call
 from tests.ha.common.audio import metadata
 from tests.support.chat_requests import messages
+from tests.support.ffmpeg import ffmpeg_on_path
 from tests.support.llm_script import Reply
 from tests.support.llm_server import LLMServer
 from tests.support.peer_process import free_port
@@ -152,6 +157,8 @@ class Heard:
     to_agent: float = 0.0
     to_model: float = 0.0
     """Seconds from the end of the audio to the transcript, the agent's start, the request."""
+    audio: float = 0.0
+    """Seconds of audio sent."""
     matching: float = 0.0
     """Seconds the voice's embedding and match took (0: nothing enrolled, none ran)."""
 
@@ -194,6 +201,7 @@ class Home:
             raise SystemExit(f"speakers_home: {recording} is not {RATE} Hz")
         audio = bytes(int(RATE * 2 * LEAD_SILENCE)) + pcm + bytes(int(RATE * 2 * TAIL_SILENCE))
         heard = Heard(voice, SENTENCES[int(recording.stem) - 1], satellite)
+        heard.audio = len(audio) / (RATE * 2)
         taken: list[float] = []
         times: dict[PipelineEventType, float] = {}
         events: list[PipelineEvent] = []
@@ -349,6 +357,12 @@ def report(
     baselines: tuple[list[Heard], list[Heard]], turns: list[Heard], guests: list[Heard]
 ) -> bool:
     """Print every figure against its target; return whether all are met."""
+    lengths = [t.audio for t in (*turns, *guests)]
+    print(
+        f"{len(lengths)} turns of {min(lengths):.1f}-{max(lengths):.1f} s of audio (mean "
+        f"{statistics.mean(lengths):.1f} s, {LEAD_SILENCE + TAIL_SILENCE} s of it silence); "
+        f"load average (1 min) {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n"
+    )
     print("Synthetic voices are far easier to tell apart than people: the same text, no room,")
     print("no microphone, no cold. Read these shares as an upper bound for a real household.\n")
     print("## Whisper's hearing (sentences word for word)")
@@ -427,17 +441,19 @@ def report(
         f"   the voice match alone (embed + identify), all {len(turns)} turns: "
         f"{seconds([t.matching for t in turns])}"
     )
-    added = statistics.median(t.to_agent - (b.to_agent + a.to_agent) / 2 for b, a, t in pairs)
+    added = [(t.to_agent - (b.to_agent + a.to_agent) / 2) * 1000 for b, a, t in pairs]
+    middle, tail = statistics.median(added), percentile(added, 95)
     print(
-        f"   identification added to the agent's start: median {added * 1000:+.0f} ms per "
-        "recording (enrolled minus the mean of the two runs with none)"
+        f"   identification added to the agent's start, per recording (enrolled minus the "
+        f"mean of the two runs with none): median {middle:+.0f} ms, p95 {tail:+.0f} ms"
     )
-    ok &= record(
-        "speakers home identification added wait",
-        f"{added * 1000:+.0f} ms (median, end of audio to the agent's start)",
-        f"<= {ADDED_TARGET_MS:.0f} ms",
-        met=added * 1000 <= ADDED_TARGET_MS,
-    )
+    for name, value in (("median", middle), ("p95", tail)):
+        ok &= record(
+            f"speakers home identification added wait, {name}",
+            f"{value:+.0f} ms (end of audio to the agent's start)",
+            f"<= {ADDED_TARGET_MS:.0f} ms",
+            met=value <= ADDED_TARGET_MS,
+        )
     return ok
 
 
@@ -485,7 +501,7 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR)
     if not VOICES.is_dir():
         raise SystemExit(f"speakers_home: no test voices in {VOICES}: run script/peers voices")
-    with tempfile.TemporaryDirectory(prefix="speakers-home-") as folder:
+    with ffmpeg_on_path(), tempfile.TemporaryDirectory(prefix="speakers-home-") as folder:
         (Path(folder) / "config").mkdir()
         ok = asyncio.run(bench(args, Path(folder)))
     sys.exit(0 if ok else 1)
