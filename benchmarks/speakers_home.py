@@ -441,6 +441,13 @@ def report(
         f"   the voice match alone (embed + identify), all {len(turns)} turns: "
         f"{seconds([t.matching for t in turns])}"
     )
+    slowest = sorted(enumerate(turns, 1), key=lambda n_t: -n_t[1].matching)[:5]
+    print(
+        "   slowest matches (turn number after enrolment, voice, seconds of audio): "
+        + ", ".join(
+            f"#{n} {t.voice} {t.audio:.1f} s: {t.matching * 1000:.0f} ms" for n, t in slowest
+        )
+    )
     added = [(t.to_agent - (b.to_agent + a.to_agent) / 2) * 1000 for b, a, t in pairs]
     middle, tail = statistics.median(added), percentile(added, 95)
     print(
