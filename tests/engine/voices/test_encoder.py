@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 import threading
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
+from threadpoolctl import ThreadpoolController
 
 from custom_components.companion_agent.engine.errors import AudioFormatError, VoiceModelError
 from custom_components.companion_agent.engine.voices import EMBEDDING_DIM, SpeakerEncoder
@@ -15,6 +17,7 @@ from custom_components.companion_agent.engine.voices.encoder import (
     WEIGHT_SHAPES,
     WEIGHTS,
     Embedding,
+    Vector,
 )
 from tests.support.voices import Voices, pcm_of, utterances
 
@@ -169,3 +172,28 @@ def test_speech_at_48_khz_is_heard_as_the_same_voice(encoder: SpeakerEncoder) ->
     assert wide is not None
     assert tripled is not None
     assert wide.cosine(tripled) > 0.95
+
+
+class Watched(SpeakerEncoder):
+    """The encoder, noting how many BLAS threads each run of its network has."""
+
+    seen: ClassVar[list[list[int]]] = []
+
+    def forward(self, mels: Vector) -> Vector:
+        """Note the BLAS threads, then run the network."""
+        blas = ThreadpoolController().select(user_api="blas").info()
+        self.seen.append([int(info["num_threads"]) for info in blas])
+        return super().forward(mels)
+
+
+def test_the_network_runs_on_one_blas_thread_and_gives_the_process_its_threads_back() -> None:
+    """BLAS threads that spin beside Whisper's slow an embedding tenfold: one while it runs."""
+    controller = ThreadpoolController()
+    before = [int(info["num_threads"]) for info in controller.select(user_api="blas").info()]
+
+    assert Watched.load().embed(pcm_of(utterances("slt")[2])[0]) is not None
+    after = [int(info["num_threads"]) for info in controller.select(user_api="blas").info()]
+
+    assert before  # numpy's BLAS is found
+    assert Watched.seen == [[1] * len(before)]
+    assert after == before

@@ -14,19 +14,27 @@ ship): a 30 ms frame is speech when it is louder than ``SPEECH_FLOOR_DB`` and wi
 ``SPEECH_RANGE_DB`` of the loudest frame, smoothed over 8 frames and widened by 3 on each side.
 
 Embedding is CPU work for an executor thread. A ``SpeakerEncoder`` holds only read-only
-arrays, so one instance serves any number of threads at once.
+arrays, so one instance serves any number of threads at once. Its network runs with one
+BLAS thread, one utterance at a time (``_one_blas_thread``): it runs while Whisper uses the
+cores, and BLAS threads that spin beside Whisper's made a 150 ms embedding take 1.6 s
+(``benchmarks/speakers_home.py``). The limit is the process's, so it is set only while the
+network runs and put back after.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Self
 
 import numpy as np
 import numpy.typing as npt
+from threadpoolctl import ThreadpoolController
 
 from ..errors import AudioFormatError, VoiceModelError
 
@@ -54,6 +62,20 @@ VAD_SMOOTHING: Final = 8
 VAD_WIDEN: Final = 6
 SPEECH_FLOOR_DB: Final = -45.0
 SPEECH_RANGE_DB: Final = 40.0
+
+_BLAS_LOCK = threading.Lock()
+_BLAS: list[ThreadpoolController] = []
+
+
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """Run the block with one BLAS thread, one block at a time; put the limit back after."""
+    with _BLAS_LOCK:
+        if not _BLAS:  # found once, in the first embedding's executor thread
+            _BLAS.append(ThreadpoolController())
+        with _BLAS[0].limit(limits=1, user_api="blas"):
+            yield
+
 
 WEIGHTS: Final = Path(__file__).with_name("speaker_encoder.npz")
 """The weights shipped with the package (float16, converted from Resemblyzer 0.1.4)."""
@@ -285,15 +307,16 @@ class SpeakerEncoder:
         """
         usable = min(len(pcm) - len(pcm) % 2, int(MAX_SECONDS * rate) * 2)
         samples = np.frombuffer(pcm[:usable], dtype="<i2").astype(np.float32) / _INT16_FULL
-        wav = speech_only(louder(resample(samples, rate)))
-        if len(wav) < MIN_SPEECH_SECONDS * SAMPLE_RATE:
-            return None
-        starts = partial_starts(len(wav))
-        needed = (starts[-1] + PARTIAL_FRAMES) * HOP
-        if needed >= len(wav):
-            wav = np.pad(wav, (0, needed - len(wav)))
-        mel = mel_frames(wav)
-        partials = self.forward(np.stack([mel[s : s + PARTIAL_FRAMES] for s in starts]))
+        with _one_blas_thread():  # the whole computation: the same numbers in any thread
+            wav = speech_only(louder(resample(samples, rate)))
+            if len(wav) < MIN_SPEECH_SECONDS * SAMPLE_RATE:
+                return None
+            starts = partial_starts(len(wav))
+            needed = (starts[-1] + PARTIAL_FRAMES) * HOP
+            if needed >= len(wav):
+                wav = np.pad(wav, (0, needed - len(wav)))
+            mel = mel_frames(wav)
+            partials = self.forward(np.stack([mel[s : s + PARTIAL_FRAMES] for s in starts]))
         mean = partials.mean(axis=0)
         try:
             return Embedding.of(mean)
