@@ -94,7 +94,7 @@ def async_setup_services(hass: HomeAssistant) -> None:
         schema=vol.Schema(
             {
                 vol.Required("person"): cv.entity_domain("person"),
-                vol.Optional("role", default="adult"): vol.In(("adult", "child")),
+                vol.Optional("role"): vol.In(("adult", "child")),
                 vol.Optional("satellite"): cv.entity_domain("assist_satellite"),
                 vol.Optional("audio"): vol.All(
                     cv.ensure_list, [cv.string], vol.Length(max=MAX_FILES)

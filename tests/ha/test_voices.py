@@ -103,40 +103,45 @@ async def test_enrolling_from_files_checks_what_it_is_given(
     assert enrolled(entry) == {}
 
 
-async def test_a_user_enrols_only_their_own_voice_unless_an_administrator(
-    hass: HomeAssistant, entry: MockConfigEntry, allowed: Path
-) -> None:
-    """Ben may not enrol Ada; Ada may enrol herself; an administrator may enrol Ben as a child."""
-    ada_id, ada = await add_person(hass, "Ada")
-    ben_id, ben = await add_person(hass, "Ben")
-    admin = await hass.auth.async_create_user("Admin", group_ids=["system-admin"])
-    files = recordings(allowed, "slt")
-    with pytest.raises(Unauthorized):
-        await hass.services.async_call(
-            DOMAIN,
-            "enroll_voice",
-            {"person": ada, "audio": files},
-            blocking=True,
-            return_response=True,
-            context=Context(user_id=ben_id),
-        )
+async def enrol_as(
+    hass: HomeAssistant, user_id: str, data: dict[str, object]
+) -> dict[str, object] | None:
+    """Call ``enroll_voice`` as the HA user ``user_id``; return its answer."""
     answer = await hass.services.async_call(
         DOMAIN,
         "enroll_voice",
-        {"person": ada, "audio": files},
+        data,
         blocking=True,
         return_response=True,
-        context=Context(user_id=ada_id),
+        context=Context(user_id=user_id),
     )
+    return dict(answer) if answer is not None else None
+
+
+async def test_only_an_administrator_enrols_others_or_an_adult(
+    hass: HomeAssistant, entry: MockConfigEntry, allowed: Path
+) -> None:
+    """Ben may not enrol Ada; Ada's own enrolment is a child's until an administrator makes
+    her an adult, which she keeps when she enrols again; she may not make herself one."""
+    admin = await hass.auth.async_create_user("Admin")  # the first user: the owner
+    ada_id, ada = await add_person(hass, "Ada")
+    ben_id, ben = await add_person(hass, "Ben")
+    assert admin.is_admin
+    files = recordings(allowed, "slt")
+    with pytest.raises(Unauthorized):
+        await enrol_as(hass, ben_id, {"person": ada, "audio": files})
+    answer = await enrol_as(hass, ada_id, {"person": ada, "audio": files})
     assert answer == {"status": "enrolled", "samples": 3, "skipped": []}
-    await hass.services.async_call(
-        DOMAIN,
-        "enroll_voice",
-        {"person": ben, "role": "child", "audio": recordings(allowed, "kal")[:1]},
-        blocking=True,
-        return_response=True,
-        context=Context(user_id=admin.id),
+    assert enrolled(entry) == {ada_id: "child"}
+    with pytest.raises(ServiceValidationError) as raised:
+        await enrol_as(hass, ada_id, {"person": ada, "role": "adult", "audio": files[:1]})
+    assert raised.value.translation_key == "enrol_adult_needs_admin"
+    await enrol_as(hass, admin.id, {"person": ada, "audio": files[:1]})
+    await enrol_as(hass, ada_id, {"person": ada, "audio": files[1:]})
+    await enrol_as(
+        hass, admin.id, {"person": ben, "role": "child", "audio": recordings(allowed, "kal")[:1]}
     )
+
     assert enrolled(entry) == {ada_id: "adult", ben_id: "child"}
     saved = voiceprints(hass, entry)
     assert saved.stat().st_mode & 0o077 == 0  # only Home Assistant reads voiceprints

@@ -2,7 +2,9 @@
 
 A person enrols by the ``enroll_voice`` action (or the companion's options): their
 ``person`` entity names them and its HA user is whose voice it is. Opt-in, one person at a
-time; an HA administrator may enrol anyone, anyone else only themself.
+time; an HA administrator may enrol anyone, anyone else only themself. An adult's voice
+approves unlocks, so only an administrator (or an automation) enrols a voice as an adult's;
+anyone else's own enrolment keeps the role an administrator gave, else is a child's.
 
 - **Files**: WAV files under a folder Home Assistant may read (``allowlist_external_dirs``
   or the media folders); each becomes one sample (at any rate or channel count: they are
@@ -100,8 +102,9 @@ def _entries_voices(hass: HomeAssistant) -> list[HouseholdVoices]:
     return [entry.runtime_data.voices for entry in loaded_entries(hass)]
 
 
-async def _async_person(hass: HomeAssistant, call: ServiceCall) -> tuple[str, str]:
-    """Return the HA user and name of the call's ``person``; check the caller may enrol them."""
+async def _async_person(hass: HomeAssistant, call: ServiceCall) -> tuple[str, str, bool]:
+    """Return the HA user and name of the call's ``person``, and whether an administrator
+    (or an automation) calls; check the caller may act on them (themself, or anyone if so)."""
     state = hass.states.get(call.data["person"])
     user_id = state.attributes.get("user_id") if state is not None else None
     if state is None or not isinstance(user_id, str) or not user_id:
@@ -109,11 +112,29 @@ async def _async_person(hass: HomeAssistant, call: ServiceCall) -> tuple[str, st
             translation_domain=DOMAIN, translation_key="person_without_user"
         )
     caller = call.context.user_id
-    if caller is not None and caller != user_id:
-        user = await hass.auth.async_get_user(caller)
-        if user is None or not user.is_admin:
-            raise Unauthorized(context=call.context)
-    return user_id, state.name
+    user = await hass.auth.async_get_user(caller) if caller is not None else None
+    trusted = caller is None or (user is not None and user.is_admin)
+    if caller is not None and caller != user_id and not trusted:
+        raise Unauthorized(context=call.context)
+    return user_id, state.name, trusted
+
+
+def enrolment_role(
+    voices: Sequence[HouseholdVoices], user_id: str, asked: Role | None, *, trusted: bool
+) -> Role:
+    """Return the role an enrolment gives: an adult's approves unlocks, so only an
+    administrator (or an automation) gives it. Anyone else enrolling their own voice keeps the
+    role they were given, or is enrolled as a child until an administrator says otherwise.
+    """
+    if trusted:
+        return asked or "adult"
+    roles: list[Role] = [r for v in voices if (r := v.role_of(user_id)) is not None]
+    given: Role = roles[0] if roles else "child"
+    if asked == "adult" and given != "adult":
+        raise ServiceValidationError(
+            translation_domain=DOMAIN, translation_key="enrol_adult_needs_admin"
+        )
+    return asked or given
 
 
 async def async_enroll_voice(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
@@ -122,9 +143,9 @@ async def async_enroll_voice(hass: HomeAssistant, call: ServiceCall) -> ServiceR
     satellite: str | None = call.data.get("satellite")
     if bool(files) == bool(satellite):
         raise ServiceValidationError(translation_domain=DOMAIN, translation_key="enrol_needs_one")
-    user_id, name = await _async_person(hass, call)
-    role: Role = call.data.get("role", "adult")
+    user_id, name, trusted = await _async_person(hass, call)
     voices = _entries_voices(hass)
+    role = enrolment_role(voices, user_id, call.data.get("role"), trusted=trusted)
     if satellite is not None:
         return await _async_start_at_satellite(
             hass, voices, satellite=satellite, user_id=user_id, name=name, role=role
@@ -136,7 +157,7 @@ async def async_enroll_voice(hass: HomeAssistant, call: ServiceCall) -> ServiceR
 
 async def async_forget_voice(hass: HomeAssistant, call: ServiceCall) -> ServiceResponse:
     """Remove a person's voiceprint from every loaded entry."""
-    user_id, _name = await _async_person(hass, call)
+    user_id, _name, _trusted = await _async_person(hass, call)
     removed = await async_remove_voice(hass, user_id)
     return {"removed": removed}
 
