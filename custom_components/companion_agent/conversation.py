@@ -299,7 +299,7 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         self, user_input: conversation.ConversationInput, chat_log: conversation.ChatLog
     ) -> conversation.ConversationResult | None:
         """Answer an utterance heard at a satellite that is enrolling a voice; None: it is not."""
-        step = await async_enrolment_step(self.hass, user_input.satellite_id)
+        step = await async_enrolment_step(self.hass, user_input.satellite_id, user_input.text)
         if step is None:
             return None
         chat_log.async_add_assistant_content_without_tools(
@@ -322,7 +322,9 @@ class CompanionConversationEntity(conversation.ConversationEntity):
         conversation approves, as before (the persona's voice rule is off for the turn).
         """
         voices = self.entry.runtime_data.voices
-        speaker = await async_turn_speaker(self.hass, voices, user_input.context.user_id)
+        speaker = await async_turn_speaker(
+            self.hass, voices, user_input.context.user_id, user_input.text
+        )
         noted = voices.recognised(chat_log.conversation_id, speaker)
         if is_disowning(user_input.text):
             speaker = noted

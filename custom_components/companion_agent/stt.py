@@ -16,7 +16,9 @@ With voices enrolled it also says who spoke (``voice/voiceprints.py``), from the
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from homeassistant.components import stt
@@ -151,9 +153,11 @@ class CompanionSttEntity(stt.SpeechToTextEntity):
                 task.cancel()
             LOGGER.warning("Speech to text failed: %s", err)
             return stt.SpeechResult(None, stt.SpeechResultState.ERROR)
+        text = transcription.text.strip()
         if listen:
-            heard_voice(await _matched(matching))
-        return stt.SpeechResult(transcription.text.strip(), stt.SpeechResultState.SUCCESS)
+            matched = await _matched(matching)
+            heard_voice(replace(matched, text=text, at=time.monotonic()))
+        return stt.SpeechResult(text, stt.SpeechResultState.SUCCESS)
 
     def _server_language(self, language: str) -> str | None:
         """Return the model's language closest to ``language``; None lets the server choose."""

@@ -34,6 +34,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from tests.ha.common import (
     SetupCompanion,
     add_person,
+    ask,
     async_load,
     call,
     entity_id,
@@ -285,3 +286,30 @@ async def test_a_person_enrols_at_a_satellite_by_saying_the_phrases_it_asks_for(
     await house.hear("ada", "Where is the thing I hid?", KITCHEN)
 
     assert ADA_SECRET in last_user_message(llm_server)
+
+
+async def test_that_wasnt_me_takes_a_misheard_turn_out_of_the_persons_memory(
+    hass: HomeAssistant, house: House, llm_server: LLMServer, tmp_path: Path
+) -> None:
+    """Ben's voiceprint was made from Ada's voice: her turn runs as Ben until she says so."""
+    ben_id, ben = await add_person(hass, "Ben")
+    await house.enrol("ada", ben, "adult", tmp_path)  # the mix-up: Ada's recordings for Ben
+    llm_server.script(Reply.text("I'll keep that in mind."))
+    told = await house.hear("ada", "My locker at the gym has the code four four two.", KITCHEN)
+    conversation_id = str(told["conversation_id"])
+    asked = len(llm_server.requests)
+
+    taken = await house.hear("ada", "That wasn't me.", KITCHEN, conversation_id)
+    speech = taken["response"]["speech"]["plain"]["speech"]  # type: ignore[index]
+    assert "taken it out" in speech
+    assert len(llm_server.requests) == asked  # no model hears "that wasn't me"
+    llm_server.script(Reply.text("Nothing about a locker."))
+    await ask(hass, house.agent, "What did I tell you about my locker?", user_id=ben_id)
+    llm_server.script(Reply.text("The locker code is four four two."))
+    await ask(hass, house.agent, "What is the locker code?")
+
+    sent_as_ben, sent_as_household = (str(r["messages"]).lower() for r in llm_server.requests[-2:])
+    assert "gym" not in sent_as_ben  # (Whisper may write the code as digits)
+    assert "gym" in sent_as_household
+    # The typed turn, in the task that ran the spoken ones, inherits no voice from them.
+    assert "the person speaking is ben" not in sent_as_household

@@ -61,7 +61,7 @@ from ..const import DOMAIN, LOGGER
 from ..engine.errors import VoiceModelError, VoiceprintFileError
 from ..engine.voices import Embedding, Role
 from ..runtime import loaded_entries
-from .speaking import speaking
+from .speaking import speaking, take_heard
 from .voiceprints import HouseholdVoices
 
 SATELLITE = "assist_satellite"
@@ -314,7 +314,7 @@ def _end(hass: HomeAssistant, session: SatelliteEnrolment) -> None:
 
 
 async def async_enrolment_step(
-    hass: HomeAssistant, satellite_id: str | None
+    hass: HomeAssistant, satellite_id: str | None, text: str
 ) -> EnrolmentStep | None:
     """Take an utterance heard at a satellite that is enrolling someone; None: none is.
 
@@ -329,7 +329,7 @@ async def async_enrolment_step(
         del sessions[satellite_id]
         _end(hass, session)
         return None
-    embedding = await _async_heard_embedding(hass)
+    embedding = await _async_heard_embedding(hass, text)
     lines = session.lines
     if embedding is None:
         session.misses += 1
@@ -352,9 +352,9 @@ async def async_enrolment_step(
     return EnrolmentStep(_line(lines["enrol_done"], name=session.name), listens=False)
 
 
-async def _async_heard_embedding(hass: HomeAssistant) -> Embedding | None:
-    """Return the voice embedding of the utterance this run heard, if it has one."""
-    heard = speaking().heard
+async def _async_heard_embedding(hass: HomeAssistant, text: str) -> Embedding | None:
+    """Return the voice embedding of the utterance this run heard (``text``), if it has one."""
+    heard = take_heard(text)
     if heard is not None:
         return heard.embedding
     run = speaking().run

@@ -41,6 +41,7 @@ where Assist is not in use.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -63,6 +64,8 @@ from .voiceprints import HeardVoice, HouseholdVoices
 ASSIST_PIPELINE = "assist_pipeline"
 PREFERRED = "preferred"
 MAX_WAITING = 64
+HEARD_FOR = 60.0
+"""Seconds the voice our speech to text matched stays its utterance's, for the agent."""
 """Runs of our satellites waiting for an answer that are kept (one per satellite at a time)."""
 
 
@@ -145,16 +148,34 @@ def heard_voice(heard: HeardVoice) -> None:
     _SPEAKING.set(replace(speaking(), heard=heard))
 
 
+def take_heard(text: str) -> HeardVoice | None:
+    """Return, once, who spoke ``text`` as this run's speech to text noted it; else None.
+
+    The note is cleared as it is read, and counts only for the words it came with, heard
+    within ``HEARD_FOR`` seconds: a later turn in the same task (a text turn after a spoken
+    one, when a caller runs several pipelines in one task) never inherits a voice.
+    """
+    current = speaking()
+    heard = current.heard
+    if heard is None:
+        return None
+    _SPEAKING.set(replace(current, heard=None))
+    fresh = time.monotonic() - heard.at <= HEARD_FOR
+    return heard if fresh and heard.text == text.strip() else None
+
+
 async def async_turn_speaker(
-    hass: HomeAssistant, voices: HouseholdVoices, user_id: str | None
+    hass: HomeAssistant, voices: HouseholdVoices, user_id: str | None, text: str
 ) -> Speaker | None:
-    """Return who speaks the current turn: signed in, heard, or None when nothing says.
+    """Return who speaks the current turn (``text``): signed in, heard, or None.
 
     A signed-in user (the turn's context names them) speaks as themself, and may approve
     unless their voice was enrolled as a child's. Else the voice this run's speech to text
-    matched (``heard_voice``); else, on our satellite whose pipeline transcribes elsewhere,
-    the voice its run kept; else nothing says who (a text turn without a user).
+    matched for these words (``take_heard``); else, on our satellite whose pipeline
+    transcribes elsewhere, the voice its run kept; else nothing says who (a text turn
+    without a user).
     """
+    heard = take_heard(text)
     if user_id is not None:
         user = await hass.auth.async_get_user(user_id)
         role = voices.role_of(user_id)
@@ -166,7 +187,6 @@ async def async_turn_speaker(
             may_approve=user is not None and not user.system_generated and role != "child",
         )
     current = speaking()
-    heard = current.heard
     if heard is None and current.run is not None and voices.listening:
         heard = await voices.async_hear(current.run.voice.pcm())
     return heard.speaker if heard is not None else None

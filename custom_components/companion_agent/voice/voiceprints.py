@@ -50,10 +50,16 @@ MAX_CONVERSATIONS = 64
 
 @dataclass(frozen=True, slots=True)
 class HeardVoice:
-    """What one utterance's audio says of its speaker: who, and the embedding for enrolment."""
+    """What one utterance's audio says of its speaker: who, and the embedding for enrolment.
+
+    ``text`` and ``at`` (monotonic seconds) bind it to the utterance: the transcript our
+    speech to text returned with it, and when.
+    """
 
     speaker: Speaker
     embedding: Embedding | None = field(default=None, repr=False)
+    text: str = ""
+    at: float = 0.0
 
 
 UNHEARD = HeardVoice(HOUSEHOLD_VOICE)
