@@ -15,7 +15,7 @@ import {
 } from "./state";
 import { emotionName, localize, pickLanguage, type Language, type StringKey } from "./strings";
 import { cardStyles } from "./styles";
-import { MAX_RECORD_MS, Microphone, PHRASES, gathered, voiceError, voiceStep, type VoiceAction, type VoiceStep } from "./voice";
+import { MAX_RECORD_MS, Microphone, PHRASES, voiceError, voiceStep, type VoiceAction, type VoiceStep } from "./voice";
 import type { CardEvent, CompanionCardConfig, ConfirmationEvent, Hass } from "./types";
 
 const TICK_MS = 250;
@@ -225,7 +225,7 @@ export class CompanionCard extends LitElement {
       this._microphone?.start();
       this._autoStop = setTimeout(() => this.stopRecording(), MAX_RECORD_MS);
     }
-    if (after.step === "sending") void this._sendVoice(gathered(before));
+    if (after.step === "sending") void this._sendVoice(after.clips);
     if (after.step !== "asking" && after.step !== "ready" && after.step !== "recording") {
       void this._closeMicrophone();
     }
@@ -274,11 +274,15 @@ export class CompanionCard extends LitElement {
 
   private async _sendVoice(clips: string[]): Promise<void> {
     try {
-      const answer = await this.hass?.connection.sendMessagePromise<{ samples: number }>({
-        type: `${DOMAIN}/voice/enrol`,
-        clips,
+      const answer = await this.hass?.connection.sendMessagePromise<{
+        samples: number;
+        skipped: string[];
+      }>({ type: `${DOMAIN}/voice/enrol`, clips });
+      this.voice({
+        type: "learned",
+        samples: answer?.samples ?? 0,
+        skipped: answer?.skipped?.length ?? 0,
       });
-      this.voice({ type: "learned", samples: answer?.samples ?? 0 });
     } catch (err) {
       this.voice({ type: "failed", error: voiceError(err) });
     }
@@ -451,7 +455,11 @@ export class CompanionCard extends LitElement {
         body = html`<p class="voice-note" role="status">${this.t("voice_sending")}</p>`;
         break;
       case "done":
-        body = html`<p class="voice-done" role="status">${this.t("voice_done", { samples: voice.samples })}</p>`;
+        body = html`<p class="voice-done" role="status">${this.t("voice_done", { samples: voice.samples })}</p>
+          ${voice.skipped
+            ? html`<p class="voice-note">${this.t("voice_skipped", { skipped: voice.skipped })}</p>`
+            : nothing}
+          ${teach("voice_teach")}`;
         break;
       case "error":
         body = html`<p class="voice-error" role="alert">${voiceErrorLine(this, voice)}</p>

@@ -17,8 +17,8 @@ export type VoiceStep =
   | { step: "asking" }
   | { step: "ready"; index: number; clips: string[] }
   | { step: "recording"; index: number; clips: string[] }
-  | { step: "sending" }
-  | { step: "done"; samples: number }
+  | { step: "sending"; clips: string[] }
+  | { step: "done"; samples: number; skipped: number }
   | { step: "error"; error: VoiceError };
 
 /** Why an enrolment stopped: each a line of the card's own (``other`` carries the server's). */
@@ -34,7 +34,7 @@ export type VoiceAction =
   | { type: "mic_ready" }
   | { type: "record" }
   | { type: "recorded"; clip: string }
-  | { type: "learned"; samples: number }
+  | { type: "learned"; samples: number; skipped: number }
   | { type: "failed"; error: VoiceError }
   | { type: "cancel" };
 
@@ -52,20 +52,19 @@ export function voiceStep(state: VoiceStep, action: VoiceAction): VoiceStep {
     case "recorded": {
       if (state.step !== "recording") return state;
       const clips = [...state.clips, action.clip];
-      return clips.length >= PHRASES ? { step: "sending" } : { step: "ready", index: clips.length, clips };
+      return clips.length >= PHRASES
+        ? { step: "sending", clips }
+        : { step: "ready", index: clips.length, clips };
     }
     case "learned":
-      return state.step === "sending" ? { step: "done", samples: action.samples } : state;
+      return state.step === "sending"
+        ? { step: "done", samples: action.samples, skipped: action.skipped }
+        : state;
     case "failed":
       return { step: "error", error: action.error };
     case "cancel":
       return { step: "idle" };
   }
-}
-
-/** The clips gathered so far (the last one's too, once it is recorded). */
-export function gathered(state: VoiceStep): string[] {
-  return state.step === "ready" || state.step === "recording" ? state.clips : [];
 }
 
 /** Return ``samples`` in [-1, 1] as 16-bit PCM (clipped, rounded). */

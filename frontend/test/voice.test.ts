@@ -63,9 +63,9 @@ describe("the enrolment's steps", () => {
       expect(state).toMatchObject({ step: "recording", index: n });
       state = voiceStep(state, { type: "recorded", clip: `clip${n}` });
     }
-    expect(state).toEqual({ step: "sending" });
-    state = voiceStep(state, { type: "learned", samples: 4 });
-    expect(state).toEqual({ step: "done", samples: 4 });
+    expect(state).toEqual({ step: "sending", clips: ["clip0", "clip1", "clip2", "clip3"] });
+    state = voiceStep(state, { type: "learned", samples: 3, skipped: 1 });
+    expect(state).toEqual({ step: "done", samples: 3, skipped: 1 });
     expect(voiceStep(state, { type: "start" })).toEqual({ step: "asking" });
   });
 

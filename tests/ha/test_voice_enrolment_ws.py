@@ -96,13 +96,16 @@ async def test_an_administrator_enrols_their_own_voice_as_an_adult_and_forgets_i
     hass_admin_user: User,
     clips: list[str],
 ) -> None:
-    """The admin's own voice is an adult's; forget removes it, and says so once."""
+    """The admin's own voice is an adult's, and grows with a second enrolment (the answer
+    counts that one's clips); forget removes it, and says so once."""
     link_person(hass, hass_admin_user, "admin")
-    reply = await ask(
-        hass, hass_ws_client, {"type": "companion_agent/voice/enrol", "clips": clips[:2]}, None
-    )
-    assert reply["success"] is True, reply
-    assert enrolled(entry) == {hass_admin_user.id: ("adult", 2)}
+    for part in (clips[:2], clips[2:3]):
+        reply = await ask(
+            hass, hass_ws_client, {"type": "companion_agent/voice/enrol", "clips": part}, None
+        )
+        assert reply["success"] is True, reply
+        assert reply["result"] == {"samples": len(part), "skipped": []}
+    assert enrolled(entry) == {hass_admin_user.id: ("adult", 3)}
     answers = [
         await ask(hass, hass_ws_client, {"type": "companion_agent/voice/forget"}, None)
         for _ in range(2)

@@ -7,7 +7,8 @@ stay under the 4 MiB a WebSocket message may hold). The voice is the connection'
 only, enrolled under their ``person`` (error ``person_without_user`` when none is linked to
 them) into every loaded entry, with the role ``enrolment_role`` gives: an administrator's
 own is an adult's, anyone else keeps the role given them or is a child. The answer is
-``{"samples": n, "skipped": [...]}``; errors carry a code (``invalid_format``,
+``{"samples": n, "skipped": [...]}`` (the clips learned from this time, and the names of
+those with too little speech); errors carry a code (``invalid_format``,
 ``no_speech``, ``voice_model_unavailable``, ``voiceprint_file``). ``companion_agent/voice/forget``
 removes the user's own voiceprint and answers ``{"removed": bool}``.
 """
@@ -104,10 +105,9 @@ async def websocket_enrol_voice(
         code = ERROR_CODES.get(err.translation_key or "", "unknown_error")
         connection.send_error(msg["id"], code, str(err))
         return
-    answer = answer or {}
-    connection.send_result(
-        msg["id"], {"samples": answer.get("samples", 0), "skipped": answer.get("skipped", [])}
-    )
+    given = (answer or {}).get("skipped")
+    skipped = [str(name) for name in given] if isinstance(given, list) else []
+    connection.send_result(msg["id"], {"samples": len(clips) - len(skipped), "skipped": skipped})
 
 
 @websocket_command({vol.Required("type"): FORGET})
