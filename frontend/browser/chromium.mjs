@@ -1,7 +1,8 @@
-// Headless Chromium from Debian for the browser flows (card-flow.mjs, assist-flow.mjs): a
-// throwaway profile, the flags a container without a sandbox or GPU needs, English, and
-// reduced motion. close() ends the browser and removes the profile. signIn() and
-// connected() are the two flows' shared first steps on Home Assistant's frontend.
+// Headless Chromium from Debian for the browser flows (card-flow.mjs, assist-flow.mjs,
+// voice-flow.mjs): a throwaway profile, the flags a container without a sandbox or GPU needs,
+// English, and reduced motion (args: more flags, such as a fake microphone). close() ends the
+// browser and removes the profile. signIn() and connected() are the flows' shared first
+// steps on Home Assistant's frontend.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,12 +18,12 @@ const FLAGS = [
   "--disable-sync",
 ];
 
-export async function openChromium(viewport) {
+export async function openChromium(viewport, args = []) {
   const profile = mkdtempSync(join(tmpdir(), "companion-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     headless: true,
-    args: FLAGS,
+    args: [...FLAGS, ...args],
     viewport,
     locale: "en-US",
     reducedMotion: "reduce",

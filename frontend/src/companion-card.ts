@@ -15,6 +15,7 @@ import {
 } from "./state";
 import { emotionName, localize, pickLanguage, type Language, type StringKey } from "./strings";
 import { cardStyles } from "./styles";
+import { MAX_RECORD_MS, Microphone, PHRASES, voiceError, voiceStep, type VoiceAction, type VoiceStep } from "./voice";
 import type { CardEvent, CompanionCardConfig, ConfirmationEvent, Hass } from "./types";
 
 const TICK_MS = 250;
@@ -46,6 +47,7 @@ function stubConfig(entity: string): Partial<CompanionCardConfig> {
     show_tools: true,
     show_confirmations: true,
     show_memories: true,
+    show_voice: true,
   };
 }
 
@@ -70,6 +72,8 @@ export class CompanionCard extends LitElement {
     _model: { state: true },
     _error: { state: true },
     _now: { state: true },
+    _voice: { state: true },
+    _voiceNote: { state: true },
   };
 
   hass?: Hass;
@@ -77,6 +81,10 @@ export class CompanionCard extends LitElement {
   _model: CardModel = emptyModel();
   _error?: string;
   _now = Date.now();
+  _voice: VoiceStep = { step: "idle" };
+  _voiceNote?: StringKey;
+  private _microphone?: Microphone;
+  private _autoStop?: ReturnType<typeof setTimeout>;
   private _unsubscribe?: () => Promise<void> | void;
   private _subscribedTo?: string;
   private _timer?: ReturnType<typeof setInterval>;
@@ -97,6 +105,7 @@ export class CompanionCard extends LitElement {
       show_tools: true,
       show_confirmations: true,
       show_memories: true,
+      show_voice: true,
       ...config,
     };
   }
@@ -126,6 +135,7 @@ export class CompanionCard extends LitElement {
     if (this._timer !== undefined) clearInterval(this._timer);
     this._timer = undefined;
     void this._unsubscribeNow();
+    this.voice({ type: "cancel" });
   }
 
   protected override updated(changed: PropertyValues): void {
@@ -203,6 +213,81 @@ export class CompanionCard extends LitElement {
     return this._call("forget", { id });
   }
 
+  /** Take one step of the voice enrolment, and do what the new step needs. */
+  voice(action: VoiceAction): void {
+    const before = this._voice;
+    const after = voiceStep(before, action);
+    this._voice = after;
+    if (after === before) return;
+    if (action.type === "start") this._voiceNote = undefined;
+    if (after.step === "asking") void this._openMicrophone();
+    if (after.step === "recording") {
+      this._microphone?.start();
+      this._autoStop = setTimeout(() => this.stopRecording(), MAX_RECORD_MS);
+    }
+    if (after.step === "sending") void this._sendVoice(after.clips);
+    if (after.step !== "asking" && after.step !== "ready" && after.step !== "recording") {
+      void this._closeMicrophone();
+    }
+  }
+
+  /** End the phrase being recorded (the Stop button, or its six seconds are up). */
+  stopRecording(): void {
+    if (this._voice.step !== "recording" || !this._microphone) return;
+    clearTimeout(this._autoStop);
+    this.voice({ type: "recorded", clip: this._microphone.stop() });
+  }
+
+  /** Remove the signed-in user's own voiceprint. */
+  async forgetVoice(): Promise<void> {
+    try {
+      const answer = await this.hass?.connection.sendMessagePromise<{ removed: boolean }>({
+        type: `${DOMAIN}/voice/forget`,
+      });
+      this._voiceNote = answer?.removed ? "voice_forgotten" : "voice_not_enrolled";
+      this._voice = { step: "idle" };
+    } catch (err) {
+      this.voice({ type: "failed", error: voiceError(err) });
+    }
+  }
+
+  private async _openMicrophone(): Promise<void> {
+    const microphone = new Microphone();
+    this._microphone = microphone;
+    try {
+      await microphone.open();
+    } catch (err) {
+      await microphone.close();
+      if (this._microphone === microphone) this.voice({ type: "failed", error: voiceError(err) });
+      return;
+    }
+    if (this._microphone === microphone) this.voice({ type: "mic_ready" });
+    else await microphone.close();
+  }
+
+  private async _closeMicrophone(): Promise<void> {
+    clearTimeout(this._autoStop);
+    const microphone = this._microphone;
+    this._microphone = undefined;
+    await microphone?.close();
+  }
+
+  private async _sendVoice(clips: string[]): Promise<void> {
+    try {
+      const answer = await this.hass?.connection.sendMessagePromise<{
+        samples: number;
+        skipped: string[];
+      }>({ type: `${DOMAIN}/voice/enrol`, clips });
+      this.voice({
+        type: "learned",
+        samples: answer?.samples ?? 0,
+        skipped: answer?.skipped?.length ?? 0,
+      });
+    } catch (err) {
+      this.voice({ type: "failed", error: voiceError(err) });
+    }
+  }
+
   protected override render(): TemplateResult {
     const config = this._config;
     if (!config?.entity) {
@@ -238,6 +323,7 @@ export class CompanionCard extends LitElement {
         ${config.show_tools ? this._tools() : nothing}
         ${config.show_confirmations ? this._held(now) : nothing}
         ${config.show_memories ? this._memories(name) : nothing}
+        ${config.show_voice ? this._voicePart() : nothing}
       </div>
     </ha-card>`;
   }
@@ -330,6 +416,67 @@ export class CompanionCard extends LitElement {
       ${body}
     </section>`;
   }
+
+  private _voicePart(): TemplateResult {
+    const voice = this._voice;
+    const teach = (key: StringKey) =>
+      html`<button class="voice-teach" @click=${() => this.voice({ type: "start" })}>${this.t(key)}</button>`;
+    const cancel = html`<button class="voice-cancel" @click=${() => this.voice({ type: "cancel" })}>
+      ${this.t("voice_cancel")}
+    </button>`;
+    let body: TemplateResult;
+    switch (voice.step) {
+      case "idle":
+        body = html`${this._voiceNote ? html`<p class="voice-note">${this.t(this._voiceNote)}</p>` : nothing}
+          ${teach("voice_teach")}
+          <button class="voice-forget" @click=${() => this.forgetVoice()}>${this.t("voice_forget")}</button>`;
+        break;
+      case "asking":
+        body = html`<p class="voice-note">${this.t("voice_asking")}</p>
+          ${cancel}`;
+        break;
+      case "ready":
+      case "recording": {
+        const n = voice.index + 1;
+        const phrase = this.t(`voice_phrase_${n}` as StringKey);
+        body = html`<p class="voice-phrase" data-index=${n}>
+            ${this.t("voice_phrase", { n, total: PHRASES })} <q>${phrase}</q>
+          </p>
+          ${voice.step === "ready"
+            ? html`<button class="voice-record" @click=${() => this.voice({ type: "record" })}>
+                ${this.t("voice_record")}
+              </button>`
+            : html`<span class="voice-recording" role="status">${this.t("voice_recording")}</span>
+                <button class="voice-stop" @click=${() => this.stopRecording()}>${this.t("voice_stop")}</button>`}
+          ${cancel}`;
+        break;
+      }
+      case "sending":
+        body = html`<p class="voice-note" role="status">${this.t("voice_sending")}</p>`;
+        break;
+      case "done":
+        body = html`<p class="voice-done" role="status">${this.t("voice_done", { samples: voice.samples })}</p>
+          ${voice.skipped
+            ? html`<p class="voice-note">${this.t("voice_skipped", { skipped: voice.skipped })}</p>`
+            : nothing}
+          ${teach("voice_teach")}`;
+        break;
+      case "error":
+        body = html`<p class="voice-error" role="alert">${voiceErrorLine(this, voice)}</p>
+          ${teach("voice_again")}`;
+        break;
+    }
+    return html`<section class="voice">
+      <h3>${this.t("voice")}</h3>
+      ${body}
+    </section>`;
+  }
+}
+
+function voiceErrorLine(card: CompanionCard, step: Extract<VoiceStep, { step: "error" }>): string {
+  const error = step.error;
+  if (error.kind === "other") return card.t("failed", { error: error.message });
+  return card.t(`voice_${error.kind}` as StringKey);
 }
 
 if (!customElements.get("companion-card")) {

@@ -19,6 +19,7 @@ export const EDITOR_SCHEMA = [
   { name: "show_tools", selector: { boolean: {} } },
   { name: "show_confirmations", selector: { boolean: {} } },
   { name: "show_memories", selector: { boolean: {} } },
+  { name: "show_voice", selector: { boolean: {} } },
 ] as const;
 
 export class CompanionCardEditor extends LitElement {

@@ -76,6 +76,7 @@ export interface CompanionCardConfig {
   show_tools?: boolean;
   show_confirmations?: boolean;
   show_memories?: boolean;
+  show_voice?: boolean;
 }
 
 export interface HassEntityState {
@@ -89,6 +90,7 @@ export interface HassConnection {
     callback: (message: T) => void,
     message: Record<string, unknown>,
   ): Promise<() => Promise<void> | void>;
+  sendMessagePromise<T>(message: Record<string, unknown>): Promise<T>;
 }
 
 export interface Hass {

@@ -212,6 +212,7 @@ describe("companion-card", () => {
         show_tools: true,
         show_confirmations: true,
         show_memories: true,
+        show_voice: true,
       },
       label: "陪伴助手",
     });

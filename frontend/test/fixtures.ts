@@ -8,6 +8,9 @@ export interface FakeHass extends Hass {
   push(event: CardEvent): void;
   calls: Array<{ domain: string; service: string; data: Record<string, unknown> }>;
   subscriptions: Array<Record<string, unknown>>;
+  /** Commands sent with sendMessagePromise, and what each type answers (an Error: rejected). */
+  sent: Array<Record<string, unknown>>;
+  answers: Record<string, unknown>;
 }
 
 export function fakeHass(language = "en", fail?: { code: string; message: string }): FakeHass {
@@ -22,6 +25,8 @@ export function fakeHass(language = "en", fail?: { code: string; message: string
     locale: { language },
     calls: [],
     subscriptions: [],
+    sent: [],
+    answers: {},
     connection: {
       async subscribeMessage<T>(callback: (message: T) => void, message: Record<string, unknown>) {
         hass.subscriptions.push(message);
@@ -30,6 +35,12 @@ export function fakeHass(language = "en", fail?: { code: string; message: string
         return () => {
           listener = undefined;
         };
+      },
+      async sendMessagePromise<T>(message: Record<string, unknown>): Promise<T> {
+        hass.sent.push(message);
+        const answer = hass.answers[String(message.type)];
+        if (answer instanceof Error) throw answer;
+        return answer as T;
       },
     },
     async callService(domain, service, data) {

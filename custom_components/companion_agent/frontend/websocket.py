@@ -43,14 +43,16 @@ from ..engine.memory import HOUSEHOLD, MemoryScope
 from ..runtime import Speaker
 from .events import CardEvent, ConfirmationChanged, TurnEnded, clip
 from .hub import CardSubscription, Viewer, visible
+from .voice_enrolment import async_register_voice_commands
 
 COMMAND = f"{DOMAIN}/subscribe"
 
 
 @callback
 def async_register_websocket(hass: HomeAssistant) -> None:
-    """Offer the card's subscription on HA's WebSocket API."""
+    """Offer the card's subscription, and its voice enrolment, on HA's WebSocket API."""
     async_register_command(hass, websocket_subscribe)
+    async_register_voice_commands(hass)
 
 
 @websocket_command({vol.Required("type"): COMMAND, vol.Required("entity_id"): cv.entity_id})

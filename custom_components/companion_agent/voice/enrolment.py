@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 import wave
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,7 +97,7 @@ class EnrolmentStep:
     listens: bool
 
 
-def _entries_voices(hass: HomeAssistant) -> list[HouseholdVoices]:
+def entries_voices(hass: HomeAssistant) -> list[HouseholdVoices]:
     """Return every loaded entry's household voices."""
     return [entry.runtime_data.voices for entry in loaded_entries(hass)]
 
@@ -144,7 +144,7 @@ async def async_enroll_voice(hass: HomeAssistant, call: ServiceCall) -> ServiceR
     if bool(files) == bool(satellite):
         raise ServiceValidationError(translation_domain=DOMAIN, translation_key="enrol_needs_one")
     user_id, name, trusted = await _async_person(hass, call)
-    voices = _entries_voices(hass)
+    voices = entries_voices(hass)
     role = enrolment_role(voices, user_id, call.data.get("role"), trusted=trusted)
     if satellite is not None:
         return await _async_start_at_satellite(
@@ -165,7 +165,7 @@ async def async_forget_voice(hass: HomeAssistant, call: ServiceCall) -> ServiceR
 async def async_remove_voice(hass: HomeAssistant, user_id: str) -> bool:
     """Remove ``user_id``'s voiceprint from every loaded entry; say if there was one."""
     removed = False
-    for voices in _entries_voices(hass):
+    for voices in entries_voices(hass):
         removed = await voices.async_remove(user_id) or removed
     return removed
 
@@ -195,18 +195,50 @@ async def _async_enrol_files(
     """Embed each file and add the usable ones to the person's voiceprint."""
     if len(files) > MAX_FILES:
         raise ServiceValidationError(translation_domain=DOMAIN, translation_key="enrol_too_many")
+
+    async def read() -> AsyncIterator[tuple[str, bytes]]:
+        """Read each file allowed as 16 kHz PCM, one at a time, named by its path."""
+        for name_of_file in files:
+            path = Path(name_of_file)
+            if not await hass.async_add_executor_job(hass.config.is_allowed_path, str(path)):
+                raise ServiceValidationError(
+                    translation_domain=DOMAIN,
+                    translation_key="enrol_path_not_allowed",
+                    translation_placeholders={"path": str(path)},
+                )
+            try:
+                pcm = await hass.async_add_executor_job(read_wav_16k, path)
+            except (OSError, EOFError, wave.Error, ValueError) as err:
+                raise _bad_audio(str(path), err) from err
+            yield str(path), pcm
+
+    return await async_enrol_pcm(voices, read(), user_id=user_id, name=name, role=role)
+
+
+async def async_enrol_pcm(
+    voices: Sequence[HouseholdVoices],
+    clips: AsyncIterable[tuple[str, bytes]],
+    *,
+    user_id: str,
+    name: str,
+    role: Role,
+) -> ServiceResponse:
+    """Embed each named clip of 16 kHz, 16-bit mono PCM and add the usable ones to the
+    person's voiceprint in every entry of ``voices``; answer the samples and what was skipped.
+
+    Raise ``HomeAssistantError`` (translated): ``voice_model_unavailable``,
+    ``enrol_bad_audio``, ``enrol_no_speech`` (no clip had enough speech), ``voiceprint_file``.
+    """
+    if not voices:
+        raise HomeAssistantError(
+            translation_domain=DOMAIN,
+            translation_key="voice_model_unavailable",
+            translation_placeholders={"error": "no companion entry is loaded"},
+        )
     samples: list[Embedding] = []
     skipped: list[str] = []
-    for name_of_file in files:
-        path = Path(name_of_file)
-        if not await hass.async_add_executor_job(hass.config.is_allowed_path, str(path)):
-            raise ServiceValidationError(
-                translation_domain=DOMAIN,
-                translation_key="enrol_path_not_allowed",
-                translation_placeholders={"path": str(path)},
-            )
+    async for label, pcm in clips:
         try:
-            pcm = await hass.async_add_executor_job(read_wav_16k, path)
             embedding = await voices[0].async_embed(pcm)
         except VoiceModelError as err:
             raise HomeAssistantError(
@@ -214,14 +246,10 @@ async def _async_enrol_files(
                 translation_key="voice_model_unavailable",
                 translation_placeholders={"error": str(err)},
             ) from err
-        except (OSError, EOFError, wave.Error, ValueError) as err:
-            raise ServiceValidationError(
-                translation_domain=DOMAIN,
-                translation_key="enrol_bad_audio",
-                translation_placeholders={"path": str(path), "error": str(err)},
-            ) from err
+        except ValueError as err:
+            raise _bad_audio(label, err) from err
         if embedding is None:
-            skipped.append(str(path))
+            skipped.append(label)
         else:
             samples.append(embedding)
     if not samples:
@@ -238,6 +266,15 @@ async def _async_enrol_files(
         ) from err
     assert enrolled is not None
     return {"status": "enrolled", "samples": enrolled.samples, "skipped": list(skipped)}
+
+
+def _bad_audio(label: str, err: Exception) -> ServiceValidationError:
+    """Return the error for a recording that is not usable audio."""
+    return ServiceValidationError(
+        translation_domain=DOMAIN,
+        translation_key="enrol_bad_audio",
+        translation_placeholders={"path": label, "error": str(err)},
+    )
 
 
 def read_wav_16k(path: Path) -> bytes:
@@ -345,7 +382,7 @@ async def async_enrolment_step(
         return EnrolmentStep(_line(lines["enrol_next"], phrase=phrase), listens=True)
     del sessions[satellite_id]
     try:
-        for household in _entries_voices(hass):
+        for household in entries_voices(hass):
             await household.async_enrol(session.user_id, session.name, session.role, session.taken)
     finally:
         _end(hass, session)
