@@ -12,15 +12,12 @@ The screenshots are saved under ``.screenshots/card/`` and named in the output.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.browser_flow import create_dashboard, run_flow
 from tests.support.front_door import FRONT_DOOR_YAML
 from tests.support.ha_process import HomeAssistantProcess
 from tests.support.llm_script import Reply
@@ -29,8 +26,6 @@ from tests.support.llm_server import LLMServer
 ROOT = Path(__file__).resolve().parents[2]
 FLOW = ROOT / "frontend" / "browser" / "card-flow.mjs"
 SHOTS = ROOT / ".screenshots" / "card"
-CHROMIUM = "/usr/bin/chromium"
-NODE = shutil.which("node")
 FLOW_TIMEOUT = 90.0
 SENTENCE = "Shall I unlock it for you?"
 CARD_PROFILE = """
@@ -67,19 +62,7 @@ async def test_the_card_shows_a_turn_and_approves_a_held_unlock(
     """Subtitle, face change and held unlock appear on the card; Enter on Approve unlocks."""
     persona = await home.configure_companion(llm_server.url, profile="card")
     await home.expose("lock.front_door")
-    await home.ws(
-        {
-            "type": "lovelace/dashboards/create",
-            "url_path": DASHBOARD,
-            "title": "Companion",
-            "mode": "storage",
-        },
-        {
-            "type": "lovelace/config/save",
-            "url_path": DASHBOARD,
-            "config": {"title": "Companion", "views": [{"title": "Juniper", "cards": []}]},
-        },
-    )
+    await create_dashboard(home, DASHBOARD, "Companion", [{"title": "Juniper", "cards": []}])
     await home.rest(
         "POST",
         "/api/services/companion_agent/remember",
@@ -89,40 +72,10 @@ async def test_the_card_shows_a_turn_and_approves_a_held_unlock(
         Reply.tool_calls(("call_unlock", "HassTurnOff", UNLOCK)),
         Reply.text(f"[surprise] Oh, the front door? [think] {SENTENCE}", delay=0.05),
     )
-    if SHOTS.exists():
-        shutil.rmtree(SHOTS)
-    SHOTS.mkdir(parents=True)
-    env = {
-        **os.environ,
-        "HA_URL": home.url,
-        "DASHBOARD": f"/{DASHBOARD}/0",
-        "HA_USER": home.username,
-        "HA_PASSWORD": home.password,
-        "PERSONA": persona,
-        "SHOTS": str(SHOTS),
-        "EXPECT_SENTENCE": SENTENCE,
-        "EXPECT_MEMORY": MEMORY,
-        "CHROMIUM": CHROMIUM,
-    }
-    assert NODE is not None
-    flow = await asyncio.create_subprocess_exec(
-        NODE,
-        str(FLOW),
-        cwd=FLOW.parent,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    try:
-        out, _ = await asyncio.wait_for(flow.communicate(), FLOW_TIMEOUT)
-    except TimeoutError:
-        flow.kill()
-        await flow.wait()
-        raise
-    lines = out.decode(errors="replace").strip().splitlines()
-    summary = json.loads(lines[-1]) if lines and lines[-1].startswith('{"') else {}
-    print("screenshots:", *summary.get("screenshots", []), sep="\n  ")
-    assert flow.returncode == 0, f"{summary.get('error') or lines[-20:]}\n{home.output(2000)}"
+    env = {"PERSONA": persona, "EXPECT_SENTENCE": SENTENCE, "EXPECT_MEMORY": MEMORY}
+    run = await run_flow(FLOW, home, shots=SHOTS, dashboard=DASHBOARD, env=env, within=FLOW_TIMEOUT)
+    summary = run.summary
+    assert run.returncode == 0, f"{summary.get('error') or run.lines[-20:]}\n{home.output(2000)}"
     assert summary["subtitle"] == SENTENCE
     assert (summary["emotion_before"], summary["emotion_after"]) == ("neutral", "think")
     assert "Front Door" in summary["held"]

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.browser_flow import create_dashboard, run_flow
 from tests.support.festival import festival_say, write_wav
 from tests.support.ha_process import HomeAssistantProcess
 from tests.support.llm_server import LLMServer
@@ -26,8 +25,6 @@ from tests.support.llm_server import LLMServer
 ROOT = Path(__file__).resolve().parents[2]
 FLOW = ROOT / "frontend" / "browser" / "voice-flow.mjs"
 SHOTS = ROOT / ".screenshots" / "voice"
-CHROMIUM = "/usr/bin/chromium"
-NODE = shutil.which("node")
 FLOW_TIMEOUT = 120.0
 DASHBOARD = "companion-voice"
 SPEECH = (
@@ -50,55 +47,13 @@ async def test_the_card_records_four_phrases_and_ha_learns_the_owners_voice(
 ) -> None:
     """Four phrases recorded through the fake microphone enrol the owner, as an adult."""
     persona = await home.configure_companion(llm_server.url)
-    await home.ws(
-        {
-            "type": "lovelace/dashboards/create",
-            "url_path": DASHBOARD,
-            "title": "Voice",
-            "mode": "storage",
-        },
-        {
-            "type": "lovelace/config/save",
-            "url_path": DASHBOARD,
-            "config": {
-                "title": "Voice",
-                "views": [{"cards": [{"type": "custom:companion-card", "entity": persona}]}],
-            },
-        },
-    )
+    cards = [{"type": "custom:companion-card", "entity": persona}]
+    await create_dashboard(home, DASHBOARD, "Voice", [{"cards": cards}])
     speech = write_wav(tmp_path / "speech.wav", festival_say(SPEECH, "slt"))
-    if SHOTS.exists():
-        shutil.rmtree(SHOTS)
-    SHOTS.mkdir(parents=True)
-    env = {
-        **os.environ,
-        "HA_URL": home.url,
-        "DASHBOARD": f"/{DASHBOARD}/0",
-        "HA_USER": home.username,
-        "HA_PASSWORD": home.password,
-        "SHOTS": str(SHOTS),
-        "SPEECH_WAV": str(speech),
-        "CHROMIUM": CHROMIUM,
-    }
-    assert NODE is not None
-    flow = await asyncio.create_subprocess_exec(
-        NODE,
-        str(FLOW),
-        cwd=FLOW.parent,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    try:
-        out, _ = await asyncio.wait_for(flow.communicate(), FLOW_TIMEOUT)
-    except TimeoutError:
-        flow.kill()
-        await flow.wait()
-        raise
-    lines = out.decode(errors="replace").strip().splitlines()
-    summary = json.loads(lines[-1]) if lines and lines[-1].startswith('{"') else {}
-    print("screenshots:", *summary.get("screenshots", []), sep="\n  ")
-    assert flow.returncode == 0, f"{summary.get('error') or lines[-20:]}\n{home.output(2000)}"
+    env = {"SPEECH_WAV": str(speech)}
+    run = await run_flow(FLOW, home, shots=SHOTS, dashboard=DASHBOARD, env=env, within=FLOW_TIMEOUT)
+    summary = run.summary
+    assert run.returncode == 0, f"{summary.get('error') or run.lines[-20:]}\n{home.output(2000)}"
     assert summary["phrases"][0] == "Please turn on the lights in the kitchen."
     assert len(summary["phrases"]) == 4
     assert summary["answer"] == "Learned from 4 recordings", summary["clips"]
