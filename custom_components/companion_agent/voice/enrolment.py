@@ -60,7 +60,7 @@ from homeassistant.util.language import matches
 from ..const import DOMAIN, LOGGER
 from ..engine.errors import VoiceModelError, VoiceprintFileError
 from ..engine.voices import Embedding, Role
-from ..runtime import loaded_entries
+from ..runtime import loaded, loaded_entries
 from .speaking import speaking, take_heard
 from .voiceprints import HouseholdVoices
 
@@ -314,13 +314,11 @@ async def _async_start_at_satellite(
         )
     lines = await async_enrolment_lines(hass, hass.config.language)
     phrases = [lines[f"enrol_phrase_{n}"] for n in range(1, PHRASES + 1)]
-    sessions = hass.data.setdefault(ENROLMENTS, {})
-    if (old := sessions.pop(satellite, None)) is not None:
-        _end(hass, old)
+    _finish(hass, satellite)  # a newer enrolment there replaces it
     session = SatelliteEnrolment(
         user_id=user_id, name=name, role=role, phrases=phrases, lines=lines
     )
-    sessions[satellite] = session
+    hass.data.setdefault(ENROLMENTS, {})[satellite] = session
     for household in voices:
         household.begin_enrolment()
     start = _line(lines["enrol_start"], name=name, phrase=phrases[0])
@@ -339,15 +337,17 @@ async def _async_ask(hass: HomeAssistant, satellite: str, message: str) -> None:
         await hass.services.async_call(SATELLITE, "start_conversation", data, blocking=True)
     except HomeAssistantError as err:
         LOGGER.warning("The enrolment at %s could not start: %s", satellite, err)
-        if (session := hass.data.get(ENROLMENTS, {}).pop(satellite, None)) is not None:
-            _end(hass, session)
+        _finish(hass, satellite)
 
 
-def _end(hass: HomeAssistant, session: SatelliteEnrolment) -> None:
-    """Stop embedding for ``session``: it ended (done, given up, replaced or too old)."""
-    del session
-    for entry in loaded_entries(hass):
-        entry.runtime_data.voices.end_enrolment()
+def _finish(hass: HomeAssistant, satellite: str) -> SatelliteEnrolment | None:
+    """End the enrolment running at ``satellite``, if one is (done, given up, replaced or too
+    old), and stop embedding for it; return it."""
+    session = hass.data.get(ENROLMENTS, {}).pop(satellite, None)
+    if session is not None:
+        for entry in loaded(hass):
+            entry.runtime_data.voices.end_enrolment()
+    return session
 
 
 async def async_enrolment_step(
@@ -363,16 +363,14 @@ async def async_enrolment_step(
     if session is None or satellite_id is None:
         return None
     if time.monotonic() - session.started > SESSION_SECONDS:
-        del sessions[satellite_id]
-        _end(hass, session)
+        _finish(hass, satellite_id)
         return None
     embedding = await _async_heard_embedding(hass, text)
     lines = session.lines
     if embedding is None:
         session.misses += 1
         if session.misses >= MAX_MISSES:
-            del sessions[satellite_id]
-            _end(hass, session)
+            _finish(hass, satellite_id)
             return EnrolmentStep(_line(lines["enrol_gave_up"], name=session.name), listens=False)
         phrase = session.phrases[len(session.taken)]
         return EnrolmentStep(_line(lines["enrol_again"], phrase=phrase), listens=True)
@@ -380,12 +378,9 @@ async def async_enrolment_step(
     if len(session.taken) < len(session.phrases):
         phrase = session.phrases[len(session.taken)]
         return EnrolmentStep(_line(lines["enrol_next"], phrase=phrase), listens=True)
-    del sessions[satellite_id]
-    try:
-        for household in entries_voices(hass):
-            await household.async_enrol(session.user_id, session.name, session.role, session.taken)
-    finally:
-        _end(hass, session)
+    _finish(hass, satellite_id)
+    for household in entries_voices(hass):
+        await household.async_enrol(session.user_id, session.name, session.role, session.taken)
     return EnrolmentStep(_line(lines["enrol_done"], name=session.name), listens=False)
 
 
