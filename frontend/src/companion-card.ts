@@ -22,6 +22,8 @@ const TICK_MS = 250;
 /** How long after a subtitle the clock keeps ticking (its hold is far shorter). */
 const CLOCK_AFTER_MS = 60_000;
 const DOMAIN = "companion_agent";
+/** Refusals of an answer that leave the held action waiting for someone who may give it. */
+const STILL_HELD = new Set(["confirmation_not_adult", "confirmation_wrong_user"]);
 
 export function describeHeld(held: ConfirmationEvent, language: Language): string {
   const targets = held.action.targets;
@@ -195,22 +197,30 @@ export class CompanionCard extends LitElement {
     }
   }
 
-  private async _call(service: string, data: Record<string, unknown>): Promise<void> {
+  /** Call one of the companion's services; the refusal's translation key, if it was refused. */
+  private async _call(service: string, data: Record<string, unknown>): Promise<string | undefined> {
     try {
       await this.hass?.callService(DOMAIN, service, data);
       this._error = undefined;
+      return undefined;
     } catch (err) {
       this._error = this.t("failed", { error: (err as Error).message ?? String(err) });
+      return (err as { translation_key?: string }).translation_key ?? "failed";
     }
   }
 
-  answer(held: ConfirmationEvent, approve: boolean): Promise<void> {
+  /** Answer a held action; a refusal that left it waiting (not an adult's) shows it again. */
+  async answer(held: ConfirmationEvent, approve: boolean): Promise<void> {
     this._model = { ...this._model, held: this._model.held.filter((h) => h.id !== held.id) };
-    return this._call("confirm_action", { token: held.token, approve });
+    const refused = await this._call("confirm_action", { token: held.token, approve });
+    if (refused === undefined || !STILL_HELD.has(refused)) return;
+    if (!this._model.held.some((h) => h.id === held.id)) {
+      this._model = { ...this._model, held: [held, ...this._model.held] };
+    }
   }
 
-  forget(id: string): Promise<void> {
-    return this._call("forget", { id });
+  async forget(id: string): Promise<void> {
+    await this._call("forget", { id });
   }
 
   /** Take one step of the voice enrolment, and do what the new step needs. */
@@ -369,7 +379,11 @@ export class CompanionCard extends LitElement {
           const what = describeHeld(item, this.language);
           const seconds = Math.max(0, Math.round(item.expires_at - now / 1000));
           return html`<li class="held" data-id=${item.id}>
-            <span class="what">${what} <small>(${this.t("expires", { seconds })})</small></span>
+            <span class="what"
+              >${what} <small>(${this.t("expires", { seconds })})</small>${item.needs_adult
+                ? html`<small class="adult">${this.t("needs_adult")}</small>`
+                : nothing}</span
+            >
             <button
               class="approve"
               aria-label=${this.t("approve_label", { what })}

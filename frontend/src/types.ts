@@ -36,6 +36,8 @@ export interface ConfirmationEvent {
   action: { tool: string; targets: HeldTarget[] };
   expires_at: number;
   token?: string;
+  /** Only an adult may approve it: an enrolled adult's voice, or someone signed in. */
+  needs_adult?: boolean;
 }
 
 export interface MemoryItem {

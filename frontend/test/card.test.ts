@@ -139,6 +139,37 @@ describe("companion-card", () => {
     expect(hass.calls[1].data).toEqual({ token: "second", approve: false });
   });
 
+  it("says when only an adult may approve, and shows the action again when the answer was refused for it", async () => {
+    const hass = fakeHass();
+    const card = await mountCard(hass);
+    hass.push(SNAPSHOT);
+    hass.push({ ...HELD, needs_adult: true });
+    hass.push({ ...HELD, id: "ref-2", token: "second", needs_adult: false });
+    await settle(card);
+    const held = () => [...shadow(card).querySelectorAll<HTMLElement>(".held")];
+    expect(held().map((li) => li.querySelector(".adult")?.textContent)).toEqual([
+      "An adult must approve this",
+      undefined,
+    ]);
+    hass.refusals.confirm_action = {
+      code: "service_validation_error",
+      message: "Only an adult may approve this",
+      translation_key: "confirmation_not_adult",
+    };
+    (held()[0].querySelector("button.approve") as HTMLButtonElement).click();
+    await settle(card);
+    expect(held().map((li) => li.dataset.id)).toEqual(["ref-1", "ref-2"]);
+    expect(shadow(card).textContent).toContain("Only an adult may approve this");
+    hass.refusals.confirm_action = {
+      code: "service_validation_error",
+      message: "already used",
+      translation_key: "confirmation_used",
+    };
+    (held()[1].querySelector("button.approve") as HTMLButtonElement).click();
+    await settle(card);
+    expect(held().map((li) => li.dataset.id)).toEqual(["ref-1"]);
+  });
+
   it("drops a held action once it was answered elsewhere or expired", async () => {
     const hass = fakeHass();
     const card = await mountCard(hass);

@@ -11,6 +11,8 @@ export interface FakeHass extends Hass {
   /** Commands sent with sendMessagePromise, and what each type answers (an Error: rejected). */
   sent: Array<Record<string, unknown>>;
   answers: Record<string, unknown>;
+  /** What a service call is refused with, by service (HA's WebSocket error object). */
+  refusals: Record<string, { code: string; message: string; translation_key?: string }>;
 }
 
 export function fakeHass(language = "en", fail?: { code: string; message: string }): FakeHass {
@@ -27,6 +29,7 @@ export function fakeHass(language = "en", fail?: { code: string; message: string
     subscriptions: [],
     sent: [],
     answers: {},
+    refusals: {},
     connection: {
       async subscribeMessage<T>(callback: (message: T) => void, message: Record<string, unknown>) {
         hass.subscriptions.push(message);
@@ -45,6 +48,8 @@ export function fakeHass(language = "en", fail?: { code: string; message: string
     },
     async callService(domain, service, data) {
       hass.calls.push({ domain, service, data });
+      const refusal = hass.refusals[service];
+      if (refusal) throw refusal;
       return {};
     },
     push(event) {

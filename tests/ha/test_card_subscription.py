@@ -131,6 +131,7 @@ async def test_a_non_admin_sees_only_their_own_held_action_and_the_households_me
     await ask(hass, agent, "Unlock the front door", user_id=anna)
     held = await cards["anna"].until("confirmation", status="requested")
     assert held["action"]["targets"][0]["entity_id"] == "lock.front_door"
+    assert held["needs_adult"] is False  # no adult's voice is enrolled
     await cards["anna"].until("turn_ended")
     for name in ("ben", "admin"):
         await cards[name].drain()

@@ -219,10 +219,8 @@ async def test_only_the_enrolled_adults_yes_unlocks_the_door_once(
     _ben_id, ben = await add_person(hass, "Ben")
     await house.enrol("ada", ada, "adult", tmp_path)
     await house.enrol("ben", ben, "child", tmp_path)
-    statuses: list[object] = []
-    hass.bus.async_listen(
-        "companion_agent_confirmation", callback(lambda e: statuses.append(e.data["status"]))
-    )
+    events: list[Mapping[str, object]] = []
+    hass.bus.async_listen("companion_agent_confirmation", callback(lambda e: events.append(e.data)))
     llm_server.script(
         Reply.tool_calls(("call_unlock", "HassTurnOff", UNLOCK)),
         Reply.text("Shall I unlock the front door?"),
@@ -231,6 +229,7 @@ async def test_only_the_enrolled_adults_yes_unlocks_the_door_once(
     conversation_id = asked["conversation_id"]
     assert isinstance(conversation_id, str)
     assert state(hass, "lock.front_door") == "locked"
+    assert [(e["status"], e["needs_adult"]) for e in events] == [("requested", True)]
     yes = "Yes, please unlock the front door now."
 
     child = await house.hear("ben", yes, KITCHEN, conversation_id)
@@ -247,7 +246,7 @@ async def test_only_the_enrolled_adults_yes_unlocks_the_door_once(
     await house.hear("ada", yes, KITCHEN, conversation_id)
 
     assert state(hass, "lock.front_door") == "locked"
-    assert statuses.count("executed") == 1
+    assert [e["status"] for e in events].count("executed") == 1
     await flush_audit(house.entry)
     runs = [r for r in audit(hass) if r["tool"] == "HassTurnOff" and r["outcome"] == "success"]
     assert len(runs) == 1

@@ -28,6 +28,10 @@ def async_fire_confirmation(
 ) -> None:
     """Tell automations and dashboards about a held call; only a request carries the token.
 
+    A request also says whether only an adult may approve it (``needs_adult``: an enrolled
+    adult's voice, or a signed-in person not enrolled as a child), so an automation can ask
+    only the adults.
+
     An end that ran nothing (declined, expired, interrupted by a reload, a restart or a
     shutdown) says why, in the words the model hears.
     """
@@ -41,6 +45,7 @@ def async_fire_confirmation(
     if status == "requested":
         data["token"] = token.token_id
         data["expires_in"] = round(token.expires_at - token.created_at)
+        data["needs_adult"] = token.needs_voice
     elif status in UNRUN_REASONS:
         data["reason"] = UNRUN_REASONS[status]
     hass.bus.async_fire(EVENT_CONFIRMATION, data)

@@ -134,7 +134,7 @@ class ConfirmationChanged:
     """Epoch seconds."""
 
     def payload(self) -> JSONObject:
-        """Return what the card receives: the token only while it waits."""
+        """Return what the card receives; while it waits, the token and who may approve."""
         data: JSONObject = {
             "kind": self.kind,
             "status": self.status,
@@ -145,6 +145,7 @@ class ConfirmationChanged:
         }
         if self.status == "requested":
             data["token"] = self.token.token_id
+            data["needs_adult"] = self.token.needs_voice
         return data
 
 
