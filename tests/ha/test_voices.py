@@ -291,3 +291,36 @@ async def test_the_options_enrol_and_forget_a_voice_with_the_actions_checks(
     assert forgotten["reason"] == "voice_forgotten"
     assert enrolled(entry) == {}
     assert entry.options == {}  # the options themselves are unchanged
+
+
+async def test_two_companions_hear_with_one_encoder_loaded_once(
+    hass: HomeAssistant,
+    entry: MockConfigEntry,
+    setup_companion: SetupCompanion,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A second entry hears with the encoder the first loaded: its weights are in memory once."""
+    loads: list[object] = []
+    real_load = encoder.SpeakerEncoder.load
+
+    def counted(path: Path | None = None) -> encoder.SpeakerEncoder:
+        loads.append(path)
+        return real_load(path)
+
+    monkeypatch.setattr(encoder.SpeakerEncoder, "load", staticmethod(counted))
+    other = await setup_companion(persona("Other"))
+    heard = []
+    for companion in (entry, other):
+        voices = companion.runtime_data.voices
+        voices.begin_enrolment()
+        heard.append(await voices.async_hear(festival_say(SENTENCES[0], "slt")))
+        voices.end_enrolment()
+
+    assert len(loads) == 1
+    first, second = (h.embedding for h in heard)
+    assert first is not None
+    assert second is not None
+    assert first.cosine(second) > 0.999
+    for companion in (entry, other):
+        diagnostics = await async_get_config_entry_diagnostics(hass, companion)
+        assert diagnostics["voices"]["encoder"] == "loaded"

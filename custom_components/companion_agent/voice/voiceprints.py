@@ -2,9 +2,10 @@
 
 Each loaded entry keeps its voiceprints in one file beside its other stores
 (``<entry>.voiceprints.json``, the engine's ``VoiceprintStore``). The speaker encoder is
-loaded once, in an executor thread, the first time a voice is enrolled or heard with
-voices enrolled; every embedding is computed in an executor thread too, started as soon as
-an utterance's audio has ended, so it runs while the speech server is still transcribing.
+loaded once for all entries (``SHARED_ENCODER``; its weights are read-only), in an executor
+thread, the first time a voice is enrolled or heard with voices enrolled; every embedding is
+computed in an executor thread too, started as soon as an utterance's audio has ended, so it
+runs while the speech server is still transcribing.
 
 Nothing here ever stops a turn: a missing or failing encoder, or any error while a voice is
 matched, leaves the turn as the household's, with one repair issue for the encoder (it goes
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import issue_registry as ir
+from homeassistant.util.hass_dict import HassKey
 
 from ..const import DOMAIN, LOGGER, STORAGE_FOLDER
 from ..engine.errors import VoiceModelError, VoiceprintFileError
@@ -46,6 +48,9 @@ MAX_HEARD_SECONDS = 30
 MAX_HEARD_BYTES = MAX_HEARD_SECONDS * 16000 * 2
 MAX_CONVERSATIONS = 64
 """Conversations whose last recognised speaker is kept (for "that wasn't me")."""
+SHARED_ENCODER: HassKey[SpeakerEncoder] = HassKey(f"{DOMAIN}_speaker_encoder")
+"""The one loaded speaker encoder every entry uses (a failure is each entry's own, retried
+when it reloads)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +236,11 @@ class HouseholdVoices:
             if self._encoder_error is not None:
                 raise self._encoder_error
             try:
-                self._encoder = await self.hass.async_add_executor_job(SpeakerEncoder.load)
+                shared = self.hass.data.get(SHARED_ENCODER)
+                if shared is None:
+                    loaded = await self.hass.async_add_executor_job(SpeakerEncoder.load)
+                    shared = self.hass.data.setdefault(SHARED_ENCODER, loaded)
+                self._encoder = shared
             except VoiceModelError as err:
                 self._encoder_error = err
                 LOGGER.warning("The speaker encoder could not be loaded: %s", err)
