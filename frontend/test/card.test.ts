@@ -151,22 +151,19 @@ describe("companion-card", () => {
       "An adult must approve this",
       undefined,
     ]);
-    hass.refusals.confirm_action = {
-      code: "service_validation_error",
-      message: "Only an adult may approve this",
-      translation_key: "confirmation_not_adult",
+    const refuse = (key: string, message: string) => {
+      hass.refusals.confirm_action = { code: "service_validation_error", message, translation_key: key };
     };
-    (held()[0].querySelector("button.approve") as HTMLButtonElement).click();
-    await settle(card);
+    const approve = async (index: number) => {
+      (held()[index].querySelector("button.approve") as HTMLButtonElement).click();
+      await settle(card);
+    };
+    refuse("confirmation_not_adult", "Only an adult may approve this");
+    await approve(0);
     expect(held().map((li) => li.dataset.id)).toEqual(["ref-1", "ref-2"]);
     expect(shadow(card).textContent).toContain("Only an adult may approve this");
-    hass.refusals.confirm_action = {
-      code: "service_validation_error",
-      message: "already used",
-      translation_key: "confirmation_used",
-    };
-    (held()[1].querySelector("button.approve") as HTMLButtonElement).click();
-    await settle(card);
+    refuse("confirmation_used", "already used");
+    await approve(1);
     expect(held().map((li) => li.dataset.id)).toEqual(["ref-1"]);
   });
 
