@@ -36,7 +36,8 @@ export interface ConfirmationEvent {
   action: { tool: string; targets: HeldTarget[] };
   expires_at: number;
   token?: string;
-  /** Only an adult may approve it: an enrolled adult's voice, or someone signed in. */
+  /** Only an adult may approve it: an enrolled adult's voice, or a signed-in person not
+   * enrolled as a child. */
   needs_adult?: boolean;
 }
 
