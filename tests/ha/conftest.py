@@ -49,7 +49,9 @@ from tests.ha.common.speakers import (
 from tests.support.asr_server import ScriptedAsrServer
 from tests.support.llm_server import LLMServer
 from tests.support.piper import PiperPeer
+from tests.support.satellite import SatellitePeer
 from tests.support.satellite_script import ScriptedSatellite
+from tests.support.whisper import WhisperPeer
 from tests.support.wyoming_proxy import WyomingProxy
 
 
@@ -163,6 +165,26 @@ async def on_satellite(
     yield OnSatellite(entry=entry, entity_id=entity, satellite=satellite, asr=asr)
     if entry.state is ConfigEntryState.LOADED:
         assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+@pytest.fixture
+async def on_wyoming_satellite(
+    hass: HomeAssistant,
+    setup_companion: SetupCompanion,
+    piper: PiperPeer,
+    whisper: WhisperPeer,
+    satellite: SatellitePeer,
+) -> tuple[MockConfigEntry, str]:
+    """Set up the companion (whisper, our persona, piper) with the real satellite, idle."""
+    entry, satellite_id = await setup_satellite_companion(
+        hass,
+        setup_companion,
+        piper,
+        (whisper.host, whisper.port, whisper.model),
+        (satellite.host, satellite.port),
+    )
+    await wait_state(hass, satellite_id, "idle")
+    return entry, satellite_id
 
 
 @pytest.fixture

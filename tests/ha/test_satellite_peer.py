@@ -42,26 +42,6 @@ QUESTION = "What will the weather be like today?"
 ANSWER = "It will be sunny and warm all day."
 
 
-@pytest.fixture
-async def on_wyoming_satellite(
-    hass: HomeAssistant,
-    setup_companion: SetupCompanion,
-    piper: PiperPeer,
-    whisper: WhisperPeer,
-    satellite: SatellitePeer,
-) -> tuple[MockConfigEntry, str]:
-    """Set up the companion (whisper, our persona, piper) with the real satellite, idle."""
-    entry, satellite_id = await setup_satellite_companion(
-        hass,
-        setup_companion,
-        piper,
-        (whisper.host, whisper.port, whisper.model),
-        (satellite.host, satellite.port),
-    )
-    await wait_state(hass, satellite_id, "idle")
-    return entry, satellite_id
-
-
 def at_16k(pcm: bytes) -> bytes:
     """Return the satellite speaker's audio (22.05 kHz, 16-bit mono) at 16 kHz for whisper."""
     chunk = AudioChunk(rate=SPEAKER_RATE, width=2, channels=1, audio=pcm)

@@ -16,14 +16,10 @@ from homeassistant.components.assist_pipeline.pipeline import (
     async_update_pipeline,
 )
 from homeassistant.core import HomeAssistant
+from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from tests.ha.common import SetupCompanion, add_person, agents_by_title, call, settled
-from tests.ha.common.satellites import (
-    setup_satellite_companion,
-    setup_wyoming,
-    wait_state,
-    wyoming_entity,
-)
+from tests.ha.common import add_person, agents_by_title, call, settled
+from tests.ha.common.satellites import setup_wyoming, wait_state, wyoming_entity
 from tests.support.chat_requests import last_user_message
 from tests.support.festival import write_wav
 from tests.support.llm_script import Reply
@@ -73,7 +69,7 @@ async def ask_at_the_satellite(
 async def test_the_satellite_knows_who_asks_with_either_speech_to_text(
     hass: HomeAssistant,
     *,
-    setup_companion: SetupCompanion,
+    on_wyoming_satellite: tuple[MockConfigEntry, str],
     piper: PiperPeer,
     whisper: WhisperPeer,
     satellite: SatellitePeer,
@@ -82,14 +78,7 @@ async def test_the_satellite_knows_who_asks_with_either_speech_to_text(
     stt: str,
 ) -> None:
     """Ada's memory reaches her turn at the satellite, whoever transcribes it."""
-    entry, satellite_id = await setup_satellite_companion(
-        hass,
-        setup_companion,
-        piper,
-        (whisper.host, whisper.port, whisper.model),
-        (satellite.host, satellite.port),
-    )
-    await wait_state(hass, satellite_id, "idle")
+    entry, satellite_id = on_wyoming_satellite
     if stt != "ours":
         theirs = wyoming_entity(hass, await setup_wyoming(hass, whisper.host, whisper.port), "stt")
         await async_update_pipeline(hass, async_get_pipeline(hass), stt_engine=theirs)
