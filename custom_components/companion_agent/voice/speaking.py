@@ -64,9 +64,9 @@ from .voiceprints import HeardVoice, HouseholdVoices
 ASSIST_PIPELINE = "assist_pipeline"
 PREFERRED = "preferred"
 MAX_WAITING = 64
+"""Runs of our satellites waiting for an answer that are kept (one per satellite at a time)."""
 HEARD_FOR = 60.0
 """Seconds the voice our speech to text matched stays its utterance's, for the agent."""
-"""Runs of our satellites waiting for an answer that are kept (one per satellite at a time)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
